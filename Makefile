@@ -1,0 +1,58 @@
+# linerate — build, test and demo. `make demo` and `make test` install what
+# is missing on a fresh Debian / Ubuntu / Raspberry Pi OS machine first.
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X linerate/internal/version.Version=$(VERSION)
+BIN      := bin/linerate
+# Debian packages the tests and benchmarks use: ethtool and iproute2 to
+# cross-check what linerate reads, nftables for the lab's NAT, iperf3,
+# sockperf and netsniff-ng (trafgen) for side-by-side benchmarks.
+DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils
+TEST_TIMEOUT ?= 12m
+
+.PHONY: all build deps test test-short demo release bench clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/linerate
+
+# deps installs missing Debian packages (only when running as root with apt)
+# and downloads Go modules.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "note: missing packages:$$missing (install them as root for the full test suite)"; fi; \
+	fi
+	$(GO) mod download
+
+test: deps build
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory release OUT=$$(mktemp -d)
+
+# test-short runs only the tests that need neither root nor namespaces.
+test-short:
+	$(GO) test -short -count=1 ./...
+
+demo: deps build
+	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root (it builds network namespaces): try sudo make demo"; exit 2; fi
+	./$(BIN) demo $(DEMO_FLAGS)
+
+OUT ?= dist
+release:
+	@mkdir -p $(OUT)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-amd64 ./cmd/linerate
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-arm64 ./cmd/linerate
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-armv7 ./cmd/linerate
+	@ls -l $(OUT)
+
+bench: build
+	bash bench/compare.sh
+
+clean:
+	rm -rf bin dist

@@ -1,0 +1,102 @@
+package box
+
+import (
+	"time"
+
+	"linerate/source/procfs"
+)
+
+// Counters is one snapshot of every counter linerate watches during a run.
+// Two snapshots give Rates (Delta). Counters are cumulative as the kernel
+// keeps them; maps are keyed as the kernel names things.
+type Counters struct {
+	Time time.Time `json:"time"`
+	// CPU holds /proc/stat per-CPU times in USER_HZ ticks, by CPU id.
+	CPU []CPUTimes `json:"cpu"`
+	// Interrupts maps an IRQ label of /proc/interrupts ("41", "NMI", "LOC")
+	// to its count per CPU.
+	Interrupts map[string][]uint64 `json:"interrupts"`
+	// SoftIRQs maps a /proc/softirqs row ("NET_RX", "NET_TX", ...) to its
+	// count per CPU.
+	SoftIRQs map[string][]uint64 `json:"softirqs"`
+	// Softnet is /proc/net/softnet_stat, one entry per CPU.
+	Softnet []Softnet `json:"softnet"`
+	// NetDev is /proc/net/dev by interface.
+	NetDev map[string]NetDev `json:"netdev"`
+	// Ethtool holds each interface's `ethtool -S` counters.
+	Ethtool map[string]map[string]uint64 `json:"ethtool,omitempty"`
+	// UDP is the Udp: line of /proc/net/snmp ("InDatagrams", "NoPorts",
+	// "InErrors", "OutDatagrams", "RcvbufErrors", "SndbufErrors", ...).
+	UDP map[string]uint64 `json:"udp"`
+	// TCP is the Tcp: line of /proc/net/snmp ("RetransSegs", ...).
+	TCP map[string]uint64 `json:"tcp,omitempty"`
+	// Celsius maps a thermal zone name to its temperature (instantaneous).
+	Celsius map[string]float64 `json:"celsius,omitempty"`
+	// CurKHz is each CPU's current frequency (instantaneous), by CPU id.
+	CurKHz map[int]int64 `json:"cur_khz,omitempty"`
+}
+
+// CPUTimes, Softnet and NetDev are defined by the reader that parses them.
+type (
+	CPUTimes = procfs.CPUTimes
+	Softnet  = procfs.Softnet
+	NetDev   = procfs.NetDev
+)
+
+// Rates is what happened between two Counters, per second (percent for CPU).
+type Rates struct {
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Seconds float64   `json:"seconds"`
+	// CPU is the share of each CPU's time, in percent (0-100).
+	CPU []CPUUse `json:"cpu"`
+	// Interrupts maps an IRQ label to interrupts per second on each CPU.
+	Interrupts map[string][]float64 `json:"interrupts"`
+	// SoftIRQs maps "NET_RX", "NET_TX", ... to softirqs per second per CPU.
+	SoftIRQs map[string][]float64  `json:"softirqs"`
+	Softnet  []SoftnetRate         `json:"softnet"`
+	NetDev   map[string]NetDevRate `json:"netdev"`
+	// Ethtool holds per-second rates of each interface's ethtool counters.
+	Ethtool map[string]map[string]float64 `json:"ethtool,omitempty"`
+	UDP     map[string]float64            `json:"udp"`
+	TCP     map[string]float64            `json:"tcp,omitempty"`
+	// Celsius and CurKHz are the values at End.
+	Celsius map[string]float64 `json:"celsius,omitempty"`
+	CurKHz  map[int]int64      `json:"cur_khz,omitempty"`
+}
+
+// CPUUse is one CPU's time split, in percent.
+type CPUUse struct {
+	ID      int     `json:"id"`
+	User    float64 `json:"usr"`
+	System  float64 `json:"sys"`
+	IRQ     float64 `json:"irq"`
+	SoftIRQ float64 `json:"softirq"`
+	Idle    float64 `json:"idle"`
+	IOWait  float64 `json:"iowait"`
+	Steal   float64 `json:"steal"`
+	// Busy is 100 - idle - iowait.
+	Busy float64 `json:"busy"`
+}
+
+// SoftnetRate is one CPU's softnet counters per second.
+type SoftnetRate struct {
+	CPU         int     `json:"cpu"`
+	Processed   float64 `json:"processed"`
+	Dropped     float64 `json:"dropped"`
+	TimeSqueeze float64 `json:"time_squeeze"`
+	ReceivedRPS float64 `json:"received_rps"`
+}
+
+// NetDevRate is one interface's traffic per second.
+type NetDevRate struct {
+	RxBps    float64 `json:"rx_bps"`
+	TxBps    float64 `json:"tx_bps"`
+	RxPps    float64 `json:"rx_pps"`
+	TxPps    float64 `json:"tx_pps"`
+	RxDrops  float64 `json:"rx_drops"`
+	TxDrops  float64 `json:"tx_drops"`
+	RxErrors float64 `json:"rx_errors"`
+	TxErrors float64 `json:"tx_errors"`
+	RxFifo   float64 `json:"rx_fifo"`
+}

@@ -1,0 +1,84 @@
+// Command linerate gets a Linux box to the throughput its hardware allows,
+// and proves it. This package is wiring only: flags, help text and calls
+// into the domain packages. Each subcommand lives in its own file and adds
+// itself to the root command in an init function.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"linerate/internal/usage"
+	"linerate/internal/version"
+)
+
+// Exit codes, documented in README.md.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // the machine or the network failed us
+	exitBadInput    = 2   // bad flags, names, files or captures
+	exitInterrupted = 130 // Ctrl-C / SIGTERM: partial results were printed
+)
+
+// errInterrupted is returned by commands stopped by a signal after they
+// printed what they had.
+var errInterrupted = errors.New("interrupted")
+
+var rootCmd = &cobra.Command{
+	Use:   "linerate",
+	Short: "Get a Linux box to the throughput its hardware allows, and prove it",
+	Long: `linerate inspects a Linux box's NICs, queues, IRQs, PCIe links and CPUs,
+measures throughput, packet rate, loss and latency, names the bottleneck
+with evidence, and tunes it as one reversible transaction.`,
+	Example: `  linerate inspect                  # every NIC, queue, IRQ and PCIe link
+  linerate inspect eth0 --json      # one NIC, as JSON
+  linerate capture -o box.tar.gz    # everything inspect reads, to send to someone
+  linerate inspect --root box.tar.gz
+  linerate ceiling --speed 1G --frame 64`,
+	SilenceUsage:  true,
+	SilenceErrors: true,
+}
+
+var versionCmd = &cobra.Command{
+	Use:     "version",
+	Short:   "Print linerate's version",
+	Example: "  linerate version",
+	Args:    cobra.NoArgs,
+	Run: func(cmd *cobra.Command, _ []string) {
+		fmt.Fprintln(cmd.OutOrStdout(), "linerate", version.Version)
+	},
+}
+
+func init() {
+	rootCmd.AddCommand(versionCmd)
+	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage.Wrap(err) })
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := rootCmd.ExecuteContext(ctx)
+	stop()
+	os.Exit(exitCode(err))
+}
+
+// exitCode prints err as one line and maps it to linerate's exit codes.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(os.Stderr, "linerate:", err)
+	switch {
+	case errors.Is(err, errInterrupted) || errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case usage.Is(err) || isCobraUsage(err):
+		return exitBadInput
+	default:
+		return exitFailure
+	}
+}
