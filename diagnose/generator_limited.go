@@ -1,0 +1,43 @@
+package diagnose
+
+import "fmt"
+
+// generatorLimited: the measurement was the bottleneck, not the device
+// under test: the sender could not reach the asked rate, a sender thread sat
+// at 100 % of a CPU, or nothing was lost and the receiver had room.
+type generatorLimited struct{}
+
+func (generatorLimited) ID() string { return "generator-limited" }
+func (generatorLimited) Explain() string {
+	return "the load generator, not the box, limited the result"
+}
+
+func (generatorLimited) Check(ev *Evidence) []Finding {
+	l := ev.Load
+	if l == nil || l.SentPPS <= 0 {
+		return nil
+	}
+	var why []string
+	if l.AskedPPS > 0 && l.SentPPS < 0.98*l.AskedPPS {
+		why = append(why, fmt.Sprintf("sent %s of the %s asked", rate(l.SentPPS), rate(l.AskedPPS)))
+	}
+	if l.SenderBusy >= 95 {
+		why = append(why, fmt.Sprintf("busiest sender thread at %s of a CPU", pct(l.SenderBusy)))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	if l.LossRatio > 0.01 {
+		// The path dropped packets too; the box is (also) a limit.
+		return nil
+	}
+	f := Finding{Severity: Warning, Subject: "generator",
+		Summary:  fmt.Sprintf("the load generator limited this run: %s received with %.2f%% loss", rate(l.ReceivedPPS), l.LossRatio*100),
+		Evidence: why,
+		Fixes: []Fix{{Kind: "bench", Target: "generator", Value: "more --threads, --engine ring, or a second sending host",
+			Note: "the box under test has headroom this run could not show"}}}
+	if l.Local {
+		f.Evidence = append(f.Evidence, "the generator ran on the box under test and competes with it for CPU")
+	}
+	return []Finding{f}
+}

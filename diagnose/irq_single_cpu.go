@@ -1,0 +1,114 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+
+	"linerate/box"
+)
+
+// irqSingleCPU: a NIC's interrupts and the NET_RX softirqs concentrated on
+// one CPU that is near 100 % while others idle (seed: the RouterPi before
+// tuning, "CPU0 100 %, CPU1-3 0 %").
+type irqSingleCPU struct{}
+
+func (irqSingleCPU) ID() string { return "irq-single-cpu" }
+func (irqSingleCPU) Explain() string {
+	return "NIC interrupts and NET_RX softirqs all on one saturated CPU while others idle"
+}
+
+func (irqSingleCPU) Check(ev *Evidence) []Finding {
+	m, ok := ev.Mean()
+	if !ok || len(m.CPU) < 2 {
+		return nil
+	}
+	netrx := m.SoftIRQs["NET_RX"]
+	hot, share := argmax(netrx)
+	if hot < 0 || share < 0.8 || sum(netrx) < 100 {
+		return nil
+	}
+	use, ok := cpuUse(m, hot)
+	if !ok || use.Busy < saturated {
+		return nil
+	}
+	all, spare := otherCPUs(m, hot)
+	if len(spare) == 0 {
+		return nil
+	}
+	f := Finding{
+		Severity: Critical,
+		Subject:  fmt.Sprintf("cpu%d", hot),
+		Summary: fmt.Sprintf("all NET_RX softirqs on CPU%d at %s busy (%s softirq), CPUs %s idle enough to help",
+			hot, pct(use.Busy), pct(use.SoftIRQ), cpuList(spare)),
+		Evidence: []string{
+			fmt.Sprintf("NET_RX softirqs: %s on CPU%d = %s of all", rate(netrx[hot]), hot, pct(share*100)),
+			fmt.Sprintf("CPU%d: busy %s, softirq %s, irq %s, sys %s", hot, pct(use.Busy), pct(use.SoftIRQ), pct(use.IRQ), pct(use.System)),
+		},
+	}
+	for _, id := range all {
+		u, _ := cpuUse(m, id)
+		f.Evidence = append(f.Evidence, fmt.Sprintf("CPU%d: busy %s", id, pct(u.Busy)))
+	}
+	// Spread: each busy NIC's movable IRQs go to a spare CPU; its rx
+	// queues steer to the other spare CPUs with RPS.
+	next := 0
+	pick := func() int { id := spare[next%len(spare)]; next++; return id }
+	for i := range ev.Box.NICs {
+		n := &ev.Box.NICs[i]
+		per := nicIRQRate(m, n)
+		if !physical(n) || len(per) <= hot || per[hot] < 1 {
+			continue
+		}
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s interrupts on CPU%d, %s rx packets", n.Name, rate(per[hot]), hot, rate(rxPPS(m, n))))
+		for _, irq := range n.IRQs {
+			q, ok := ev.Box.IRQ(irq)
+			if !ok || unmovable(q) {
+				continue
+			}
+			if len(per) > hot && m.Interrupts[fmt.Sprint(irq)] != nil && sum(m.Interrupts[fmt.Sprint(irq)]) < 1 {
+				continue // an idle vector: not worth moving
+			}
+			f.Fixes = append(f.Fixes, Fix{Kind: "irq-affinity", Target: fmt.Sprint(irq), Value: one(pick()),
+				Note: fmt.Sprintf("move %s off CPU%d", q.Name, hot)})
+		}
+		if rxQueueCount(n) <= 1 && !rpsOn(n) {
+			f.Fixes = append(f.Fixes, Fix{Kind: "rps", Target: n.Name + "/rx-0", Value: one(pick()),
+				Note: "process " + n.Name + "'s packets on another CPU"})
+		}
+	}
+	return []Finding{f}
+}
+
+// unmovable reports whether an IRQ ignores its affinity: it names several
+// CPUs (or others than CPU0) yet all its interrupts land on one CPU outside
+// or at the edge of it, or a write was refused.
+func unmovable(q *box.IRQ) bool {
+	if _, ok := q.Unsupported["smp_affinity_write"]; ok {
+		return true
+	}
+	if knownUnmovableChip(q.Chip) {
+		return true
+	}
+	if q.Effective == nil || len(q.AffinityList) == 0 {
+		return false
+	}
+	in := map[int]bool{}
+	for _, c := range q.AffinityList {
+		in[c] = true
+	}
+	for _, c := range q.Effective {
+		if !in[c] {
+			return true // effective CPU outside the asked set
+		}
+	}
+	return false
+}
+
+// knownUnmovableChip names interrupt controllers that deliver every MSI
+// through one parent interrupt, so smp_affinity cannot move a single vector:
+// the Raspberry Pi 4 / CM4 PCIe MSI controller (seed "RouterPi": "eth1 PCIe
+// interrupt (cannot be changed from CPU0)").
+func knownUnmovableChip(chip string) bool {
+	c := strings.ToUpper(chip)
+	return strings.Contains(c, "BRCM") && strings.Contains(c, "MSI")
+}

@@ -1,0 +1,65 @@
+package diagnose
+
+import "fmt"
+
+// irqUnmovable: an IRQ whose affinity can't be changed (a write was
+// refused, or effective_affinity ignores smp_affinity — the CM4's PCIe MSI).
+// Steering has to happen after the interrupt: RPS.
+type irqUnmovable struct{}
+
+func (irqUnmovable) ID() string { return "irq-unmovable" }
+func (irqUnmovable) Explain() string {
+	return "a NIC IRQ that ignores smp_affinity; spread its work with RPS instead"
+}
+
+func (irqUnmovable) Check(ev *Evidence) []Finding {
+	var out []Finding
+	m, haveRates := ev.Mean()
+	for i := range ev.Box.NICs {
+		n := &ev.Box.NICs[i]
+		for _, num := range n.IRQs {
+			q, ok := ev.Box.IRQ(num)
+			if !ok || !unmovable(q) {
+				continue
+			}
+			f := Finding{
+				Severity: Warning,
+				Subject:  fmt.Sprintf("irq %d", num),
+				Summary:  fmt.Sprintf("IRQ %d (%s) of %s cannot be moved off CPU %s", num, q.Name, n.Name, cpuList(append([]int(nil), q.Effective...))),
+				Evidence: []string{fmt.Sprintf("smp_affinity_list %s, effective_affinity_list %s, chip %q",
+					cpuList(append([]int(nil), q.AffinityList...)), cpuList(append([]int(nil), q.Effective...)), q.Chip)},
+			}
+			if why, ok := q.Unsupported["smp_affinity_write"]; ok {
+				f.Evidence = append(f.Evidence, "writing smp_affinity failed: "+why)
+			}
+			if knownUnmovableChip(q.Chip) {
+				f.Evidence = append(f.Evidence, "this MSI controller delivers all vectors through one parent interrupt")
+			}
+			hot := -1
+			if len(q.Effective) == 1 {
+				hot = q.Effective[0]
+			}
+			if haveRates {
+				if v := m.Interrupts[fmt.Sprint(num)]; len(v) > 0 {
+					f.Evidence = append(f.Evidence, fmt.Sprintf("%s interrupts/s", rate(sum(v))))
+				}
+			}
+			if !rpsOn(n) {
+				var others []int
+				for _, c := range ev.Box.CPUs {
+					if c.Online && c.ID != hot {
+						others = append(others, c.ID)
+					}
+				}
+				if len(others) > 0 {
+					for _, rq := range n.RXQueues {
+						f.Fixes = append(f.Fixes, Fix{Kind: "rps", Target: fmt.Sprintf("%s/rx-%d", n.Name, rq.Index),
+							Value: cpuList(others), Note: "handle packets away from the CPU the IRQ is stuck on"})
+					}
+				}
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
