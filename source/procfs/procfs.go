@@ -3,11 +3,26 @@
 // affinities and sysctls. Every reader is a method on an FS made from a mount
 // point, so tests and captures point it at a copy of the tree. Parsers take
 // an io.Reader and are pure; errors name the file they came from.
+//
+// The parsers are written here rather than taken from prometheus/procfs
+// because linerate needs what that library does not give: the chip, hwirq
+// and trigger columns of /proc/interrupts on ARM and x86, the CPU-id column
+// of newer softnet_stat, and readers that work on a capture's copy of the
+// tree with per-namespace net files.
 package procfs
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
-var errTodo = errors.New("todo")
+	"linerate/source/cpuset"
+)
 
 // FS is a /proc tree at some root ("/proc", or a capture's "proc").
 type FS struct {
@@ -26,10 +41,17 @@ func (fs FS) WithNetDir(dir string) FS { fs.netDir = dir; return fs }
 func (fs FS) Root() string { return fs.root }
 
 // Path joins elements below the root.
-func (fs FS) Path(elem ...string) string { panic("todo: H1") }
+func (fs FS) Path(elem ...string) string {
+	return filepath.Join(append([]string{fs.root}, elem...)...)
+}
 
 // NetPath joins elements below the net directory (root/net unless WithNetDir).
-func (fs FS) NetPath(elem ...string) string { panic("todo: H1") }
+func (fs FS) NetPath(elem ...string) string {
+	if fs.netDir != "" {
+		return filepath.Join(append([]string{fs.netDir}, elem...)...)
+	}
+	return fs.Path(append([]string{"net"}, elem...)...)
+}
 
 // Interrupts is /proc/interrupts.
 type Interrupts struct {
@@ -44,12 +66,27 @@ type InterruptRow struct {
 	Label string
 	// Number is Label as a number, -1 for named rows.
 	Number int
-	// Counts has one entry per CPU column.
+	// Counts has one entry per CPU column; the system-wide named rows ERR
+	// and MIS have a single entry.
 	Counts []uint64
 	// Chip, HWIRQ and Actions are the text after the counts of numbered rows:
 	// "PCI-MSI", "2097153-edge", "enp4s0-rx-0". Named rows put their
 	// description in Actions.
 	Chip, HWIRQ, Actions string
+	// Trigger is "Level" or "Edge" on kernels that print it in a column of
+	// its own (ARM: "GICv2 189 Level  eth0" has HWIRQ "189"); "" on x86,
+	// where the flow handler is part of HWIRQ.
+	Trigger string
+}
+
+// Row returns the row labelled label ("41", "LOC"), false when absent.
+func (in Interrupts) Row(label string) (InterruptRow, bool) {
+	for _, r := range in.Rows {
+		if r.Label == label {
+			return r, true
+		}
+	}
+	return InterruptRow{}, false
 }
 
 // IRQAffinity is /proc/irq/N/{smp_affinity,smp_affinity_list,effective_affinity_list}.
@@ -60,37 +97,184 @@ type IRQAffinity struct {
 	Effective []int
 }
 
+// parseFile opens path and hands it to parse; parse errors are prefixed
+// with the path (open errors already name it).
+func parseFile[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer f.Close()
+	v, err := parse(f)
+	if err != nil {
+		var pe *iofs.PathError
+		if errors.As(err, &pe) {
+			return v, err
+		}
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
 // Stat returns the per-CPU lines of /proc/stat (the aggregate "cpu" line is dropped).
-func (fs FS) Stat() ([]CPUTimes, error) { return nil, errTodo }
+func (fs FS) Stat() ([]CPUTimes, error) { return parseFile(fs.Path("stat"), ParseStat) }
 
 // Interrupts reads /proc/interrupts.
-func (fs FS) Interrupts() (Interrupts, error) { return Interrupts{}, errTodo }
+func (fs FS) Interrupts() (Interrupts, error) {
+	return parseFile(fs.Path("interrupts"), ParseInterrupts)
+}
 
 // SoftIRQs reads /proc/softirqs: row name → count per CPU.
-func (fs FS) SoftIRQs() (map[string][]uint64, error) { return nil, errTodo }
+func (fs FS) SoftIRQs() (map[string][]uint64, error) {
+	return parseFile(fs.Path("softirqs"), ParseSoftIRQs)
+}
 
 // Softnet reads net/softnet_stat.
-func (fs FS) Softnet() ([]Softnet, error) { return nil, errTodo }
+func (fs FS) Softnet() ([]Softnet, error) {
+	return parseFile(fs.NetPath("softnet_stat"), ParseSoftnet)
+}
 
 // NetDev reads net/dev.
-func (fs FS) NetDev() (map[string]NetDev, error) { return nil, errTodo }
+func (fs FS) NetDev() (map[string]NetDev, error) {
+	return parseFile(fs.NetPath("dev"), ParseNetDev)
+}
 
 // SNMP reads net/snmp: section ("Ip", "Tcp", "Udp", ...) → field → value.
-func (fs FS) SNMP() (map[string]map[string]uint64, error) { return nil, errTodo }
+func (fs FS) SNMP() (map[string]map[string]uint64, error) {
+	return parseFile(fs.NetPath("snmp"), ParseSNMP)
+}
+
+// SysctlPath is the file behind a sysctl name: dots become slashes
+// ("net.core.rmem_max" → sys/net/core/rmem_max). A name holding a slash is
+// taken as a path already, as sysctl(8) does, so that an interface name
+// with a dot can be written ("net/ipv4/conf/eth0.100/rp_filter").
+func (fs FS) SysctlPath(name string) (string, error) {
+	sep := "."
+	if strings.Contains(name, "/") {
+		sep = "/"
+	}
+	parts := strings.Split(strings.Trim(name, sep), sep)
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." || strings.ContainsAny(p, "/\x00") {
+			return "", fmt.Errorf("sysctl %q: not a sysctl name", name)
+		}
+	}
+	return fs.Path(append([]string{"sys"}, parts...)...), nil
+}
 
 // Sysctl reads sys/NAME with dots turned into slashes, white space folded to
-// single spaces ("4096\t131072\t6291456" → "4096 131072 6291456").
-func (fs FS) Sysctl(name string) (string, error) { return "", errTodo }
+// single spaces ("4096\t131072\t6291456" → "4096 131072 6291456"). A sysctl
+// that does not exist gives an error wrapping fs.ErrNotExist.
+func (fs FS) Sysctl(name string) (string, error) {
+	p, err := fs.SysctlPath(name)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(strings.Fields(string(b)), " "), nil
+}
 
-// IRQAffinity reads irq/N.
-func (fs FS) IRQAffinity(n int) (IRQAffinity, error) { return IRQAffinity{}, errTodo }
+// readOptional reads a file that may be absent: ok is false then.
+func readOptional(path string) (s string, ok bool, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return strings.TrimSpace(string(b)), true, nil
+}
+
+// IRQAffinity reads irq/N. Either smp_affinity or smp_affinity_list is
+// enough (each is derived from the other when missing); an IRQ with neither
+// gives an error wrapping fs.ErrNotExist.
+func (fs FS) IRQAffinity(n int) (IRQAffinity, error) {
+	dir := fs.Path("irq", strconv.Itoa(n))
+	var a IRQAffinity
+	maskPath, listPath := filepath.Join(dir, "smp_affinity"), filepath.Join(dir, "smp_affinity_list")
+	mask, haveMask, err := readOptional(maskPath)
+	if err != nil {
+		return a, err
+	}
+	list, haveList, err := readOptional(listPath)
+	if err != nil {
+		return a, err
+	}
+	switch {
+	case haveList:
+		if a.List, err = cpuset.ParseList(list); err != nil {
+			return a, fmt.Errorf("%s: %w", listPath, err)
+		}
+	case haveMask:
+		if a.List, err = cpuset.ParseMask(mask); err != nil {
+			return a, fmt.Errorf("%s: %w", maskPath, err)
+		}
+	default:
+		return a, fmt.Errorf("%s: %w", maskPath, iofs.ErrNotExist)
+	}
+	a.Mask = mask
+	if !haveMask {
+		a.Mask = cpuset.FormatMask(a.List)
+	}
+	effPath := filepath.Join(dir, "effective_affinity_list")
+	eff, haveEff, err := readOptional(effPath)
+	if err != nil {
+		return a, err
+	}
+	if haveEff {
+		if a.Effective, err = cpuset.ParseList(eff); err != nil {
+			return a, fmt.Errorf("%s: %w", effPath, err)
+		}
+	}
+	return a, nil
+}
+
+// commLen is the kernel's TASK_COMM_LEN less its terminating NUL: comm
+// holds at most 15 bytes of a process name (include/linux/sched.h).
+const commLen = 15
 
 // Running reports whether a process whose comm is name exists (scans N/comm).
-func (fs FS) Running(name string) (bool, error) { return false, errTodo }
+// Names longer than comm can hold are compared on their first 15 bytes.
+func (fs FS) Running(name string) (bool, error) {
+	if len(name) > commLen {
+		name = name[:commLen]
+	}
+	entries, err := os.ReadDir(fs.root)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		// A process can exit between ReadDir and ReadFile; that is not an error.
+		b, err := os.ReadFile(filepath.Join(fs.root, e.Name(), "comm"))
+		if err != nil {
+			continue
+		}
+		if strings.TrimSuffix(string(b), "\n") == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
 
 // Hostname and Kernel read sys/kernel/hostname and sys/kernel/osrelease.
-func (fs FS) Hostname() (string, error) { return "", errTodo }
-func (fs FS) Kernel() (string, error)   { return "", errTodo }
+func (fs FS) Hostname() (string, error) { return fs.readTrim("sys", "kernel", "hostname") }
+func (fs FS) Kernel() (string, error)   { return fs.readTrim("sys", "kernel", "osrelease") }
+
+func (fs FS) readTrim(elem ...string) (string, error) {
+	b, err := os.ReadFile(fs.Path(elem...))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
 
 // CPUTimes is one cpuN line of /proc/stat, in ticks.
 type CPUTimes struct {
@@ -122,6 +306,9 @@ type Softnet struct {
 	ReceivedRPS uint64 `json:"received_rps"`
 	FlowLimit   uint64 `json:"flow_limit"`
 	BacklogLen  uint64 `json:"backlog_len"`
+	// InputQLen and ProcessQLen split BacklogLen (15-column kernels, 6.x).
+	InputQLen   uint64 `json:"input_qlen,omitempty"`
+	ProcessQLen uint64 `json:"process_qlen,omitempty"`
 }
 
 // NetDev is one line of /proc/net/dev.

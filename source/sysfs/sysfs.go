@@ -4,11 +4,28 @@
 // throttle flags. Every reader is a method on an FS made from a mount point
 // ("/sys", or a capture's "sys"); a missing optional file is absent (nil or
 // an Unsupported entry), not an error.
+//
+// Symbolic links are followed inside the tree, never out of it: a capture
+// holds relative links such as class/net/eth1 →
+// ../../devices/pci0000:00/0000:00:00.0/0000:01:00.0/net/eth1, and they are
+// resolved against the FS root as the kernel resolves them against /sys.
 package sysfs
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 
-var errTodo = errors.New("todo")
+	"linerate/source/cpuset"
+)
 
 // FS is a /sys tree at some root.
 type FS struct{ root string }
@@ -18,6 +35,169 @@ func NewFS(root string) FS { return FS{root: root} }
 
 // Root is the mount point the FS was made from.
 func (fs FS) Root() string { return fs.root }
+
+// host turns a slash path below the root into a path of this machine.
+func (fs FS) host(rel string) string { return filepath.Join(fs.root, filepath.FromSlash(rel)) }
+
+// maxLinks bounds how many symbolic links one resolution follows, as the
+// kernel's MAXSYMLINKS (40) does.
+const maxLinks = 40
+
+// resolve follows the symbolic links along rel, a slash path below the root,
+// and returns the path they lead to, also below the root and free of links.
+// A relative link target is taken from the link's directory; an absolute one
+// is a path on the machine the tree came from, so a leading "/sys" is dropped
+// and the rest is taken from the root. ".." never climbs above the root.
+// A missing component gives an error wrapping fs.ErrNotExist.
+func (fs FS) resolve(rel string) (string, error) {
+	pending := strings.Split(rel, "/")
+	var done []string
+	links := 0
+	for len(pending) > 0 {
+		c := pending[0]
+		pending = pending[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) > 0 {
+				done = done[:len(done)-1]
+			}
+			continue
+		}
+		done = append(done, c)
+		p := fs.host(strings.Join(done, "/"))
+		fi, err := os.Lstat(p)
+		if err != nil {
+			// Name the path asked for, not the component that failed.
+			var pe *iofs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", &iofs.PathError{Op: "open", Path: fs.host(rel), Err: err}
+		}
+		if fi.Mode()&iofs.ModeSymlink == 0 {
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("%s: %w", fs.host(rel), syscall.ELOOP)
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		done = done[:len(done)-1]
+		target = filepath.ToSlash(target)
+		if strings.HasPrefix(target, "/") {
+			done = nil
+			if target == "/sys" || strings.HasPrefix(target, "/sys/") {
+				target = target[len("/sys"):]
+			}
+		}
+		pending = append(strings.Split(target, "/"), pending...)
+	}
+	return strings.Join(done, "/"), nil
+}
+
+// absent says whether a read error means "this attribute has no value
+// here": the file is missing, or the kernel refuses to produce it (speed and
+// carrier of a down link give EINVAL, xps_cpus of a single-queue device
+// ENOENT, phys_port_name EOPNOTSUPP, a sleeping sensor ENODATA).
+func absent(err error) bool {
+	return errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.EINVAL) ||
+		errors.Is(err, syscall.ENODEV) || errors.Is(err, syscall.EOPNOTSUPP) ||
+		errors.Is(err, syscall.ENODATA) || errors.Is(err, syscall.ENXIO)
+}
+
+// read returns the content of rel with surrounding white space removed.
+func (fs FS) read(rel string) (string, error) {
+	p, err := fs.resolve(rel)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(fs.host(p))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// optional reads rel; ok is false when the value is absent.
+func (fs FS) optional(rel string) (s string, ok bool, err error) {
+	s, err = fs.read(rel)
+	if err != nil {
+		if absent(err) {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	return s, true, nil
+}
+
+// optionalInt reads a decimal integer from rel; ok is false when absent.
+func (fs FS) optionalInt(rel string) (n int64, ok bool, err error) {
+	s, ok, err := fs.optional(rel)
+	if !ok || err != nil {
+		return 0, false, err
+	}
+	n, err = strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: %q is not a number", fs.host(rel), s)
+	}
+	return n, true, nil
+}
+
+// intInto stores the integer in rel into *dst when present.
+func (fs FS) intInto(rel string, dst *int) error {
+	n, ok, err := fs.optionalInt(rel)
+	if ok {
+		*dst = int(n)
+	}
+	return err
+}
+
+// linkBase returns the base name of the symbolic link rel points to ("igb"
+// for device/driver → ../../../bus/pci/drivers/igb), "" when rel is not a
+// link. The target need not exist in the tree.
+func (fs FS) linkBase(rel string) (string, error) {
+	dir, err := fs.resolve(path.Dir(rel))
+	if err != nil {
+		if absent(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	target, err := os.Readlink(fs.host(path.Join(dir, path.Base(rel))))
+	if err != nil {
+		if absent(err) {
+			return "", nil // missing, or not a link
+		}
+		return "", err
+	}
+	return path.Base(filepath.ToSlash(target)), nil
+}
+
+// validName rejects names that would leave the directory they name an entry of.
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
+// pciAddr matches a PCI function address, DDDD:BB:DD.F; VMD domains have
+// five hex digits ("10000:e1:00.0").
+var pciAddr = regexp.MustCompile(`^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+
+// pciChain returns the PCI address components of a device path, nearest
+// (last) first.
+func pciChain(p string) []string {
+	parts := strings.Split(p, "/")
+	var out []string
+	for i := len(parts) - 1; i >= 0; i-- {
+		if pciAddr.MatchString(parts[i]) {
+			out = append(out, parts[i])
+		}
+	}
+	return out
+}
 
 // NetDevice is class/net/NAME.
 type NetDevice struct {
@@ -29,7 +209,8 @@ type NetDevice struct {
 	TxQueueLen int
 	OperState  string
 	// Carrier, SpeedMbps and Duplex are nil/"" when the file is absent or
-	// unreadable (link down makes speed unreadable).
+	// unreadable (link down makes speed unreadable). SpeedMbps is also nil
+	// when the driver reports the speed as unknown (-1).
 	Carrier   *bool
 	SpeedMbps *int
 	Duplex    string
@@ -40,7 +221,10 @@ type NetDevice struct {
 	// PCIAddr is the PCI address of the device when its device link resolves
 	// into a PCI path ("0000:01:00.0").
 	PCIAddr string
-	// MSIIRQs lists device/msi_irqs entries; nil when absent.
+	// MSIIRQs lists device/msi_irqs entries; nil when absent. When the
+	// device is a child of a PCI function rather than the function itself
+	// (virtio: device → 0000:00:03.0/virtio2), the function's msi_irqs are
+	// listed.
 	MSIIRQs  []int
 	RXQueues []RXQueue
 	TXQueues []TXQueue
@@ -60,12 +244,168 @@ type TXQueue struct {
 	XPSCPUs string
 }
 
-// NetDevices lists class/net, sorted.
-func (fs FS) NetDevices() ([]string, error) { return nil, errTodo }
+// entries lists the names in directory rel (links followed); a missing
+// directory gives an error wrapping fs.ErrNotExist.
+func (fs FS) entries(rel string) ([]iofs.DirEntry, error) {
+	p, err := fs.resolve(rel)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadDir(fs.host(p))
+}
+
+// NetDevices lists class/net, sorted. Regular files there (bonding_masters)
+// are not interfaces and are left out.
+func (fs FS) NetDevices() ([]string, error) {
+	ents, err := fs.entries("class/net")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() || e.Type()&iofs.ModeSymlink != 0 {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
 
 // NetDevice reads class/net/NAME; an error wrapping fs.ErrNotExist when the
 // interface does not exist.
-func (fs FS) NetDevice(name string) (NetDevice, error) { return NetDevice{}, errTodo }
+func (fs FS) NetDevice(name string) (NetDevice, error) {
+	d := NetDevice{Name: name}
+	rel := "class/net/" + name
+	if !validName(name) {
+		return d, fmt.Errorf("%s: %q is not an interface name: %w", fs.host("class/net"), name, iofs.ErrNotExist)
+	}
+	dir, err := fs.resolve(rel)
+	if err != nil {
+		return d, err
+	}
+	if fi, err := os.Stat(fs.host(dir)); err != nil {
+		return d, err
+	} else if !fi.IsDir() {
+		return d, fmt.Errorf("%s: not a directory: %w", fs.host(rel), iofs.ErrNotExist)
+	}
+	at := func(f string) string { return dir + "/" + f }
+
+	for f, dst := range map[string]*int{"ifindex": &d.Ifindex, "type": &d.Type, "mtu": &d.MTU, "tx_queue_len": &d.TxQueueLen} {
+		if err := fs.intInto(at(f), dst); err != nil {
+			return d, err
+		}
+	}
+	for f, dst := range map[string]*string{"address": &d.Address, "operstate": &d.OperState, "duplex": &d.Duplex} {
+		if *dst, _, err = fs.optional(at(f)); err != nil {
+			return d, err
+		}
+	}
+	if n, ok, err := fs.optionalInt(at("carrier")); err != nil {
+		return d, err
+	} else if ok {
+		up := n != 0
+		d.Carrier = &up
+	}
+	// Unknown speed reads as -1, or as 4294967295 on kernels that printed
+	// it unsigned (SPEED_UNKNOWN, include/uapi/linux/ethtool.h).
+	if n, ok, err := fs.optionalInt(at("speed")); err != nil {
+		return d, err
+	} else if ok && n >= 0 && n < 1<<31-1 {
+		mbps := int(n)
+		d.SpeedMbps = &mbps
+	}
+	d.Virtual = strings.Contains("/"+dir+"/", "/devices/virtual/")
+
+	if d.Driver, err = fs.linkBase(at("device/driver")); err != nil {
+		return d, err
+	}
+	dev, err := fs.resolve(at("device"))
+	switch {
+	case err == nil:
+		if c := pciChain(dev); len(c) > 0 {
+			d.PCIAddr = c[0]
+		}
+		if d.MSIIRQs, err = fs.msiIRQs(dev); err != nil {
+			return d, err
+		}
+		if parent := path.Dir(dev); d.MSIIRQs == nil && pciAddr.MatchString(path.Base(parent)) {
+			if d.MSIIRQs, err = fs.msiIRQs(parent); err != nil {
+				return d, err
+			}
+		}
+	case absent(err):
+		if c := pciChain(dir); len(c) > 0 {
+			d.PCIAddr = c[0]
+		}
+	default:
+		return d, err
+	}
+
+	if d.RXQueues, d.TXQueues, err = fs.queues(dir + "/queues"); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// msiIRQs lists dir/msi_irqs, nil when absent.
+func (fs FS) msiIRQs(dir string) ([]int, error) {
+	ents, err := fs.entries(dir + "/msi_irqs")
+	if err != nil {
+		if absent(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	irqs := []int{}
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			irqs = append(irqs, n)
+		}
+	}
+	slices.Sort(irqs)
+	return irqs, nil
+}
+
+// queues reads the rx-N and tx-N directories under rel, by index.
+func (fs FS) queues(rel string) ([]RXQueue, []TXQueue, error) {
+	ents, err := fs.entries(rel)
+	if err != nil {
+		if absent(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	var rx []RXQueue
+	var tx []TXQueue
+	for _, e := range ents {
+		kind, num, ok := strings.Cut(e.Name(), "-")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil || n < 0 {
+			continue
+		}
+		q := rel + "/" + e.Name() + "/"
+		switch kind {
+		case "rx":
+			r := RXQueue{Index: n}
+			if r.RPSCPUs, _, err = fs.optional(q + "rps_cpus"); err != nil {
+				return nil, nil, err
+			}
+			if err := fs.intInto(q+"rps_flow_cnt", &r.RPSFlowCnt); err != nil {
+				return nil, nil, err
+			}
+			rx = append(rx, r)
+		case "tx":
+			t := TXQueue{Index: n}
+			// Any failure leaves XPSCPUs empty, as documented: xps_cpus is
+			// unreadable in more ways than other attributes.
+			t.XPSCPUs, _ = fs.read(q + "xps_cpus")
+			tx = append(tx, t)
+		}
+	}
+	slices.SortFunc(rx, func(a, b RXQueue) int { return a.Index - b.Index })
+	slices.SortFunc(tx, func(a, b TXQueue) int { return a.Index - b.Index })
+	return rx, tx, nil
+}
 
 // PCIDevice is bus/pci/devices/ADDR.
 type PCIDevice struct {
@@ -80,16 +420,68 @@ type PCIDevice struct {
 	CurrentLinkSpeed, CurrentLinkWidth, MaxLinkSpeed, MaxLinkWidth string
 }
 
-// PCIDevice reads bus/pci/devices/ADDR.
-func (fs FS) PCIDevice(addr string) (PCIDevice, error) { return PCIDevice{}, errTodo }
+// pciRel is the directory of a PCI function below the root.
+func pciRel(addr string) string { return "bus/pci/devices/" + addr }
+
+// PCIDevice reads bus/pci/devices/ADDR; an error wrapping fs.ErrNotExist
+// when there is no such device.
+func (fs FS) PCIDevice(addr string) (PCIDevice, error) {
+	d := PCIDevice{Addr: addr}
+	chain, err := fs.PCIPath(addr)
+	if err != nil {
+		return d, err
+	}
+	if len(chain) > 1 {
+		d.Upstream = chain[1]
+	}
+	dir, err := fs.resolve(pciRel(addr))
+	if err != nil {
+		return d, err
+	}
+	for f, dst := range map[string]*string{
+		"vendor": &d.Vendor, "device": &d.Device, "class": &d.Class,
+		"current_link_speed": &d.CurrentLinkSpeed, "current_link_width": &d.CurrentLinkWidth,
+		"max_link_speed": &d.MaxLinkSpeed, "max_link_width": &d.MaxLinkWidth,
+	} {
+		if *dst, _, err = fs.optional(dir + "/" + f); err != nil {
+			return d, err
+		}
+	}
+	d.Driver, err = fs.linkBase(dir + "/driver")
+	return d, err
+}
 
 // PCIPath lists addresses from addr up to (and including) its root port,
 // following the resolved bus/pci/devices/ADDR link.
-func (fs FS) PCIPath(addr string) ([]string, error) { return nil, errTodo }
+func (fs FS) PCIPath(addr string) ([]string, error) {
+	rel := pciRel(addr)
+	if !validName(addr) {
+		return nil, fmt.Errorf("%s: %q is not a PCI address: %w", fs.host("bus/pci/devices"), addr, iofs.ErrNotExist)
+	}
+	dir, err := fs.resolve(rel)
+	if err != nil {
+		return nil, err
+	}
+	chain := pciChain(dir)
+	if len(chain) == 0 {
+		return nil, fmt.Errorf("%s: resolves to %s, which holds no PCI address", fs.host(rel), dir)
+	}
+	return chain, nil
+}
 
 // PCIConfig reads bus/pci/devices/ADDR/config (only the first 64 bytes when
 // not root).
-func (fs FS) PCIConfig(addr string) ([]byte, error) { return nil, errTodo }
+func (fs FS) PCIConfig(addr string) ([]byte, error) {
+	rel := pciRel(addr) + "/config"
+	if !validName(addr) {
+		return nil, fmt.Errorf("%s: %q is not a PCI address: %w", fs.host("bus/pci/devices"), addr, iofs.ErrNotExist)
+	}
+	p, err := fs.resolve(rel)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(fs.host(p))
+}
 
 // CPU is devices/system/cpu/cpuN.
 type CPU struct {
@@ -105,8 +497,66 @@ type CPUFreq struct {
 	Governor               string
 }
 
-// CPUs lists the CPUs (present ones, online or not), by id.
-func (fs FS) CPUs() ([]CPU, error) { return nil, errTodo }
+// CPUs lists the CPUs (present ones, online or not), by id. A CPU without
+// an online file (cpu0 usually, or any CPU that cannot be unplugged) is
+// online when devices/system/cpu/online names it or that file is absent.
+func (fs FS) CPUs() ([]CPU, error) {
+	const dir = "devices/system/cpu"
+	ents, err := fs.entries(dir)
+	if err != nil {
+		return nil, err
+	}
+	var onlineList []int
+	if s, ok, err := fs.optional(dir + "/online"); err != nil {
+		return nil, err
+	} else if ok {
+		if onlineList, err = cpuset.ParseList(s); err != nil {
+			return nil, fmt.Errorf("%s: %w", fs.host(dir+"/online"), err)
+		}
+	}
+	var cpus []CPU
+	for _, e := range ents {
+		num, ok := strings.CutPrefix(e.Name(), "cpu")
+		id, err := strconv.Atoi(num)
+		if !ok || err != nil || id < 0 || num != strconv.Itoa(id) {
+			continue
+		}
+		c := CPU{ID: id, Online: onlineList == nil || slices.Contains(onlineList, id)}
+		cpuDir := dir + "/" + e.Name()
+		if n, ok, err := fs.optionalInt(cpuDir + "/online"); err != nil {
+			return nil, err
+		} else if ok {
+			c.Online = n != 0
+		}
+		if c.CPUFreq, err = fs.cpuFreq(cpuDir + "/cpufreq"); err != nil {
+			return nil, err
+		}
+		cpus = append(cpus, c)
+	}
+	slices.SortFunc(cpus, func(a, b CPU) int { return a.ID - b.ID })
+	return cpus, nil
+}
+
+// cpuFreq reads a cpufreq directory, nil when it is absent.
+func (fs FS) cpuFreq(rel string) (*CPUFreq, error) {
+	dir, err := fs.resolve(rel)
+	if err != nil {
+		if absent(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var f CPUFreq
+	for name, dst := range map[string]*int64{"scaling_cur_freq": &f.CurKHz, "cpuinfo_min_freq": &f.MinKHz, "cpuinfo_max_freq": &f.MaxKHz} {
+		if *dst, _, err = fs.optionalInt(dir + "/" + name); err != nil {
+			return nil, err
+		}
+	}
+	if f.Governor, _, err = fs.optional(dir + "/scaling_governor"); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
 
 // ThermalZone is class/thermal/thermal_zoneN.
 type ThermalZone struct {
@@ -116,8 +566,92 @@ type ThermalZone struct {
 }
 
 // ThermalZones lists class/thermal/thermal_zone*; empty when there are none.
-func (fs FS) ThermalZones() ([]ThermalZone, error) { return nil, errTodo }
+// A zone whose temp cannot be read (absent, or a sensor that is asleep and
+// answers ENODATA) is left out, since it has no temperature to report.
+func (fs FS) ThermalZones() ([]ThermalZone, error) {
+	const dir = "class/thermal"
+	ents, err := fs.entries(dir)
+	if err != nil {
+		if absent(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	type numbered struct {
+		n int
+		z ThermalZone
+	}
+	var zs []numbered
+	for _, e := range ents {
+		num, ok := strings.CutPrefix(e.Name(), "thermal_zone")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			continue
+		}
+		z := ThermalZone{Name: e.Name()}
+		zdir := dir + "/" + e.Name()
+		temp, ok, err := fs.optionalInt(zdir + "/temp")
+		if err != nil && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EIO) {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		z.MilliCelsius = temp
+		if z.Type, _, err = fs.optional(zdir + "/type"); err != nil {
+			return nil, err
+		}
+		zs = append(zs, numbered{n, z})
+	}
+	slices.SortFunc(zs, func(a, b numbered) int { return a.n - b.n })
+	out := make([]ThermalZone, len(zs))
+	for i := range zs {
+		out[i] = zs[i].z
+	}
+	return out, nil
+}
+
+// throttledRel is where the Raspberry Pi firmware driver puts its
+// get_throttled attribute (drivers/firmware/raspberrypi.c in the
+// raspberrypi/linux tree).
+const throttledRel = "devices/platform/soc/soc:firmware/get_throttled"
 
 // RPiThrottled reads the Raspberry Pi firmware's get_throttled value and the
-// path it came from; an error wrapping fs.ErrNotExist when not a Pi.
-func (fs FS) RPiThrottled() (uint32, string, error) { return 0, "", errTodo }
+// path it came from; an error wrapping fs.ErrNotExist when not a Pi. The
+// driver prints the value in hex without a prefix ("50005"); "0x50005" and
+// vcgencmd's "throttled=0x50005", which people paste into captures, are
+// read the same way.
+func (fs FS) RPiThrottled() (uint32, string, error) {
+	rel := throttledRel
+	if _, err := fs.resolve(rel); errors.Is(err, iofs.ErrNotExist) {
+		// A board whose SoC node has another name.
+		if m, _ := filepath.Glob(fs.host("devices/platform/*/*:firmware/get_throttled")); len(m) > 0 {
+			if r, err := filepath.Rel(fs.root, m[0]); err == nil {
+				rel = filepath.ToSlash(r)
+			}
+		}
+	}
+	p := fs.host(rel)
+	s, err := fs.read(rel)
+	if err != nil {
+		return 0, p, err
+	}
+	v, err := ParseThrottled(s)
+	if err != nil {
+		return 0, p, fmt.Errorf("%s: %w", p, err)
+	}
+	return v, p, nil
+}
+
+// ParseThrottled parses get_throttled text: hex, with or without "0x" and
+// vcgencmd's "throttled=" prefix.
+func ParseThrottled(s string) (uint32, error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimPrefix(t, "throttled=")
+	t = strings.TrimPrefix(strings.TrimPrefix(t, "0x"), "0X")
+	v, err := strconv.ParseUint(t, 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a hex throttle value", s)
+	}
+	return uint32(v), nil
+}

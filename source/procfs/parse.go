@@ -1,0 +1,418 @@
+package procfs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// maxLine bounds one line of a /proc file. The "intr" line of /proc/stat
+// holds one number per IRQ and can run past bufio's default 64 KiB on big
+// machines.
+const maxLine = 16 << 20
+
+// lines calls fn for each line of r with its 1-based number; an error from
+// fn is returned prefixed with the line number.
+func lines(r io.Reader, fn func(n int, line string) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		if err := fn(n, sc.Text()); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+	}
+	return sc.Err()
+}
+
+// ParseStat parses /proc/stat and returns its per-CPU lines ("cpu0 ...",
+// "cpu1 ..."), dropping the aggregate "cpu" line and everything else.
+// Columns a kernel does not print (old kernels stop before steal) are zero;
+// guest time is already part of user time and is not kept.
+func ParseStat(r io.Reader) ([]CPUTimes, error) {
+	var out []CPUTimes
+	err := lines(r, func(_ int, line string) error {
+		f := strings.Fields(line)
+		if len(f) == 0 || len(f[0]) <= 3 || !strings.HasPrefix(f[0], "cpu") {
+			return nil
+		}
+		id, err := strconv.Atoi(f[0][3:])
+		if err != nil || id < 0 {
+			return nil // some other line that starts with "cpu"
+		}
+		if len(f) < 5 {
+			return fmt.Errorf("%s has %d columns, want at least 4", f[0], len(f)-1)
+		}
+		c := CPUTimes{ID: id}
+		dst := []*uint64{&c.User, &c.Nice, &c.System, &c.Idle, &c.IOWait, &c.IRQ, &c.SoftIRQ, &c.Steal}
+		for i, s := range f[1:] {
+			if i >= len(dst) {
+				break
+			}
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s column %d: %q is not a number", f[0], i+1, s)
+			}
+			*dst[i] = v
+		}
+		out = append(out, c)
+		return nil
+	})
+	if err == nil && len(out) == 0 {
+		err = errors.New("no cpuN lines")
+	}
+	return out, err
+}
+
+// field is one white-space separated word of a line and where it sits.
+type field struct {
+	s          string
+	start, end int
+}
+
+func fieldsAt(s string) []field {
+	var out []field
+	i := 0
+	for i < len(s) {
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		j := i
+		for j < len(s) && !isSpace(s[j]) {
+			j++
+		}
+		if j > i {
+			out = append(out, field{s[i:j], i, j})
+		}
+		i = j
+	}
+	return out
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// parseCPUHeader reads a "CPU0 CPU1 ..." header.
+func parseCPUHeader(line string) ([]int, error) {
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		return nil, errors.New("empty CPU header")
+	}
+	cpus := make([]int, 0, len(f))
+	for _, s := range f {
+		id, err := strconv.Atoi(strings.TrimPrefix(s, "CPU"))
+		if !strings.HasPrefix(s, "CPU") || err != nil || id < 0 {
+			return nil, fmt.Errorf("header word %q is not CPUn", s)
+		}
+		cpus = append(cpus, id)
+	}
+	return cpus, nil
+}
+
+// x86HWIRQ matches the hwirq column of x86 kernels, which glue the flow
+// handler's name to the number ("2097153-edge", "9-fasteoi"), or print only
+// "-edge" when the chip has no IRQ domain (kernel/irq/proc.c show_interrupts).
+var x86HWIRQ = regexp.MustCompile(`^[0-9]*-\S+$`)
+
+// armTrigger matches the "Level"/"Edge" column that kernels built with
+// CONFIG_GENERIC_IRQ_SHOW_LEVEL (ARM, RISC-V) print after the hwirq.
+var armTrigger = regexp.MustCompile(`^(Level|Edge)(-\S+)?$`)
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// splitIRQTail splits what follows the counts of a numbered row into chip,
+// hwirq, trigger and actions. The chip name may contain spaces ("BRCM STB
+// PCIe MSI" on a Raspberry Pi 4), so the hwirq column is found first:
+//
+//	x86:  "PCI-MSI 2097153-edge      enp4s0-rx-0"
+//	ARM:  "GICv2 189 Level     eth0"
+//	ARM:  "BRCM STB PCIe MSI 524288 Edge      eth1"
+//	MSI-X per device: "PCI-MSIX-0000:00:03.0   1-edge      virtio2-input.0"
+func splitIRQTail(tail string) (chip, hwirq, trigger, actions string) {
+	f := fieldsAt(tail)
+	if len(f) == 0 {
+		return "", "", "", ""
+	}
+	rest := func(i int) string {
+		if i >= len(f) {
+			return ""
+		}
+		return strings.TrimSpace(tail[f[i].start:])
+	}
+	chipTo := func(h int) string { return tail[f[0].start:f[h-1].end] }
+	for h := 1; h < len(f); h++ {
+		if x86HWIRQ.MatchString(f[h].s) {
+			return chipTo(h), f[h].s, "", rest(h + 1)
+		}
+		if isDigits(f[h].s) && h+1 < len(f) && armTrigger.MatchString(f[h+1].s) {
+			return chipTo(h), f[h].s, f[h+1].s, rest(h + 2)
+		}
+	}
+	// No trigger column: take the first number after the chip as the hwirq.
+	for h := 1; h < len(f); h++ {
+		if isDigits(f[h].s) {
+			return chipTo(h), f[h].s, "", rest(h + 1)
+		}
+	}
+	return f[0].s, "", "", rest(1)
+}
+
+// ParseInterrupts parses /proc/interrupts: a header naming the CPU columns,
+// then numbered rows (chip, hwirq and action names after the counts) and
+// named rows such as NMI, LOC, ERR and MIS. ERR and MIS are system-wide and
+// have a single count; other named rows have one per CPU.
+func ParseInterrupts(r io.Reader) (Interrupts, error) {
+	var out Interrupts
+	err := lines(r, func(n int, line string) error {
+		if strings.TrimSpace(line) == "" {
+			return nil
+		}
+		if out.CPUs == nil {
+			cpus, err := parseCPUHeader(line)
+			if err != nil {
+				return err
+			}
+			out.CPUs = cpus
+			return nil
+		}
+		label, after, ok := strings.Cut(line, ":")
+		label = strings.TrimSpace(label)
+		if !ok || label == "" {
+			return fmt.Errorf("no \"N:\" label in %q", line)
+		}
+		row := InterruptRow{Label: label, Number: -1}
+		if v, err := strconv.Atoi(label); err == nil && v >= 0 {
+			row.Number = v
+		}
+		f := fieldsAt(after)
+		tail := 0 // where the text after the counts starts
+		for _, w := range f {
+			if len(row.Counts) == len(out.CPUs) {
+				break
+			}
+			v, err := strconv.ParseUint(w.s, 10, 64)
+			if err != nil {
+				break
+			}
+			row.Counts = append(row.Counts, v)
+			tail = w.end
+		}
+		rest := after[tail:]
+		if row.Number >= 0 {
+			if len(row.Counts) != len(out.CPUs) {
+				return fmt.Errorf("irq %d has %d counts for %d CPUs", row.Number, len(row.Counts), len(out.CPUs))
+			}
+			row.Chip, row.HWIRQ, row.Trigger, row.Actions = splitIRQTail(rest)
+		} else {
+			row.Actions = strings.TrimSpace(rest)
+		}
+		out.Rows = append(out.Rows, row)
+		return nil
+	})
+	if err == nil && out.CPUs == nil {
+		err = errors.New("no CPU header")
+	}
+	return out, err
+}
+
+// ParseSoftIRQs parses /proc/softirqs: row name ("NET_RX") → count per CPU
+// column of the header.
+func ParseSoftIRQs(r io.Reader) (map[string][]uint64, error) {
+	var cpus []int
+	out := map[string][]uint64{}
+	err := lines(r, func(_ int, line string) error {
+		if strings.TrimSpace(line) == "" {
+			return nil
+		}
+		if cpus == nil {
+			var err error
+			cpus, err = parseCPUHeader(line)
+			return err
+		}
+		name, after, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return fmt.Errorf("no \"NAME:\" label in %q", line)
+		}
+		f := strings.Fields(after)
+		if len(f) != len(cpus) {
+			return fmt.Errorf("%s has %d counts for %d CPUs", name, len(f), len(cpus))
+		}
+		counts := make([]uint64, len(f))
+		for i, s := range f {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a number", name, s)
+			}
+			counts[i] = v
+		}
+		out[name] = counts
+		return nil
+	})
+	if err == nil && cpus == nil {
+		err = errors.New("no CPU header")
+	}
+	return out, err
+}
+
+// ParseSoftnet parses /proc/net/softnet_stat: one row of hex columns per
+// online CPU (net/core/net-procfs.c softnet_seq_show). Kernels print 9 to 11
+// columns up to 5.9, 13 from 5.10 (backlog length, then the CPU id) and 15
+// from 6.5 (the backlog split into input and process queues). Without the CPU
+// id column the row index stands for it, which is wrong only when CPUs are
+// offline.
+func ParseSoftnet(r io.Reader) ([]Softnet, error) {
+	var out []Softnet
+	err := lines(r, func(_ int, line string) error {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			return nil
+		}
+		if len(f) < 9 {
+			return fmt.Errorf("%d columns, want at least 9", len(f))
+		}
+		col := make([]uint64, len(f))
+		for i, s := range f {
+			v, err := strconv.ParseUint(s, 16, 64)
+			if err != nil {
+				return fmt.Errorf("column %d: %q is not hex", i+1, s)
+			}
+			col[i] = v
+		}
+		at := func(i int) uint64 {
+			if i < len(col) {
+				return col[i]
+			}
+			return 0
+		}
+		s := Softnet{
+			CPU:         len(out),
+			Processed:   col[0],
+			Dropped:     col[1],
+			TimeSqueeze: col[2],
+			ReceivedRPS: at(9),
+			FlowLimit:   at(10),
+			BacklogLen:  at(11),
+			InputQLen:   at(13),
+			ProcessQLen: at(14),
+		}
+		if len(col) >= 13 {
+			s.CPU = int(col[12])
+		}
+		out = append(out, s)
+		return nil
+	})
+	return out, err
+}
+
+// netDevColumns is how many numbers follow "IFACE:" in /proc/net/dev.
+const netDevColumns = 16
+
+// ParseNetDev parses /proc/net/dev: interface → its 16 counters. The two
+// header lines (they hold '|') are skipped. Interface names cannot contain
+// ':' (net/core/dev.c dev_valid_name), and a long counter can touch the
+// colon ("eth0:123456789"), so the line is cut at its first colon.
+func ParseNetDev(r io.Reader) (map[string]NetDev, error) {
+	out := map[string]NetDev{}
+	err := lines(r, func(_ int, line string) error {
+		if strings.Contains(line, "|") || strings.TrimSpace(line) == "" {
+			return nil
+		}
+		name, after, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return fmt.Errorf("no \"IFACE:\" in %q", line)
+		}
+		f := strings.Fields(after)
+		if len(f) != netDevColumns {
+			return fmt.Errorf("%s has %d columns, want %d", name, len(f), netDevColumns)
+		}
+		var d NetDev
+		dst := []*uint64{
+			&d.RxBytes, &d.RxPackets, &d.RxErrs, &d.RxDrop, &d.RxFifo, &d.RxFrame, &d.RxCompressed, &d.RxMulticast,
+			&d.TxBytes, &d.TxPackets, &d.TxErrs, &d.TxDrop, &d.TxFifo, &d.TxColls, &d.TxCarrier, &d.TxCompressed,
+		}
+		for i, s := range f {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s column %d: %q is not a number", name, i+1, s)
+			}
+			*dst[i] = v
+		}
+		out[name] = d
+		return nil
+	})
+	return out, err
+}
+
+// ParseSNMP parses /proc/net/snmp (and /proc/net/netstat, which has the same
+// shape): pairs of lines, the first naming the fields of a section, the
+// second holding their values ("Udp: InDatagrams NoPorts ..." then
+// "Udp: 51 0 ..."). Negative values are left out: only Tcp MaxConn has one
+// (-1, no limit), and it is a setting, not a counter.
+func ParseSNMP(r io.Reader) (map[string]map[string]uint64, error) {
+	out := map[string]map[string]uint64{}
+	var names []string
+	var section string
+	err := lines(r, func(_ int, line string) error {
+		if strings.TrimSpace(line) == "" {
+			return nil
+		}
+		sec, after, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(sec) == "" {
+			return fmt.Errorf("no \"Section:\" in %q", line)
+		}
+		f := strings.Fields(after)
+		if names == nil {
+			names, section = f, sec
+			if names == nil {
+				names = []string{}
+			}
+			return nil
+		}
+		if sec != section {
+			return fmt.Errorf("%s: header line is followed by %s", section, sec)
+		}
+		if len(f) != len(names) {
+			return fmt.Errorf("%s: %d values for %d names", sec, len(f), len(names))
+		}
+		m := out[sec]
+		if m == nil {
+			m = map[string]uint64{}
+			out[sec] = m
+		}
+		for i, s := range f {
+			if strings.HasPrefix(s, "-") {
+				if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+					return fmt.Errorf("%s %s: %q is not a number", sec, names[i], s)
+				}
+				continue
+			}
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s %s: %q is not a number", sec, names[i], s)
+			}
+			m[names[i]] = v
+		}
+		names = nil
+		return nil
+	})
+	if err == nil && names != nil {
+		err = fmt.Errorf("%s: header line without values", section)
+	}
+	return out, err
+}
