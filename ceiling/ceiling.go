@@ -1,0 +1,77 @@
+// Package ceiling owns line-rate and PCIe bus arithmetic: how many frames per
+// second and how much goodput an Ethernet link of a given speed can carry for
+// a frame size or a TCP/UDP payload (preamble, SFD, FCS, padding and
+// inter-frame gap counted), how many bytes per second a PCIe link can move
+// after encoding, TLP, DLLP and DMA overheads, and, for a whole box, which
+// NICs share a PCIe link and whether their ports can outrun it.
+//
+// Everything here is a pure function of its arguments: no I/O. The box-level
+// report (ForBox) works from a box.Box that was collected elsewhere.
+package ceiling
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ParseSpeed reads a link speed in bits per second: "100M", "1G", "2.5G",
+// "10G", "25G", "1000000000", with an optional "b/s", "bps" or "bit/s" after
+// the unit ("2.5Gb/s"). Units are decimal (1G = 10^9 bit/s) as Ethernet
+// speeds are.
+func ParseSpeed(s string) (int64, error) {
+	in := strings.TrimSpace(s)
+	t := strings.ToLower(in)
+	for _, suf := range []string{"bit/s", "b/s", "bps"} {
+		if strings.HasSuffix(t, suf) {
+			t = strings.TrimSpace(strings.TrimSuffix(t, suf))
+			break
+		}
+	}
+	mult := 1.0
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'k':
+			mult, t = 1e3, t[:n-1]
+		case 'm':
+			mult, t = 1e6, t[:n-1]
+		case 'g':
+			mult, t = 1e9, t[:n-1]
+		case 't':
+			mult, t = 1e12, t[:n-1]
+		}
+	}
+	bad := fmt.Errorf("bad speed %q: want a rate like 100M, 1G, 2.5G, 10G, 25G or plain bits per second (1000000000)", in)
+	if t == "" || strings.ContainsAny(t, "+-eE") {
+		return 0, bad
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, bad
+	}
+	bps := v * mult
+	if bps < 1 || bps > 1e15 {
+		return 0, fmt.Errorf("bad speed %q: out of range (1 bit/s to 1000 Tb/s)", in)
+	}
+	r := math.Round(bps)
+	if math.Abs(r-bps) > 1e-6*bps && math.Abs(r-bps) > 0.001 {
+		return 0, fmt.Errorf("bad speed %q: not a whole number of bits per second", in)
+	}
+	return int64(r), nil
+}
+
+// FormatSpeed prints a speed in bits per second the way ParseSpeed reads it:
+// 1000000000 → "1G", 2500000000 → "2.5G", 100000000 → "100M".
+func FormatSpeed(bps int64) string {
+	units := []struct {
+		div float64
+		suf string
+	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "K"}}
+	for _, u := range units {
+		if float64(bps) >= u.div {
+			return strconv.FormatFloat(float64(bps)/u.div, 'f', -1, 64) + u.suf
+		}
+	}
+	return strconv.FormatInt(bps, 10)
+}
