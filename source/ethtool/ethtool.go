@@ -4,11 +4,12 @@
 // rx-flow-hash fields and the driver's statistics.
 //
 // One narrow interface (Client, and Setter for changes) has two
-// implementations: a live one over the SIOCETHTOOL ioctl of this machine (or
-// of the network namespace the caller runs in), and a capture one that parses
-// the text output of the ethtool command, as a person would paste it. Render*
-// functions print values in ethtool's own text format so that a capture made
-// without the ethtool command installed reads back the same.
+// implementations: Live, over the SIOCETHTOOL ioctl, bound to the network
+// namespace NewLive ran in; and Capture, which parses the text output of the
+// ethtool command as a person would paste it (Parse* functions, one per
+// item). Render* functions print values in ethtool's own text format, and
+// CaptureFile renders one capture file from any Client, so that a capture
+// made without the ethtool command installed reads back the same.
 //
 // Anything a driver does not implement is reported as an error wrapping
 // ErrNotSupported; callers show it to the user as "unsupported", never crash.
@@ -27,12 +28,24 @@ var ErrNotSupported = errors.New("not supported by this driver")
 // ErrNotCaptured is wrapped when a capture has no file for the item.
 var ErrNotCaptured = errors.New("not in the capture")
 
+// ErrNoInterface is wrapped when the interface does not exist (ENODEV), in
+// the network namespace the client was made in.
+var ErrNoInterface = errors.New("no such interface")
+
 // DriverInfo is `ethtool -i IFACE`.
 type DriverInfo struct {
 	Driver   string `json:"driver"`
 	Version  string `json:"version"`
 	Firmware string `json:"firmware"`
 	BusInfo  string `json:"bus_info"`
+	// ExpansionROM is the expansion-rom-version line, usually empty.
+	ExpansionROM string `json:"expansion_rom,omitempty"`
+	// The supports-* lines of `ethtool -i`.
+	SupportsStatistics   bool `json:"supports_statistics"`
+	SupportsTest         bool `json:"supports_test,omitempty"`
+	SupportsEEPROM       bool `json:"supports_eeprom_access,omitempty"`
+	SupportsRegisterDump bool `json:"supports_register_dump,omitempty"`
+	SupportsPrivFlags    bool `json:"supports_priv_flags,omitempty"`
 }
 
 // LinkInfo is the part of `ethtool IFACE` linerate uses.
@@ -49,14 +62,50 @@ type LinkInfo struct {
 	Supported  []string `json:"supported_modes,omitempty"`
 	Advertised []string `json:"advertised_modes,omitempty"`
 	Partner    []string `json:"partner_modes,omitempty"`
+
+	// Ports lists the connectors of "Supported ports: [ TP MII ]".
+	Ports []string `json:"ports,omitempty"`
+	// Pause frame use as ethtool prints it: "No", "Symmetric",
+	// "Transmit-only" or "Symmetric Receive-only". PartnerPause is empty
+	// when the link partner advertised nothing.
+	SupportedPause  string `json:"supported_pause,omitempty"`
+	AdvertisedPause string `json:"advertised_pause,omitempty"`
+	PartnerPause    string `json:"partner_pause,omitempty"`
+	// Whether auto-negotiation is supported, advertised, and advertised by
+	// the link partner (Autoneg above is whether it is on).
+	SupportsAutoneg   bool `json:"supports_autoneg,omitempty"`
+	AdvertisedAutoneg bool `json:"advertised_autoneg,omitempty"`
+	PartnerAutoneg    bool `json:"partner_autoneg,omitempty"`
+	// FEC modes ("None", "RS", "BASER", "LLRS").
+	SupportedFEC  []string `json:"supported_fec,omitempty"`
+	AdvertisedFEC []string `json:"advertised_fec,omitempty"`
+	PartnerFEC    []string `json:"partner_fec,omitempty"`
+	// PHYAD is the MDIO address of the PHY.
+	PHYAD int `json:"phyad,omitempty"`
+	// Transceiver is "internal" or "external".
+	Transceiver string `json:"transceiver,omitempty"`
+	// MDIX is the "MDI-X:" line of a twisted-pair port, e.g. "off (auto)".
+	MDIX string `json:"mdix,omitempty"`
 }
+
+// HasSettings reports whether the driver reported link settings (speed,
+// modes, port) rather than only whether the link is up.
+func (l LinkInfo) HasSettings() bool { return l.Port != "" }
 
 // Feature is one line of `ethtool -k IFACE`.
 type Feature struct {
 	Name string `json:"name"`
 	On   bool   `json:"on"`
-	// Fixed is true when the driver does not let the feature change.
+	// Fixed is true when the driver does not let the feature change. For a
+	// group line (tx-checksumming, ...) it is true when no feature of the
+	// group can change.
 	Fixed bool `json:"fixed"`
+	// Parent is the group `ethtool -k` lists the feature under (indented),
+	// e.g. "tx-checksumming" for "tx-checksum-ipv4"; empty at top level.
+	Parent string `json:"parent,omitempty"`
+	// Requested is "on" or "off" when the driver has not applied what was
+	// asked for (ethtool's "[requested on]"); empty otherwise.
+	Requested string `json:"requested,omitempty"`
 }
 
 // Features keeps ethtool's order.

@@ -1,0 +1,403 @@
+package ethtool
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func open(t *testing.T, name string) *os.File {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func TestParseDriverInfo(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want DriverInfo
+	}{
+		{"virtio_net/i.txt", DriverInfo{Driver: "virtio_net", Version: "1.0.0", BusInfo: "0000:00:03.0", SupportsStatistics: true}},
+		{"veth/i.txt", DriverInfo{Driver: "veth", Version: "1.0", SupportsStatistics: true}},
+	} {
+		got, err := ParseDriverInfo(open(t, tc.file))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.file, got, tc.want)
+		}
+	}
+}
+
+func TestParseLinkInfo(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want LinkInfo
+	}{
+		{"virtio_net/link.txt", LinkInfo{
+			Duplex: "Unknown", Port: "Other", Link: true, SupportedPause: "No",
+			AdvertisedPause: "No", Transceiver: "internal",
+		}},
+		{"veth/link.txt", LinkInfo{
+			SpeedMbps: 10000, Duplex: "Full", Port: "Twisted Pair", Link: true,
+			SupportedPause: "No", AdvertisedPause: "No", Transceiver: "internal", MDIX: "Unknown",
+		}},
+		{"lo/link.txt", LinkInfo{Link: true}},
+		{"bcmgenet/link-partial.txt", LinkInfo{
+			Ports:           []string{"TP", "MII"},
+			Supported:       []string{"10baseT/Half", "10baseT/Full", "100baseT/Half", "100baseT/Full", "1000baseT/Half", "1000baseT/Full"},
+			Advertised:      []string{"10baseT/Half", "10baseT/Full", "100baseT/Half", "100baseT/Full", "1000baseT/Half", "1000baseT/Full"},
+			SupportedPause:  "Symmetric Receive-only",
+			AdvertisedPause: "Symmetric Receive-only",
+			SupportsAutoneg: true,
+		}},
+	} {
+		got, err := ParseLinkInfo(open(t, tc.file))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.file, got, tc.want)
+		}
+	}
+	if li, _ := ParseLinkInfo(open(t, "lo/link.txt")); li.HasSettings() {
+		t.Error("lo reports link settings; ethtool printed only the link state")
+	}
+}
+
+func TestParseLinkInfoPartnerAndWakeOn(t *testing.T) {
+	// Lines linerate does not model (wake-on, message level with its
+	// continuation, an error line ethtool printed to stderr) are skipped.
+	text := "Settings for enp4s0:\n" +
+		"\tSupported ports: [ TP ]\n" +
+		"\tSupported link modes:   10baseT/Half 10baseT/Full\n" +
+		"\t                        1000baseT/Full\n" +
+		"\tSupported pause frame use: Symmetric\n" +
+		"\tSupports auto-negotiation: Yes\n" +
+		"\tSupported FEC modes: Not reported\n" +
+		"\tAdvertised link modes:  1000baseT/Full\n" +
+		"\tAdvertised pause frame use: Symmetric\n" +
+		"\tAdvertised auto-negotiation: Yes\n" +
+		"\tAdvertised FEC modes: Not reported\n" +
+		"\tLink partner advertised link modes:  100baseT/Full\n" +
+		"\t                                     1000baseT/Full\n" +
+		"\tLink partner advertised pause frame use: Transmit-only\n" +
+		"\tLink partner advertised auto-negotiation: Yes\n" +
+		"\tLink partner advertised FEC modes: Not reported\n" +
+		"\tSpeed: 1000Mb/s\n\tDuplex: Full\n\tAuto-negotiation: on\n\tPort: Twisted Pair\n" +
+		"\tPHYAD: 1\n\tTransceiver: internal\n\tMDI-X: off (auto)\n" +
+		"netlink error: Operation not permitted\n" +
+		"\tSupports Wake-on: pumbg\n\tWake-on: g\n" +
+		"        Current message level: 0x00000007 (7)\n" +
+		"                               drv probe link\n" +
+		"\tLink detected: no (No cable)\n"
+	got, err := ParseLinkInfo(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := LinkInfo{
+		SpeedMbps: 1000, Duplex: "Full", Autoneg: true, Port: "Twisted Pair",
+		Supported:  []string{"10baseT/Half", "10baseT/Full", "1000baseT/Full"},
+		Advertised: []string{"1000baseT/Full"}, Partner: []string{"100baseT/Full", "1000baseT/Full"},
+		Ports: []string{"TP"}, SupportedPause: "Symmetric", AdvertisedPause: "Symmetric",
+		PartnerPause: "Transmit-only", SupportsAutoneg: true, AdvertisedAutoneg: true,
+		PartnerAutoneg: true, PHYAD: 1, Transceiver: "internal", MDIX: "off (auto)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// ethtool's stderr (unbuffered) can come before its stdout in a capture of
+// both: error lines before the title are skipped.
+func TestParseLinkInfoStderrFirst(t *testing.T) {
+	text := "netlink error: Operation not permitted\nSettings for eth0:\n\tLink detected: yes\n"
+	got, err := ParseLinkInfo(strings.NewReader(text))
+	if err != nil || !reflect.DeepEqual(got, LinkInfo{Link: true}) {
+		t.Errorf("got %+v, %v", got, err)
+	}
+	nonroot, err := ParseLinkInfo(open(t, "virtio_net/link-nonroot.txt"))
+	root, _ := ParseLinkInfo(open(t, "virtio_net/link.txt"))
+	if err != nil || !reflect.DeepEqual(nonroot, root) {
+		t.Errorf("unprivileged output: %+v, %v; want %+v", nonroot, err, root)
+	}
+	_, err = ParseLinkInfo(strings.NewReader("netlink error: No such device\n"))
+	if !errors.Is(err, ErrFailed) {
+		t.Errorf("only an error line: %v, want ErrFailed", err)
+	}
+}
+
+func TestParseFeatures(t *testing.T) {
+	fs, err := ParseFeatures(open(t, "virtio_net/k.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 63 {
+		t.Errorf("got %d features, want the 63 lines ethtool printed", len(fs))
+	}
+	for _, want := range []Feature{
+		{Name: "rx-checksumming", On: true, Fixed: true},
+		{Name: "tx-checksumming", On: true},
+		{Name: "tx-checksum-ipv4", Fixed: true, Parent: "tx-checksumming"},
+		{Name: "tx-checksum-ip-generic", On: true, Parent: "tx-checksumming"},
+		{Name: "tx-tcp6-segmentation", On: true, Parent: "tcp-segmentation-offload"},
+		{Name: "generic-receive-offload", On: true},
+		{Name: "receive-hashing", Fixed: true},
+		{Name: "rx-gro-hw", On: true, Fixed: true},
+		{Name: "hsr-dup-offload", Fixed: true},
+	} {
+		got, ok := fs.Get(want.Name)
+		if !ok || got != want {
+			t.Errorf("%s: got %+v (found %v), want %+v", want.Name, got, ok, want)
+		}
+	}
+	// A group whose features are all fixed is fixed; one with a
+	// changeable feature is not.
+	lo := "Features for lo:\ntx-checksumming: on\n\ttx-checksum-ipv4: off [fixed]\n\ttx-checksum-ip-generic: on [fixed]\n" +
+		"scatter-gather: on\n\ttx-scatter-gather: on [fixed]\n\ttx-scatter-gather-fraglist: on\n" +
+		"rx-gro-list: off [requested on]\n"
+	fs, err = ParseFeatures(strings.NewReader(lo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Features{
+		{Name: "tx-checksumming", On: true, Fixed: true},
+		{Name: "tx-checksum-ipv4", Fixed: true, Parent: "tx-checksumming"},
+		{Name: "tx-checksum-ip-generic", On: true, Fixed: true, Parent: "tx-checksumming"},
+		{Name: "scatter-gather", On: true},
+		{Name: "tx-scatter-gather", On: true, Fixed: true, Parent: "scatter-gather"},
+		{Name: "tx-scatter-gather-fraglist", On: true, Parent: "scatter-gather"},
+		{Name: "rx-gro-list", Requested: "on"},
+	}
+	if !reflect.DeepEqual(fs, want) {
+		t.Errorf("\n got %+v\nwant %+v", fs, want)
+	}
+	// The seed's `ethtool -k | grep hashing`.
+	fs, err = ParseFeatures(open(t, "seed004/k-grep-hashing.txt"))
+	if err != nil || len(fs) != 1 || fs[0] != (Feature{Name: "receive-hashing", On: true}) {
+		t.Errorf("seed004 grep: %+v, %v", fs, err)
+	}
+}
+
+func TestParseRingsChannels(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want Rings
+	}{
+		{"virtio_net/g.txt", Rings{RXMax: 256, TXMax: 256, RX: 256, TX: 256}},
+		{"seed004/g.txt", Rings{RXMax: 4096, TXMax: 4096, RX: 256, TX: 256}},
+	} {
+		got, err := ParseRings(open(t, tc.file))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %+v, %v; want %+v", tc.file, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		file string
+		want Channels
+	}{
+		{"virtio_net/l.txt", Channels{MaxCombined: 1, Combined: 1}},
+		{"veth/l.txt", Channels{MaxRX: 4, MaxTX: 4, RX: 4, TX: 4}},
+		{"seed004/l.txt", Channels{MaxOther: 1, MaxCombined: 2, Other: 1, Combined: 2}},
+	} {
+		got, err := ParseChannels(open(t, tc.file))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %+v, %v; want %+v", tc.file, got, err, tc.want)
+		}
+	}
+	if c, _ := ParseChannels(open(t, "seed004/l.txt")); c.RXQueues() != 2 {
+		t.Errorf("seed004: %d rx queues, want 2", c.RXQueues())
+	}
+}
+
+func TestParseCoalesce(t *testing.T) {
+	got, err := ParseCoalesce(open(t, "virtio_net/c.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Coalesce{Params: map[string]uint32{"rx-usecs": 0, "rx-frames": 1, "tx-usecs": 0, "tx-frames": 1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("virtio_net:\n got %+v\nwant %+v", got, want)
+	}
+	got, err = ParseCoalesce(open(t, "seed004/c.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Params) != len(CoalesceParams) || got.Params["rx-usecs"] != 3 || got.Params["tx-usecs"] != 3 ||
+		got.Params["rx-frames"] != 0 || got.AdaptiveRX || got.AdaptiveTX {
+		t.Errorf("seed004: %+v", got)
+	}
+	// ethtool 6.1 prints rx-frame-low for rx-frames-low.
+	got, err = ParseCoalesce(strings.NewReader("Coalesce parameters for x:\nAdaptive RX: on  TX: off\nrx-frame-low: 7\ntx-aggr-max-bytes:\t9\n"))
+	if err != nil || got.Params["rx-frames-low"] != 7 || !got.AdaptiveRX || len(got.Params) != 1 {
+		t.Errorf("rx-frame-low: %+v, %v", got, err)
+	}
+}
+
+func TestParseRSS(t *testing.T) {
+	got, err := ParseRSS(open(t, "virtio_net/x.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RSS{RXRings: 1, HashFuncs: map[string]bool{"toeplitz": true, "xor": false, "crc32": false}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("virtio_net:\n got %+v\nwant %+v", got, want)
+	}
+	got, err = ParseRSS(open(t, "seed004/x.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RXRings != 2 || len(got.Indirection) != 128 || got.Key != nil || !got.HashFuncs["toeplitz"] {
+		t.Errorf("seed004: %+v", got)
+	}
+	if share := got.QueueShare(); !reflect.DeepEqual(share, []int{64, 64}) || got.Indirection[63] != 0 || got.Indirection[64] != 1 {
+		t.Errorf("seed004: halves %v, entry 63=%d 64=%d", share, got.Indirection[63], got.Indirection[64])
+	}
+	got, err = ParseRSS(open(t, "seed004/x-equal2.txt"))
+	if err != nil || !reflect.DeepEqual(got.Indirection, EqualTable(128, 2)) {
+		t.Errorf("seed004 after equal 2: %v, %v", got.Indirection, err)
+	}
+	// A key, and the table-only output of drivers without ETHTOOL_GRSSH.
+	key := "RX flow hash indirection table for e with 4 RX ring(s):\n    0:      0     1     2     3\nRSS hash key:\n6d:5a:56:da\nRSS hash function:\n    toeplitz: on\nRSS input transformation:\n    symmetric-xor: off\n"
+	got, err = ParseRSS(strings.NewReader(key))
+	if err != nil || !reflect.DeepEqual(got.Key, []byte{0x6d, 0x5a, 0x56, 0xda}) || len(got.HashFuncs) != 1 {
+		t.Errorf("key: %+v, %v", got, err)
+	}
+	got, err = ParseRSS(strings.NewReader("RX flow hash indirection table for e with 2 RX ring(s):\n    0:      0     1\n"))
+	if err != nil || !reflect.DeepEqual(got, RSS{RXRings: 2, Indirection: []uint32{0, 1}}) {
+		t.Errorf("table only: %+v, %v", got, err)
+	}
+}
+
+func TestParseFlowHash(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		ft   FlowType
+		want FlowHash
+	}{
+		{"seed004/n-tcp4.txt", TCP4, HashIPSrc | HashIPDst | HashL4B01 | HashL4B23},
+		{"seed004/n-udp4.txt", UDP4, HashIPSrc | HashIPDst},
+		{"virtio_net/n-tcp4.txt", TCP4, 0},
+		{"virtio_net/n-udp6.txt", UDP6, 0},
+	} {
+		ft, h, err := ParseFlowHash(open(t, tc.file))
+		if err != nil || ft != tc.ft || h != tc.want {
+			t.Errorf("%s: got %s %s, %v; want %s %s", tc.file, ft, h.Letters(), err, tc.ft, tc.want.Letters())
+		}
+	}
+	ft, h, err := ParseFlowHash(strings.NewReader("UDP over IPV6 flows - All matching flows discarded on RX\n"))
+	if err != nil || ft != UDP6 || h != HashDiscard {
+		t.Errorf("discard: %s %x, %v", ft, h, err)
+	}
+}
+
+func TestParseStats(t *testing.T) {
+	st, err := ParseStats(open(t, "veth/S.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 37 || st[0].Name != "peer_ifindex" || st[36].Name != "tx_queue_3_xdp_xmit_errors" {
+		t.Errorf("veth: %d stats, first %+v", len(st), st[0])
+	}
+	st, err = ParseStats(open(t, "virtio_net/S.txt"))
+	if err != nil || len(st) != 20 || st.Map()["rx_kicks"] != 408 {
+		t.Errorf("virtio_net: %d stats, rx_kicks %d, %v", len(st), st.Map()["rx_kicks"], err)
+	}
+	// Some drivers put colons and spaces in names.
+	st, err = ParseStats(strings.NewReader("NIC statistics:\n     [0]: rx_bytes: 12\n     rx errors: 18446744073709551615\n"))
+	want := Stats{{"[0]: rx_bytes", 12}, {"rx errors", 18446744073709551615}}
+	if err != nil || !reflect.DeepEqual(st, want) {
+		t.Errorf("odd names: %+v, %v", st, err)
+	}
+}
+
+// Every error text ethtool printed here is "not supported".
+func TestParseUnsupported(t *testing.T) {
+	parsers := map[string]func(*os.File) error{
+		"i":      func(f *os.File) error { _, err := ParseDriverInfo(f); return err },
+		"g":      func(f *os.File) error { _, err := ParseRings(f); return err },
+		"c":      func(f *os.File) error { _, err := ParseCoalesce(f); return err },
+		"l":      func(f *os.File) error { _, err := ParseChannels(f); return err },
+		"x":      func(f *os.File) error { _, err := ParseRSS(f); return err },
+		"S":      func(f *os.File) error { _, err := ParseStats(f); return err },
+		"n-tcp4": func(f *os.File) error { _, _, err := ParseFlowHash(f); return err },
+	}
+	for _, file := range []string{
+		"lo/i.txt", "lo/g.txt", "lo/c.txt", "lo/l.txt", "lo/x.txt", "lo/S.txt", "lo/n-tcp4.txt",
+		"veth/g.txt", "veth/c.txt", "veth/x.txt", "veth/n-tcp4.txt",
+	} {
+		item := strings.TrimSuffix(filepath.Base(file), ".txt")
+		if err := parsers[item](open(t, file)); !errors.Is(err, ErrNotSupported) {
+			t.Errorf("%s: got %v, want ErrNotSupported", file, err)
+		}
+	}
+	if _, err := ParseLinkInfo(strings.NewReader("Settings for x:\nNo data available\n")); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("No data available: %v", err)
+	}
+}
+
+func TestParseGarbage(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		parse func(string) error
+		text  string
+		line  int
+	}{
+		{"rings value", func(s string) error { _, err := ParseRings(strings.NewReader(s)); return err },
+			"Ring parameters for e:\nPre-set maximums:\nRX:\t\tlots\n", 3},
+		{"rings no sections", func(s string) error { _, err := ParseRings(strings.NewReader(s)); return err },
+			"RX: 4\n", 1},
+		{"channels before section", func(s string) error { _, err := ParseChannels(strings.NewReader(s)); return err },
+			"Channel parameters for e:\nRX:\t\t1\n", 2},
+		{"features", func(s string) error { _, err := ParseFeatures(strings.NewReader(s)); return err },
+			"Features for e:\nrx-checksumming: maybe\n", 2},
+		{"feature marker", func(s string) error { _, err := ParseFeatures(strings.NewReader(s)); return err },
+			"Features for e:\nrx-gro-list: on [sometimes]\n", 2},
+		{"orphan child", func(s string) error { _, err := ParseFeatures(strings.NewReader(s)); return err },
+			"Features for e:\n\ttx-checksum-ipv4: on\n", 2},
+		{"driver", func(s string) error { _, err := ParseDriverInfo(strings.NewReader(s)); return err },
+			"hello world\n", 1},
+		{"coalesce", func(s string) error { _, err := ParseCoalesce(strings.NewReader(s)); return err },
+			"Coalesce parameters for e:\nAdaptive RX: off  TX: off\nrx-usecs: -3\n", 3},
+		{"rss row", func(s string) error { _, err := ParseRSS(strings.NewReader(s)); return err },
+			"RX flow hash indirection table for e with 2 RX ring(s):\n    0:      0     1\n    4:      0\n", 3},
+		{"flow field", func(s string) error { _, _, err := ParseFlowHash(strings.NewReader(s)); return err },
+			"TCP over IPV4 flows use these fields for computing Hash flow key:\nIP SA\nthe moon\n", 3},
+		{"stats value", func(s string) error { _, err := ParseStats(strings.NewReader(s)); return err },
+			"NIC statistics:\n     rx_packets: many\n", 2},
+		{"link speed", func(s string) error { _, err := ParseLinkInfo(strings.NewReader(s)); return err },
+			"Settings for e:\n\tSpeed: fast\n", 2},
+		{"empty", func(s string) error { _, err := ParseStats(strings.NewReader(s)); return err },
+			"\n\n", 1},
+	} {
+		err := tc.parse(tc.text)
+		var se *SyntaxError
+		if !errors.As(err, &se) || se.Line != tc.line {
+			t.Errorf("%s: got %v, want a syntax error at line %d", tc.name, err, tc.line)
+		}
+		if errors.Is(err, ErrNotSupported) {
+			t.Errorf("%s: garbage reported as unsupported", tc.name)
+		}
+	}
+}
+
+func TestParseFailureIsNotUnsupported(t *testing.T) {
+	for _, text := range []string{
+		"Cannot get driver information: No such device\n",
+		"netlink error: no device matches name (offset 24)\nnetlink error: No such device\n",
+		"ethtool failed: eth9: no such interface\n",
+	} {
+		_, err := ParseDriverInfo(strings.NewReader(text))
+		if !errors.Is(err, ErrFailed) || errors.Is(err, ErrNotSupported) {
+			t.Errorf("%q: got %v, want ErrFailed", text, err)
+		}
+	}
+}
