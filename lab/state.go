@@ -1,0 +1,211 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"linerate/internal/usage"
+)
+
+// Dir is a directory of lab state files: NAME.json for each lab, and
+// NAME.lock, held while a lab is being built or removed.
+type Dir string
+
+// DefaultStateDir is where labs are recorded unless LINERATE_LAB_DIR says
+// otherwise. It is on /run so that a reboot, which removes every
+// namespace, removes the records too.
+const DefaultStateDir = "/run/linerate/lab"
+
+// Environment variables of the lab.
+const (
+	// EnvDir overrides DefaultStateDir; `lab exec` sets it for its command.
+	EnvDir = "LINERATE_LAB_DIR"
+	// EnvLab and EnvNode name the lab and node a command runs in; `lab
+	// exec` and Start set them, Resolve reads them.
+	EnvLab  = "LINERATE_LAB"
+	EnvNode = "LINERATE_LAB_NODE"
+)
+
+// DefaultDir is $LINERATE_LAB_DIR, or DefaultStateDir when that is unset.
+func DefaultDir() Dir {
+	if d := os.Getenv(EnvDir); d != "" {
+		return Dir(d)
+	}
+	return DefaultStateDir
+}
+
+func (d Dir) statePath(name string) string { return filepath.Join(string(d), name+".json") }
+func (d Dir) lockPath(name string) string  { return filepath.Join(string(d), name+".lock") }
+
+// Load reads the state file of the named lab in the default directory.
+func Load(name string) (*Lab, error) { return DefaultDir().Load(name) }
+
+// Load reads the state file of the named lab. A lab that does not exist is
+// a usage error.
+func (d Dir) Load(name string) (*Lab, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	p := d.statePath(name)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, usage.Errorf("no lab named %q (in %s; see linerate lab list)", name, d)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read lab state: %w", err)
+	}
+	l := &Lab{}
+	if err := json.Unmarshal(b, l); err != nil {
+		return nil, fmt.Errorf("lab state %s: %w", p, err)
+	}
+	if l.Spec.Name != name {
+		return nil, fmt.Errorf("lab state %s: names lab %q", p, l.Spec.Name)
+	}
+	l.dir = d
+	return l, nil
+}
+
+// List reads every lab in the default directory.
+func List() ([]*Lab, error) { return DefaultDir().List() }
+
+// List reads every lab recorded in d, by name. A directory that does not
+// exist holds no labs.
+func (d Dir) List() ([]*Lab, error) {
+	ents, err := os.ReadDir(string(d))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list labs: %w", err)
+	}
+	var labs []*Lab
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || CheckName(name) != nil {
+			continue
+		}
+		l, err := d.Load(name)
+		if err != nil {
+			return nil, err
+		}
+		labs = append(labs, l)
+	}
+	slices.SortFunc(labs, func(a, b *Lab) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
+	return labs, nil
+}
+
+// NodeNetns returns the network namespace of a node of a lab recorded in
+// the default directory: what `inspect --lab NAME --node NODE` looks in.
+func NodeNetns(lab, node string) (string, error) {
+	l, err := Load(lab)
+	if err != nil {
+		return "", err
+	}
+	n, err := l.Node(node)
+	if err != nil {
+		return "", err
+	}
+	return n.Netns, nil
+}
+
+// Building reports whether the process that ran Up for the lab is still
+// alive while the lab is incomplete.
+func (l *Lab) Building() bool {
+	if l.Complete || l.Pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(l.Pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// save writes the state file atomically: a reader (or a Down after a crash)
+// sees the old journal or the new one, never half of one. It syncs before
+// the rename, so the record of an object is on disk before the object is
+// made.
+func (l *Lab) save() error {
+	p := l.dir.statePath(l.Spec.Name)
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return fmt.Errorf("lab state %s: %w", p, err)
+	}
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write lab state: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write lab state %s: %w", p, err)
+	}
+	return nil
+}
+
+// create writes the first state file of a lab, failing if one exists.
+func (l *Lab) create() error {
+	p := l.dir.statePath(l.Spec.Name)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return usage.Errorf("lab %s is already up (linerate lab down %s removes it)", l.Spec.Name, l.Spec.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("create lab state: %w", err)
+	}
+	f.Close()
+	return l.save()
+}
+
+// lock is the lock of one lab, held while it is built or removed. The
+// kernel drops it when its holder dies, so a lab whose Up was killed can
+// be removed at once.
+type lock struct{ f *os.File }
+
+func (d Dir) lock(name string) (*lock, error) {
+	if err := os.MkdirAll(string(d), 0o755); err != nil {
+		return nil, fmt.Errorf("lab state directory: %w", err)
+	}
+	p := d.lockPath(name)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lab lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lab %s is being built or removed by another linerate (lock %s)", name, p)
+		}
+		return nil, fmt.Errorf("lab lock %s: %w", p, err)
+	}
+	return &lock{f: f}, nil
+}
+
+// release drops the lock and, with remove, its file (the lab is gone).
+func (k *lock) release(remove bool) error {
+	var err error
+	if remove {
+		err = os.Remove(k.f.Name())
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	}
+	k.f.Close()
+	return err
+}

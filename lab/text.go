@@ -1,0 +1,65 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Status is "up", "building" (its Up still runs) or "incomplete" (its Up
+// died or failed half way: lab down removes what it made).
+func (l *Lab) Status() string {
+	switch {
+	case l.Complete:
+		return "up"
+	case l.Building():
+		return "building"
+	}
+	return "incomplete"
+}
+
+// Describe writes the lab's address plan: one line per interface of each
+// node, with its namespace, address, default route and role.
+func (l *Lab) Describe(w io.Writer) error {
+	topo := l.Spec.Topology
+	if topo == Star {
+		topo = fmt.Sprintf("star of %d", l.Spec.Ports)
+	}
+	fmt.Fprintf(w, "lab %s (%s): %s; %s\n", l.Spec.Name, topo, l.Status(), l.Spec)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tNETNS\tIFACE\tADDRESS\tPEER\tDEFAULT ROUTE\tROLE")
+	for _, n := range l.Nodes {
+		gw := "-"
+		if n.Gateway.IsValid() {
+			gw = "via " + n.Gateway.String()
+		}
+		var role []string
+		if n.Forward {
+			role = append(role, "forwards")
+		}
+		if n.Masquerade != "" {
+			role = append(role, "NAT out of "+n.Masquerade)
+		}
+		r := strings.Join(role, ", ")
+		for i, f := range n.Ifaces {
+			name, ns := n.Name, n.Netns
+			if i > 0 {
+				name, ns, gw, r = "", "", "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, ns, f.Name, f.Addr, f.Peer+"/"+f.PeerIface, gw, r)
+		}
+	}
+	return tw.Flush()
+}
+
+// Summary is one line about the lab for `lab list`.
+func (l *Lab) Summary() string {
+	nodes := l.NodeNames()
+	if len(nodes) > 4 {
+		// box,peer1..peer64
+		nodes = []string{nodes[0], nodes[1] + ".." + nodes[len(nodes)-1]}
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", l.Spec.Name, l.Spec.Topology, l.Status(),
+		strings.Join(nodes, ","), l.Spec.Subnet)
+}

@@ -1,0 +1,437 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"linerate/internal/usage"
+)
+
+// TableName is the nftables table (family ip) a forwarding node NATs with.
+const TableName = "linerate"
+
+// Up builds a lab recorded in the default directory.
+func Up(ctx context.Context, s Spec) (*Lab, error) { return DefaultDir().Up(ctx, s) }
+
+// Up builds the lab s describes and records it in d. It refuses a lab that
+// is already up and a name whose namespaces exist. Each object is written
+// to the state file before it is made; if anything fails or ctx ends, Up
+// removes what it made and returns the error (should that removal fail
+// too, `lab down` finishes it from the state file).
+func (d Dir) Up(ctx context.Context, s Spec) (*Lab, error) {
+	l, err := Plan(s)
+	if err != nil {
+		return nil, err
+	}
+	l.dir = d
+	l.Created = time.Now().UTC().Truncate(time.Millisecond)
+	l.Pid = os.Getpid()
+	if err := d.notUp(s.Name); err != nil {
+		return nil, err
+	}
+	if err := RequireRoot("lab up"); err != nil {
+		return nil, err
+	}
+	lk, err := d.lock(s.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.notUp(s.Name); err != nil { // again, under the lock
+		lk.release(false)
+		return nil, err
+	}
+	for _, n := range l.Nodes {
+		exists, err := NetnsExists(n.Netns)
+		if err == nil && exists {
+			err = usage.Errorf("network namespace %s already exists and is not this lab's: choose another --name", n.Netns)
+		}
+		if err != nil {
+			lk.release(true)
+			return nil, err
+		}
+	}
+	if err := l.create(); err != nil {
+		lk.release(true)
+		return nil, err
+	}
+	b := &builder{lab: l, ctx: ctx, ns: map[string]netns.NsHandle{}, nl: map[string]*netlink.Handle{}}
+	err = b.build()
+	b.close()
+	if err != nil {
+		if derr := d.remove(l); derr != nil {
+			lk.release(false)
+			return nil, fmt.Errorf("%w; removing the half-built lab failed too: %v (linerate lab down %s retries)", err, derr, s.Name)
+		}
+		lk.release(true)
+		return nil, err
+	}
+	l.Complete = true
+	err = l.save()
+	lk.release(false)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// notUp is a usage error if a lab by that name is recorded in d.
+func (d Dir) notUp(name string) error {
+	old, err := d.Load(name)
+	switch {
+	case err != nil:
+		return nil
+	case old.Status() == "incomplete":
+		return usage.Errorf("lab %s exists but is incomplete (its lab up stopped half way): linerate lab down %s removes it", name, name)
+	}
+	return usage.Errorf("lab %s is already %s (linerate lab down %s removes it)", name, old.Status(), name)
+}
+
+// builder makes the objects of one lab, journalling each first.
+type builder struct {
+	lab  *Lab
+	ctx  context.Context
+	done int // steps done, for Spec.afterStep
+	ns   map[string]netns.NsHandle
+	nl   map[string]*netlink.Handle
+}
+
+func (b *builder) close() {
+	for _, h := range b.nl {
+		h.Close()
+	}
+	for _, h := range b.ns {
+		h.Close()
+	}
+}
+
+// step counts one finished step and stops the build if ctx has ended.
+func (b *builder) step() error {
+	b.done++
+	if f := b.lab.Spec.afterStep; f != nil {
+		f(b.done)
+	}
+	if err := b.ctx.Err(); err != nil {
+		return fmt.Errorf("lab up %s: %w", b.lab.Spec.Name, err)
+	}
+	return nil
+}
+
+// journal records an object about to be made and returns its index.
+func (b *builder) journal(o Object) (int, error) {
+	b.lab.Objects = append(b.lab.Objects, o)
+	return len(b.lab.Objects) - 1, b.lab.save()
+}
+
+// finish marks journal entry i as made.
+func (b *builder) finish(i int) error {
+	b.lab.Objects[i].Done = true
+	if err := b.lab.save(); err != nil {
+		return err
+	}
+	return b.step()
+}
+
+func (b *builder) build() error {
+	if err := shareNetnsDir(); err != nil {
+		return err
+	}
+	for _, n := range b.lab.Nodes {
+		if err := b.node(n); err != nil {
+			return err
+		}
+	}
+	for _, k := range b.lab.Links {
+		if err := b.link(k); err != nil {
+			return err
+		}
+	}
+	for _, n := range b.lab.Nodes {
+		if err := b.routing(n); err != nil {
+			return err
+		}
+	}
+	return b.ready()
+}
+
+// ready waits until every interface is operationally up. The kernel turns
+// a veth's carrier on through its link watcher, which may delay the event
+// by up to a second (net/core/link_watch.c); until then the interface has
+// no working qdisc and drops what is sent, so a lab is not handed over
+// before.
+func (b *builder) ready() error {
+	deadline := time.Now().Add(5 * time.Second)
+	for _, n := range b.lab.Nodes {
+		for _, f := range n.Ifaces {
+			for {
+				link, err := b.nl[n.Name].LinkByName(f.Name)
+				if err != nil {
+					return fmt.Errorf("find %s in %s: %w", f.Name, n.Netns, err)
+				}
+				if link.Attrs().OperState == netlink.OperUp {
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("%s in %s is still %s after 5s", f.Name, n.Netns, link.Attrs().OperState)
+				}
+				select {
+				case <-b.ctx.Done():
+					return fmt.Errorf("lab up %s: %w", b.lab.Spec.Name, b.ctx.Err())
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// node makes a node's namespace: journal, create unnamed, journal its
+// identity, name it, journal done; then brings its loopback up.
+func (b *builder) node(n Node) error {
+	i, err := b.journal(Object{Kind: KindNetns, Netns: n.Netns})
+	if err != nil {
+		return err
+	}
+	h, dev, ino, err := newNetns()
+	if err != nil {
+		return err
+	}
+	b.ns[n.Name] = h
+	b.lab.Objects[i].Dev, b.lab.Objects[i].Ino = dev, ino
+	if err := b.lab.save(); err != nil {
+		return err
+	}
+	if err := b.step(); err != nil {
+		return err
+	}
+	if err := bindNetns(h, n.Netns); err != nil {
+		return err
+	}
+	if err := b.finish(i); err != nil {
+		return err
+	}
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", n.Netns, err)
+	}
+	b.nl[n.Name] = nl
+	lo, err := nl.LinkByName("lo")
+	if err == nil {
+		err = nl.LinkSetUp(lo)
+	}
+	if err != nil {
+		return fmt.Errorf("loopback of %s: %w", n.Netns, err)
+	}
+	return b.step()
+}
+
+// link makes one veth pair with each end created directly in its node's
+// namespace (nothing passes through the caller's), then addresses it,
+// brings it up and caps it.
+func (b *builder) link(k Link) error {
+	s := b.lab.Spec
+	na, nb := NetnsName(s.Name, k.A.Node), NetnsName(s.Name, k.B.Node)
+	i, err := b.journal(Object{Kind: KindVeth, Netns: na, Name: k.A.Iface})
+	if err != nil {
+		return err
+	}
+	la := netlink.NewLinkAttrs()
+	la.Name = k.A.Iface
+	la.MTU = s.MTU
+	la.NumTxQueues, la.NumRxQueues = s.Queues, s.Queues
+	la.Namespace = netlink.NsFd(b.ns[k.A.Node])
+	v := &netlink.Veth{
+		LinkAttrs:       la,
+		PeerName:        k.B.Iface,
+		PeerNamespace:   netlink.NsFd(b.ns[k.B.Node]),
+		PeerMTU:         uint32(s.MTU),
+		PeerNumTxQueues: uint32(s.Queues),
+		PeerNumRxQueues: uint32(s.Queues),
+	}
+	if err := b.nl[k.A.Node].LinkAdd(v); err != nil {
+		return fmt.Errorf("create veth %s (%s) — %s (%s): %w", k.A.Iface, na, k.B.Iface, nb, err)
+	}
+	if err := b.finish(i); err != nil {
+		return err
+	}
+	for _, e := range []End{k.A, k.B} {
+		if err := b.end(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end addresses one end of a link, brings it up and caps its egress.
+func (b *builder) end(e End) error {
+	nl := b.nl[e.Node]
+	where := e.Iface + " in " + NetnsName(b.lab.Spec.Name, e.Node)
+	link, err := nl.LinkByName(e.Iface)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", where, err)
+	}
+	if err := nl.AddrAdd(link, &netlink.Addr{IPNet: prefixNet(e.Addr)}); err != nil {
+		return fmt.Errorf("address %s on %s: %w", e.Addr, where, err)
+	}
+	if err := b.step(); err != nil {
+		return err
+	}
+	if rate := b.lab.Spec.Rate; rate != 0 {
+		if err := nl.QdiscAdd(tbf(link.Attrs().Index, rate)); err != nil {
+			return fmt.Errorf("cap %s at %sbit/s with tbf: %w", where, FormatRate(rate), err)
+		}
+		if err := b.step(); err != nil {
+			return err
+		}
+	}
+	if err := nl.LinkSetUp(link); err != nil {
+		return fmt.Errorf("bring %s up: %w", where, err)
+	}
+	return b.step()
+}
+
+// tbf is the token bucket that caps one interface's egress at rate bits/s.
+// The bucket holds 4 ms at that rate, and at least 128 KiB so that a
+// 64 KiB GSO packet passes whole; the queue holds 10 ms more. tbf and htb
+// are in nearly every kernel, netem is not. (tc-tbf(8): burst must be at
+// least rate/HZ; the kernel's tbf times with hrtimers, so 4 ms covers
+// HZ=250.)
+func tbf(ifindex int, rate uint64) *netlink.Tbf {
+	bytes := rate / 8
+	burst := max(bytes/250, 128<<10)
+	limit := burst + bytes/100
+	return &netlink.Tbf{
+		QdiscAttrs: netlink.QdiscAttrs{
+			LinkIndex: ifindex,
+			Handle:    netlink.MakeHandle(1, 0),
+			Parent:    netlink.HANDLE_ROOT,
+		},
+		Rate:   bytes,
+		Buffer: netlink.Xmittime(bytes, uint32(burst)),
+		Limit:  uint32(min(limit, 1<<32-1)),
+	}
+}
+
+// routing gives a node its default route, forwarding and NAT.
+func (b *builder) routing(n Node) error {
+	nl := b.nl[n.Name]
+	if n.Gateway.IsValid() {
+		r := &netlink.Route{Gw: net.IP(n.Gateway.AsSlice())}
+		if err := nl.RouteAdd(r); err != nil {
+			return fmt.Errorf("default route via %s in %s: %w", n.Gateway, n.Netns, err)
+		}
+		if err := b.step(); err != nil {
+			return err
+		}
+	}
+	if n.Forward {
+		if err := setSysctl(b.ns[n.Name], "net/ipv4/ip_forward", "1"); err != nil {
+			return fmt.Errorf("ip_forward in %s: %w", n.Netns, err)
+		}
+		if err := b.step(); err != nil {
+			return err
+		}
+	}
+	if n.Masquerade != "" {
+		i, err := b.journal(Object{Kind: KindTable, Netns: n.Netns, Name: TableName})
+		if err != nil {
+			return err
+		}
+		if err := masquerade(b.ns[n.Name], n.Masquerade); err != nil {
+			return fmt.Errorf("nftables NAT in %s: %w", n.Netns, err)
+		}
+		return b.finish(i)
+	}
+	return nil
+}
+
+// masquerade adds, in namespace h, the equivalent of
+//
+//	table ip linerate {
+//		chain postrouting {
+//			type nat hook postrouting priority srcnat;
+//			oifname "IFACE" counter masquerade
+//		}
+//	}
+//
+// NAT makes the namespace track connections (conntrack) as a home router
+// does.
+func masquerade(h netns.NsHandle, iface string) error {
+	c, err := nftables.New(nftables.WithNetNSFd(int(h)))
+	if err != nil {
+		return err
+	}
+	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName})
+	ch := c.AddChain(&nftables.Chain{
+		Name:     "postrouting",
+		Table:    t,
+		Type:     nftables.ChainTypeNAT,
+		Hooknum:  nftables.ChainHookPostrouting,
+		Priority: nftables.ChainPriorityNATSource,
+	})
+	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(iface)},
+		&expr.Counter{},
+		&expr.Masq{},
+	}})
+	return c.Flush()
+}
+
+// ifname is an interface name as nftables compares it: IFNAMSIZ bytes,
+// NUL-padded.
+func ifname(s string) []byte {
+	b := make([]byte, unix.IFNAMSIZ)
+	copy(b, s)
+	return b
+}
+
+// tableExists reports whether namespace h holds linerate's nftables table.
+func tableExists(h netns.NsHandle) (bool, error) {
+	c, err := nftables.New(nftables.WithNetNSFd(int(h)))
+	if err != nil {
+		return false, err
+	}
+	ts, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range ts {
+		if t.Name == TableName {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// deleteTable removes linerate's nftables table from namespace h.
+func deleteTable(h netns.NsHandle) error {
+	ok, err := tableExists(h)
+	if err != nil || !ok {
+		return err
+	}
+	c, err := nftables.New(nftables.WithNetNSFd(int(h)))
+	if err != nil {
+		return err
+	}
+	c.DelTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName})
+	if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// prefixNet converts an address with its prefix length to netlink's form.
+func prefixNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
