@@ -22,10 +22,27 @@ func (irqUnmovable) Check(ev *Evidence) []Finding {
 			if !ok || !unmovable(q) {
 				continue
 			}
+			// Where it lands: the effective CPU, else (an empty effective
+			// list: the controller never accepted an affinity) the CPU its
+			// counts pile up on.
+			hot := -1
+			if len(q.Effective) == 1 {
+				hot = q.Effective[0]
+			} else if len(q.Effective) == 0 {
+				per := make([]float64, len(q.PerCPU))
+				for i, v := range q.PerCPU {
+					per[i] = float64(v)
+				}
+				hot, _ = argmax(per)
+			}
+			where := "one CPU"
+			if hot >= 0 {
+				where = fmt.Sprintf("CPU%d", hot)
+			}
 			f := Finding{
 				Severity: Warning,
 				Subject:  fmt.Sprintf("irq %d", num),
-				Summary:  fmt.Sprintf("IRQ %d (%s) of %s cannot be moved off CPU %s", num, q.Name, n.Name, cpuList(append([]int(nil), q.Effective...))),
+				Summary:  fmt.Sprintf("IRQ %d (%s) of %s cannot be moved off %s", num, q.Name, n.Name, where),
 				Evidence: []string{fmt.Sprintf("smp_affinity_list %s, effective_affinity_list %s, chip %q",
 					cpuList(append([]int(nil), q.AffinityList...)), cpuList(append([]int(nil), q.Effective...)), q.Chip)},
 			}
@@ -34,10 +51,6 @@ func (irqUnmovable) Check(ev *Evidence) []Finding {
 			}
 			if knownUnmovableChip(q.Chip) {
 				f.Evidence = append(f.Evidence, "this MSI controller delivers all vectors through one parent interrupt")
-			}
-			hot := -1
-			if len(q.Effective) == 1 {
-				hot = q.Effective[0]
 			}
 			if haveRates {
 				if v := m.Interrupts[fmt.Sprint(num)]; len(v) > 0 {
