@@ -65,6 +65,10 @@ func readLinesFrom(r io.Reader, title string) ([]line, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
+	out = joinContinuations(out)
+	if err := onlyError(out); err != nil {
+		return nil, err
+	}
 	first := -1
 	for i, l := range out {
 		if l.text != "" {
@@ -88,6 +92,50 @@ func readLinesFrom(r io.Reader, title string) ([]line, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// joinContinuations folds the second line of ethtool 4.x's perror output
+// ("Cannot get device channel parameters" then ": Operation not supported")
+// into the first.
+func joinContinuations(ls []line) []line {
+	out := ls[:0:0]
+	for _, l := range ls {
+		if strings.HasPrefix(l.text, ": ") && len(out) > 0 && out[len(out)-1].text != "" {
+			prev := &out[len(out)-1]
+			prev.text += l.text
+			prev.raw += l.raw
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// onlyError returns the error when the output holds nothing but error lines
+// and at most a title line ending in ":" — what a terminal shows when stdout
+// and stderr are pasted in the order they appeared.
+func onlyError(ls []line) error {
+	var first error
+	others := 0
+	for _, l := range ls {
+		if l.text == "" {
+			continue
+		}
+		if err := errorLine(l.text); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		if !strings.HasSuffix(l.text, ":") {
+			return nil
+		}
+		others++
+	}
+	if others > 1 {
+		return nil
+	}
+	return first
 }
 
 // errorLine recognises the error lines ethtool prints instead of output.

@@ -401,3 +401,18 @@ func TestParseFailureIsNotUnsupported(t *testing.T) {
 		}
 	}
 }
+
+// Error output as a terminal shows it (title first) and ethtool 4.x's
+// two-line perror form both mean "not supported".
+func TestErrorOutputForms(t *testing.T) {
+	for name, text := range map[string]string{
+		"terminal order": "Channel parameters for eth0:\nCannot get device channel parameters: Operation not supported\n",
+		"ethtool 4.19":   "Cannot get device channel parameters\n: Operation not supported\n",
+		"stderr first":   "Cannot get device channel parameters: Operation not supported\nChannel parameters for eth0:\n",
+	} {
+		_, err := ParseChannels(strings.NewReader(text))
+		if !errors.Is(err, ErrNotSupported) {
+			t.Errorf("%s: err = %v, want ErrNotSupported", name, err)
+		}
+	}
+}
