@@ -3,27 +3,749 @@ package box
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
+	"linerate/internal/usage"
 	"linerate/source"
+	"linerate/source/cpuset"
 	"linerate/source/ethtool"
+	"linerate/source/pci"
 	"linerate/source/procfs"
+	"linerate/source/sysfs"
 )
-
-var errTodo = errors.New("todo")
 
 // Collect builds the model of the box a source describes. ifaces limits the
 // NICs to those named (all when empty); an unknown name is bad input.
+//
+// What the source cannot tell (the driver lacks it, it needs root, a
+// capture does not hold the file) lands in the Unsupported map nearest to
+// the item, with the reason. A file that a capture holds but that cannot be
+// parsed is an error naming the file: the capture is broken, and saying
+// "unsupported" would hide it.
 func Collect(ctx context.Context, src source.Source, ifaces ...string) (*Box, error) {
-	return nil, errTodo
+	c := &collector{
+		src:     src,
+		proc:    src.Proc(),
+		sys:     src.Sys(),
+		et:      src.Ethtool(),
+		capture: strings.HasPrefix(src.Name(), "capture"),
+	}
+	m := src.Meta()
+	b := &Box{
+		Schema: SchemaVersion,
+		Meta: Meta{
+			Time: m.Time, Host: m.Host, Kernel: m.Kernel, Arch: m.Arch,
+			Linerate: m.Linerate, Source: src.Name(),
+		},
+		NICs: []NIC{}, IRQs: []IRQ{}, CPUs: []CPU{}, PCIe: []PCIeDevice{},
+		Thermal: []ThermalZone{}, Sysctls: []Sysctl{},
+		Unsupported: map[string]string{},
+	}
+	c.box = b
+
+	names, err := c.sys.NetDevices()
+	if err != nil {
+		return nil, fmt.Errorf("list interfaces: %w", err)
+	}
+	if len(ifaces) > 0 {
+		have := make(map[string]bool, len(names))
+		for _, n := range names {
+			have[n] = true
+		}
+		seen := map[string]bool{}
+		var sel []string
+		for _, n := range ifaces {
+			if !have[n] {
+				return nil, usage.Errorf("no interface %s (have: %s)", n, strings.Join(names, ", "))
+			}
+			if !seen[n] {
+				seen[n] = true
+				sel = append(sel, n)
+			}
+		}
+		names = sel
+	}
+
+	irqs, err := c.proc.Interrupts()
+	if err != nil {
+		if err := c.unsupported(b.Unsupported, "interrupts", err); err != nil {
+			return nil, err
+		}
+	}
+	c.interrupts = irqs
+	if ll, ok := src.(source.LinkLister); ok {
+		c.links, c.linksErr = ll.Links()
+	} else {
+		c.linksErr = fmt.Errorf("MTU range: %w", ethtool.ErrNotSupported)
+	}
+
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		nic, err := c.nic(name)
+		if err != nil {
+			return nil, err
+		}
+		b.NICs = append(b.NICs, nic)
+	}
+	steps := []func() error{c.irqs, c.pcie, c.cpus, c.thermal, c.throttle, c.irqbalance, c.sysctls, c.counters}
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	if len(b.Unsupported) == 0 {
+		b.Unsupported = nil
+	}
+	return b, nil
 }
 
-// ReadCounters takes one snapshot of every counter. et may be nil (no
-// ethtool counters); ifaces limits the ethtool counters read (all NICs in
-// proc net/dev when empty).
-func ReadCounters(proc procfs.FS, et ethtool.Client, ifaces []string) (Counters, error) {
-	return Counters{}, errTodo
+type collector struct {
+	src        source.Source
+	proc       procfs.FS
+	sys        sysfs.FS
+	et         ethtool.Client
+	capture    bool
+	box        *Box
+	interrupts procfs.Interrupts
+	links      map[string]source.Link
+	linksErr   error
 }
 
-// Delta turns two snapshots into per-second rates (b later than a).
-// Counters that went backwards (a reset) count as zero.
-func Delta(a, b Counters) Rates { return Rates{} }
+// Reason turns an error into the words inspect shows after "unsupported:"
+// or "unknown:".
+func (c *collector) reason(err error) string {
+	switch {
+	case errors.Is(err, ethtool.ErrNotCaptured):
+		return "not in the capture"
+	case errors.Is(err, ethtool.ErrNotSupported):
+		return "not supported by this driver"
+	case errors.Is(err, pci.ErrShort):
+		return "needs root (config space truncated)"
+	case errors.Is(err, fs.ErrNotExist):
+		if c.capture {
+			return "not in the capture"
+		}
+		return "not present on this system"
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EPERM):
+		return "needs root"
+	case errors.Is(err, ethtool.ErrFailed):
+		// The capture holds ethtool's own failure; keep its words, not the
+		// file's path.
+		msg := err.Error()
+		if i := strings.Index(msg, ethtool.ErrFailed.Error()); i >= 0 {
+			msg = msg[i:]
+		}
+		if strings.Contains(msg, "not permitted") {
+			return "needs root (" + msg + ")"
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+// absent reports whether err means the item could not be had rather than
+// that a file is broken: a capture may record that the ethtool command
+// itself failed (ethtool.ErrFailed, such as "Operation not permitted" when
+// not run as root).
+func absent(err error) bool {
+	return errors.Is(err, ethtool.ErrNotCaptured) || errors.Is(err, ethtool.ErrNotSupported) ||
+		errors.Is(err, ethtool.ErrFailed) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
+		errors.Is(err, pci.ErrShort) || errors.Is(err, pci.ErrNoExpress)
+}
+
+// unsupported records err under item in m. For a capture, an error other
+// than "absent" means a file is there but broken, which is returned.
+func (c *collector) unsupported(m map[string]string, item string, err error) error {
+	if c.capture && !absent(err) {
+		return err
+	}
+	m[item] = c.reason(err)
+	return nil
+}
+
+func (c *collector) nic(name string) (NIC, error) {
+	nd, err := c.sys.NetDevice(name)
+	if err != nil {
+		return NIC{}, fmt.Errorf("interface %s: %w", name, err)
+	}
+	n := NIC{
+		Name: name, Index: nd.Ifindex, MAC: nd.Address, OperState: nd.OperState,
+		MTU: nd.MTU, TxQueueLen: nd.TxQueueLen, PCIAddr: nd.PCIAddr,
+		RXQueues: []RXQueue{}, TXQueues: []TXQueue{}, IRQs: []int{},
+		Unsupported: map[string]string{},
+	}
+	u := n.Unsupported
+	if nd.Carrier != nil {
+		n.Carrier = *nd.Carrier
+	} else {
+		u["carrier"] = "unreadable (the kernel hides it while the interface is down)"
+	}
+
+	if c.linksErr != nil {
+		if err := c.unsupported(u, "max_mtu", c.linksErr); err != nil {
+			return n, err
+		}
+	} else if l, ok := c.links[name]; ok {
+		n.MinMTU, n.MaxMTU = l.MinMTU, l.MaxMTU
+		if l.MaxMTU == 0 {
+			u["max_mtu"] = "no limit reported by the driver"
+		}
+	} else {
+		u["max_mtu"] = "not in the link list"
+	}
+
+	// Every ethtool item: a value, or a reason.
+	item := func(key string, err error) error {
+		if err == nil {
+			return nil
+		}
+		if err := c.unsupported(u, key, err); err != nil {
+			return fmt.Errorf("%s: ethtool %s: %w", name, key, err)
+		}
+		return nil
+	}
+	if d, err := c.et.DriverInfo(name); err == nil {
+		n.Driver = &d
+	} else if err := item("driver", err); err != nil {
+		return n, err
+	}
+	if l, err := c.et.LinkInfo(name); err == nil {
+		n.Link = &l
+	} else if err := item("link", err); err != nil {
+		return n, err
+	}
+	if f, err := c.et.Features(name); err == nil {
+		n.Features = f
+	} else if err := item("features", err); err != nil {
+		return n, err
+	}
+	if ch, err := c.et.Channels(name); err == nil {
+		n.Channels = &ch
+	} else if err := item("channels", err); err != nil {
+		return n, err
+	}
+	if r, err := c.et.Rings(name); err == nil {
+		n.Rings = &r
+	} else if err := item("rings", err); err != nil {
+		return n, err
+	}
+	if co, err := c.et.Coalesce(name); err == nil {
+		n.Coalesce = &co
+	} else if err := item("coalesce", err); err != nil {
+		return n, err
+	}
+	if r, err := c.et.RSS(name); err == nil {
+		n.RSS = &r
+	} else if err := item("rss", err); err != nil {
+		return n, err
+	}
+	for _, ft := range ethtool.FlowTypes {
+		h, err := c.et.FlowHash(name, ft)
+		if err != nil {
+			if err := item("flow_hash."+string(ft), err); err != nil {
+				return n, err
+			}
+			continue
+		}
+		if n.FlowHash == nil {
+			n.FlowHash = map[string]string{}
+		}
+		n.FlowHash[string(ft)] = h.Letters()
+	}
+	if s, err := c.et.Stats(name); err == nil {
+		n.Stats = s
+	} else if err := item("stats", err); err != nil {
+		return n, err
+	}
+
+	n.Kind = kind(nd, n.Driver)
+	if err := c.queues(&n, nd); err != nil {
+		return n, err
+	}
+	c.nicIRQs(&n, nd)
+	if nd.PCIAddr != "" {
+		path, err := c.sys.PCIPath(nd.PCIAddr)
+		if err != nil {
+			if err := c.unsupported(u, "pcie_path", err); err != nil {
+				return n, fmt.Errorf("%s: PCIe path: %w", name, err)
+			}
+		}
+		n.PCIePath = path
+	}
+	if len(u) == 0 {
+		n.Unsupported = nil
+	}
+	return n, nil
+}
+
+// kind names what sort of interface nd is.
+func kind(nd sysfs.NetDevice, d *ethtool.DriverInfo) string {
+	switch {
+	case nd.Type == 772: // ARPHRD_LOOPBACK
+		return "loopback"
+	case !nd.Virtual || nd.PCIAddr != "" || nd.Driver != "":
+		return "physical"
+	case d == nil:
+		return "virtual"
+	}
+	switch d.Driver {
+	case "veth", "bridge", "tun", "macvlan", "ipvlan", "ifb", "dummy", "wireguard", "vxlan", "geneve", "vrf":
+		return d.Driver
+	case "bonding":
+		return "bond"
+	case "802.1Q VLAN Support":
+		return "vlan"
+	}
+	return "virtual"
+}
+
+// queues fills the rx and tx queues from sysfs and the driver's per-queue
+// counters.
+func (c *collector) queues(n *NIC, nd sysfs.NetDevice) error {
+	driver := ""
+	if n.Driver != nil {
+		driver = n.Driver.Driver
+	}
+	rx, tx := queueStats(n.Stats, driver)
+	for _, q := range nd.RXQueues {
+		r := RXQueue{Index: q.Index, RPSCPUs: q.RPSCPUs, RPSFlowCnt: q.RPSFlowCnt, RPSCPUList: []int{}}
+		if q.RPSCPUs != "" {
+			l, err := cpuset.ParseMask(q.RPSCPUs)
+			if err != nil {
+				return fmt.Errorf("%s: queues/rx-%d/rps_cpus: %w", n.Name, q.Index, err)
+			}
+			if l != nil {
+				r.RPSCPUList = l
+			}
+		}
+		if s, ok := rx[q.Index]; ok {
+			r.Packets, r.Bytes = s.packets, s.bytes
+		}
+		n.RXQueues = append(n.RXQueues, r)
+	}
+	for _, q := range nd.TXQueues {
+		t := TXQueue{Index: q.Index, XPSCPUs: q.XPSCPUs, XPSCPUList: []int{}}
+		if q.XPSCPUs != "" {
+			l, err := cpuset.ParseMask(q.XPSCPUs)
+			if err != nil {
+				return fmt.Errorf("%s: queues/tx-%d/xps_cpus: %w", n.Name, q.Index, err)
+			}
+			if l != nil {
+				t.XPSCPUList = l
+			}
+		}
+		if s, ok := tx[q.Index]; ok {
+			t.Packets, t.Bytes = s.packets, s.bytes
+		}
+		n.TXQueues = append(n.TXQueues, t)
+	}
+	if len(nd.RXQueues) > 0 && len(rx) == 0 && n.Stats != nil {
+		n.Unsupported["queue_counters"] = "the driver has no per-queue packet counters"
+	}
+	return nil
+}
+
+type queueStat struct{ packets, bytes *uint64 }
+
+// queueStats picks the per-queue packet and byte counters out of a driver's
+// statistics, by queue index. Drivers name them differently:
+//
+//	rx_queue_0_packets  tx_queue_0_bytes   igb, ixgbe, ice, virtio_net (older)
+//	rx-0.packets        tx-0.bytes         i40e, iavf
+//	rx0_packets         tx0_bytes          mlx5, virtio_net
+//	rxq0_packets        txq0_bytes         bcmgenet
+//
+// Only these exact shapes count: veth's rx_queue_0_xdp_packets, for one, are
+// XDP packets and not the queue's traffic.
+//
+// bcmgenet numbers its counters by hardware ring, not by queue: ring 16 is
+// the default ring behind queue 0 and rings 0-3 are queues 1-4 (the
+// mapping bcmgenet_xmit applies, drivers/net/ethernet/broadcom/genet/
+// bcmgenet.c).
+func queueStats(stats ethtool.Stats, driver string) (rx, tx map[int]queueStat) {
+	rx, tx = map[int]queueStat{}, map[int]queueStat{}
+	for i := range stats {
+		dir, q, field, ok := parseQueueStat(stats[i].Name)
+		if !ok {
+			continue
+		}
+		if driver == "bcmgenet" {
+			if q == 16 {
+				q = 0
+			} else {
+				q++
+			}
+		}
+		m := rx
+		if dir == 't' {
+			m = tx
+		}
+		s := m[q]
+		v := stats[i].Value
+		if field == "packets" {
+			s.packets = &v
+		} else {
+			s.bytes = &v
+		}
+		m[q] = s
+	}
+	return rx, tx
+}
+
+func parseQueueStat(name string) (dir byte, q int, field string, ok bool) {
+	if len(name) < 3 || (name[:2] != "rx" && name[:2] != "tx") {
+		return 0, 0, "", false
+	}
+	dir = name[0]
+	rest := name[2:]
+	for _, p := range []string{"_queue_", "-", "q", ""} {
+		if !strings.HasPrefix(rest, p) {
+			continue
+		}
+		r := rest[len(p):]
+		i := 0
+		for i < len(r) && r[i] >= '0' && r[i] <= '9' {
+			i++
+		}
+		if i == 0 || i > 6 {
+			continue
+		}
+		q, _ = strconv.Atoi(r[:i])
+		switch r[i:] {
+		case "_packets", ".packets":
+			return dir, q, "packets", true
+		case "_bytes", ".bytes":
+			return dir, q, "bytes", true
+		}
+	}
+	return 0, 0, "", false
+}
+
+// nicIRQs finds a NIC's interrupts: the device's msi_irqs; else the
+// /proc/interrupts lines whose action is the interface's name or starts with
+// it ("eth0", "eth0-rx-0", "eth0-TxRx-1"); else, for a PCI device, the
+// lines whose chip names its PCI address ("PCI-MSIX-0000:00:03.0", as
+// virtio's "virtio2-input.0" vectors are).
+func (c *collector) nicIRQs(n *NIC, nd sysfs.NetDevice) {
+	if len(nd.MSIIRQs) > 0 {
+		n.IRQs = append(n.IRQs, nd.MSIIRQs...)
+		n.IRQSource = "msi_irqs"
+	} else {
+		for _, r := range c.interrupts.Rows {
+			if r.Number >= 0 && actionsName(r.Actions, n.Name) {
+				n.IRQs = append(n.IRQs, r.Number)
+			}
+		}
+		if len(n.IRQs) > 0 {
+			n.IRQSource = "proc/interrupts"
+		} else if n.PCIAddr != "" {
+			for _, r := range c.interrupts.Rows {
+				if r.Number >= 0 && strings.Contains(r.Chip, n.PCIAddr) {
+					n.IRQs = append(n.IRQs, r.Number)
+				}
+			}
+			if len(n.IRQs) > 0 {
+				n.IRQSource = "proc/interrupts chip"
+			}
+		}
+	}
+	sort.Ints(n.IRQs)
+	if len(n.IRQs) == 0 && n.Kind == "physical" {
+		n.Unsupported["irqs"] = "no msi_irqs and no /proc/interrupts line names " + n.Name
+	}
+}
+
+// actionsName reports whether one of the comma-separated actions of an
+// interrupt belongs to iface.
+func actionsName(actions, iface string) bool {
+	for _, a := range strings.Split(actions, ",") {
+		a = strings.TrimSpace(a)
+		if a == iface {
+			return true
+		}
+		if len(a) > len(iface) && strings.HasPrefix(a, iface) {
+			switch a[len(iface)] {
+			case '-', '_', ':', '@':
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// irqs describes every interrupt of the NICs.
+func (c *collector) irqs() error {
+	rows := make(map[int]*procfs.InterruptRow, len(c.interrupts.Rows))
+	for i := range c.interrupts.Rows {
+		r := &c.interrupts.Rows[i]
+		if r.Number >= 0 {
+			rows[r.Number] = r
+		}
+	}
+	seen := map[int]bool{}
+	for _, n := range c.box.NICs {
+		for _, num := range n.IRQs {
+			if seen[num] {
+				continue
+			}
+			seen[num] = true
+			q := IRQ{Number: num, NIC: n.Name, AffinityList: []int{}, Unsupported: map[string]string{}}
+			if r, ok := rows[num]; ok {
+				q.Chip, q.HWIRQ, q.Name, q.PerCPU = r.Chip, r.HWIRQ, r.Actions, r.Counts
+			} else {
+				q.Unsupported["per_cpu"] = "not in /proc/interrupts"
+			}
+			a, err := c.proc.IRQAffinity(num)
+			if err != nil {
+				if err := c.unsupported(q.Unsupported, "affinity", err); err != nil {
+					return fmt.Errorf("irq %d: %w", num, err)
+				}
+			} else {
+				q.SMPAffinity, q.Effective = a.Mask, a.Effective
+				if a.List != nil {
+					q.AffinityList = a.List
+				}
+			}
+			if len(q.Unsupported) == 0 {
+				q.Unsupported = nil
+			}
+			c.box.IRQs = append(c.box.IRQs, q)
+		}
+	}
+	sort.Slice(c.box.IRQs, func(i, j int) bool { return c.box.IRQs[i].Number < c.box.IRQs[j].Number })
+	return nil
+}
+
+// pcie describes every device on the NICs' PCIe paths.
+func (c *collector) pcie() error {
+	seen := map[string]bool{}
+	for _, n := range c.box.NICs {
+		for i, addr := range n.PCIePath {
+			if seen[addr] {
+				continue
+			}
+			seen[addr] = true
+			d, err := c.pciDevice(addr, i == len(n.PCIePath)-1)
+			if err != nil {
+				return err
+			}
+			c.box.PCIe = append(c.box.PCIe, d)
+		}
+	}
+	sort.Slice(c.box.PCIe, func(i, j int) bool { return c.box.PCIe[i].Addr < c.box.PCIe[j].Addr })
+	return nil
+}
+
+func (c *collector) pciDevice(addr string, top bool) (PCIeDevice, error) {
+	d := PCIeDevice{Addr: addr, Unsupported: map[string]string{}}
+	u := d.Unsupported
+	p, err := c.sys.PCIDevice(addr)
+	if err != nil {
+		if err := c.unsupported(u, "sysfs", err); err != nil {
+			return d, fmt.Errorf("PCI device %s: %w", addr, err)
+		}
+	} else {
+		d.Vendor, d.Device, d.Class, d.Driver, d.Upstream = p.Vendor, p.Device, p.Class, p.Driver, p.Upstream
+		var perr error
+		d.CurSpeedGTs, perr = speed(p.CurrentLinkSpeed, perr)
+		d.MaxSpeedGTs, perr = speed(p.MaxLinkSpeed, perr)
+		d.CurWidth, perr = width(p.CurrentLinkWidth, perr)
+		d.MaxWidth, perr = width(p.MaxLinkWidth, perr)
+		if perr != nil {
+			return d, fmt.Errorf("PCI device %s: %w", addr, perr)
+		}
+		if p.CurrentLinkSpeed == "" && p.MaxLinkSpeed == "" {
+			u["link"] = "no link attributes in sysfs"
+		}
+	}
+	cfg, err := c.src.PCIConfig(addr)
+	var x pci.Express
+	if err == nil {
+		x, err = pci.ParseConfig(cfg)
+	}
+	if err != nil {
+		if errors.Is(err, pci.ErrNoExpress) {
+			u["mps"], u["mrrs"] = "not a PCI Express function", "not a PCI Express function"
+		} else {
+			if err := c.unsupported(u, "mps", err); err != nil {
+				return d, fmt.Errorf("PCI device %s: config: %w", addr, err)
+			}
+			u["mrrs"] = u["mps"]
+		}
+		// Without the capability, a bridge at the top of the path with no
+		// upstream is taken for the root port.
+		d.RootPort = top && d.Upstream == "" && strings.HasPrefix(d.Class, "0x0604")
+	} else {
+		d.MPSSupported, d.MPS, d.MRRS, d.RootPort = x.MPSSupported, x.MPS, x.MRRS, x.RootPort
+		if d.CurSpeedGTs == 0 && d.CurWidth == 0 {
+			d.CurSpeedGTs, d.CurWidth = x.CurSpeedGTs, x.CurWidth
+		}
+		if d.MaxSpeedGTs == 0 && d.MaxWidth == 0 {
+			d.MaxSpeedGTs, d.MaxWidth = x.MaxSpeedGTs, x.MaxWidth
+		}
+		if d.CurSpeedGTs != 0 || d.MaxSpeedGTs != 0 {
+			delete(u, "link")
+		}
+	}
+	if len(u) == 0 {
+		d.Unsupported = nil
+	}
+	return d, nil
+}
+
+func speed(s string, prev error) (float64, error) {
+	if prev != nil || s == "" || strings.HasPrefix(s, "Unknown") {
+		return 0, prev
+	}
+	v, err := pci.ParseSpeed(s)
+	if err != nil {
+		return 0, fmt.Errorf("link speed %q: %w", s, err)
+	}
+	return v, nil
+}
+
+func width(s string, prev error) (int, error) {
+	if prev != nil || s == "" {
+		return 0, prev
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("link width %q: %w", s, err)
+	}
+	return v, nil
+}
+
+func (c *collector) cpus() error {
+	cpus, err := c.sys.CPUs()
+	if err != nil {
+		return c.unsupported(c.box.Unsupported, "cpus", err)
+	}
+	for _, x := range cpus {
+		cpu := CPU{ID: x.ID, Online: x.Online}
+		if f := x.CPUFreq; f != nil {
+			cpu.CurKHz, cpu.MinKHz, cpu.MaxKHz, cpu.Governor = f.CurKHz, f.MinKHz, f.MaxKHz, f.Governor
+		} else {
+			cpu.Unsupported = map[string]string{"cpufreq": "no cpufreq directory"}
+		}
+		c.box.CPUs = append(c.box.CPUs, cpu)
+	}
+	return nil
+}
+
+func (c *collector) thermal() error {
+	zones, err := c.sys.ThermalZones()
+	if err != nil {
+		return c.unsupported(c.box.Unsupported, "thermal", err)
+	}
+	if len(zones) == 0 {
+		c.box.Unsupported["thermal"] = "no thermal zones"
+	}
+	for _, z := range zones {
+		c.box.Thermal = append(c.box.Thermal, ThermalZone{Name: z.Name, Type: z.Type, Celsius: float64(z.MilliCelsius) / 1000})
+	}
+	return nil
+}
+
+// Bits of the Raspberry Pi firmware's get_throttled value, as documented
+// for `vcgencmd get_throttled` in the Raspberry Pi documentation
+// (raspberrypi.com/documentation/computers/os.html#get_throttled).
+const (
+	thUnderVoltage   = 1 << 0
+	thFreqCapped     = 1 << 1
+	thThrottled      = 1 << 2
+	thSoftTempLimit  = 1 << 3
+	thUnderVoltageEv = 1 << 16
+	thFreqCappedEv   = 1 << 17
+	thThrottledEv    = 1 << 18
+	thSoftTempEv     = 1 << 19
+)
+
+// DecodeThrottle decodes a get_throttled value.
+func DecodeThrottle(raw uint32, source string) *Throttle {
+	return &Throttle{
+		Raw: raw, Source: source,
+		UnderVoltage:          raw&thUnderVoltage != 0,
+		FreqCapped:            raw&thFreqCapped != 0,
+		Throttled:             raw&thThrottled != 0,
+		SoftTempLimit:         raw&thSoftTempLimit != 0,
+		UnderVoltageOccurred:  raw&thUnderVoltageEv != 0,
+		FreqCappedOccurred:    raw&thFreqCappedEv != 0,
+		ThrottledOccurred:     raw&thThrottledEv != 0,
+		SoftTempLimitOccurred: raw&thSoftTempEv != 0,
+	}
+}
+
+func (c *collector) throttle() error {
+	raw, path, err := c.sys.RPiThrottled()
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			c.box.Unsupported["throttle"] = "no Raspberry Pi firmware get_throttled"
+			return nil
+		}
+		return c.unsupported(c.box.Unsupported, "throttle", err)
+	}
+	c.box.Throttle = DecodeThrottle(raw, path)
+	return nil
+}
+
+func (c *collector) irqbalance() error {
+	on, err := c.proc.Running("irqbalance")
+	if err != nil {
+		return c.unsupported(c.box.Unsupported, "irqbalance", err)
+	}
+	c.box.IRQBalance = &on
+	return nil
+}
+
+func (c *collector) sysctls() error {
+	for _, name := range Sysctls {
+		v, err := source.Sysctl(c.src, name)
+		s := Sysctl{Name: name, Value: v}
+		if err != nil {
+			if c.capture && !absent(err) {
+				return fmt.Errorf("sysctl %s: %w", name, err)
+			}
+			s.Value, s.Err = "", c.reason(err)
+		}
+		c.box.Sysctls = append(c.box.Sysctls, s)
+	}
+	return nil
+}
+
+// counters takes the snapshot of counters; the ethtool statistics already
+// read per NIC are reused rather than fetched again.
+func (c *collector) counters() error {
+	cs, err := ReadCounters(c.proc, nil, nil)
+	if err != nil {
+		return c.unsupported(c.box.Unsupported, "counters", err)
+	}
+	ReadGauges(c.sys, &cs)
+	if c.capture || !c.box.Meta.Time.IsZero() {
+		cs.Time = c.box.Meta.Time
+	}
+	if cs.Time.IsZero() {
+		cs.Time = time.Now()
+	}
+	for _, n := range c.box.NICs {
+		if n.Stats == nil {
+			continue
+		}
+		if cs.Ethtool == nil {
+			cs.Ethtool = map[string]map[string]uint64{}
+		}
+		cs.Ethtool[n.Name] = n.Stats.Map()
+	}
+	c.box.Counters = &cs
+	return nil
+}

@@ -1,0 +1,237 @@
+package box
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"linerate/internal/usage"
+	"linerate/source"
+	"linerate/source/ethtool"
+	"linerate/source/sysfs"
+)
+
+func TestParseQueueStat(t *testing.T) {
+	cases := []struct {
+		name  string
+		dir   byte
+		q     int
+		field string
+		ok    bool
+	}{
+		{"rx_queue_0_packets", 'r', 0, "packets", true}, // igb, ixgbe
+		{"tx_queue_3_bytes", 't', 3, "bytes", true},
+		{"rx-12.packets", 'r', 12, "packets", true}, // i40e
+		{"tx-0.bytes", 't', 0, "bytes", true},
+		{"rx0_packets", 'r', 0, "packets", true}, // mlx5, virtio_net
+		{"tx15_bytes", 't', 15, "bytes", true},
+		{"rxq2_packets", 'r', 2, "packets", true},   // bcmgenet
+		{"rx_queue_0_xdp_packets", 0, 0, "", false}, // veth: XDP, not the queue's traffic
+		{"rx_queue_0_drops", 0, 0, "", false},
+		{"rx0_kicks", 0, 0, "", false},
+		{"rx_packets", 0, 0, "", false},
+		{"rx_bytes", 0, 0, "", false},
+		{"tx_queue__packets", 0, 0, "", false},
+		{"rx_queue_0_packets_x", 0, 0, "", false},
+		{"txq", 0, 0, "", false},
+	}
+	for _, c := range cases {
+		dir, q, field, ok := parseQueueStat(c.name)
+		if ok != c.ok || dir != c.dir || q != c.q || field != c.field {
+			t.Errorf("parseQueueStat(%q) = %c %d %q %v, want %c %d %q %v", c.name, dir, q, field, ok, c.dir, c.q, c.field, c.ok)
+		}
+	}
+}
+
+func TestQueueStats(t *testing.T) {
+	// A slice of `ethtool -S` of an igb port and of a veth.
+	igb := ethtool.Stats{{Name: "rx_packets", Value: 900}, {Name: "tx_queue_0_packets", Value: 5}, {Name: "tx_queue_0_bytes", Value: 500},
+		{Name: "rx_queue_0_packets", Value: 400}, {Name: "rx_queue_0_bytes", Value: 40000}, {Name: "rx_queue_1_packets", Value: 500}, {Name: "rx_queue_1_bytes", Value: 50000}}
+	rx, tx := queueStats(igb, "igb")
+	if len(rx) != 2 || *rx[1].packets != 500 || *rx[1].bytes != 50000 || *tx[0].packets != 5 {
+		t.Errorf("igb: rx %v tx %v", rx, tx)
+	}
+	veth := ethtool.Stats{{Name: "peer_ifindex", Value: 5}, {Name: "rx_queue_0_xdp_packets", Value: 7}, {Name: "rx_queue_0_xdp_bytes", Value: 700}, {Name: "tx_queue_0_xdp_xmit", Value: 1}}
+	if rx, tx := queueStats(veth, "veth"); len(rx) != 0 || len(tx) != 0 {
+		t.Errorf("veth XDP counters taken for queue counters: %v %v", rx, tx)
+	}
+	genet := ethtool.Stats{{Name: "txq0_packets", Value: 4}, {Name: "txq3_packets", Value: 7}, {Name: "txq16_packets", Value: 500},
+		{Name: "rxq0_packets", Value: 0}, {Name: "rxq16_packets", Value: 900}}
+	rx, tx = queueStats(genet, "bcmgenet")
+	if *tx[0].packets != 500 || *tx[1].packets != 4 || *tx[4].packets != 7 || *rx[0].packets != 900 || *rx[1].packets != 0 {
+		t.Errorf("bcmgenet rings 16, 0, 3 are not queues 0, 1, 4: rx %v tx %v", rx, tx)
+	}
+}
+
+func TestActionsName(t *testing.T) {
+	cases := []struct {
+		actions, iface string
+		want           bool
+	}{
+		{"eth1", "eth1", true}, // RouterPi: r8169's one vector is named after the interface
+		{"enp4s0-rx-0", "enp4s0", true},
+		{"eth0-TxRx-1", "eth0", true},
+		{"eth10-rx-0", "eth1", false},
+		{"eth1", "eth10", false},
+		{"virtio2-input.0", "eth0", false},
+		{"ahci[0000:00:11.0], eth0", "eth0", true},
+		{"eth0:lsc", "eth0", true},
+	}
+	for _, c := range cases {
+		if got := actionsName(c.actions, c.iface); got != c.want {
+			t.Errorf("actionsName(%q, %q) = %v", c.actions, c.iface, got)
+		}
+	}
+}
+
+func TestKind(t *testing.T) {
+	cases := []struct {
+		nd   sysfs.NetDevice
+		d    *ethtool.DriverInfo
+		want string
+	}{
+		{sysfs.NetDevice{Type: 772, Virtual: true}, nil, "loopback"},
+		{sysfs.NetDevice{Type: 1, PCIAddr: "0000:01:00.0", Driver: "igb"}, &ethtool.DriverInfo{Driver: "igb"}, "physical"},
+		{sysfs.NetDevice{Type: 1, Driver: "bcmgenet"}, nil, "physical"},
+		{sysfs.NetDevice{Type: 1, Virtual: true}, &ethtool.DriverInfo{Driver: "veth"}, "veth"},
+		{sysfs.NetDevice{Type: 1, Virtual: true}, &ethtool.DriverInfo{Driver: "802.1Q VLAN Support"}, "vlan"},
+		{sysfs.NetDevice{Type: 1, Virtual: true}, &ethtool.DriverInfo{Driver: "something"}, "virtual"},
+		{sysfs.NetDevice{Type: 1, Virtual: true}, nil, "virtual"},
+	}
+	for _, c := range cases {
+		if got := kind(c.nd, c.d); got != c.want {
+			t.Errorf("kind(%+v, %+v) = %q, want %q", c.nd, c.d, got, c.want)
+		}
+	}
+}
+
+func TestDecodeThrottle(t *testing.T) {
+	// 0x50005: under-voltage now and since boot, throttled now and since
+	// boot (the value the Raspberry Pi documentation explains).
+	th := DecodeThrottle(0x50005, "x")
+	if !th.UnderVoltage || !th.Throttled || th.FreqCapped || th.SoftTempLimit ||
+		!th.UnderVoltageOccurred || !th.ThrottledOccurred || th.FreqCappedOccurred || th.SoftTempLimitOccurred {
+		t.Errorf("DecodeThrottle(0x50005) = %+v", th)
+	}
+	if z := DecodeThrottle(0, ""); *z != (Throttle{}) {
+		t.Errorf("DecodeThrottle(0) = %+v", z)
+	}
+}
+
+const thisMachine = "../testdata/captures/this-machine"
+
+func openCapture(t *testing.T, path string) source.Source {
+	t.Helper()
+	src, err := source.OpenCapture(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src
+}
+
+// TestCollectThisMachine checks values of the recorded capture of the
+// development machine (a VM with a virtio_net eth0 on PCI 0000:00:03.0).
+func TestCollectThisMachine(t *testing.T) {
+	b, err := Collect(context.Background(), openCapture(t, thisMachine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eth0, ok := b.NIC("eth0")
+	if !ok {
+		t.Fatalf("no eth0 in %+v", b.NICs)
+	}
+	if eth0.Kind != "physical" || eth0.MTU != 1400 || eth0.MaxMTU != 65535 || eth0.MinMTU != 68 {
+		t.Errorf("eth0: kind %q mtu %d range %d-%d", eth0.Kind, eth0.MTU, eth0.MinMTU, eth0.MaxMTU)
+	}
+	if eth0.Driver == nil || eth0.Driver.Driver != "virtio_net" || eth0.PCIAddr != "0000:00:03.0" {
+		t.Errorf("eth0 driver %+v at %q", eth0.Driver, eth0.PCIAddr)
+	}
+	if eth0.IRQSource != "msi_irqs" || !slices.Equal(eth0.IRQs, []int{37, 38, 39}) {
+		t.Errorf("eth0 IRQs %v from %q", eth0.IRQs, eth0.IRQSource)
+	}
+	if q, ok := b.IRQ(38); !ok || q.Name != "virtio2-input.0" || q.NIC != "eth0" || len(q.PerCPU) != 2 || !slices.Equal(q.AffinityList, []int{0, 1}) {
+		t.Errorf("irq 38 = %+v", q)
+	}
+	if eth0.Channels == nil || eth0.Channels.Combined != 1 {
+		t.Errorf("channels %+v", eth0.Channels)
+	}
+	if _, ok := eth0.Unsupported["queue_counters"]; !ok {
+		t.Error("virtio_net here has no per-queue packet counters, but nothing says so")
+	}
+	if lo, _ := b.NIC("lo"); lo == nil || lo.Kind != "loopback" || lo.Unsupported["driver"] != "not supported by this driver" {
+		t.Errorf("lo = %+v", lo)
+	}
+	if d, ok := b.PCIeDev("0000:00:03.0"); !ok || d.Vendor != "0x1af4" || d.Unsupported["mps"] == "" {
+		t.Errorf("pcie 0000:00:03.0 = %+v", d)
+	}
+	if len(b.CPUs) != 2 || b.IRQBalance == nil || *b.IRQBalance {
+		t.Errorf("cpus %+v irqbalance %v", b.CPUs, b.IRQBalance)
+	}
+	if v, ok := b.Sysctl("net.core.netdev_budget"); !ok || v != "300" {
+		t.Errorf("netdev_budget = %q, %v", v, ok)
+	}
+	if b.Unsupported["throttle"] == "" || b.Throttle != nil {
+		t.Error("a VM has no Raspberry Pi throttle flags, but nothing says so")
+	}
+	if b.Counters == nil || !b.Counters.Time.Equal(b.Meta.Time) || b.Counters.Ethtool["eth0"] == nil {
+		t.Errorf("counters %+v", b.Counters)
+	}
+
+	only, err := Collect(context.Background(), openCapture(t, thisMachine), "lo", "eth0", "lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(only.NICs) != 2 || only.NICs[0].Name != "lo" || len(only.IRQs) != 3 {
+		t.Errorf("Collect(lo, eth0) gave %d NICs starting %q and %d IRQs", len(only.NICs), only.NICs[0].Name, len(only.IRQs))
+	}
+	_, err = Collect(context.Background(), openCapture(t, thisMachine), "eth9")
+	if err == nil || !usage.Is(err) || !strings.HasPrefix(err.Error(), "no interface eth9 (have: eth0, ifb0, ifb1, lo)") {
+		t.Errorf("unknown interface: %v", err)
+	}
+}
+
+// TestCollectIRQFallback removes msi_irqs from a copy of the capture: the
+// IRQs are then found by the PCI address in /proc/interrupts' chip names
+// and, when an action is named after the interface (RouterPi's eth1), by
+// name.
+func TestCollectIRQFallback(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	if out, err := exec.Command("cp", "-a", thisMachine, dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "sys/devices/pci0000:00/0000:00:03.0/msi_irqs")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Collect(context.Background(), openCapture(t, dir), "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.NICs[0]; n.IRQSource != "proc/interrupts chip" || !slices.Equal(n.IRQs, []int{37, 38, 39}) {
+		t.Errorf("by chip: %v from %q", n.IRQs, n.IRQSource)
+	}
+
+	irqf := filepath.Join(dir, "proc", "interrupts")
+	text, err := os.ReadFile(irqf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := strings.Replace(string(text), "virtio2-input.0", "eth0", 1)
+	if err := os.WriteFile(irqf, []byte(renamed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err = Collect(context.Background(), openCapture(t, dir), "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.NICs[0]; n.IRQSource != "proc/interrupts" || !slices.Equal(n.IRQs, []int{38}) {
+		t.Errorf("by name: %v from %q", n.IRQs, n.IRQSource)
+	}
+	if q, _ := b.IRQ(38); q == nil || q.Name != "eth0" {
+		t.Errorf("irq 38 = %+v", q)
+	}
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"linerate/box"
+	"linerate/internal/usage"
+	"linerate/report"
+	"linerate/source"
+)
+
+var inspectOpts struct {
+	root  string
+	netns string
+	lab   string
+	node  string
+	json  bool
+}
+
+var inspectCmd = &cobra.Command{
+	Use:   "inspect [IFACE...]",
+	Short: "Show the NICs, queues, IRQs, PCIe path, CPUs and sysctls that bound throughput",
+	Long: `inspect reads everything that decides how fast this box can move packets and
+prints it per NIC: driver and firmware, link, MTU, channels, rings, interrupt
+coalescing, offloads, the RSS table and hash, rx-flow-hash fields, every
+queue with its RPS/XPS CPUs and packet counters, the IRQs with their
+affinity and per-CPU counts, and the PCIe path up to the root port with link
+speed, width, Max Payload Size and Max Read Request Size. Then the box: CPU
+frequencies, temperatures, Raspberry Pi throttling, irqbalance and the
+network sysctls.
+
+It reads the live machine, a network namespace (--netns) or a capture made
+by 'linerate capture' (--root). Anything that cannot be read says
+"unsupported: <why>" or "unknown: <why>". --json prints the model with the
+schema documented in docs/inspect-json.md.`,
+	Example: `  linerate inspect                        # every interface of this machine
+  linerate inspect eth1 eth2              # only these
+  linerate inspect --json > box.json      # the model, for scripts
+  linerate inspect --root box.tar.gz      # a capture made elsewhere
+  linerate inspect --netns lab-r1         # inside a network namespace`,
+	Args: cobra.ArbitraryArgs,
+	RunE: runInspect,
+}
+
+func init() {
+	f := inspectCmd.Flags()
+	f.StringVar(&inspectOpts.root, "root", "", "read a capture (directory or .tar.gz made by 'linerate capture') instead of this machine")
+	f.StringVar(&inspectOpts.netns, "netns", "", "read inside the named network namespace (/var/run/netns/NAME)")
+	f.StringVar(&inspectOpts.lab, "lab", "", "read a node of a running lab (with --node)")
+	f.StringVar(&inspectOpts.node, "node", "", "the lab node to read (with --lab)")
+	f.BoolVar(&inspectOpts.json, "json", false, "print the model as JSON (docs/inspect-json.md)")
+	rootCmd.AddCommand(inspectCmd)
+}
+
+func runInspect(cmd *cobra.Command, args []string) error {
+	if inspectOpts.lab != "" || inspectOpts.node != "" {
+		if inspectOpts.lab == "" || inspectOpts.node == "" {
+			return usage.Errorf("--lab and --node go together")
+		}
+		return usage.Errorf("--lab %s --node %s: lab support not built yet", inspectOpts.lab, inspectOpts.node)
+	}
+	src, err := inspectSource(inspectOpts.root, inspectOpts.netns)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	b, err := box.Collect(cmd.Context(), src, args...)
+	if err != nil {
+		return sourceErr(src, inspectOpts.root, err)
+	}
+	if inspectOpts.json {
+		return report.JSON(cmd.OutOrStdout(), b)
+	}
+	return report.Inspect(cmd.OutOrStdout(), b)
+}
+
+// inspectSource opens the source the --root and --netns flags name: a
+// capture, a network namespace, or this machine.
+func inspectSource(root, netns string) (source.Source, error) {
+	switch {
+	case root != "" && netns != "":
+		return nil, usage.Errorf("--root and --netns exclude each other: a capture has no namespaces to enter")
+	case root != "":
+		return source.OpenCapture(root)
+	case netns != "":
+		return source.NewLiveNetns(netns)
+	}
+	return source.NewLive()
+}
+
+// sourceErr words an error met while reading src. Everything wrong inside
+// a capture is bad input; its message names files relative to the capture,
+// not the temporary directory a tarball was unpacked to.
+func sourceErr(src source.Source, root string, err error) error {
+	if root == "" || usage.Is(err) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	msg := err.Error()
+	if c, ok := src.(*source.Capture); ok {
+		msg = strings.ReplaceAll(msg, c.Dir()+"/", "")
+	}
+	return usage.Wrap(fmt.Errorf("capture %s: %s", root, msg))
+}

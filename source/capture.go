@@ -1,0 +1,400 @@
+package source
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"linerate/internal/usage"
+	"linerate/source/ethtool"
+	"linerate/source/procfs"
+	"linerate/source/sysfs"
+)
+
+// ErrNotCaptured is wrapped by errors for items a capture does not hold.
+var ErrNotCaptured = ethtool.ErrNotCaptured
+
+// Capture reads a capture: a directory or a .tar.gz (docs/capture.md).
+type Capture struct {
+	path string // as the user gave it
+	dir  string // the directory holding proc/, sys/, ...
+	tmp  string // extraction directory removed by Close, "" for a directory
+	meta Meta
+	proc procfs.FS
+	sys  sysfs.FS
+	et   ethtool.Client
+}
+
+// Limits on what OpenCapture extracts from a tarball, so that a hostile or
+// broken archive cannot fill the disk. A real capture is a few megabytes.
+const (
+	maxCaptureBytes   = 1 << 30
+	maxCaptureEntries = 200000
+)
+
+// OpenCapture opens the capture at path: a directory, or a .tar.gz that is
+// extracted to a temporary directory that Close removes. Anything wrong
+// with the capture itself is bad input (usage.Is) naming the path.
+func OpenCapture(path string) (Source, error) {
+	bad := func(format string, args ...any) error {
+		return usage.Errorf("capture %s: %s", path, fmt.Sprintf(format, args...))
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, bad("no such file or directory")
+		}
+		return nil, usage.Errorf("capture %s: %w", path, err)
+	}
+	c := &Capture{path: path}
+	if st.IsDir() {
+		c.dir = path
+	} else {
+		tmp, err := os.MkdirTemp("", "linerate-capture-")
+		if err != nil {
+			return nil, fmt.Errorf("capture %s: %w", path, err)
+		}
+		c.tmp = tmp
+		if err := extractFile(path, tmp); err != nil {
+			os.RemoveAll(tmp)
+			return nil, usage.Errorf("capture %s: %w", path, err)
+		}
+		c.dir = tmp
+	}
+	root, err := findCaptureRoot(c.dir)
+	if err != nil {
+		c.Close()
+		return nil, usage.Errorf("capture %s: %w", path, err)
+	}
+	c.dir = root
+	if b, err := os.ReadFile(filepath.Join(root, "meta.json")); err == nil {
+		if err := json.Unmarshal(b, &c.meta); err != nil {
+			c.Close()
+			return nil, bad("meta.json: %v", err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		c.Close()
+		return nil, usage.Errorf("capture %s: meta.json: %w", path, err)
+	}
+	c.proc = procfs.NewFS(filepath.Join(root, "proc"))
+	c.sys = sysfs.NewFS(filepath.Join(root, "sys"))
+	c.et = ethtool.NewCapture(filepath.Join(root, "ethtool"))
+	return c, nil
+}
+
+// findCaptureRoot accepts the capture's files at the top of dir or inside
+// a single top-level directory.
+func findCaptureRoot(dir string) (string, error) {
+	if isDir(filepath.Join(dir, "proc")) {
+		return dir, nil
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(ents) == 1 && ents[0].IsDir() && isDir(filepath.Join(dir, ents[0].Name(), "proc")) {
+		return filepath.Join(dir, ents[0].Name()), nil
+	}
+	return "", errors.New("no proc/ directory (is it a linerate capture?)")
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+func (c *Capture) Name() string            { return "capture " + c.path }
+func (c *Capture) Meta() Meta              { return c.meta }
+func (c *Capture) Proc() procfs.FS         { return c.proc }
+func (c *Capture) Sys() sysfs.FS           { return c.sys }
+func (c *Capture) Ethtool() ethtool.Client { return c.et }
+
+// Dir is the directory the capture's files are read from.
+func (c *Capture) Dir() string { return c.dir }
+
+// PCIConfig reads pci/ADDR/config.
+func (c *Capture) PCIConfig(addr string) ([]byte, error) {
+	if addr == "" || addr != filepath.Base(addr) || addr == ".." {
+		return nil, fmt.Errorf("pci config of %q: not a PCI address", addr)
+	}
+	p := filepath.Join(c.dir, "pci", addr, "config")
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("pci/%s/config: %w (%w)", addr, ErrNotCaptured, err)
+	}
+	return b, err
+}
+
+// Links reads ip/link.txt (`ip -d link show`).
+func (c *Capture) Links() (map[string]Link, error) {
+	f, err := os.Open(filepath.Join(c.dir, "ip", "link.txt"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("ip/link.txt: %w (%w)", ErrNotCaptured, err)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	links, err := ParseIPLink(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("ip/link.txt: %w", err)
+	}
+	return links, nil
+}
+
+// Samples lists samples/NNN in order. A sample without a readable time
+// file is an error naming it.
+func (c *Capture) Samples() ([]Sample, error) {
+	dir := filepath.Join(c.dir, "samples")
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, usage.Errorf("capture %s: samples: %w", c.path, err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	out := make([]Sample, 0, len(names))
+	for _, n := range names {
+		sd := filepath.Join(dir, n)
+		b, err := os.ReadFile(filepath.Join(sd, "time"))
+		if err != nil {
+			return nil, usage.Errorf("capture %s: samples/%s/time: %w", c.path, n, unwrapPath(err))
+		}
+		t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+		if err != nil {
+			return nil, usage.Errorf("capture %s: samples/%s/time: want an RFC 3339 time, got %q", c.path, n, strings.TrimSpace(string(b)))
+		}
+		out = append(out, Sample{
+			Time:    t,
+			Proc:    procfs.NewFS(filepath.Join(sd, "proc")),
+			Ethtool: ethtool.NewCapture(filepath.Join(sd, "ethtool")),
+		})
+	}
+	return out, nil
+}
+
+// unwrapPath drops the absolute temporary path an *fs.PathError carries.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Close removes the extraction directory of a tarball.
+func (c *Capture) Close() error {
+	var err error
+	if c.et != nil {
+		err = c.et.Close()
+	}
+	if c.tmp != "" {
+		err = errors.Join(err, os.RemoveAll(c.tmp))
+		c.tmp = ""
+	}
+	return err
+}
+
+// gzipErrs prefixes errors of the decompressor with "gzip: " so a
+// truncated file reads "gzip: unexpected EOF" rather than a bare EOF.
+type gzipErrs struct{ r io.Reader }
+
+func (g gzipErrs) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if err != nil && err != io.EOF && !strings.HasPrefix(err.Error(), "gzip: ") {
+		err = fmt.Errorf("gzip: %w", err)
+	}
+	return n, err
+}
+
+// extractFile unpacks the .tar.gz at path into dst.
+func extractFile(path, dst string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return unwrapPath(err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	if magic, _ := br.Peek(2); !bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		return errors.New("not a directory or a .tar.gz (no gzip header)")
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return errors.New("gzip: unexpected EOF")
+		}
+		return err
+	}
+	return extract(tar.NewReader(gzipErrs{zr}), dst)
+}
+
+// extract writes a tar stream below dst. It refuses absolute names, names
+// that climb out with "..", entries written through a symlink, absolute
+// symlinks and symlinks that resolve outside dst; it keeps relative
+// symlinks (sysfs is made of them). Modes are not kept: directories are
+// 0755 and files 0644.
+func extract(tr *tar.Reader, dst string) error {
+	var total int64
+	var links []string
+	for n := 0; ; n++ {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if n >= maxCaptureEntries {
+			return fmt.Errorf("more than %d entries", maxCaptureEntries)
+		}
+		name, err := entryName(h.Name)
+		if err != nil {
+			return err
+		}
+		if name == "." {
+			continue
+		}
+		target := filepath.Join(dst, name)
+		if err := checkParents(dst, name); err != nil {
+			return err
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return unwrapPath(err)
+			}
+		case tar.TypeReg:
+			if total += h.Size; total > maxCaptureBytes {
+				return fmt.Errorf("more than %d bytes", maxCaptureBytes)
+			}
+			if err := writeEntry(target, tr); err != nil {
+				return fmt.Errorf("%s: %w", h.Name, unwrapPath(err))
+			}
+		case tar.TypeLink:
+			from, err := entryName(h.Linkname)
+			if err != nil {
+				return fmt.Errorf("%s: hard link: %w", h.Name, err)
+			}
+			if err := checkParents(dst, from); err != nil {
+				return err
+			}
+			src, err := os.Open(filepath.Join(dst, from))
+			if err != nil {
+				return fmt.Errorf("%s: hard link to %s: %w", h.Name, h.Linkname, unwrapPath(err))
+			}
+			err = writeEntry(target, src)
+			src.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", h.Name, unwrapPath(err))
+			}
+		case tar.TypeSymlink:
+			t := h.Linkname
+			if filepath.IsAbs(t) {
+				return fmt.Errorf("%s: absolute symlink to %s (only relative links are kept)", h.Name, t)
+			}
+			if rel := filepath.Join(filepath.Dir(name), t); rel == ".." || strings.HasPrefix(rel, "../") {
+				return fmt.Errorf("%s: symlink to %s leaves the capture", h.Name, t)
+			}
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return unwrapPath(err)
+			}
+			if err := os.Symlink(t, target); err != nil {
+				return fmt.Errorf("%s: %w", h.Name, unwrapPath(err))
+			}
+			links = append(links, name)
+		default:
+			// Devices, fifos and the like have no place in a capture.
+			continue
+		}
+	}
+	// A chain of relative links can still climb out; resolve each one.
+	realDst, err := filepath.EvalSymlinks(dst)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		r, err := filepath.EvalSymlinks(filepath.Join(dst, l))
+		if err != nil {
+			continue // dangling: reads through it fail, nothing escapes
+		}
+		if r != realDst && !strings.HasPrefix(r, realDst+string(filepath.Separator)) {
+			return fmt.Errorf("%s: symlink resolves outside the capture", l)
+		}
+	}
+	return nil
+}
+
+// entryName cleans a tar entry name and refuses absolute or escaping ones.
+func entryName(n string) (string, error) {
+	if filepath.IsAbs(n) || strings.HasPrefix(n, "/") {
+		return "", fmt.Errorf("entry %s: absolute path", n)
+	}
+	c := filepath.Clean(n)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("entry %s: leaves the capture", n)
+	}
+	return c, nil
+}
+
+// checkParents makes sure no directory above name inside dst is a symlink,
+// so nothing is written (or read, for hard links) through one.
+func checkParents(dst, name string) error {
+	parts := strings.Split(filepath.Dir(name), string(filepath.Separator))
+	p := dst
+	for _, part := range parts {
+		if part == "." || part == "" {
+			continue
+		}
+		p = filepath.Join(p, part)
+		st, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return unwrapPath(err)
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("entry %s: goes through the symlink %s", name, strings.TrimPrefix(p, dst+"/"))
+		}
+	}
+	return nil
+}
+
+func writeEntry(target string, r io.Reader) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	// Never write through a symlink an earlier entry made at this name.
+	if st, err := os.Lstat(target); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		if err := os.Remove(target); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, io.LimitReader(r, maxCaptureBytes)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
