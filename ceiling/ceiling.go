@@ -23,7 +23,7 @@ import (
 func ParseSpeed(s string) (int64, error) {
 	in := strings.TrimSpace(s)
 	t := strings.ToLower(in)
-	for _, suf := range []string{"bit/s", "b/s", "bps"} {
+	for _, suf := range []string{"bit/s", "b/s", "bps", "bit"} {
 		if strings.HasSuffix(t, suf) {
 			t = strings.TrimSpace(strings.TrimSuffix(t, suf))
 			break

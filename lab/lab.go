@@ -12,10 +12,10 @@ package lab
 
 import (
 	"fmt"
+	"linerate/ceiling"
 	"net/netip"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -171,53 +171,18 @@ func checkSubnet(p netip.Prefix, links int) error {
 	return nil
 }
 
-// ParseRate reads a rate in bits per second: a number with an optional
-// decimal SI multiplier k, M, G or T (any case) and an optional unit "bit",
-// "bps" or "b/s": "100M", "2.5G", "1gbit", "500000".
+// ParseRate reads a rate in bits per second as ceiling.ParseSpeed does
+// ("100M", "2.5G", "1gbit", "500000"); its error is bad input.
 func ParseRate(s string) (uint64, error) {
-	bad := usage.Errorf("%q is not a rate in bits per second (such as 100M, 1G or 2.5G)", s)
-	t := strings.TrimSpace(s)
-	for _, unit := range []string{"bit", "bps", "b/s"} {
-		if len(t) > len(unit) && strings.EqualFold(t[len(t)-len(unit):], unit) {
-			t = t[:len(t)-len(unit)]
-			break
-		}
+	bps, err := ceiling.ParseSpeed(s)
+	if err != nil {
+		return 0, usage.Wrap(err)
 	}
-	mult := 1.0
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k', 'K':
-			mult = 1e3
-		case 'm', 'M':
-			mult = 1e6
-		case 'g', 'G':
-			mult = 1e9
-		case 't', 'T':
-			mult = 1e12
-		}
-		if mult != 1 {
-			t = t[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 || v*mult > 1e15 || strings.ContainsAny(t, "eExXpP_") {
-		return 0, bad
-	}
-	return uint64(v*mult + 0.5), nil
+	return uint64(bps), nil
 }
 
 // FormatRate writes a rate in bits per second the way ParseRate reads it.
-func FormatRate(bps uint64) string {
-	for _, u := range []struct {
-		div  float64
-		unit string
-	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-		if float64(bps) >= u.div {
-			return strconv.FormatFloat(float64(bps)/u.div, 'f', -1, 64) + u.unit
-		}
-	}
-	return strconv.FormatUint(bps, 10)
-}
+func FormatRate(bps uint64) string { return ceiling.FormatSpeed(int64(bps)) }
 
 // Lab is a lab as built: what the spec asked for, the nodes and links with
 // their addresses, and the journal of objects created. It is also the
