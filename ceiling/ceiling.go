@@ -43,7 +43,7 @@ func ParseSpeed(s string) (int64, error) {
 		}
 	}
 	bad := fmt.Errorf("bad speed %q: want a rate like 100M, 1G, 2.5G, 10G, 25G or plain bits per second (1000000000)", in)
-	if t == "" || strings.ContainsAny(t, "+-eE") {
+	if t == "" || strings.ContainsAny(t, "+-eE_xXpP") {
 		return 0, bad
 	}
 	v, err := strconv.ParseFloat(t, 64)

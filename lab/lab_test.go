@@ -23,7 +23,7 @@ func TestValidateRejects(t *testing.T) {
 		{Spec{Name: "x", Topology: Pair, MTU: 70000}, "--mtu 70000"},
 		{Spec{Name: "x", Topology: Pair, Queues: -1}, "--queues -1"},
 		{Spec{Name: "x", Topology: Pair, Queues: 65}, "--queues 65"},
-		{Spec{Name: "x", Topology: Pair, Rate: 1000}, "--rate 1k"},
+		{Spec{Name: "x", Topology: Pair, Rate: 1000}, "--rate 1K"},
 		{Spec{Name: "", Topology: Pair}, "lab name is empty"},
 		{Spec{Name: "abcdefghijklmnopqrstu", Topology: Pair}, "too long"},
 		{Spec{Name: "Demo", Topology: Pair}, `lab name "Demo"`},

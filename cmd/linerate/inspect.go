@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"linerate/lab"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,7 +43,8 @@ schema documented in docs/inspect-json.md.`,
   linerate inspect eth1 eth2              # only these
   linerate inspect --json > box.json      # the model, for scripts
   linerate inspect --root box.tar.gz      # a capture made elsewhere
-  linerate inspect --netns lab-r1         # inside a network namespace`,
+  linerate inspect --netns lab-r1         # inside a network namespace
+  linerate inspect --lab demo --node router  # a node of a running lab`,
 	Args: cobra.ArbitraryArgs,
 	RunE: runInspect,
 }
@@ -62,7 +64,14 @@ func runInspect(cmd *cobra.Command, args []string) error {
 		if inspectOpts.lab == "" || inspectOpts.node == "" {
 			return usage.Errorf("--lab and --node go together")
 		}
-		return usage.Errorf("--lab %s --node %s: lab support not built yet", inspectOpts.lab, inspectOpts.node)
+		if inspectOpts.root != "" || inspectOpts.netns != "" {
+			return usage.Errorf("--lab goes with neither --root nor --netns")
+		}
+		ns, err := lab.NodeNetns(inspectOpts.lab, inspectOpts.node)
+		if err != nil {
+			return usage.Wrap(err)
+		}
+		inspectOpts.netns = ns
 	}
 	src, err := inspectSource(inspectOpts.root, inspectOpts.netns)
 	if err != nil {
