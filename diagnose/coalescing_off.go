@@ -28,7 +28,7 @@ func (coalescingOff) Check(ev *Evidence) []Finding {
 		}
 		f := Finding{
 			Severity: Warning, Subject: n.Name,
-			Summary: fmt.Sprintf("%s raises %s interrupts for %s packets: about one per packet", n.Name, rate(irqs), rate(pps)),
+			Summary:  fmt.Sprintf("%s raises %s interrupts for %s packets: about one per packet", n.Name, rate(irqs), rate(pps)),
 			Evidence: []string{fmt.Sprintf("interrupts/packet = %.2f", irqs/pps)},
 		}
 		c := n.Coalesce

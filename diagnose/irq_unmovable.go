@@ -44,7 +44,7 @@ func (irqUnmovable) Check(ev *Evidence) []Finding {
 				Subject:  fmt.Sprintf("irq %d", num),
 				Summary:  fmt.Sprintf("IRQ %d (%s) of %s cannot be moved off %s", num, q.Name, n.Name, where),
 				Evidence: []string{fmt.Sprintf("smp_affinity_list %s, effective_affinity_list %s, chip %q",
-					cpuList(append([]int(nil), q.AffinityList...)), cpuList(append([]int(nil), q.Effective...)), q.Chip)},
+					cpuList(append([]int(nil), q.AffinityList...)), orEmpty(cpuList(append([]int(nil), q.Effective...))), q.Chip)},
 			}
 			if why, ok := q.Unsupported["smp_affinity_write"]; ok {
 				f.Evidence = append(f.Evidence, "writing smp_affinity failed: "+why)
@@ -54,7 +54,7 @@ func (irqUnmovable) Check(ev *Evidence) []Finding {
 			}
 			if haveRates {
 				if v := m.Interrupts[fmt.Sprint(num)]; len(v) > 0 {
-					f.Evidence = append(f.Evidence, fmt.Sprintf("%s interrupts/s", rate(sum(v))))
+					f.Evidence = append(f.Evidence, fmt.Sprintf("%s interrupts", rate(sum(v))))
 				}
 			}
 			if !rpsOn(n) {
@@ -75,4 +75,11 @@ func (irqUnmovable) Check(ev *Evidence) []Finding {
 		}
 	}
 	return out
+}
+
+func orEmpty(s string) string {
+	if s == "" {
+		return "(empty)"
+	}
+	return s
 }
