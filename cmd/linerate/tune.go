@@ -1,0 +1,386 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"linerate/internal/usage"
+	"linerate/report"
+	"linerate/tune"
+)
+
+// tuneStateDirEnv overrides the default state directory (tests point it at a
+// temporary directory).
+const tuneStateDirEnv = "LINERATE_STATE_DIR"
+
+// tuneKillAfterEnv is a test hook: `tune apply` SIGKILLs itself right after
+// its N-th change, before the journal marks it applied, so tests can prove
+// that rollback restores a half-applied transaction.
+const tuneKillAfterEnv = "LINERATE_TUNE_KILL_AFTER"
+
+// tuneLockWait bounds the wait for another linerate changing the system.
+const tuneLockWait = 30 * time.Second
+
+var tuneOpts struct {
+	sets     []string
+	findings string
+	plan     string
+	out      string
+	scope    string
+	netns    string
+	stateDir string
+	json     bool
+	last     bool
+	forget   bool
+	rootDir  string
+	binary   string
+}
+
+var tuneCmd = &cobra.Command{
+	Use:   "tune",
+	Short: "Change NIC, queue, IRQ, sysctl and CPU settings as one reversible transaction",
+	Long: `tune turns fixes into changes: 'plan' shows each change with the value the
+system holds now and the new one, 'apply' makes them as one transaction
+(journal of the old values on disk first, every change read back, all
+restored on any failure), 'rollback' restores the journal exactly, also
+after an apply killed half way, 'status' checks that applied values still
+hold, and 'persist' makes them survive reboot.
+
+Items are KIND:TARGET=VALUE. Kinds: irq-affinity, rps, rps-flow, xps,
+sysctl, coalesce, rings, channels, rss-equal, rss-table, flow-hash,
+feature, mtu, irqbalance, governor, and boot (printed, never applied).
+See docs/tune.md for each kind's targets and values.`,
+	Example: `  linerate tune plan --set rps:eth1/rx-0=1-3 --set coalesce:eth0=rx-usecs=100,rx-frames=10
+  linerate diagnose --json > findings.json && linerate tune plan --findings findings.json
+  linerate tune apply --set irq-affinity:41=1 --set sysctl:net.core.netdev_max_backlog=4096
+  linerate tune status
+  linerate tune rollback`,
+}
+
+var tunePlanCmd = &cobra.Command{
+	Use:   "plan",
+	Short: "Show each change with its current and new value; change nothing",
+	Long: `plan checks every item against the system (the target exists, the value
+parses, the driver supports the setting) and prints each change with the
+value read now and the new one. Changes that reset a link (rings,
+channels, MTU on a physical NIC) are marked. Boot items are printed as the
+exact edit to make. Fixes from --findings that this system cannot take are
+listed as skipped, with the reason; an explicit --set that cannot be done
+is an error.`,
+	Example: `  linerate tune plan --set rps:eth1/rx-0=1-3 --set sysctl:net.core.netdev_max_backlog=4096
+  linerate tune plan --set 'coalesce:eth0=rx-usecs=100,rx-frames=10' --set irq-affinity:41=1
+  linerate tune plan --findings findings.json -o plan.json
+  linerate tune plan --netns lab-r1 --set rps:eth0/rx-*=1-3 --json`,
+	Args: argsWith(cobra.NoArgs),
+	RunE: runTunePlan,
+}
+
+var tuneApplyCmd = &cobra.Command{
+	Use:   "apply",
+	Short: "Apply a plan as one transaction, journalled and read back",
+	Long: `apply prints the plan, writes the journal of the old values to disk, then
+makes each change and reads it back. If any change fails (or the command
+is interrupted), every change already made is restored, newest first, and
+nothing is left changed. 'linerate tune rollback' undoes an apply later;
+'linerate tune persist' makes it survive reboot.`,
+	Example: `  linerate tune apply --set rps:eth1/rx-0=3 --set irq-affinity:41=1
+  linerate tune apply --plan plan.json
+  linerate tune apply --plan /etc/linerate/tune-plan.json --scope eth1   # what the boot unit runs
+  linerate tune apply --netns lab-r1 --set sysctl:net.ipv4.ip_forward=1`,
+	Args: argsWith(cobra.NoArgs),
+	RunE: runTuneApply,
+}
+
+var tuneRollbackCmd = &cobra.Command{
+	Use:   "rollback",
+	Short: "Restore every journalled change exactly, newest first",
+	Long: `rollback restores the old values the journal holds, newest transaction
+first, and removes each transaction from the journal once all of it is
+restored. A transaction whose apply was killed half way is restored too:
+every change that may have happened is put back. A transaction from
+before the last boot, or in a network namespace that no longer exists, is
+dropped: its changes are gone already.`,
+	Example: `  linerate tune rollback
+  linerate tune rollback --last       # only the newest transaction
+  linerate tune rollback --forget     # drop the journal without restoring`,
+	Args: argsWith(cobra.NoArgs),
+	RunE: runTuneRollback,
+}
+
+var tuneStatusCmd = &cobra.Command{
+	Use:     "status",
+	Short:   "Show the applied changes and whether the live values still hold",
+	Example: "  linerate tune status\n  linerate tune status --json",
+	Args:    argsWith(cobra.NoArgs),
+	RunE:    runTuneStatus,
+}
+
+var tunePersistCmd = &cobra.Command{
+	Use:   "persist",
+	Short: "Make the applied changes survive reboot (systemd unit, sysctl.d)",
+	Long: `persist writes the applied host changes where the system applies them at
+boot: sysctls to /etc/sysctl.d/90-linerate.conf; everything else to
+/etc/linerate/tune-plan.json, applied by linerate-tune.service (box-wide
+items) and by linerate-tune@IFACE.service, which is bound to the interface's
+device so it runs again whenever the interface appears. Boot items are
+printed as the edit to make by hand; they are never written. Changes made
+inside a network namespace are not persisted.`,
+	Example: `  linerate tune persist
+  linerate tune persist --root-dir /tmp/root   # write under another root, no daemon-reload`,
+	Args: argsWith(cobra.NoArgs),
+	RunE: runTunePersist,
+}
+
+var tuneUnpersistCmd = &cobra.Command{
+	Use:   "unpersist",
+	Short: "Remove what persist wrote; live values stay until rollback",
+	Example: `  linerate tune unpersist
+  linerate tune unpersist --root-dir /tmp/root`,
+	Args: argsWith(cobra.NoArgs),
+	RunE: runTuneUnpersist,
+}
+
+func init() {
+	defState := os.Getenv(tuneStateDirEnv)
+	if defState == "" {
+		defState = tune.DefaultStateDir
+	}
+	for _, c := range []*cobra.Command{tunePlanCmd, tuneApplyCmd} {
+		f := c.Flags()
+		f.StringArrayVar(&tuneOpts.sets, "set", nil, "a change as KIND:TARGET=VALUE, e.g. rps:eth1/rx-0=1-3 (repeatable)")
+		f.StringVar(&tuneOpts.findings, "findings", "", "take the fixes of `linerate diagnose --json` output in this file (- for stdin)")
+		f.StringVar(&tuneOpts.plan, "plan", "", "take the items of a plan file written by 'tune plan -o'")
+		f.StringVar(&tuneOpts.scope, "scope", "", "keep only the items of one interface (IFACE) or the box-wide ones (box)")
+		f.StringVar(&tuneOpts.netns, "netns", "", "change the named network namespace (/var/run/netns/NAME) instead of the host")
+		f.BoolVar(&tuneOpts.json, "json", false, "print the result as JSON")
+	}
+	tunePlanCmd.Flags().StringVarP(&tuneOpts.out, "output", "o", "", "also save the plan's items to this file, for 'tune apply --plan'")
+	for _, c := range []*cobra.Command{tuneApplyCmd, tuneRollbackCmd, tuneStatusCmd, tunePersistCmd} {
+		c.Flags().StringVar(&tuneOpts.stateDir, "state-dir", defState, "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
+	}
+	tuneStatusCmd.Flags().BoolVar(&tuneOpts.json, "json", false, "print the status as JSON")
+	tuneRollbackCmd.Flags().BoolVar(&tuneOpts.last, "last", false, "restore only the newest transaction")
+	tuneRollbackCmd.Flags().BoolVar(&tuneOpts.forget, "forget", false, "remove the journal without restoring anything")
+	for _, c := range []*cobra.Command{tunePersistCmd, tuneUnpersistCmd} {
+		c.Flags().StringVar(&tuneOpts.rootDir, "root-dir", "/", "the directory standing for / (systemctl daemon-reload runs only for /)")
+	}
+	tunePersistCmd.Flags().StringVar(&tuneOpts.binary, "binary", "", "the linerate the boot units run (default: this executable)")
+	tuneCmd.AddCommand(tunePlanCmd, tuneApplyCmd, tuneRollbackCmd, tuneStatusCmd, tunePersistCmd, tuneUnpersistCmd)
+	rootCmd.AddCommand(tuneCmd)
+}
+
+// tunePlan builds the plan the --set, --findings, --plan and --scope flags
+// ask for.
+func tunePlan(sys tune.System) (*tune.Plan, error) {
+	var set []tune.Item
+	for _, s := range tuneOpts.sets {
+		it, err := tune.ParseItem(s)
+		if err != nil {
+			return nil, err
+		}
+		set = append(set, it)
+	}
+	if tuneOpts.plan != "" {
+		pf, err := readTuneFile("--plan", tuneOpts.plan, tune.ReadPlanFile)
+		if err != nil {
+			return nil, err
+		}
+		if pf.Netns != "" && pf.Netns != tuneOpts.netns {
+			return nil, usage.Errorf("--plan %s is for netns %s: add --netns %s", tuneOpts.plan, pf.Netns, pf.Netns)
+		}
+		set = append(set, pf.Items...)
+	}
+	var fixes []tune.Item
+	if tuneOpts.findings != "" {
+		found, err := readTuneFile("--findings", tuneOpts.findings, tune.ReadFindings)
+		if err != nil {
+			return nil, err
+		}
+		fixes = tune.ItemsFromFindings(found)
+	}
+	if len(tuneOpts.sets) == 0 && tuneOpts.plan == "" && tuneOpts.findings == "" {
+		return nil, usage.Errorf("nothing to plan: give --set KIND:TARGET=VALUE, --findings FILE or --plan FILE")
+	}
+	if tuneOpts.scope != "" {
+		set, fixes = tune.Scope(set, tuneOpts.scope), tune.Scope(fixes, tuneOpts.scope)
+	}
+	return tune.PlanItems(sys, set, fixes)
+}
+
+// readTuneFile opens a file ("-": stdin) and parses it; a missing file is
+// bad input naming it.
+func readTuneFile[T any](flag, name string, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return zero, usage.Errorf("%s %s: %w", flag, name, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	v, err := parse(r)
+	if err != nil {
+		return zero, usage.Errorf("%s: %w", name, err)
+	}
+	return v, nil
+}
+
+func runTunePlan(cmd *cobra.Command, _ []string) error {
+	sys, err := tune.Open(tuneOpts.netns)
+	if err != nil {
+		return err
+	}
+	defer sys.Close()
+	p, err := tunePlan(sys)
+	if err != nil {
+		return err
+	}
+	if tuneOpts.out != "" {
+		f, err := os.Create(tuneOpts.out)
+		if err != nil {
+			return usage.Errorf("-o: %w", err)
+		}
+		werr := tune.WritePlanFile(f, tune.PlanFile{Netns: p.Netns, Items: p.Items})
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return fmt.Errorf("write plan %s: %w", tuneOpts.out, err)
+		}
+	}
+	if tuneOpts.json {
+		return report.TuneJSON(cmd.OutOrStdout(), report.TunePlanDoc(p))
+	}
+	return report.TunePlan(cmd.OutOrStdout(), p)
+}
+
+func runTuneApply(cmd *cobra.Command, _ []string) error {
+	store := tune.NewStore(tuneOpts.stateDir)
+	unlock, err := store.Lock(tuneLockWait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sys, err := tune.Open(tuneOpts.netns)
+	if err != nil {
+		return err
+	}
+	defer sys.Close()
+	if _, err := store.DropStale(sys); err != nil {
+		return err
+	}
+	p, err := tunePlan(sys)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if !tuneOpts.json {
+		if err := report.TunePlan(out, p); err != nil {
+			return err
+		}
+	}
+	tx, err := store.Begin(sys, p)
+	if err != nil {
+		return err
+	}
+	if s := os.Getenv(tuneKillAfterEnv); s != "" {
+		k, err := strconv.Atoi(s)
+		if err != nil || k < 1 {
+			return usage.Errorf("$%s=%q: want a number of changes, 1 or more", tuneKillAfterEnv, s)
+		}
+		tx.AfterChange = func(n int) {
+			if n == k {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+	}
+	if err := tx.Apply(cmd.Context()); err != nil {
+		return err
+	}
+	if tuneOpts.json {
+		return report.TuneJSON(out, tx.Record())
+	}
+	report.TuneApplied(out, tx.Record(), store.Dir)
+	return nil
+}
+
+func runTuneRollback(cmd *cobra.Command, _ []string) error {
+	store := tune.NewStore(tuneOpts.stateDir)
+	unlock, err := store.Lock(tuneLockWait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	res, err := store.RollbackAll(cmd.Context(), tune.Open, tuneOpts.last, tuneOpts.forget)
+	report.TuneRolledBack(cmd.OutOrStdout(), res)
+	if err != nil {
+		return fmt.Errorf("rollback incomplete, the journal keeps what is left: %w", err)
+	}
+	return nil
+}
+
+func runTuneStatus(cmd *cobra.Command, _ []string) error {
+	sts, err := tune.NewStore(tuneOpts.stateDir).StatusAll(tune.Open)
+	if err != nil {
+		return err
+	}
+	if tuneOpts.json {
+		return report.TuneJSON(cmd.OutOrStdout(), sts)
+	}
+	return report.TuneStatus(cmd.OutOrStdout(), sts)
+}
+
+func runTunePersist(cmd *cobra.Command, _ []string) error {
+	store := tune.NewStore(tuneOpts.stateDir)
+	recs, err := store.List()
+	if err != nil {
+		return err
+	}
+	bin := tuneOpts.binary
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return fmt.Errorf("find this executable: %w", err)
+		}
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return usage.Errorf("--binary: %w", err)
+	}
+	stateDir, err := filepath.Abs(tuneOpts.stateDir)
+	if err != nil {
+		return usage.Errorf("--state-dir: %w", err)
+	}
+	res, err := tune.Persist(recs, tune.PersistOptions{Root: tuneOpts.rootDir, Binary: bin, StateDir: stateDir})
+	if err != nil {
+		return err
+	}
+	report.TunePersisted(cmd.OutOrStdout(), res)
+	return nil
+}
+
+func runTuneUnpersist(cmd *cobra.Command, _ []string) error {
+	removed, err := tune.Unpersist(tuneOpts.rootDir)
+	out := cmd.OutOrStdout()
+	for _, p := range removed {
+		fmt.Fprintf(out, "removed %s\n", p)
+	}
+	if err != nil {
+		return err
+	}
+	if len(removed) == 0 {
+		fmt.Fprintln(out, "nothing to remove: tune persist has not written anything")
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"linerate/internal/testenv"
+	"linerate/tune"
+)
+
+// TestTuneCommand runs the real binary, built once for its subtests.
+func TestTuneCommand(t *testing.T) {
+	bin := buildLinerate(t, t.TempDir())
+	t.Run("bad input", func(t *testing.T) { tuneBadInput(t, bin) })
+	t.Run("help", func(t *testing.T) { tuneHelp(t, bin) })
+	t.Run("persist", func(t *testing.T) { tunePersist(t, bin) })
+	t.Run("netns", func(t *testing.T) { tuneNetns(t, bin) })
+}
+
+// tuneBadInput: every mistake is exit 2 with one line naming it.
+func tuneBadInput(t *testing.T, bin string) {
+	state := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tune", "plan"}, "nothing to plan"},
+		{[]string{"tune", "plan", "--set", "rps"}, `--set "rps": want KIND:TARGET=VALUE`},
+		{[]string{"tune", "plan", "--set", "warp:x=1"}, `unknown kind "warp"`},
+		{[]string{"tune", "plan", "--set", "rps:eth1/rx-0=1", "--netns", "no-such-ns-h9"}, "no network namespace no-such-ns-h9"},
+		{[]string{"tune", "plan", "--findings", "/nonexistent/findings.json"}, "--findings /nonexistent/findings.json: no such file"},
+		{[]string{"tune", "plan", "--plan", "go.mod"}, "go.mod: plan file"},
+		{[]string{"tune", "apply", "--state-dir", state, "--set", "rps-flow:lo/rx-0=1000"}, "ask for 1024"},
+		{[]string{"tune", "apply", "--state-dir", state, "--set", "sysctl:net..x=1"}, "not a sysctl name"},
+		{[]string{"tune", "rollback", "extra"}, "unknown command"},
+		{[]string{"tune", "status", "--bogus"}, "unknown flag: --bogus"},
+	} {
+		r := run(t, bin, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+	// Nothing was journalled by the refused applies.
+	if r := run(t, bin, "tune", "status", "--state-dir", state); r.code != 0 || !strings.Contains(r.stdout, "journal is empty") {
+		t.Errorf("status after refused applies: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+func tuneHelp(t *testing.T, bin string) {
+	for _, sub := range []string{"plan", "apply", "rollback", "status", "persist", "unpersist"} {
+		r := run(t, bin, "tune", sub, "--help")
+		if r.code != 0 || !strings.Contains(r.stdout, "Examples:\n  linerate tune "+sub) {
+			t.Errorf("tune %s --help: exit %d, no example:\n%s", sub, r.code, r.stdout)
+		}
+	}
+}
+
+// tunePersist persists a journal into a temporary root and removes it
+// again.
+func tunePersist(t *testing.T, bin string) {
+	state, root := t.TempDir(), t.TempDir()
+	rec := `{"schema":1,"id":"20260101T000000.000000000-1","created":"2026-01-01T00:00:00Z","state":"applied",
+ "items":[{"kind":"rps","target":"eth1/rx-0","value":"3"},{"kind":"sysctl","target":"net.core.netdev_max_backlog","value":"4096"},
+          {"kind":"boot","target":"cmdline.txt","value":"pci=pcie_bus_perf"}],"entries":[]}`
+	if err := os.MkdirAll(filepath.Join(state, "journal"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "journal", "20260101T000000.000000000-1.json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, bin, "tune", "persist", "--state-dir", state, "--root-dir", root, "--binary", "/usr/bin/linerate")
+	if r.code != 0 {
+		t.Fatalf("persist: %d %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"wrote /etc/sysctl.d/90-linerate.conf", "wrote /etc/systemd/system/linerate-tune@.service",
+		"add pci=pcie_bus_perf before rootwait in /boot/cmdline.txt"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("persist output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	unit, err := os.ReadFile(filepath.Join(root, "etc/systemd/system/linerate-tune@.service"))
+	if err != nil || !strings.Contains(string(unit), "ExecStart=/usr/bin/linerate tune apply --plan /etc/linerate/tune-plan.json --state-dir "+state+" --scope %I") {
+		t.Errorf("unit: %v\n%s", err, unit)
+	}
+	if r := run(t, bin, "tune", "unpersist", "--root-dir", root); r.code != 0 || strings.Count(r.stdout, "removed ") != 4 {
+		t.Errorf("unpersist: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// tuneNetns applies, checks, kills and rolls back through the real
+// binary, inside a namespace the test makes.
+func tuneNetns(t *testing.T, bin string) {
+	testenv.RequireRoot(t)
+	if _, err := exec.LookPath("ethtool"); err != nil {
+		t.Skip("ethtool is not installed: it is the independent check")
+	}
+	ns := testenv.NewNetNS(t)
+	testenv.Veth(t, ns, "a", ns, "b", 4)
+	look := func() string {
+		out, err := exec.Command("ip", "netns", "exec", ns.Name, "sh", "-c",
+			"cat /sys/class/net/a/queues/rx-*/rps_cpus /sys/class/net/a/queues/tx-0/xps_cpus; ethtool -l b; ethtool -k a; ip -o link show dev a; sysctl -n net.ipv4.ip_forward").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return string(out)
+	}
+	before := look()
+	state := t.TempDir()
+	args := []string{"tune", "apply", "--netns", ns.Name, "--state-dir", state,
+		"--set", "rps:a/rx-*=0", "--set", "xps:a/tx-0=0", "--set", "channels:b=rx=2,tx=2",
+		"--set", "feature:a/generic-receive-offload=on", "--set", "mtu:a=4000", "--set", "sysctl:net.ipv4.ip_forward=1"}
+
+	r := run(t, bin, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "RESETS LINK") || !strings.Contains(r.stdout, "applied 9 changes") {
+		t.Fatalf("apply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if look() == before {
+		t.Fatal("apply changed nothing")
+	}
+	r = run(t, bin, "tune", "status", "--state-dir", state, "--json")
+	var sts []tune.RecordStatus
+	if err := json.Unmarshal([]byte(r.stdout), &sts); err != nil || len(sts) != 1 || len(sts[0].Entries) != 9 {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	for _, e := range sts[0].Entries {
+		if !e.Holds {
+			t.Errorf("status: %s %s does not hold (%q)", e.Kind, e.Target, e.Live)
+		}
+	}
+	if r := run(t, bin, "tune", "rollback", "--state-dir", state); r.code != 0 || !strings.Contains(r.stdout, "restored 9 changes") {
+		t.Fatalf("rollback: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := look(); got != before {
+		t.Errorf("after rollback:\n%s\nwant:\n%s", got, before)
+	}
+
+	// kill -9 after the 8th change (rps makes four: the MTU), then roll back.
+	t.Setenv(tuneKillAfterEnv, "8")
+	r = run(t, bin, args...)
+	if r.code != -1 {
+		t.Fatalf("apply with the kill hook: exit %d, want killed\n%s", r.code, r.stderr)
+	}
+	os.Unsetenv(tuneKillAfterEnv)
+	if !strings.Contains(look(), "mtu 4000") {
+		t.Error("the killed apply had not changed the MTU yet")
+	}
+	if r := run(t, bin, "tune", "rollback", "--state-dir", state); r.code != 0 || !strings.Contains(r.stdout, "restored 8 changes") {
+		t.Fatalf("rollback after kill: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := look(); got != before {
+		t.Errorf("after kill and rollback:\n%s\nwant:\n%s", got, before)
+	}
+}

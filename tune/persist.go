@@ -1,0 +1,293 @@
+package tune
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Where Persist writes, relative to the root ("/" on a live machine). The
+// unit files are what `systemctl enable` would link; writing the links
+// directly lets a test check them in a temporary root.
+const (
+	unitDir      = "etc/systemd/system"
+	boxUnit      = "linerate-tune.service"
+	ifaceUnit    = "linerate-tune@.service"
+	planPath     = "etc/linerate/tune-plan.json"
+	sysctlDPath  = "etc/sysctl.d/90-linerate.conf"
+	multiUserDir = unitDir + "/multi-user.target.wants"
+	persistMark  = "# Written by 'linerate tune persist'; 'linerate tune unpersist' removes it."
+)
+
+// PersistOptions says where and how to persist.
+type PersistOptions struct {
+	// Root is the directory standing for / ("/" on a live machine; a
+	// temporary directory in tests). systemctl daemon-reload runs only
+	// when it is "/".
+	Root string
+	// Binary is the absolute path of the linerate the units run.
+	Binary string
+	// StateDir is the state directory the boot-time apply journals in.
+	StateDir string
+}
+
+// PersistResult says what Persist did.
+type PersistResult struct {
+	// Written lists the files and links written, as paths on the target.
+	Written []string
+	// Items are the items the units re-apply (sysctls excluded: they are
+	// in the sysctl.d file).
+	Items []Item
+	// Sysctls are the lines of the sysctl.d file.
+	Sysctls []string
+	// Boot is the advice to follow by hand: boot items are never written.
+	// Advice describes them against the root's files (the exact edit to
+	// /boot/cmdline.txt or /boot/config.txt).
+	Boot   []Item
+	Advice []Change
+	// Skipped says which records were left out, and why.
+	Skipped []string
+}
+
+// Persist makes the applied set survive reboot the way systemd machines
+// expect: a sysctl.d file for the sysctls; a plan file with everything
+// else; linerate-tune.service, which re-applies the box-wide items at boot;
+// and linerate-tune@.service, instantiated for each tuned interface and
+// bound to its device unit, so that the interface's items are applied
+// again whenever it appears. Earlier persisted files are replaced.
+func Persist(recs []*Record, opt PersistOptions) (*PersistResult, error) {
+	if opt.Root == "" || opt.Binary == "" || opt.StateDir == "" {
+		return nil, errors.New("persist: root, binary and state directory are required")
+	}
+	if !filepath.IsAbs(opt.Binary) {
+		return nil, fmt.Errorf("persist: binary %q: want an absolute path", opt.Binary)
+	}
+	res := &PersistResult{}
+	// Later records win over earlier ones for the same target.
+	var order []string
+	latest := map[string]Item{}
+	for _, r := range recs {
+		switch {
+		case r.Netns != "":
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: netns %s does not survive a reboot", r.ID, r.Netns))
+			continue
+		case r.State != RecApplied:
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %s, not applied", r.ID, r.State))
+			continue
+		}
+		for _, it := range r.Items {
+			if _, ok := latest[it.key()]; !ok {
+				order = append(order, it.key())
+			}
+			latest[it.key()] = it
+		}
+	}
+	ifaces := map[string]bool{}
+	box := false
+	for _, k := range order {
+		it := latest[k]
+		switch it.Kind {
+		case "boot", "bench":
+			res.Boot = append(res.Boot, it)
+		case "sysctl":
+			res.Sysctls = append(res.Sysctls, it.Target+" = "+it.Value)
+		default:
+			res.Items = append(res.Items, it)
+			if iface := ItemIface(it); iface != "" {
+				ifaces[iface] = true
+			} else {
+				box = true
+			}
+		}
+	}
+	if _, err := Unpersist(opt.Root); err != nil {
+		return nil, err
+	}
+	w := &writer{root: opt.Root}
+	if len(res.Sysctls) > 0 {
+		w.file(sysctlDPath, persistMark+"\n"+strings.Join(res.Sysctls, "\n")+"\n")
+	}
+	if len(res.Items) > 0 {
+		var b bytes.Buffer
+		if err := WritePlanFile(&b, PlanFile{Items: res.Items}); err != nil {
+			return nil, err
+		}
+		w.file(planPath, b.String())
+	}
+	apply := fmt.Sprintf("%s tune apply --plan /%s --state-dir %s", opt.Binary, planPath, opt.StateDir)
+	if box {
+		w.file(unitDir+"/"+boxUnit, fmt.Sprintf(`%s
+[Unit]
+Description=linerate: re-apply box-wide network tuning
+After=systemd-sysctl.service irqbalance.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=%s --scope box
+
+[Install]
+WantedBy=multi-user.target
+`, persistMark, apply))
+		w.link(multiUserDir+"/"+boxUnit, "/"+unitDir+"/"+boxUnit)
+	}
+	if len(ifaces) > 0 {
+		// %i is the escaped instance (right for a unit name), %I the
+		// interface name itself (systemd.unit(5), "Specifiers").
+		w.file(unitDir+"/"+ifaceUnit, fmt.Sprintf(`%s
+[Unit]
+Description=linerate: re-apply network tuning of %%I
+BindsTo=sys-subsystem-net-devices-%%i.device
+After=sys-subsystem-net-devices-%%i.device
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=%s --scope %%I
+
+[Install]
+WantedBy=sys-subsystem-net-devices-%%i.device
+`, persistMark, apply))
+		names := make([]string, 0, len(ifaces))
+		for n := range ifaces {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			e := unitEscape(n)
+			w.link(fmt.Sprintf("%s/sys-subsystem-net-devices-%s.device.wants/linerate-tune@%s.service", unitDir, e, e),
+				"/"+unitDir+"/"+ifaceUnit)
+		}
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	res.Written = w.written
+	if len(res.Boot) > 0 {
+		if p, err := PlanFixes(NewDir(opt.Root), res.Boot); err == nil {
+			res.Advice = p.Changes()
+		}
+	}
+	if err := daemonReload(opt.Root); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// Unpersist removes what Persist wrote and returns the paths removed. The
+// live values stay as they are: that is rollback's job.
+func Unpersist(root string) ([]string, error) {
+	var removed []string
+	var errs []error
+	rm := func(rel string) {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.Remove(p); err == nil {
+			removed = append(removed, "/"+rel)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	for _, rel := range []string{multiUserDir + "/" + boxUnit, unitDir + "/" + boxUnit, planPath, sysctlDPath} {
+		rm(rel)
+	}
+	wants, _ := filepath.Glob(filepath.Join(root, unitDir, "sys-subsystem-net-devices-*.device.wants", "linerate-tune@*.service"))
+	for _, p := range wants {
+		rel, _ := filepath.Rel(root, p)
+		rm(filepath.ToSlash(rel))
+		// The .wants directory goes too once empty; Remove fails otherwise.
+		os.Remove(filepath.Dir(p))
+	}
+	rm(unitDir + "/" + ifaceUnit)
+	if err := errors.Join(errs...); err != nil {
+		return removed, fmt.Errorf("unpersist: %w", err)
+	}
+	if len(removed) > 0 {
+		if err := daemonReload(root); err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// daemonReload tells systemd about changed units, on the live root only.
+func daemonReload(root string) error {
+	if filepath.Clean(root) != hostRoot {
+		return nil
+	}
+	if _, err := (Systemctl{}).run("daemon-reload"); err != nil {
+		return fmt.Errorf("units written, but %w", err)
+	}
+	return nil
+}
+
+// writer writes files and links under a root, remembering the first error.
+type writer struct {
+	root    string
+	written []string
+	err     error
+}
+
+func (w *writer) file(rel, content string) {
+	if w.err != nil {
+		return
+	}
+	p := filepath.Join(w.root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.err = err
+		return
+	}
+	tmp := p + ".linerate-tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		w.err = err
+		return
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		w.err = err
+		return
+	}
+	w.written = append(w.written, "/"+rel)
+}
+
+func (w *writer) link(rel, target string) {
+	if w.err != nil {
+		return
+	}
+	p := filepath.Join(w.root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.err = err
+		return
+	}
+	os.Remove(p)
+	if err := os.Symlink(target, p); err != nil {
+		w.err = err
+		return
+	}
+	w.written = append(w.written, "/"+rel+" -> "+target)
+}
+
+// unitEscape escapes a name for a systemd unit name as systemd-escape
+// does: bytes other than ASCII letters, digits, ':', '_' and '.' (and a
+// leading '.') become \xNN; '/' would become '-' (systemd.unit(5),
+// "String Escaping for Inclusion in Unit Names").
+func unitEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '/':
+			b.WriteByte('-')
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == ':', c == '_',
+			c == '.' && i > 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		}
+	}
+	return b.String()
+}
