@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -9,16 +8,9 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 
+	"linerate/internal/nsthread"
 	"linerate/internal/usage"
-)
-
-// Paths a command started in a node sees replaced, as `ip netns exec`
-// replaces them (ip-netns(8)).
-const (
-	sysMount  = "/sys"       // remounted so /sys/class/net lists the node's interfaces
-	hostsFile = "/etc/hosts" // bind-mounted over with the node's Hosts
 )
 
 // open returns the node and a handle to its namespace, checking that the
@@ -50,10 +42,10 @@ func (l *Lab) open(node string) (Node, netns.NsHandle, error) {
 	return Node{}, netns.None(), fmt.Errorf("lab %s state records no namespace %s", l.Spec.Name, n.Netns)
 }
 
-// Do runs fn on a throwaway OS thread inside the node's network namespace.
-// Sockets fn opens belong to the node and stay there after Do returns, so a
-// listener made in Do can be served from any goroutine. Only the network
-// namespace changes: files fn reads under /sys are still the caller's.
+// Do runs fn on a throwaway OS thread inside the node's network namespace,
+// where /sys is the node's sysfs (nsthread). Sockets fn opens belong to the
+// node and stay there after Do returns, so a listener made in Do can be
+// served from any goroutine. The calling goroutine's thread is untouched.
 func (l *Lab) Do(node string, fn func() error) error {
 	_, h, err := l.open(node)
 	if err != nil {
@@ -71,15 +63,10 @@ func (l *Lab) Do(node string, fn func() error) error {
 // LINERATE_LAB_DIR are added to its environment (os.Environ() when
 // cmd.Env is nil). Wait for it as usual.
 //
-// How: a child process takes the namespaces of the thread that forks it.
-// Start locks a goroutine to a fresh thread, unshares the thread's mount
-// namespace (the kernel allows it per thread), makes it a slave so nothing
-// propagates back to the host, enters the node's network namespace, mounts
-// /sys and /etc/hosts there, and calls cmd.Start on that thread: Go forks
-// the child from the calling thread, so the child starts in the node. The
-// thread is never unlocked, so the runtime ends it afterwards and no other
-// goroutine ever runs in those namespaces. (Re-executing linerate with a
-// hidden subcommand would also work, but only for the linerate binary;
+// How: a child process takes the namespaces of the thread that forks it,
+// so cmd is started from an nsthread.Thread set up that way, which ends
+// right after; the child keeps the namespaces. (Re-executing linerate with
+// a hidden subcommand would also work, but only for the linerate binary;
 // this works for any caller, tests included.)
 func (l *Lab) Start(node string, cmd *exec.Cmd) error {
 	n, h, err := l.open(node)
@@ -87,49 +74,20 @@ func (l *Lab) Start(node string, cmd *exec.Cmd) error {
 		return err
 	}
 	defer h.Close()
-	hosts, err := os.CreateTemp("", "linerate-hosts-")
-	if err != nil {
-		return fmt.Errorf("hosts file for %s: %w", n.Netns, err)
-	}
-	// The bind mount keeps the file's inode; its name can go at once.
-	defer os.Remove(hosts.Name())
-	_, err = hosts.WriteString(l.Hosts(node))
-	if err == nil {
-		err = hosts.Chmod(0o644) // /etc/hosts is world-readable
-	}
-	if cerr := hosts.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("hosts file for %s: %w", n.Netns, err)
-	}
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, EnvLab+"="+l.Spec.Name, EnvNode+"="+node, EnvDir+"="+string(l.dir))
-	return onLockedThread(func() error {
-		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-			return fmt.Errorf("new mount namespace: %w", err)
-		}
-		if err := unix.Mount("", "/", "none", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("make mounts private: %w", err)
-		}
-		if err := netns.Set(h); err != nil {
-			return fmt.Errorf("enter network namespace %s: %w", n.Netns, err)
-		}
-		// A sysfs shows the network namespace of the task that mounts it.
-		if err := unix.Unmount(sysMount, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("unmount %s in %s: %w", sysMount, n.Netns, err)
-		}
-		if err := unix.Mount(n.Netns, sysMount, "sysfs", 0, ""); err != nil {
-			return fmt.Errorf("mount sysfs of %s: %w", n.Netns, err)
-		}
-		err := unix.Mount(hosts.Name(), hostsFile, "none", unix.MS_BIND, "")
-		if err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("bind hosts file in %s: %w", n.Netns, err)
-		}
-		return cmd.Start()
-	})
+	th, err := nsthread.Enter(int(h), nsthread.Options{Hosts: []byte(l.Hosts(node))})
+	if err != nil {
+		return fmt.Errorf("enter %s: %w", n.Netns, err)
+	}
+	err = th.Start(cmd)
+	// The command holds namespaces of its own now. Close can only fail by
+	// waiting too long for the thread to end, which does not concern the
+	// command, and an error here would leave a started command unwaited.
+	_ = th.Close()
+	return err
 }
 
 // Run starts cmd inside a node and waits for it.

@@ -306,6 +306,7 @@ func TestStart(t *testing.T) {
 	}
 
 	// Nothing leaked into this process.
+	const hostsFile, sysMount = "/etc/hosts", "/sys"
 	if b, err := os.ReadFile(hostsFile); err == nil && bytes.Contains(b, []byte(l.Spec.Name)) {
 		t.Errorf("the test's own /etc/hosts names the lab")
 	}

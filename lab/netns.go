@@ -6,16 +6,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"linerate/internal/nsthread"
 )
 
-// Kernel paths the lab works with. This file and exec.go are the only
-// places that name them.
+// Kernel paths the lab works with. This file is the only place that names
+// them.
 const (
 	// netnsDir is where named network namespaces are bound, as iproute2
 	// and github.com/vishvananda/netns do it (ip-netns(8)).
@@ -45,34 +46,27 @@ func NetnsExists(name string) (bool, error) {
 	return true, nil
 }
 
-// onLockedThread runs fn on a goroutine locked to its own OS thread and
-// never unlocked, so the Go runtime ends the thread with the goroutine:
-// whatever fn does to the thread's namespaces cannot leak into other
-// goroutines.
-func onLockedThread(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		errc <- fn()
-	}()
-	return <-errc
-}
-
-// inNetns runs fn on a throwaway thread inside the namespace h.
+// inNetns runs fn on a throwaway thread inside the namespace h (where /sys
+// is that namespace's sysfs).
 func inNetns(h netns.NsHandle, fn func() error) error {
-	return onLockedThread(func() error {
-		if err := netns.Set(h); err != nil {
-			return fmt.Errorf("enter network namespace: %w", err)
-		}
-		return fn()
-	})
+	th, err := nsthread.Enter(int(h), nsthread.Options{})
+	if err != nil {
+		return fmt.Errorf("enter network namespace: %w", err)
+	}
+	err = th.Do(fn)
+	if cerr := th.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // newNetns makes an unnamed network namespace on a throwaway thread and
 // returns a handle to it, with its identity.
 func newNetns() (h netns.NsHandle, dev, ino uint64, err error) {
 	h = netns.None()
-	err = onLockedThread(func() error {
+	// netns.New moves the calling thread into the new namespace: a
+	// throwaway thread takes that.
+	err = nsthread.Run(func() error {
 		var err error
 		h, err = netns.New()
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"linerate/internal/nsthread"
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
 )
@@ -307,7 +308,7 @@ func TestForeignNamespace(t *testing.T) {
 // a veth pair in it, and removes it when the test ends.
 func makeForeign(t *testing.T, name string) string {
 	t.Helper()
-	err := onLockedThread(func() error {
+	err := nsthread.Run(func() error {
 		h, err := netns.NewNamed(name)
 		if err != nil {
 			return err

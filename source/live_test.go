@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -43,12 +44,13 @@ func TestLiveNetns(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	sysfsBefore := sysfsMounts(t)
 	src, err := NewLiveNetns(a.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	live := src.(*Live)
-	mnt := live.sysMount
+	tid := live.ns.Tid()
 	t.Cleanup(func() { src.Close() })
 	if src.Name() != "live netns "+a.Name || src.Meta().Netns != a.Name {
 		t.Errorf("Name %q, Meta %+v", src.Name(), src.Meta())
@@ -121,13 +123,26 @@ func TestLiveNetns(t *testing.T) {
 	if err := src.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(mnt); !os.IsNotExist(err) {
-		t.Errorf("sysfs mount point %s left after Close", mnt)
+	// The namespace's thread, and its sysfs with it, are gone.
+	if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); !os.IsNotExist(err) {
+		t.Errorf("thread %d of the namespace is left after Close: %v", tid, err)
 	}
-	mi, _ := os.ReadFile("/proc/self/mountinfo")
-	if strings.Contains(string(mi), mnt) {
-		t.Errorf("%s still mounted after Close", mnt)
+	if _, err := src.Sys().NetDevices(); err == nil {
+		t.Error("the namespace's sysfs is still readable after Close")
 	}
+	if n := sysfsMounts(t); n != sysfsBefore {
+		t.Errorf("%d sysfs mounts in the process's mount namespace, %d before", n, sysfsBefore)
+	}
+}
+
+// sysfsMounts counts the sysfs mounts this process sees.
+func sysfsMounts(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), " - sysfs ")
 }
 
 func TestLiveNetnsUnknown(t *testing.T) {

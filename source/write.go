@@ -567,17 +567,16 @@ func (cw *captureWriter) machineFiles() error {
 // error: ethtool reports "Operation not supported" that way.
 func (cw *captureWriter) run(name string, args ...string) ([]byte, error) {
 	var out bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
 	var err error
-	do := func() {
-		cmd := exec.Command(name, args...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err = cmd.Run()
-	}
 	if l, ok := cw.src.(*Live); ok && l.ns != nil {
 		// Started from the namespace's thread, the child is born inside it.
-		l.ns.do(do)
+		if err = l.ns.Start(cmd); err == nil {
+			err = cmd.Wait()
+		}
 	} else {
-		do()
+		err = cmd.Run()
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -3,10 +3,8 @@ package tune
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -14,35 +12,29 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
+	"linerate/internal/nsthread"
 	"linerate/internal/usage"
 	"linerate/source/ethtool"
 )
 
-// The live machine's root and where `ip netns add` binds named network
-// namespaces. These are the only places package tune names them.
-const (
-	hostRoot  = "/"
-	sysMount  = "/sys"
-	netnsRoot = "/var/run/netns"
-)
+// The live machine's root. This is the only place package tune names it.
+const hostRoot = "/"
 
 // Live is the running machine, or one of its network namespaces.
 //
 // In a namespace, everything that depends on the caller's namespace runs
-// on one OS thread parked there (nsThread): opening the ethtool socket
+// on one OS thread there (an nsthread.Thread): opening the ethtool socket
 // (a socket keeps the namespace it was made in), netlink requests, and
 // every file access: /proc/sys/net answers for the namespace of the thread
-// that opens the file, and sysfs shows class/net for the namespace of
-// whoever mounted it, so the thread mounts a sysfs of its own over /sys.
-// It first moves into a mount namespace of its own (unshare(CLONE_NEWNS),
-// / made private), so that mount is seen by nobody else and disappears
-// with the thread, even when the process is killed.
+// that opens the file, and on that thread /sys is a sysfs of the namespace,
+// mounted in a mount namespace of the thread's own, seen by nobody else and
+// gone with the thread, even when the process is killed.
 //
 // A Live is used by one goroutine at a time.
 type Live struct {
 	name  string
 	netns string
-	ns    *nsThread // nil for the host
+	ns    *nsthread.Thread // nil for the host
 
 	etOnce sync.Once
 	et     *ethtool.Live
@@ -56,32 +48,20 @@ func NewLive() *Live { return &Live{name: "live"} }
 // NewLiveNetns returns the network namespace bound at
 // /var/run/netns/NAME.
 func NewLiveNetns(name string) (*Live, error) {
-	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
-		return nil, usage.Errorf("netns %q: not a namespace name", name)
-	}
-	p := filepath.Join(netnsRoot, name)
-	if _, err := os.Stat(p); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, usage.Errorf("no network namespace %s (have: %s)", name, listNetns())
-		}
-		return nil, fmt.Errorf("netns %s: %w", name, err)
-	}
-	ns, err := startNSThread(p)
+	ns, err := nsthread.Open(name, nsthread.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("enter netns %s: %w", name, err)
+		return nil, err
 	}
 	return &Live{name: "live netns " + name, netns: name, ns: ns}, nil
 }
 
 // NetnsExists reports whether a named network namespace exists.
-func NetnsExists(name string) bool {
-	_, err := os.Stat(filepath.Join(netnsRoot, name))
-	return err == nil
-}
+func NetnsExists(name string) bool { return nsthread.Exists(name) }
 
+// listNetns names the network namespaces there are, for error messages.
 func listNetns() string {
-	names, err := readDirNames(netnsRoot)
-	if err != nil || len(names) == 0 {
+	names := nsthread.Names()
+	if len(names) == 0 {
 		return "none"
 	}
 	return strings.Join(names, ", ")
@@ -94,7 +74,7 @@ func (l *Live) Netns() string { return l.netns }
 // system must never fall back to acting on the host.
 var errClosed = errors.New("system is closed")
 
-// run runs fn where the system's namespace is: on the parked thread, or
+// run runs fn where the system's namespace is: on its thread, or
 // right here for the host.
 func (l *Live) run(fn func()) error {
 	if l.closed {
@@ -104,12 +84,11 @@ func (l *Live) run(fn func()) error {
 		fn()
 		return nil
 	}
-	l.ns.do(fn)
-	return nil
+	return l.ns.Do(func() error { fn(); return nil })
 }
 
 // path maps a root-relative name to the path to open. In a namespace it
-// is opened on the parked thread, where /sys is the namespace's sysfs.
+// is opened on the namespace's thread, where /sys is the namespace's sysfs.
 func (l *Live) path(name string) (string, error) {
 	c, err := cleanName(name)
 	if err != nil {
@@ -189,7 +168,7 @@ func (l *Live) Close() error {
 		l.et = nil
 	}
 	if l.ns != nil {
-		errs = append(errs, l.ns.stop())
+		errs = append(errs, l.ns.Close())
 		l.ns = nil
 	}
 	return errors.Join(errs...)
@@ -262,82 +241,4 @@ func linkMTU(name string) (Link, error) {
 		}
 	}
 	return lk, nil
-}
-
-// nsThread is an OS thread in a network namespace, with a mount namespace
-// of its own where /sys is a sysfs of that network namespace. It runs the
-// functions it is given, one at a time.
-type nsThread struct {
-	reqs chan func()
-	done chan struct{}
-}
-
-// startNSThread starts a goroutine locked to a new thread and moves the
-// thread into the network namespace at nsPath.
-func startNSThread(nsPath string) (*nsThread, error) {
-	t := &nsThread{reqs: make(chan func()), done: make(chan struct{})}
-	errc := make(chan error, 1)
-	go func() {
-		defer close(t.done)
-		// Never unlocked: when this goroutine returns, the Go runtime ends
-		// the thread rather than reuse it in the wrong namespaces, and the
-		// thread's mount namespace and its sysfs mount go with it.
-		runtime.LockOSThread()
-		if err := enterNetns(nsPath); err != nil {
-			errc <- err
-			return
-		}
-		errc <- nil
-		for fn := range t.reqs {
-			fn()
-		}
-	}()
-	if err := <-errc; err != nil {
-		<-t.done
-		return nil, err
-	}
-	return t, nil
-}
-
-// enterNetns moves the calling (locked) thread into a private mount
-// namespace and the network namespace at nsPath, and mounts that network
-// namespace's sysfs over /sys, as `ip netns exec` does. Nothing needs
-// removing afterwards: the mount lives only in the thread's mount
-// namespace, which ends with the thread, also when the process is killed.
-func enterNetns(nsPath string) error {
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("unshare mount namespace: %w", err)
-	}
-	// Private, so the sysfs mount below does not propagate back to the
-	// host's mount namespace.
-	if err := unix.Mount("", hostRoot, "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make / private: %w", err)
-	}
-	f, err := os.Open(nsPath)
-	if err != nil {
-		return err
-	}
-	err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("setns %s: %w", nsPath, err)
-	}
-	if err := unix.Mount("sysfs", sysMount, "sysfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount sysfs on %s: %w", sysMount, err)
-	}
-	return nil
-}
-
-// do runs fn on the thread and waits for it.
-func (t *nsThread) do(fn func()) {
-	done := make(chan struct{})
-	t.reqs <- func() { defer close(done); fn() }
-	<-done
-}
-
-// stop ends the thread.
-func (t *nsThread) stop() error {
-	close(t.reqs)
-	<-t.done
-	return nil
 }
