@@ -11,7 +11,7 @@ BIN      := bin/linerate
 DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils
 TEST_TIMEOUT ?= 12m
 
-.PHONY: all build deps test test-short demo release bench clean
+.PHONY: all build deps test test-short demo demo-smoke release bench clean
 
 all: build
 
@@ -39,9 +39,18 @@ test: deps build
 test-short:
 	$(GO) test -short -count=1 ./...
 
+# demo is the main job: a NAT router lab, the seeds' experiments through it,
+# each beside its ceiling, the lab removed at the end (DEMO_FLAGS=--quick
+# for 1 s per experiment). `make test` runs the same as a smoke test
+# (TestDemo in cmd/linerate: --quick, then Ctrl-C mid-run, nothing left).
 demo: deps build
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root (it builds network namespaces): try sudo make demo"; exit 2; fi
 	./$(BIN) demo $(DEMO_FLAGS)
+
+# demo-smoke is the demo with short durations, without installing anything.
+demo-smoke: build
+	@if [ "$$(id -u)" != 0 ]; then echo "make demo-smoke needs root (it builds network namespaces): try sudo make demo-smoke"; exit 2; fi
+	./$(BIN) demo --quick
 
 OUT ?= dist
 release:

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"linerate/internal/usage"
+	"linerate/report"
+	"linerate/sample"
+	"linerate/source/cpuset"
+	"linerate/source/ethtool"
+	"linerate/source/procfs"
+	"linerate/traffic"
+)
+
+var benchOpts struct {
+	to         []string
+	duration   time.Duration
+	warmup     time.Duration
+	rate       string
+	threads    int
+	streams    int
+	reverse    bool
+	bidir      bool
+	bind       string
+	cpus       string
+	token      string
+	tokenFile  string
+	json       bool
+	jsonStream bool
+	out        string
+	probe      time.Duration
+	idle       time.Duration
+	// udp
+	size    int
+	payload int
+	ports   int
+	rcvbuf  int
+	engine  string
+	xdp     bool
+	// tcp
+	mss       int
+	zerocopy  bool
+	writeSize int
+}
+
+var benchCmd = &cobra.Command{
+	Use:   "bench udp|tcp --to HOST[:PORT] [--to ...]",
+	Short: "Measure throughput, packet rate, loss and latency against 'linerate serve'",
+	Long: `bench runs one test against every --to target at once (each running
+'linerate serve') and reports per stream, per target and in total: packets
+and bytes sent and received, rates, loss, reordering and duplicates (UDP),
+goodput, retransmits and RTT (TCP), round-trip latency idle and under load,
+and the CPU each end spent per million packets and per gigabit. Both ends
+sample their counters once a second into the result, and the result says
+what limited the run: the sender, the network path or the receiver.
+
+An interval line is printed every second (one live line on a terminal).
+--json prints the final result as JSON, --json-stream one JSON object per
+interval and the result last; the schema is in docs/bench.md. Ctrl-C stops
+the run, prints and saves (--out) the partial result and tells the servers.
+
+Exit codes: 0 success, 1 the network or a server failed, 2 bad input (a
+flag, an address not on this host, a wrong token, a frame too big for the
+path MTU), 130 interrupted (the partial result was printed).`,
+	Example: `  linerate bench udp --to 10.0.0.2                       # 64-byte frames, as fast as possible
+  linerate bench udp --to 10.0.0.2 --rate 100kpps --size 512 --threads 2 --ports 4
+  linerate bench udp --to 192.168.6.2 --to 192.168.6.3 --cpus 2,3 --json > r.json
+  linerate bench tcp --to 10.0.0.2 --streams 4 --bidir
+  linerate bench tcp --to 10.0.0.2 --mss 88             # really small segments
+  linerate bench udp --to 10.0.0.2 --engine ring --warmup 1s --duration 10s`,
+	Args: cobra.ArbitraryArgs,
+	RunE: func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usage.Errorf("bench %q: want udp or tcp", args[0])
+		}
+		return cmd.Help()
+	},
+}
+
+func benchSub(proto string) *cobra.Command {
+	c := &cobra.Command{
+		Use:  proto + " --to HOST[:PORT] [--to ...]",
+		Args: argsWith(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, proto) },
+	}
+	f := c.Flags()
+	if proto == "udp" {
+		c.Short = "UDP: packets per second, loss, reordering and duplicates"
+		c.Example = `  linerate bench udp --to 10.0.0.2 --size 64 --duration 10s
+  linerate bench udp --to 10.0.0.2 --rate 1Mpps --threads 2 --ports 8 --json`
+		f.IntVar(&benchOpts.size, "size", 0, "Ethernet frame size in bytes, FCS included (default 64 for IPv4, 84 for IPv6; the payload is size minus 46 for IPv4, 66 for IPv6)")
+		f.IntVar(&benchOpts.payload, "payload", 0, "UDP payload bytes instead of --size (at least 16)")
+		f.IntVar(&benchOpts.ports, "ports", 0, "spread the flows over this many destination ports: RSS queues, receiver threads (default: --threads)")
+		f.IntVar(&benchOpts.rcvbuf, "rcvbuf", 0, "SO_RCVBUF of each receiver socket in bytes (default 4 MiB)")
+		f.StringVar(&benchOpts.engine, "engine", "socket", "send engine: socket (batched sendmmsg) or ring (AF_PACKET TX_RING, IPv4, forward only)")
+		f.BoolVar(&benchOpts.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
+	} else {
+		c.Short = "TCP: goodput per stream, retransmits and RTT"
+		c.Example = `  linerate bench tcp --to 10.0.0.2 --streams 4
+  linerate bench tcp --to 10.0.0.2 --mss 88 --reverse`
+		f.IntVar(&benchOpts.mss, "mss", 0, "set TCP_MAXSEG before connecting (88 or more) and write one segment at a time, so that small payloads are small packets")
+		f.BoolVar(&benchOpts.zerocopy, "zerocopy", false, "send with sendfile(2) from an in-memory file (no copy from user space)")
+		f.IntVar(&benchOpts.writeSize, "write-size", 0, "bytes per write (default 128 KiB; one segment with --mss)")
+	}
+	return c
+}
+
+func init() {
+	p := benchCmd.PersistentFlags()
+	p.StringArrayVar(&benchOpts.to, "to", nil, "target HOST[:PORT] running 'linerate serve' (repeatable; port 7557 by default)")
+	p.DurationVar(&benchOpts.duration, "duration", 10*time.Second, "measured time")
+	p.DurationVar(&benchOpts.warmup, "warmup", time.Second, "time sent before the measured window, excluded from the results")
+	p.StringVar(&benchOpts.rate, "rate", "0", "rate per target and direction: \"100kpps\", \"940Mbps\", \"1G\" (bits/s); 0 is as fast as possible")
+	p.IntVar(&benchOpts.threads, "threads", 1, "sender threads, and receiver threads on each end")
+	p.IntVar(&benchOpts.streams, "streams", 1, "flows per port (UDP) or connections (TCP), per target and direction")
+	p.BoolVar(&benchOpts.reverse, "reverse", false, "the server sends, this end receives")
+	p.BoolVar(&benchOpts.bidir, "bidir", false, "both directions at once")
+	p.StringVar(&benchOpts.bind, "bind", "", "local source address")
+	p.StringVar(&benchOpts.cpus, "cpus", "", "pin sender and receiver threads to these CPUs, round robin (\"0,1\" or \"2-3\")")
+	p.StringVar(&benchOpts.token, "token", "", "shared secret the servers require (serve --token)")
+	p.StringVar(&benchOpts.tokenFile, "token-file", "", "read the shared secret from this file (first line)")
+	p.BoolVar(&benchOpts.json, "json", false, "print the final result as JSON (docs/bench.md)")
+	p.BoolVar(&benchOpts.jsonStream, "json-stream", false, "print one JSON object per line: each interval, then the result")
+	p.StringVarP(&benchOpts.out, "out", "o", "", "also save the JSON result to this file (partial on Ctrl-C)")
+	p.DurationVar(&benchOpts.probe, "probe-interval", 10*time.Millisecond, "time between latency probes (0: no probes)")
+	p.DurationVar(&benchOpts.idle, "idle", 500*time.Millisecond, "how long to probe latency before the load starts")
+	benchCmd.AddCommand(benchSub("udp"), benchSub("tcp"))
+	rootCmd.AddCommand(benchCmd)
+}
+
+// parseCPUs reads a --cpus list and checks each CPU is one this process
+// may run on.
+func parseCPUs(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	cpus, err := cpuset.ParseList(s)
+	if err != nil {
+		return nil, usage.Errorf("--cpus %q: %w", s, err)
+	}
+	if len(cpus) == 0 {
+		return nil, usage.Errorf("--cpus %q: no CPU", s)
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err == nil {
+		for _, c := range cpus {
+			if !set.IsSet(c) {
+				return nil, usage.Errorf("--cpus %q: CPU %d is not available to this process", s, c)
+			}
+		}
+	}
+	return cpus, nil
+}
+
+// liveSampling samples this machine's counters once a second, in the
+// network namespace the process runs in.
+func liveSampling() traffic.Sampling {
+	var et ethtool.Client
+	if l, err := ethtool.NewLive(); err == nil {
+		et = l
+	}
+	read := sample.Live(procfs.NewFS("/proc"), et, nil)
+	return traffic.Sampling(sample.Func(read, time.Second))
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// benchConfig checks the flags and builds the run; changed says whether
+// the user gave a flag (so that an explicit --size 0 is refused).
+func benchConfig(proto string, changed func(string) bool) (traffic.Config, error) {
+	o := &benchOpts
+	var cfg traffic.Config
+	if len(o.to) == 0 {
+		return cfg, usage.Errorf("no target: give --to HOST[:PORT] (a machine running 'linerate serve')")
+	}
+	rate, err := traffic.ParseRate(o.rate)
+	if err != nil {
+		return cfg, usage.Errorf("--rate: %w", err)
+	}
+	switch {
+	case o.duration <= 0:
+		return cfg, usage.Errorf("--duration %s: must be more than 0", o.duration)
+	case o.warmup < 0:
+		return cfg, usage.Errorf("--warmup %s: negative", o.warmup)
+	case o.threads < 1:
+		return cfg, usage.Errorf("--threads %d: must be at least 1", o.threads)
+	case o.streams < 1:
+		return cfg, usage.Errorf("--streams %d: must be at least 1", o.streams)
+	case o.reverse && o.bidir:
+		return cfg, usage.Errorf("--reverse and --bidir: give one")
+	case o.probe < 0:
+		return cfg, usage.Errorf("--probe-interval %s: negative", o.probe)
+	case o.idle < 0:
+		return cfg, usage.Errorf("--idle %s: negative", o.idle)
+	case o.json && o.jsonStream:
+		return cfg, usage.Errorf("--json and --json-stream: give one")
+	}
+	dir := traffic.Forward
+	if o.reverse {
+		dir = traffic.Reverse
+	} else if o.bidir {
+		dir = traffic.Bidir
+	}
+	sp := traffic.Spec{Proto: proto, Direction: dir, Duration: traffic.Seconds(o.duration), Warmup: traffic.Seconds(o.warmup),
+		Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads, ProbeInterval: traffic.Seconds(o.probe)}
+	if proto == "udp" {
+		switch {
+		case o.size != 0 && o.payload != 0:
+			return cfg, usage.Errorf("--size and --payload: give one")
+		case o.size < 0 || (o.size == 0 && changed("size")):
+			return cfg, usage.Errorf("--size %d: a frame is at least 64 bytes", o.size)
+		case o.payload == 0 && changed("payload"):
+			return cfg, usage.Errorf("--payload 0: linerate's header needs at least 16 bytes")
+		case o.payload < 0:
+			return cfg, usage.Errorf("--payload %d: negative", o.payload)
+		case o.ports < 0:
+			return cfg, usage.Errorf("--ports %d: must be at least 1", o.ports)
+		case o.rcvbuf < 0:
+			return cfg, usage.Errorf("--rcvbuf %d: negative", o.rcvbuf)
+		}
+		if o.size == 0 && o.payload == 0 {
+			// The smallest frame: 64 bytes over IPv4 (84 over IPv6).
+			o.payload = 18
+		}
+		if o.size != 0 {
+			cfg.FrameSize = o.size
+		}
+		sp.Payload = o.payload
+		if o.payload != 0 && o.payload < 16 {
+			return cfg, usage.Errorf("--payload %d: linerate's header needs at least 16 bytes", o.payload)
+		}
+		sp.Ports, sp.RecvBuf, sp.XDP = o.ports, o.rcvbuf, o.xdp
+		if sp.Ports == 0 {
+			sp.Ports = o.threads
+		}
+		cfg.Engine = o.engine
+	} else {
+		if o.mss != 0 && o.mss < 88 {
+			return cfg, usage.Errorf("--mss %d: the kernel's smallest MSS is 88", o.mss)
+		}
+		if o.writeSize < 0 {
+			return cfg, usage.Errorf("--write-size %d: negative", o.writeSize)
+		}
+		sp.MSS, sp.ZeroCopy, sp.Payload = o.mss, o.zerocopy, o.writeSize
+	}
+	cfg.Spec = sp
+	cfg.Targets = o.to
+	cfg.Idle = o.idle
+	if o.bind != "" {
+		a, err := netip.ParseAddr(o.bind)
+		if err != nil {
+			return cfg, usage.Errorf("--bind %q: not an IP address", o.bind)
+		}
+		cfg.Bind = a
+	}
+	if cfg.CPUs, err = parseCPUs(o.cpus); err != nil {
+		return cfg, err
+	}
+	if cfg.Token, err = readToken(o.token, o.tokenFile); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func runBench(cmd *cobra.Command, proto string) error {
+	cfg, err := benchConfig(proto, cmd.Flags().Changed)
+	if err != nil {
+		return err
+	}
+	stdout := cmd.OutOrStdout()
+	stderr := cmd.ErrOrStderr()
+	cfg.Sampling = liveSampling()
+	var live bool
+	var ivOut io.Writer = stdout
+	if f, ok := stdout.(*os.File); ok && isTerminal(f) {
+		live = true
+	}
+	switch {
+	case benchOpts.jsonStream:
+		enc := json.NewEncoder(stdout)
+		cfg.OnInterval = func(iv traffic.IntervalStats) {
+			_ = enc.Encode(struct {
+				Type string `json:"type"`
+				traffic.IntervalStats
+			}{"interval", iv})
+		}
+	case benchOpts.json:
+		// Intervals go to a terminal on stderr only.
+		if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+			ivOut, live = stderr, true
+			cfg.OnInterval = func(iv traffic.IntervalStats) { report.BenchInterval(ivOut, iv, live) }
+		}
+	default:
+		cfg.OnInterval = func(iv traffic.IntervalStats) { report.BenchInterval(ivOut, iv, live) }
+	}
+	res, runErr := traffic.Run(cmd.Context(), cfg)
+	if live && cfg.OnInterval != nil {
+		report.BenchEndLive(ivOut)
+	}
+	if res == nil {
+		return runErr
+	}
+	if benchOpts.out != "" {
+		if err := saveResult(benchOpts.out, res); err != nil {
+			return err
+		}
+	}
+	switch {
+	case benchOpts.jsonStream:
+		_ = json.NewEncoder(stdout).Encode(struct {
+			Type   string          `json:"type"`
+			Result *traffic.Result `json:"result"`
+		}{"result", res})
+	case benchOpts.json:
+		if err := report.BenchJSON(stdout, res); err != nil {
+			return err
+		}
+	default:
+		report.BenchText(stdout, res)
+	}
+	if res.Interrupted {
+		return errInterrupted
+	}
+	return runErr
+}
+
+func saveResult(path string, res *traffic.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return usage.Errorf("--out: %w", err)
+	}
+	if err := report.BenchJSON(f, res); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"linerate/ceiling"
+	"linerate/demo"
+	"linerate/internal/usage"
+	"linerate/lab"
+)
+
+var demoOpts struct {
+	duration time.Duration
+	quick    bool
+	json     bool
+	keep     bool
+	speed    string
+	name     string
+}
+
+var demoCmd = &cobra.Command{
+	Use:   "demo",
+	Short: "Build a NAT router lab, run the seeds' experiments through it, show each beside its ceiling",
+	Long: `demo is the guided run of 'make demo'. On any Linux machine, as root, it:
+
+  1. builds a router lab (lan — router — wan, network namespaces; the router
+     forwards and NATs out of wan) whose links are shaped like Ethernet
+     ports of --speed;
+  2. starts 'linerate serve' in wan;
+  3. runs the seeds' experiments from lan through the router with
+     'linerate bench': TCP in both directions at once, TCP with 88-byte
+     segments, 64-byte UDP packets;
+  4. prints each figure beside the ceiling of a --speed port for the same
+     frames, and the CPU use per core while it ran;
+  5. removes the lab, also on Ctrl-C or failure, and checks nothing is left.
+
+The lab's nodes share this machine's CPUs: the CPU figures are the sender,
+the router and the receiver together. With --speed 1G the links are capped
+so that full-size frames pass at a gigabit port's rate (` + lab.FormatRate(demo.ShapeRate(demo.DefaultSpeed)) + `bit/s to
+tbf, which does not count preamble, FCS and gap); small frames can pass a
+little faster than on a real port. --speed 0 leaves the links uncapped.
+
+It takes about 25 s (5 s measured per experiment); --quick about 10 s.`,
+	Example: `  sudo linerate demo
+  sudo linerate demo --quick               # 1 s per experiment, for CI
+  sudo linerate demo --duration 10s --json > demo.json
+  sudo linerate demo --speed 2.5G --keep   # leave the lab up to explore`,
+	Args: argsWith(cobra.NoArgs),
+	RunE: runDemo,
+}
+
+func init() {
+	f := demoCmd.Flags()
+	f.DurationVar(&demoOpts.duration, "duration", demo.DefaultDuration, "measured time of each experiment (after a 1 s warmup)")
+	f.BoolVar(&demoOpts.quick, "quick", false, fmt.Sprintf("measure %s per experiment after a %s warmup (a smoke test)", demo.QuickDuration, demo.QuickWarmup))
+	f.BoolVar(&demoOpts.json, "json", false, "print the report as JSON on stdout (with each bench result); progress goes to stderr")
+	f.BoolVar(&demoOpts.keep, "keep", false, "leave the lab up at the end (remove it with linerate lab down NAME)")
+	f.StringVar(&demoOpts.speed, "speed", "1G", "Ethernet port speed the lab's links stand for and the ceilings are for (100M, 1G, 2.5G; 0: uncapped)")
+	f.StringVar(&demoOpts.name, "name", demo.DefaultName, "name of the lab to build; no lab of that name may exist")
+	rootCmd.AddCommand(demoCmd)
+}
+
+// demoConfig turns the flags into a demo.Config.
+func demoConfig(cmd *cobra.Command) (demo.Config, error) {
+	c := demo.Config{Name: demoOpts.name, Duration: demoOpts.duration, Keep: demoOpts.keep}
+	if demoOpts.duration <= 0 {
+		return c, usage.Errorf("--duration %s: want 100ms to %s per experiment", demoOpts.duration, demo.MaxDuration)
+	}
+	if demoOpts.quick {
+		if cmd.Flags().Changed("duration") {
+			return c, usage.Errorf("--quick and --duration: give one")
+		}
+		c.Duration, c.Warmup, c.Idle = demo.QuickDuration, demo.QuickWarmup, demo.QuickIdle
+	}
+	if s := strings.TrimSpace(demoOpts.speed); s != "0" {
+		v, err := ceiling.ParseSpeed(s)
+		if err != nil {
+			return c, usage.Errorf("--speed: %w", err)
+		}
+		c.Speed = v
+	}
+	return c, nil
+}
+
+func runDemo(cmd *cobra.Command, _ []string) error {
+	cfg, err := demoConfig(cmd)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the linerate binary to run in the lab: %w", err)
+	}
+	cfg.Self = self
+	stdout := cmd.OutOrStdout()
+	cfg.Progress = stdout
+	if demoOpts.json {
+		cfg.Progress = cmd.ErrOrStderr()
+	}
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	if err := lab.RequireRoot("linerate demo"); err != nil {
+		return err
+	}
+	rep, runErr := demo.Run(cmd.Context(), cfg)
+	if rep != nil && (len(rep.Outcomes) > 0 || runErr == nil) {
+		if err := writeDemo(stdout, rep); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	return runErr
+}
+
+func writeDemo(w io.Writer, rep *demo.Report) error {
+	if demoOpts.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return demo.WriteText(w, rep)
+}

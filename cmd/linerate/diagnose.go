@@ -1,0 +1,195 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"linerate/box"
+	"linerate/diagnose"
+	"linerate/internal/usage"
+	"linerate/report"
+	"linerate/sample"
+	"linerate/source"
+	"linerate/traffic"
+)
+
+var diagnoseFlags struct {
+	root  string
+	live  time.Duration
+	json  bool
+	rules bool
+	only  []string
+	side  string
+}
+
+var diagnoseCmd = &cobra.Command{
+	Use:   "diagnose [RESULT.json | --root CAPTURE | --live DURATION]",
+	Short: "Name the bottleneck with evidence and say what would fix it",
+	Long: `diagnose runs linerate's rules over the box's configuration and the counters
+sampled while traffic ran: from a saved bench result (its samples), from a
+capture taken with --samples, or by sampling this box for a while as your own
+traffic runs. Each finding names the evidence (per CPU, queue, IRQ) and the
+tuning that would fix it; feed those to 'linerate tune plan'.`,
+	Example: `  linerate diagnose --live 10s              # sample this box while your traffic runs
+  linerate diagnose --root routerpi.tar.gz   # a capture made with 'capture --samples 5'
+  linerate diagnose result.json              # a saved 'bench --json' result
+  linerate diagnose --rules                  # list the rules
+  linerate diagnose --live 5s --rule rps-off --json`,
+	Args: argsWith(cobra.MaximumNArgs(1)),
+	RunE: runDiagnose,
+}
+
+func init() {
+	f := diagnoseCmd.Flags()
+	f.StringVar(&diagnoseFlags.root, "root", "", "diagnose a capture (directory or .tar.gz) instead of this box")
+	f.DurationVar(&diagnoseFlags.live, "live", 0, "sample this box for `DURATION` (e.g. 10s) while traffic runs")
+	f.BoolVar(&diagnoseFlags.json, "json", false, "print findings as JSON")
+	f.BoolVar(&diagnoseFlags.rules, "rules", false, "list the rules and exit")
+	f.StringSliceVar(&diagnoseFlags.only, "rule", nil, "run only these rules (repeatable, comma-separated)")
+	f.StringVar(&diagnoseFlags.side, "side", "server", "with RESULT.json: diagnose the `client` or the `server` end")
+	rootCmd.AddCommand(diagnoseCmd)
+}
+
+// diagnosis is the JSON form of diagnose's output.
+type diagnosis struct {
+	Source   string             `json:"source"`
+	Seconds  float64            `json:"sampled_seconds"`
+	Rules    int                `json:"rules"`
+	Findings []diagnose.Finding `json:"findings"`
+}
+
+func runDiagnose(cmd *cobra.Command, args []string) error {
+	out := cmd.OutOrStdout()
+	if diagnoseFlags.rules {
+		report.Rules(out, diagnose.Rules())
+		return nil
+	}
+	modes := 0
+	for _, on := range []bool{len(args) == 1, diagnoseFlags.root != "", diagnoseFlags.live != 0} {
+		if on {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return usage.Errorf("diagnose needs exactly one of RESULT.json, --root CAPTURE or --live DURATION")
+	}
+	if diagnoseFlags.live < 0 {
+		return usage.Errorf("--live %s: the duration must be positive", diagnoseFlags.live)
+	}
+	ev, name, err := gatherEvidence(cmd, args)
+	if err != nil {
+		return err
+	}
+	fs, err := diagnose.Run(ev, diagnoseFlags.only...)
+	if err != nil {
+		return usage.Wrap(err)
+	}
+	var seconds float64
+	for _, r := range ev.Rates {
+		seconds += r.Seconds
+	}
+	nrules := len(diagnose.Rules())
+	if len(diagnoseFlags.only) > 0 {
+		nrules = len(diagnoseFlags.only)
+	}
+	if diagnoseFlags.json {
+		if fs == nil {
+			fs = []diagnose.Finding{}
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(diagnosis{Source: name, Seconds: seconds, Rules: nrules, Findings: fs})
+	}
+	fmt.Fprintf(out, "diagnosis of %s\n", name)
+	report.Findings(out, fs, nrules, seconds)
+	return nil
+}
+
+// gatherEvidence builds the rules' input from the chosen source.
+func gatherEvidence(cmd *cobra.Command, args []string) (*diagnose.Evidence, string, error) {
+	ctx := cmd.Context()
+	switch {
+	case diagnoseFlags.root != "":
+		src, err := inspectSource(diagnoseFlags.root, "")
+		if err != nil {
+			return nil, "", err
+		}
+		defer src.Close()
+		b, err := box.Collect(ctx, src)
+		if err != nil {
+			return nil, "", sourceErr(src, diagnoseFlags.root, err)
+		}
+		rates, err := box.SampledRates(src)
+		if err != nil {
+			return nil, "", usage.Errorf("capture %s: %w", diagnoseFlags.root, err)
+		}
+		return &diagnose.Evidence{Box: b, Rates: rates}, src.Name(), nil
+	case diagnoseFlags.live != 0:
+		return liveEvidence(cmd, diagnoseFlags.live)
+	default:
+		return resultEvidence(cmd, args[0])
+	}
+}
+
+// liveEvidence samples this box once a second for d while the user's own
+// traffic runs.
+func liveEvidence(cmd *cobra.Command, d time.Duration) (*diagnose.Evidence, string, error) {
+	src, err := source.NewLive()
+	if err != nil {
+		return nil, "", err
+	}
+	defer src.Close()
+	b, err := box.Collect(cmd.Context(), src)
+	if err != nil {
+		return nil, "", err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "sampling this box for %s ...\n", d)
+	loop := sample.Start(sample.Live(src.Proc(), src.Ethtool(), nil), time.Second, nil)
+	select {
+	case <-time.After(d):
+	case <-cmd.Context().Done():
+	}
+	rates, err := loop.Stop()
+	if err != nil {
+		return nil, "", err
+	}
+	return &diagnose.Evidence{Box: b, Rates: rates}, src.Name(), nil
+}
+
+// resultEvidence reads a saved `bench --json` result. The result holds the
+// counters of both ends but not their configuration: the configuration is
+// this machine's, read now, so run it on the end you diagnose.
+func resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string, error) {
+	if diagnoseFlags.side != "client" && diagnoseFlags.side != "server" {
+		return nil, "", usage.Errorf("--side %q: want client or server", diagnoseFlags.side)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", usage.Wrap(err)
+	}
+	var r traffic.Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, "", usage.Errorf("%s: not a bench result: %w", path, err)
+	}
+	if r.Schema == 0 || len(r.Samples) == 0 {
+		return nil, "", usage.Errorf("%s: a bench result with samples is needed (linerate bench ... --json)", path)
+	}
+	src, err := source.NewLive()
+	if err != nil {
+		return nil, "", err
+	}
+	defer src.Close()
+	b, err := box.Collect(cmd.Context(), src)
+	if err != nil {
+		return nil, "", err
+	}
+	ev := diagnose.FromResult(&r, diagnoseFlags.side, b)
+	if len(ev.Rates) == 0 {
+		return nil, "", usage.Errorf("%s: no %s samples in the result", path, diagnoseFlags.side)
+	}
+	return ev, fmt.Sprintf("%s (%s end)", path, diagnoseFlags.side), nil
+}

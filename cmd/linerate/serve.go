@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"linerate/internal/usage"
+	"linerate/traffic"
+)
+
+var serveOpts struct {
+	listen      []string
+	token       string
+	tokenFile   string
+	maxDuration time.Duration
+	maxRate     string
+	maxClients  int
+	cpus        string
+	quiet       bool
+}
+
+var serveCmd = &cobra.Command{
+	Use:   "serve",
+	Short: "Be the far end of 'linerate bench': receive, echo and send test traffic",
+	Long: `serve listens for 'linerate bench' clients on TCP port 7557 (linerate's own;
+iperf3 uses 5201) and runs the tests they ask for, one after another or at
+once, without restarting: it receives UDP and TCP test traffic, answers
+latency probes, sends traffic back for --reverse and --bidir, samples this
+machine's counters once a second and returns its results and samples to the
+client.
+
+It only ever sends to the address of a client's control connection, caps
+each test's duration and rate (--max-duration, --max-rate), refuses more
+than --max-clients control connections at once with a reason, and gives up
+on a client that vanishes or sends garbage. --token (or --token-file)
+requires a shared secret from clients. The protocol is in docs/bench.md.`,
+	Example: `  linerate serve                                  # every address, port 7557
+  linerate serve --listen 10.0.1.1 --listen 10.0.2.1 --listen 10.0.3.1
+  linerate serve --listen 192.168.6.2:9000 --token-file /etc/linerate.token
+  linerate serve --max-duration 60s --max-rate 500Mbps --cpus 2,3`,
+	Args: argsWith(cobra.NoArgs),
+	RunE: runServe,
+}
+
+func init() {
+	f := serveCmd.Flags()
+	f.StringArrayVar(&serveOpts.listen, "listen", nil, "ADDR[:PORT] to listen on (repeatable; default every address, port 7557)")
+	f.StringVar(&serveOpts.token, "token", "", "shared secret clients must present (see also --token-file)")
+	f.StringVar(&serveOpts.tokenFile, "token-file", "", "read the shared secret from this file (first line)")
+	f.DurationVar(&serveOpts.maxDuration, "max-duration", 5*time.Minute, "longest test (warmup included) this server runs; longer ones are shortened")
+	f.StringVar(&serveOpts.maxRate, "max-rate", "0", "fastest rate per direction a test may ask (\"500Mbps\", \"200kpps\"; 0: no cap)")
+	f.IntVar(&serveOpts.maxClients, "max-clients", 8, "control connections open at once; more are refused with a reason")
+	f.StringVar(&serveOpts.cpus, "cpus", "", "pin the server's sender and receiver threads to these CPUs, round robin (\"2,3\" or \"0-3\")")
+	f.BoolVarP(&serveOpts.quiet, "quiet", "q", false, "do not log clients and tests to stderr")
+	rootCmd.AddCommand(serveCmd)
+}
+
+// listenAddr turns --listen ADDR[:PORT] into an address to listen on.
+func listenAddr(s string) (string, error) {
+	host, port := s, strconv.Itoa(traffic.DefaultPort)
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		host, port = h, p
+	} else if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		host = s[1 : len(s)-1]
+	}
+	if host != "" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			return "", usage.Errorf("--listen %q: %q is not an IP address", s, host)
+		}
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return "", usage.Errorf("--listen %q: port %q is not 1-65535", s, port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// readToken returns --token or the first line of --token-file.
+func readToken(token, file string) (string, error) {
+	if token != "" && file != "" {
+		return "", usage.Errorf("--token and --token-file: give one")
+	}
+	if file == "" {
+		return token, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", usage.Errorf("--token-file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	t := strings.TrimSpace(line)
+	if t == "" {
+		return "", usage.Errorf("--token-file %s: empty", file)
+	}
+	return t, nil
+}
+
+func runServe(cmd *cobra.Command, _ []string) error {
+	token, err := readToken(serveOpts.token, serveOpts.tokenFile)
+	if err != nil {
+		return err
+	}
+	rate, err := traffic.ParseRate(serveOpts.maxRate)
+	if err != nil {
+		return usage.Errorf("--max-rate: %w", err)
+	}
+	if serveOpts.maxDuration <= 0 {
+		return usage.Errorf("--max-duration %s: must be more than 0", serveOpts.maxDuration)
+	}
+	if serveOpts.maxClients < 1 {
+		return usage.Errorf("--max-clients %d: must be at least 1", serveOpts.maxClients)
+	}
+	cpus, err := parseCPUs(serveOpts.cpus)
+	if err != nil {
+		return err
+	}
+	addrs := serveOpts.listen
+	if len(addrs) == 0 {
+		addrs = []string{":" + strconv.Itoa(traffic.DefaultPort)}
+	}
+	stderr := cmd.ErrOrStderr()
+	srv := &traffic.Server{
+		Token:    token,
+		Limits:   traffic.Limits{MaxDuration: traffic.Seconds(serveOpts.maxDuration), MaxRate: rate},
+		MaxConns: serveOpts.maxClients,
+		CPUs:     cpus,
+		Sampling: liveSampling(),
+	}
+	if !serveOpts.quiet {
+		var mu sync.Mutex
+		srv.Logf = func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+		}
+	}
+	var lns []net.Listener
+	for _, a := range addrs {
+		addr, err := listenAddr(a)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			if errors.Is(err, traffic.ErrAddrNotLocal) || strings.Contains(err.Error(), "assign requested address") {
+				return usage.Errorf("--listen %s: address not on this host", a)
+			}
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		lns = append(lns, ln)
+		fmt.Fprintf(stderr, "linerate serve: listening on %s\n", ln.Addr())
+	}
+	// One listener failing stops the others too.
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- srv.Serve(ctx, ln) }()
+	}
+	var first error
+	for range lns {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return first
+}

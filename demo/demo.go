@@ -1,0 +1,539 @@
+// Package demo owns linerate's guided run, the main job of `make demo`: it
+// builds a router lab (lan — router — wan, network namespaces joined by veth
+// links shaped like Ethernet ports), starts `linerate serve` in wan, runs the
+// seeds' experiments from lan through the router's NAT with `linerate
+// bench`, sets each figure beside the ceiling of the port the links stand
+// for and the CPU use per core, and removes the lab at the end, on failure
+// and on cancellation (Ctrl-C).
+//
+// The run is a list of Steps run in order once the lab is up. Today they
+// are the three measurements (Measure of each of Experiments); diagnosis,
+// tuning, a second measurement and a before/after comparison are meant to
+// be appended to that list, working through the Session (its Lab, Bench
+// and Report).
+package demo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"linerate/ceiling"
+	"linerate/internal/usage"
+	"linerate/lab"
+)
+
+// Defaults of a Config.
+const (
+	DefaultName     = "demo"
+	DefaultSpeed    = 1_000_000_000 // a gigabit port, as on the seeds' boxes
+	DefaultDuration = 5 * time.Second
+	DefaultWarmup   = time.Second
+	DefaultIdle     = 500 * time.Millisecond
+	// Quick* are the durations of --quick, for smoke tests.
+	QuickDuration = time.Second
+	QuickWarmup   = 500 * time.Millisecond
+	QuickIdle     = 200 * time.Millisecond
+	// MaxDuration is the longest measured time per experiment: serve's
+	// default --max-duration (5 minutes) less the warmup.
+	MaxDuration = 4 * time.Minute
+	// MinSpeed and MaxSpeed bound Config.Speed when it is not 0.
+	MinSpeed = 10_000_000
+	MaxSpeed = 100_000_000_000
+)
+
+// The nodes of the router lab the demo uses (lab.Router).
+const (
+	clientNode = "lan"
+	routerNode = "router"
+	serverNode = "wan"
+)
+
+// How long serve may take to listen, bench may overrun its own length, and
+// serve may take to exit when asked.
+const (
+	serveReady   = 10 * time.Second
+	benchGrace   = 30 * time.Second
+	serveStop    = 3 * time.Second
+	benchStopped = 5 * time.Second
+)
+
+// Config says how to run the demo.
+type Config struct {
+	// Self is the linerate binary run inside the nodes (serve in wan,
+	// bench in lan): the running one (os.Executable) from the command line.
+	Self string
+	// Name names the lab; DefaultName when empty. A lab of that name must
+	// not exist.
+	Name string
+	// Dir records the lab; lab.DefaultDir() when empty.
+	Dir lab.Dir
+	// Speed is the Ethernet port speed, bits/s, the lab's links stand for
+	// (see ShapeRate) and the ceilings are worked out for. 0 leaves the
+	// links uncapped and the figures without a ceiling.
+	Speed int64
+	// Duration, Warmup and Idle are bench's --duration, --warmup and --idle
+	// for each experiment; zero Warmup and Idle take the defaults.
+	Duration, Warmup, Idle time.Duration
+	// Keep leaves the lab up at the end (serve is stopped all the same).
+	Keep bool
+	// Progress gets a line for each thing the demo does; nil discards.
+	Progress io.Writer
+	// Steps run in order once the lab and serve are up; nil runs Steps().
+	Steps []Step
+}
+
+// Check fills in defaults and reports a bad Config as a usage error.
+func (c *Config) Check() error {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if err := lab.CheckName(c.Name); err != nil {
+		return usage.Errorf("--name: %w", err)
+	}
+	if c.Dir == "" {
+		c.Dir = lab.DefaultDir()
+	}
+	if c.Duration == 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.Warmup == 0 {
+		c.Warmup = DefaultWarmup
+	}
+	if c.Idle == 0 {
+		c.Idle = DefaultIdle
+	}
+	switch {
+	case c.Self == "":
+		return fmt.Errorf("demo: no linerate binary to run in the nodes")
+	case c.Duration < 100*time.Millisecond || c.Duration > MaxDuration:
+		return usage.Errorf("--duration %s: want 100ms to %s per experiment", c.Duration, MaxDuration)
+	case c.Warmup < 0 || c.Idle < 0:
+		return usage.Errorf("demo: negative warmup or idle time")
+	case c.Speed != 0 && (c.Speed < MinSpeed || c.Speed > MaxSpeed):
+		return usage.Errorf("--speed %s: want 0 (uncapped) or %s to %s", ceiling.FormatSpeed(c.Speed),
+			ceiling.FormatSpeed(MinSpeed), ceiling.FormatSpeed(MaxSpeed))
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if c.Steps == nil {
+		c.Steps = Steps()
+	}
+	return nil
+}
+
+// ShapeRate is the rate the lab's links are capped at so that they carry
+// what an Ethernet port of speedBps carries.
+//
+// A port spends on each frame its bytes, FCS included, plus 20 bytes of
+// preamble, start delimiter and gap (ceiling.WireExtraBytes), while the
+// lab's tbf counts only the frame as the kernel sees it, without the FCS
+// (docs/lab.md). The cap is chosen so that full-size frames (MTU 1500,
+// 1514 bytes to tbf, 1538 on the wire) pass at exactly the port's rate: a
+// bulk TCP stream then gets the 941.5 Mb/s a real gigabit port gives,
+// not the 956 of a plain 1G cap. Smaller frames pass a little faster than
+// on a real port (64-byte ones up to 2.05 Mpps where a port carries
+// 1.49), which only shows when a machine forwards that fast; the ceilings
+// printed are the real port's.
+func ShapeRate(speedBps int64) uint64 {
+	if speedBps <= 0 {
+		return 0
+	}
+	const mtu = 1500
+	seen := float64(mtu + ceiling.HeaderBytes)                                             // 1514
+	wire := float64(mtu + ceiling.HeaderBytes + ceiling.FCSBytes + ceiling.WireExtraBytes) // 1538
+	r := float64(speedBps) * seen / wire
+	return uint64(r/1000+0.5) * 1000 // whole kbit/s, as lab.FormatRate prints
+}
+
+// Report is what the demo did and measured.
+type Report struct {
+	Lab      string `json:"lab"`
+	Topology string `json:"topology"`
+	// SpeedBps is the port speed the links stand for; ShapeBps the cap of
+	// each link in each direction (0 and 0 when uncapped).
+	SpeedBps int64  `json:"speed_bps"`
+	ShapeBps uint64 `json:"shape_bps"`
+	// Duration and Warmup are per experiment, seconds.
+	Duration float64 `json:"duration"`
+	Warmup   float64 `json:"warmup"`
+	// Nodes are the client, router and server: bench runs in the client,
+	// serve in the server.
+	Client     string     `json:"client"`
+	Router     string     `json:"router"`
+	Server     string     `json:"server"`
+	ServerAddr netip.Addr `json:"server_addr"`
+	Outcomes   []Outcome  `json:"experiments"`
+	// Kept says the lab was left up (--keep).
+	Kept bool `json:"kept"`
+}
+
+// Step is one stage of the demo.
+type Step struct {
+	// Name is kebab-case; Title is shown in the progress lines.
+	Name  string
+	Title string
+	// Run does the step's work. It returns ctx's error when ctx ends.
+	Run func(ctx context.Context, s *Session) error
+}
+
+// Steps are the demo's steps: a Measure of each of Experiments. A later
+// diagnose → tune → re-measure → before/after appends its steps here.
+func Steps() []Step {
+	steps := make([]Step, 0, len(Experiments))
+	for _, e := range Experiments {
+		steps = append(steps, Measure(e))
+	}
+	return steps
+}
+
+// Session is a demo under way: what steps work with.
+type Session struct {
+	Config Config
+	// Lab is the router lab, up while steps run.
+	Lab *lab.Lab
+	// Report is filled in by the steps.
+	Report *Report
+
+	serve *server
+}
+
+// Logf writes one progress line.
+func (s *Session) Logf(format string, args ...any) {
+	fmt.Fprintf(s.Config.Progress, format+"\n", args...)
+}
+
+// Run builds the lab, starts serve, runs the steps and removes the lab (also
+// when a step fails or ctx ends, as on Ctrl-C), then checks nothing of it
+// is left. It returns the report of what was measured, also when it
+// fails part way. It needs root, and refuses (as bad input) a name a lab
+// already has: that lab is not the demo's to remove.
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	if err := lab.RequireRoot("linerate demo"); err != nil {
+		return nil, err
+	}
+	if old, err := cfg.Dir.Load(cfg.Name); err == nil {
+		return nil, usage.Errorf("a lab named %s exists already (%s, made by process %d): remove it with `linerate lab down %s` or give the demo another --name",
+			cfg.Name, old.Status(), old.Pid, cfg.Name)
+	} else if !usage.Is(err) {
+		return nil, err
+	}
+	s := &Session{Config: cfg}
+	s.Report = &Report{Lab: cfg.Name, Topology: lab.Router, SpeedBps: cfg.Speed, ShapeBps: ShapeRate(cfg.Speed),
+		Duration: cfg.Duration.Seconds(), Warmup: cfg.Warmup.Seconds(),
+		Client: clientNode, Router: routerNode, Server: serverNode}
+	rep = s.Report
+
+	spec := lab.Spec{Name: cfg.Name, Topology: lab.Router, Rate: rep.ShapeBps}
+	if cfg.Speed > 0 {
+		s.Logf("building lab %s: %s — %s (forwards, NAT) — %s, links shaped like %s Ethernet ports (tbf at %sbit/s each way)",
+			cfg.Name, clientNode, routerNode, serverNode, ceiling.FormatSpeed(cfg.Speed), lab.FormatRate(rep.ShapeBps))
+	} else {
+		s.Logf("building lab %s: %s — %s (forwards, NAT) — %s, links uncapped", cfg.Name, clientNode, routerNode, serverNode)
+	}
+	l, err := cfg.Dir.Up(ctx, spec)
+	if err != nil {
+		if ctx.Err() != nil {
+			return rep, &interrupted{what: "while building lab " + cfg.Name + " (what it made is removed)", err: ctx.Err()}
+		}
+		return rep, fmt.Errorf("build lab %s: %w", cfg.Name, err)
+	}
+	s.Lab = l
+	defer func() {
+		// One line even when both fail; both stay in the chain (%w twice).
+		err = joinErrors([]error{err, s.teardown()})
+	}()
+
+	addr, ok := l.Addr(clientNode, serverNode)
+	if !ok {
+		return rep, fmt.Errorf("lab %s: %s does not reach %s", cfg.Name, clientNode, serverNode)
+	}
+	rep.ServerAddr = addr
+	router, _ := l.Addr(clientNode, routerNode)
+	s.Logf("lab %s is up: %s %s → %s %s (NAT) → %s %s", cfg.Name, clientNode, firstAddr(l, clientNode),
+		routerNode, router, serverNode, addr)
+
+	if err := s.startServe(ctx); err != nil {
+		return rep, s.stopped(ctx, "starting serve", err)
+	}
+	for i, st := range cfg.Steps {
+		s.Logf("[%d/%d] %s", i+1, len(cfg.Steps), st.Title)
+		if err := st.Run(ctx, s); err != nil {
+			return rep, s.stopped(ctx, st.Name, err)
+		}
+	}
+	return rep, nil
+}
+
+// stopped words the error of a step, as an interruption when ctx ended.
+func (s *Session) stopped(ctx context.Context, step string, err error) error {
+	if ctx.Err() != nil {
+		return &interrupted{what: "during " + step, err: ctx.Err()}
+	}
+	return fmt.Errorf("demo step %s: %w", step, err)
+}
+
+// interrupted is the error of a demo whose context ended: it unwraps to
+// the context's error, which the command line turns into exit code 130.
+type interrupted struct {
+	what string
+	err  error
+}
+
+func (e *interrupted) Error() string { return "demo interrupted " + e.what }
+func (e *interrupted) Unwrap() error { return e.err }
+
+// firstAddr is a node's first address, for progress lines.
+func firstAddr(l *lab.Lab, node string) string {
+	n, err := l.Node(node)
+	if err != nil || len(n.Addrs()) == 0 {
+		return "?"
+	}
+	return n.Addrs()[0].String()
+}
+
+// teardown stops serve and removes the lab (unless Keep), then checks
+// nothing of it is left.
+func (s *Session) teardown() error {
+	var errs []error
+	if s.serve != nil {
+		if err := s.serve.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	name := s.Config.Name
+	if s.Config.Keep {
+		s.Report.Kept = true
+		s.Logf("lab %s stays up (--keep). Try: linerate lab exec %s %s -- linerate serve & linerate lab exec %s %s -- linerate bench tcp --to %s",
+			name, name, serverNode, name, clientNode, serverNode)
+		s.Logf("remove it: linerate lab down %s", name)
+		return joinErrors(errs)
+	}
+	s.Logf("removing lab %s", name)
+	if err := s.Config.Dir.Down(name); err != nil {
+		errs = append(errs, fmt.Errorf("remove lab %s: %w", name, err))
+	}
+	if left := s.leftovers(); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("lab %s: left behind: %s (linerate lab down %s removes what is recorded)",
+			name, strings.Join(left, ", "), name))
+	} else {
+		s.Logf("lab %s is gone: no state file, no namespace left", name)
+	}
+	return joinErrors(errs)
+}
+
+// joinErrors joins the errors that are not nil on one line, each kept in
+// the chain (errors.Join would put them on separate lines).
+func joinErrors(errs []error) error {
+	var out error
+	for _, e := range errs {
+		switch {
+		case e == nil:
+		case out == nil:
+			out = e
+		default:
+			out = fmt.Errorf("%w; %w", out, e)
+		}
+	}
+	return out
+}
+
+// leftovers lists what remains of the lab: its state file, its namespaces.
+func (s *Session) leftovers() []string {
+	var left []string
+	labs, err := s.Config.Dir.List()
+	if err != nil {
+		left = append(left, fmt.Sprintf("lab list failed (%v)", err))
+	}
+	for _, l := range labs {
+		if l.Spec.Name == s.Config.Name {
+			left = append(left, "its state file in "+string(s.Config.Dir))
+		}
+	}
+	for _, n := range s.Lab.Nodes {
+		if ok, err := lab.NetnsExists(n.Netns); ok || err != nil {
+			left = append(left, "network namespace "+n.Netns)
+		}
+	}
+	return left
+}
+
+// Bench runs experiment e from the client node against serve and returns
+// its Outcome. When bench fails after printing a result, the Outcome comes
+// with the error.
+func (s *Session) Bench(ctx context.Context, e Experiment) (*Outcome, error) {
+	c := &s.Config
+	args := benchArgs(e, s.Report.ServerAddr.String(), c)
+	shown := "linerate " + commandLine(args)
+	s.Logf("  %s: %s", clientNode, shown)
+
+	limit := c.Idle + c.Warmup + c.Duration + benchGrace
+	bctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(bctx, c.Self, args...)
+	// Stopped like Ctrl-C would: bench tells serve to stop and prints what
+	// it has.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = benchStopped
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	runErr := s.Lab.Run(clientNode, cmd)
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case bctx.Err() != nil:
+		return nil, fmt.Errorf("%s (in %s): no result after %s", shown, clientNode, limit)
+	}
+	o, perr := outcome(e, args, out.Bytes(), clientNode, serverNode, c.Speed)
+	if runErr != nil {
+		why := lastLine(errb.String())
+		if why == "" && o != nil && len(o.Errors) > 0 {
+			why = errorsLine(o.Errors)
+		}
+		return o, fmt.Errorf("%s (in %s): %w: %s", shown, clientNode, runErr, why)
+	}
+	if perr != nil {
+		return nil, fmt.Errorf("%s (in %s): %w", shown, clientNode, perr)
+	}
+	return o, nil
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// server is `linerate serve` running in the server node.
+type server struct {
+	cmd  *exec.Cmd
+	log  *watch
+	done chan struct{}
+	err  error // of Wait, once done is closed
+}
+
+// startServe starts serve in the server node on its lab address and waits
+// until it listens.
+func (s *Session) startServe(ctx context.Context) error {
+	addr := s.Report.ServerAddr.String()
+	args := []string{"serve", "--listen", addr}
+	s.Logf("%s: linerate %s", serverNode, commandLine(args))
+	sv := &server{log: newWatch("listening on"), done: make(chan struct{})}
+	sv.cmd = exec.Command(s.Config.Self, args...)
+	sv.cmd.Stdout, sv.cmd.Stderr = sv.log, sv.log
+	sv.cmd.WaitDelay = serveStop
+	if err := s.Lab.Start(serverNode, sv.cmd); err != nil {
+		return fmt.Errorf("start linerate serve in %s: %w", serverNode, err)
+	}
+	s.serve = sv
+	go func() {
+		sv.err = sv.cmd.Wait()
+		close(sv.done)
+	}()
+	t := time.NewTimer(serveReady)
+	defer t.Stop()
+	select {
+	case <-sv.log.seen:
+		s.Logf("%s: %s", serverNode, sv.log.match())
+		return nil
+	case <-sv.done:
+		return fmt.Errorf("linerate serve in %s exited (%v) before listening: %s", serverNode, sv.err, sv.log.tail())
+	case <-t.C:
+		return fmt.Errorf("linerate serve in %s: not listening after %s: %s", serverNode, serveReady, sv.log.tail())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stop asks serve to end (SIGTERM) and kills it if it has not within
+// serveStop.
+func (sv *server) stop() error {
+	select {
+	case <-sv.done:
+		return nil // it had exited: startServe reported why
+	default:
+	}
+	_ = sv.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-sv.done:
+		return nil
+	case <-time.After(serveStop):
+	}
+	_ = sv.cmd.Process.Kill()
+	<-sv.done
+	return fmt.Errorf("linerate serve in %s did not stop within %s; killed", serverNode, serveStop)
+}
+
+// watch is an io.Writer that keeps the last lines written to it and
+// signals once a line containing a word has been.
+type watch struct {
+	word string
+	seen chan struct{}
+
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+	matched string
+}
+
+const watchLines = 20
+
+func newWatch(word string) *watch { return &watch{word: word, seen: make(chan struct{})} }
+
+func (w *watch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimSpace(string(w.partial[:i]))
+		w.partial = w.partial[i+1:]
+		if line == "" {
+			continue
+		}
+		w.lines = append(w.lines, line)
+		if len(w.lines) > watchLines {
+			w.lines = w.lines[1:]
+		}
+		if w.matched == "" && strings.Contains(line, w.word) {
+			w.matched = line
+			close(w.seen)
+		}
+	}
+	return len(p), nil
+}
+
+func (w *watch) match() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.matched
+}
+
+// tail is the last lines written, on one line.
+func (w *watch) tail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lines := w.lines
+	if p := strings.TrimSpace(string(w.partial)); p != "" {
+		lines = append(lines[:len(lines):len(lines)], p)
+	}
+	if len(lines) == 0 {
+		return "no output"
+	}
+	return strings.Join(lines, " | ")
+}

@@ -1,0 +1,215 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"linerate/internal/testenv"
+	"linerate/internal/usage"
+	"linerate/lab"
+)
+
+// The tests here build real router labs (as root, skipped with -short) in a
+// state directory of their own, under names of their own, and check that
+// Run removes them whatever happens. The whole demo through the linerate
+// binary, and Ctrl-C, are tested in cmd/linerate.
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// linerateBinary builds cmd/linerate once for the tests that need a real
+// serve in the lab.
+func linerateBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "demo-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "linerate")
+		out, err := exec.Command("go", "build", "-o", builtBin, "linerate/cmd/linerate").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New("go build linerate/cmd/linerate: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
+}
+
+// testLab is a fresh lab name and state directory; whatever is left of the
+// lab when the test ends is removed.
+func testLab(t *testing.T) (string, lab.Dir) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	name := "dt-" + hex.EncodeToString(b[:])
+	dir := lab.Dir(t.TempDir())
+	t.Cleanup(func() {
+		if _, err := dir.Load(name); err == nil {
+			if err := dir.Down(name); err != nil {
+				t.Errorf("clean up lab %s: %v", name, err)
+			}
+		}
+	})
+	return name, dir
+}
+
+// nothingLeft fails the test if the lab's state file or any of its
+// namespaces remains.
+func nothingLeft(t *testing.T, name string, dir lab.Dir) {
+	t.Helper()
+	labs, err := dir.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range labs {
+		t.Errorf("lab %s (%s) is left in %s", l.Spec.Name, l.Status(), dir)
+	}
+	for _, node := range []string{clientNode, routerNode, serverNode} {
+		ns := lab.NetnsName(name, node)
+		if ok, err := lab.NetnsExists(ns); ok || err != nil {
+			t.Errorf("network namespace %s is left (%v)", ns, err)
+		}
+	}
+}
+
+func TestRunRefusesExistingLab(t *testing.T) {
+	name, dir := testLab(t)
+	if _, err := dir.Up(context.Background(), lab.Spec{Name: name, Topology: lab.Pair}); err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	_, err := Run(context.Background(), Config{Self: "/bin/false", Name: name, Dir: dir, Progress: &progress})
+	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "a lab named "+name+" exists already") {
+		t.Fatalf("Run over an existing lab: %v, want a usage error saying it exists", err)
+	}
+	// The existing lab is not the demo's: it is left as it was.
+	l, err := dir.Load(name)
+	if err != nil {
+		t.Fatalf("the existing lab is gone: %v", err)
+	}
+	for _, n := range l.Nodes {
+		if ok, err := lab.NetnsExists(n.Netns); !ok || err != nil {
+			t.Errorf("namespace %s of the existing lab is gone (%v)", n.Netns, err)
+		}
+	}
+	if progress.Len() != 0 {
+		t.Errorf("progress before refusing: %q", progress.String())
+	}
+}
+
+func TestRunServeFails(t *testing.T) {
+	// serve is /bin/false here: it exits at once, and the demo must say so
+	// and remove the lab it built.
+	name, dir := testLab(t)
+	var progress bytes.Buffer
+	rep, err := Run(context.Background(), Config{Self: "/bin/false", Name: name, Dir: dir, Progress: &progress})
+	if err == nil || !strings.Contains(err.Error(), "exited (exit status 1) before listening") {
+		t.Fatalf("Run with a serve that fails: %v", err)
+	}
+	if rep == nil || len(rep.Outcomes) != 0 || rep.Kept {
+		t.Errorf("report %+v: want one with no outcomes", rep)
+	}
+	for _, want := range []string{"lab " + name + " is up", "removing lab " + name, "lab " + name + " is gone"} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, progress.String())
+		}
+	}
+	nothingLeft(t, name, dir)
+}
+
+func TestRunCancelled(t *testing.T) {
+	// A step that cancels the run, as Ctrl-C would: Run stops serve,
+	// removes the lab and says it was interrupted.
+	bin := linerateBinary(t)
+	name, dir := testLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var reached []string
+	steps := []Step{
+		{Name: "look", Title: "look around", Run: func(ctx context.Context, s *Session) error {
+			reached = append(reached, "look")
+			// Inside the lab while the step runs: the server node is up.
+			if ok, err := lab.NetnsExists(lab.NetnsName(name, serverNode)); !ok || err != nil {
+				t.Errorf("namespace of %s missing during a step (%v)", serverNode, err)
+			}
+			return nil
+		}},
+		{Name: "wait", Title: "wait for Ctrl-C", Run: func(ctx context.Context, s *Session) error {
+			reached = append(reached, "wait")
+			cancel()
+			<-ctx.Done()
+			return ctx.Err()
+		}},
+		{Name: "never", Title: "never reached", Run: func(ctx context.Context, s *Session) error {
+			reached = append(reached, "never")
+			return nil
+		}},
+	}
+	var progress bytes.Buffer
+	start := time.Now()
+	_, err := Run(ctx, Config{Self: bin, Name: name, Dir: dir, Progress: &progress, Steps: steps})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "demo interrupted during wait") {
+		t.Errorf("cancelled Run: %v, want an interruption during wait", err)
+	}
+	if strings.Join(reached, ",") != "look,wait" {
+		t.Errorf("steps reached: %v", reached)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("teardown took %s", d)
+	}
+	if !strings.Contains(progress.String(), "listening on") {
+		t.Errorf("serve never listened:\n%s", progress.String())
+	}
+	nothingLeft(t, name, dir)
+}
+
+func TestRunKeep(t *testing.T) {
+	bin := linerateBinary(t)
+	name, dir := testLab(t)
+	var progress bytes.Buffer
+	noop := []Step{{Name: "noop", Title: "nothing", Run: func(context.Context, *Session) error { return nil }}}
+	rep, err := Run(context.Background(), Config{Self: bin, Name: name, Dir: dir, Keep: true, Progress: &progress, Steps: noop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Kept {
+		t.Error("report does not say the lab was kept")
+	}
+	l, err := dir.Load(name)
+	if err != nil || l.Status() != "up" {
+		t.Fatalf("kept lab: %v", err)
+	}
+	if !strings.Contains(progress.String(), "linerate lab down "+name) {
+		t.Errorf("progress does not say how to remove the lab:\n%s", progress.String())
+	}
+	if err := dir.Down(name); err != nil {
+		t.Fatal(err)
+	}
+	nothingLeft(t, name, dir)
+}

@@ -1,0 +1,181 @@
+package demo
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"linerate/box"
+	"linerate/ceiling"
+)
+
+// cpusPerRow is how many CPUs one row of the CPU table holds; bigger
+// machines get several tables.
+const cpusPerRow = 8
+
+// arrow is the path of a flow: "lan→wan".
+func (f Flow) arrow() string { return f.From + "→" + f.To }
+
+// share prints a share of the ceiling: "99.8%".
+func share(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }
+
+func pps(v float64) string { return ceiling.FormatCount(v) + " pps" }
+
+// mbps prints bits per second in Mb/s with one decimal, for table columns.
+func mbps(v float64) string { return fmt.Sprintf("%.1f", v/1e6) }
+
+// flowLine is one direction of an outcome, for the progress lines.
+func flowLine(f Flow, speedBps int64) string {
+	s := fmt.Sprintf("%s  %s  %s", f.arrow(), ceiling.FormatBps(f.Bps), pps(f.PPS))
+	if f.Ceiling != nil {
+		s += fmt.Sprintf("  = %s of a %s port (%s, %s in %d-byte frames)", share(f.Share), ceiling.FormatSpeed(speedBps),
+			ceiling.FormatBps(ceilingBps(f)), pps(float64(f.Ceiling.PPS)), f.Frame.Bytes)
+	} else {
+		s += fmt.Sprintf("  in %d-byte frames", f.Frame.Bytes)
+	}
+	if f.LossRatio > 0 {
+		s += fmt.Sprintf(", %.2f%% lost", f.LossRatio*100)
+	}
+	switch {
+	case f.Retransmits == 1:
+		s += ", 1 retransmit"
+	case f.Retransmits > 1:
+		s += fmt.Sprintf(", %d retransmits", f.Retransmits)
+	}
+	return s
+}
+
+// ceilingBps is the ceiling in the unit the measured figure has: TCP
+// goodput, or UDP frames with their FCS.
+func ceilingBps(f Flow) float64 {
+	if f.Ceiling == nil {
+		return 0
+	}
+	if f.Frame.Headers != nil && f.Frame.Headers.Proto == ceiling.TCP {
+		return f.Ceiling.GoodputBps
+	}
+	return f.Ceiling.L2Bps
+}
+
+// cpuBrief is one CPU's use: "cpu0 100% (usr 1 sys 34 softirq 64)".
+func cpuBrief(c box.CPUUse) string {
+	return fmt.Sprintf("cpu%d %.0f%% (usr %.0f sys %.0f softirq %.0f)", c.ID, c.Busy, c.User, c.System, c.SoftIRQ)
+}
+
+// outcomeLines are the progress lines of a finished experiment.
+func outcomeLines(o *Outcome, speedBps int64) []string {
+	var lines []string
+	for _, f := range o.Flows {
+		lines = append(lines, flowLine(f, speedBps))
+	}
+	if len(o.CPU) > 0 {
+		var parts []string
+		for _, c := range o.CPU {
+			parts = append(parts, cpuBrief(c))
+		}
+		for i := 0; i < len(parts); i += 4 {
+			head := "      "
+			if i == 0 {
+				head = "CPU   "
+			}
+			lines = append(lines, head+strings.Join(parts[i:min(i+4, len(parts))], "  "))
+		}
+	}
+	if o.LimitedBy != "" {
+		l := "bench: limited by " + o.LimitedBy
+		if o.LimitedWhy != "" {
+			l += ": " + o.LimitedWhy
+		}
+		lines = append(lines, l)
+	}
+	if len(o.Errors) > 0 {
+		lines = append(lines, "bench: "+errorsLine(o.Errors))
+	}
+	return lines
+}
+
+// WriteText writes the report as the tables the demo ends with: each
+// experiment's figures beside the ceiling, then the CPU use per core.
+func WriteText(w io.Writer, r *Report) error {
+	if len(r.Outcomes) == 0 {
+		_, err := fmt.Fprintln(w, "no experiment finished")
+		return err
+	}
+	var b strings.Builder
+	port := "uncapped links, no ceiling"
+	ceilHead := "CEILING"
+	if r.SpeedBps > 0 {
+		port = fmt.Sprintf("links shaped like %s Ethernet ports", ceiling.FormatSpeed(r.SpeedBps))
+		ceilHead = ceiling.FormatSpeed(r.SpeedBps) + " PORT"
+	}
+	fmt.Fprintf(&b, "\nlab %s: %s → %s (NAT) → %s, %s, %s measured per experiment\n\n",
+		r.Lab, r.Client, r.Router, r.Server, port, trimSeconds(r.Duration))
+	tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "EXPERIMENT\tPATH\tMb/s\tpps\t%s Mb/s\tpps\tSHARE\tFRAME\n", ceilHead)
+	for _, o := range r.Outcomes {
+		for i, f := range o.Flows {
+			name := o.Experiment.Title
+			if i > 0 {
+				name = ""
+			}
+			ceilBps, ceilPPS, sh := "-", "-", "-"
+			if f.Ceiling != nil {
+				ceilBps, ceilPPS, sh = mbps(ceilingBps(f)), ceiling.FormatCount(float64(f.Ceiling.PPS)), share(f.Share)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d B\n", name, f.arrow(), mbps(f.Bps), ceiling.FormatCount(f.PPS),
+				ceilBps, ceilPPS, sh, f.Frame.Bytes)
+		}
+	}
+	tw.Flush()
+	b.WriteString("Mb/s: TCP goodput, UDP Ethernet frames with FCS. pps: UDP datagrams received, TCP segments (goodput ÷ segment payload).\n")
+	if r.SpeedBps > 0 {
+		fmt.Fprintf(&b, "%s: what a %s Ethernet port carries in the same frames (preamble, FCS and gap counted); SHARE: pps over that.\n",
+			ceilHead, ceiling.FormatSpeed(r.SpeedBps))
+	}
+
+	var ids []int
+	for _, o := range r.Outcomes {
+		for _, c := range o.CPU {
+			if !slices.Contains(ids, c.ID) {
+				ids = append(ids, c.ID)
+			}
+		}
+	}
+	slices.Sort(ids)
+	if len(ids) > 0 {
+		fmt.Fprintf(&b, "\nCPU per core while each ran, busy %% (usr/sys/softirq). %s, %s and %s are network namespaces\n"+
+			"of this machine and share its %d CPUs: this is the sender, the router's forwarding and the receiver together.\n",
+			r.Client, r.Router, r.Server, len(ids))
+		for lo := 0; lo < len(ids); lo += cpusPerRow {
+			row := ids[lo:min(lo+cpusPerRow, len(ids))]
+			tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+			fmt.Fprint(tw, "EXPERIMENT")
+			for _, id := range row {
+				fmt.Fprintf(tw, "\tCPU%d", id)
+			}
+			fmt.Fprintln(tw)
+			for _, o := range r.Outcomes {
+				fmt.Fprint(tw, o.Experiment.Title)
+				for _, id := range row {
+					cell := "-"
+					if i := slices.IndexFunc(o.CPU, func(c box.CPUUse) bool { return c.ID == id }); i >= 0 {
+						c := o.CPU[i]
+						cell = fmt.Sprintf("%.0f (%.0f/%.0f/%.0f)", c.Busy, c.User, c.System, c.SoftIRQ)
+					}
+					fmt.Fprint(tw, "\t"+cell)
+				}
+				fmt.Fprintln(tw)
+			}
+			tw.Flush()
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// trimSeconds prints seconds as a duration: "5s", "1.5s".
+func trimSeconds(s float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", s), "0"), ".") + "s"
+}

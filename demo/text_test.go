@@ -1,0 +1,196 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"linerate/internal/usage"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// testReport is a report over the real bench results in testdata.
+func testReport(t *testing.T, speed int64) *Report {
+	t.Helper()
+	r := &Report{Lab: "demo", Topology: "router", SpeedBps: speed, ShapeBps: ShapeRate(speed), Duration: 3, Warmup: 1,
+		Client: "lan", Router: "router", Server: "wan", ServerAddr: netip.MustParseAddr("10.231.2.2")}
+	for i, file := range []string{"tcp-bidir", "tcp-mss88", "udp-64"} {
+		e := Experiments[i]
+		c := &Config{Duration: 3 * time.Second, Warmup: time.Second, Idle: 500 * time.Millisecond}
+		o, err := outcome(e, benchArgs(e, "10.231.2.2", c), readBench(t, file), "lan", "wan", speed)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		r.Outcomes = append(r.Outcomes, *o)
+	}
+	return r
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (go test ./demo -update writes it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test ./demo -update rewrites it); got:\n%s", p, got)
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		speed int64
+	}{{"report-1g.golden", 1e9}, {"report-uncapped.golden", 0}} {
+		var b bytes.Buffer
+		if err := WriteText(&b, testReport(t, tc.speed)); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, tc.name, b.Bytes())
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, &Report{}); err != nil || !strings.Contains(b.String(), "no experiment finished") {
+		t.Errorf("empty report: %q, %v", b.String(), err)
+	}
+}
+
+func TestOutcomeLines(t *testing.T) {
+	r := testReport(t, 1e9)
+	var all []string
+	for i := range r.Outcomes {
+		all = append(all, outcomeLines(&r.Outcomes[i], r.SpeedBps)...)
+	}
+	got := strings.Join(all, "\n") + "\n"
+	golden(t, "progress-1g.golden", []byte(got))
+	for _, want := range []string{
+		"lan→wan  949.4 Mb/s  81,960 pps  = 100.8% of a 1G port (941.5 Mb/s, 81,274 pps in 1518-byte frames)",
+		"wan→lan  947.5 Mb/s",
+		"86,978 pps  = 11.6% of a 1G port (457.8 Mb/s, 753,012 pps in 146-byte frames), 4 retransmits",
+		"87,936 pps  = 5.9% of a 1G port (761.9 Mb/s, 1,488,095 pps in 64-byte frames)",
+		"bench: limited by network path: no thread was saturated",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("progress lines lack %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	c := Config{Self: "/bin/true"}
+	if err := c.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != DefaultName || c.Duration != DefaultDuration || c.Warmup != DefaultWarmup || c.Idle != DefaultIdle ||
+		c.Dir == "" || c.Progress == nil || len(c.Steps) != len(Experiments) {
+		t.Errorf("defaults not filled in: %+v", c)
+	}
+	for _, tc := range []struct {
+		c       Config
+		want    string
+		isUsage bool
+	}{
+		{Config{}, "no linerate binary", false},
+		{Config{Self: "x", Name: "Demo!"}, "--name", true},
+		{Config{Self: "x", Name: "a-very-long-lab-name-indeed"}, "--name", true},
+		{Config{Self: "x", Duration: -time.Second}, "--duration -1s", true},
+		{Config{Self: "x", Duration: 10 * time.Minute}, "--duration 10m0s", true},
+		{Config{Self: "x", Warmup: -time.Second}, "negative", true},
+		{Config{Self: "x", Speed: 5}, "--speed 5", true},
+		{Config{Self: "x", Speed: 1e12}, "--speed 1T", true},
+	} {
+		err := tc.c.Check()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || usage.Is(err) != tc.isUsage {
+			t.Errorf("Check(%+v) = %v, want an error with %q (usage %v)", tc.c, err, tc.want, tc.isUsage)
+		}
+	}
+}
+
+func TestBenchArgs(t *testing.T) {
+	c := &Config{Duration: time.Second, Warmup: 500 * time.Millisecond, Idle: 200 * time.Millisecond}
+	got := commandLine(benchArgs(Experiments[1], "10.231.2.2", c))
+	want := "bench tcp --mss 88 --to 10.231.2.2 --duration 1s --warmup 500ms --idle 200ms --json"
+	if got != want {
+		t.Errorf("bench args %q, want %q", got, want)
+	}
+}
+
+func TestSteps(t *testing.T) {
+	steps := Steps()
+	if len(steps) != 3 {
+		t.Fatalf("%d steps, want the three experiments", len(steps))
+	}
+	for i, st := range steps {
+		if st.Name != Experiments[i].Name || st.Title == "" || st.Run == nil {
+			t.Errorf("step %d: %+v", i, st)
+		}
+	}
+}
+
+func TestWatch(t *testing.T) {
+	w := newWatch("listening on")
+	for _, p := range []string{"linerate serve: list", "ening on 10.0.0.1:7557\n", "07:00:01 a client\n\n", "partial"} {
+		if _, err := io.WriteString(w, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-w.seen:
+	default:
+		t.Fatal("the line with the word was not seen")
+	}
+	if got, want := w.match(), "linerate serve: listening on 10.0.0.1:7557"; got != want {
+		t.Errorf("match %q, want %q", got, want)
+	}
+	if got, want := w.tail(), "linerate serve: listening on 10.0.0.1:7557 | 07:00:01 a client | partial"; got != want {
+		t.Errorf("tail %q, want %q", got, want)
+	}
+	// A second matching line does not close the channel again, and only
+	// the last lines are kept.
+	io.WriteString(w, " listening on again\n")
+	for i := 0; i < 2*watchLines; i++ {
+		io.WriteString(w, "line\n")
+	}
+	if n := strings.Count(w.tail(), "|") + 1; n != watchLines {
+		t.Errorf("tail holds %d lines, want %d", n, watchLines)
+	}
+	if got := newWatch("x").tail(); got != "no output" {
+		t.Errorf("empty tail %q", got)
+	}
+}
+
+func TestRunBadConfig(t *testing.T) {
+	// Bad input is refused before anything is built, root or not.
+	_, err := Run(context.Background(), Config{Self: "/bin/true", Name: "BAD NAME"})
+	if err == nil || !usage.Is(err) {
+		t.Errorf("Run with a bad name: %v, want a usage error", err)
+	}
+}
+
+func TestJoinErrors(t *testing.T) {
+	a, b := errors.New("step failed"), context.Canceled
+	if joinErrors(nil) != nil || joinErrors([]error{nil, nil}) != nil {
+		t.Error("no errors should join to nil")
+	}
+	if got := joinErrors([]error{nil, a}); got != a {
+		t.Errorf("one error: %v", got)
+	}
+	got := joinErrors([]error{a, nil, b})
+	if got.Error() != "step failed; context canceled" || !errors.Is(got, a) || !errors.Is(got, b) {
+		t.Errorf("two errors: %q, want both on one line and in the chain", got)
+	}
+}

@@ -1,0 +1,38 @@
+package diagnose
+
+import (
+	"linerate/box"
+	"linerate/traffic"
+)
+
+// FromResult builds evidence from a saved bench result: the counter samples
+// of one end (side "client" or "server"; the first server when several)
+// and what the load generator knew. b is that end's model of the box.
+func FromResult(r *traffic.Result, side string, b *box.Box) *Evidence {
+	ev := &Evidence{Box: b}
+	target := -1
+	for _, s := range r.Samples {
+		if s.Side != side {
+			continue
+		}
+		if side == "server" {
+			if target < 0 {
+				target = s.Target
+			}
+			if s.Target != target {
+				continue
+			}
+		}
+		ev.Rates = append(ev.Rates, s.Rates)
+	}
+	sum := r.Summary
+	l := &Load{
+		SentPPS: sum.SentPPS, ReceivedPPS: sum.ReceivedPPS, LossRatio: sum.LossRatio,
+		AskedPPS: r.Spec.Rate.PPS, Local: side == "client",
+	}
+	if sum.LimitedBy == "sender" {
+		l.SenderBusy = 100
+	}
+	ev.Load = l
+	return ev
+}

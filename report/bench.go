@@ -1,0 +1,198 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"linerate/traffic"
+)
+
+// BenchInterval writes one interval line of a bench run. live rewrites the
+// same terminal line (carriage return, erase to end of line) instead of
+// adding one.
+func BenchInterval(w io.Writer, iv traffic.IntervalStats, live bool) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%6.1fs  sent %9s %10s  recv %9s %10s", iv.T,
+		benchSI(iv.SentPPS, "pps"), benchSI(iv.SentBPS, "b/s"), benchSI(iv.ReceivedPPS, "pps"), benchSI(iv.ReceivedBPS, "b/s"))
+	if len(iv.CPU) > 0 {
+		b.WriteString("  cpu")
+		for _, c := range iv.CPU {
+			fmt.Fprintf(&b, " %3.0f%%", c.Busy)
+		}
+	}
+	if iv.Warmup {
+		b.WriteString("  (warmup)")
+	}
+	if live {
+		fmt.Fprintf(w, "\r%s\x1b[K", b.String())
+		return
+	}
+	fmt.Fprintln(w, b.String())
+}
+
+// BenchEndLive ends a live interval line.
+func BenchEndLive(w io.Writer) { fmt.Fprint(w, "\r\x1b[K") }
+
+// BenchJSON writes a bench result as indented JSON (docs/bench.md).
+func BenchJSON(w io.Writer, r *traffic.Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// BenchText writes a bench result for a person: what ran, per target and
+// direction the packets, rates and loss, latency, CPU cost and what
+// limited the run.
+func BenchText(w io.Writer, r *traffic.Result) {
+	sp := r.Spec
+	what := fmt.Sprintf("%s %s", sp.Proto, sp.Direction)
+	if sp.Proto == "udp" {
+		what += fmt.Sprintf(", %d-byte frames (%d-byte payload), %d ports × %d streams", r.FrameSize, sp.Payload, sp.Ports, sp.Streams)
+	} else {
+		what += fmt.Sprintf(", %d streams", sp.Streams)
+		if sp.MSS > 0 {
+			what += fmt.Sprintf(", mss %d", sp.MSS)
+		}
+	}
+	what += fmt.Sprintf(", rate %s, %s", sp.Rate, sp.Duration.D())
+	if sp.Warmup > 0 {
+		what += fmt.Sprintf(" after %s warmup", sp.Warmup.D())
+	}
+	what += fmt.Sprintf(", %d threads, engine %s", sp.Threads, r.Engine)
+	if r.Interrupted {
+		what += " — INTERRUPTED, partial result"
+	}
+	fmt.Fprintln(w, what)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if sp.Proto == "udp" {
+		fmt.Fprintln(tw, "target\tdirection\tsent pkts\treceived\tlost\tloss\treorder\tdup\tsent pps\trecv pps\trecv bit/s\t")
+	} else {
+		fmt.Fprintln(tw, "target\tdirection\tsent bytes\treceived\tsegments\tretrans\trtt\tgoodput\t")
+	}
+	row := func(name, dir string, t *traffic.Totals, rtt string) {
+		if sp.Proto == "udp" {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t\n", name, dir, t.SentPackets, t.ReceivedPackets,
+				t.LostPackets, benchPct(t.LossRatio), t.Reordered, t.Duplicates, benchSI(t.SentPPS, ""), benchSI(t.ReceivedPPS, ""), benchSI(t.ReceivedBPS, ""))
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", name, dir, t.SentBytes, t.ReceivedBytes,
+				t.SentPackets, t.Retransmits, rtt, benchSI(t.ReceivedBPS, "b/s"))
+		}
+	}
+	for i, tr := range r.Targets {
+		for _, d := range []struct {
+			name string
+			t    *traffic.Totals
+		}{{traffic.Forward, tr.Forward}, {traffic.Reverse, tr.Reverse}} {
+			if d.t != nil {
+				row(tr.Target, d.name, d.t, benchRTT(r, i, d.name))
+			}
+		}
+	}
+	if len(r.Targets) > 1 || (len(r.Targets) == 1 && r.Targets[0].Forward != nil && r.Targets[0].Reverse != nil) {
+		row("total", "", &r.Summary.Totals, "")
+	}
+	tw.Flush()
+	if sp.Proto == "tcp" && len(r.Streams) > 1 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "stream\tdirection\tgoodput\tretrans\trtt\t")
+		for _, s := range r.Streams {
+			rtt := ""
+			if s.TCP != nil {
+				rtt = fmt.Sprintf("%.2fms", float64(s.TCP.RTTMicros)/1000)
+			}
+			fmt.Fprintf(tw, "%d/%d\t%s\t%s\t%d\t%s\t\n", s.Target, s.Stream, s.Direction, benchSI(s.ReceivedBPS, "b/s"), s.Retransmits, rtt)
+		}
+		tw.Flush()
+	}
+	for _, tr := range r.Targets {
+		if x := tr.XDP; x != nil {
+			if x.Error != "" {
+				fmt.Fprintf(w, "xdp       %s: %s\n", tr.Target, x.Error)
+				continue
+			}
+			fmt.Fprintf(w, "xdp       %s: %d packets reached %s (%s pps, %s mode)\n", tr.Target, x.Packets, x.Interface, benchSI(x.PPS, ""), x.Mode)
+		}
+	}
+	sum := r.Summary
+	if sum.LatencyIdle != nil || sum.LatencyLoad != nil {
+		fmt.Fprintf(w, "latency   idle %s\n          load %s\n", benchLatency(sum.LatencyIdle), benchLatency(sum.LatencyLoad))
+	}
+	fmt.Fprintf(w, "cpu       client %s   server %s\n", benchCost(sum.CPUSeconds.Client, sum.CPUSecondsPerMpkt.Client, sum.CPUSecondsPerGbit.Client),
+		benchCost(sum.CPUSeconds.Server, sum.CPUSecondsPerMpkt.Server, sum.CPUSecondsPerGbit.Server))
+	if sum.LimitedBy != "" {
+		fmt.Fprintf(w, "limited by %s: %s\n", sum.LimitedBy, sum.LimitedWhy)
+	} else if sum.LimitedWhy != "" {
+		fmt.Fprintf(w, "limited by: cannot tell (%s)\n", sum.LimitedWhy)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	for _, tr := range r.Targets {
+		for _, n := range tr.Notes {
+			fmt.Fprintf(w, "note: %s: %s\n", tr.Target, n)
+		}
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintln(w, "error:", e)
+	}
+}
+
+func benchRTT(r *traffic.Result, target int, dir string) string {
+	var sum float64
+	n := 0
+	for _, s := range r.Streams {
+		if s.Target == target && s.Direction == dir && s.TCP != nil {
+			sum += float64(s.TCP.RTTMicros)
+			n++
+		}
+	}
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fms", sum/float64(n)/1000)
+}
+
+func benchLatency(l *traffic.Latency) string {
+	if l == nil {
+		return "-"
+	}
+	if l.Received == 0 {
+		return fmt.Sprintf("no reply to %d probes", l.Sent)
+	}
+	return fmt.Sprintf("p50 %.3fms  p90 %.3fms  p99 %.3fms  max %.3fms  (%d/%d probes answered)",
+		l.P50, l.P90, l.P99, l.Max, l.Received, l.Sent)
+}
+
+func benchCost(secs, perMpkt, perGbit *float64) string {
+	if secs == nil {
+		return "not sampled"
+	}
+	s := fmt.Sprintf("%.2f CPU-s", *secs)
+	if perMpkt != nil {
+		s += fmt.Sprintf(", %.3f s/Mpkt", *perMpkt)
+	}
+	if perGbit != nil {
+		s += fmt.Sprintf(", %.3f s/Gbit", *perGbit)
+	}
+	return s
+}
+
+func benchPct(r float64) string { return strconv.FormatFloat(r*100, 'f', 3, 64) + "%" }
+
+// si prints v with a k, M or G prefix and the unit.
+func benchSI(v float64, unit string) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fG%s", v/1e9, unit)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM%s", v/1e6, unit)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk%s", v/1e3, unit)
+	}
+	return fmt.Sprintf("%.0f%s", v, unit)
+}

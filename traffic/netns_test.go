@@ -1,0 +1,579 @@
+package traffic
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+
+	"linerate/box"
+	"linerate/internal/testenv"
+	"linerate/source/ethtool"
+	"linerate/source/procfs"
+)
+
+// lab is two network namespaces joined by a veth pair: the client in a
+// (lra, 10.99.0.1) and a server in b (lrb, 10.99.0.2).
+type lab struct {
+	a, b   *testenv.NetNS
+	server string // control address of the server in b
+}
+
+func newLab(t *testing.T, srv *Server) *lab {
+	t.Helper()
+	testenv.RequireRoot(t)
+	l := &lab{a: testenv.NewNetNS(t), b: testenv.NewNetNS(t)}
+	testenv.Veth(t, l.a, "lra", l.b, "lrb", 1)
+	l.a.AddAddr(t, "lra", "10.99.0.1/24")
+	l.b.AddAddr(t, "lrb", "10.99.0.2/24")
+	srv.Setup = l.b.Do
+	srv.Sampling = sampling(l.b)
+	var ln interface{ Close() error }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	err := l.b.Do(func() error {
+		lc, err := net.Listen("tcp", "10.99.0.2:0")
+		if err != nil {
+			return err
+		}
+		ln = lc
+		l.server = lc.Addr().String()
+		go func() { done <- srv.Serve(ctx, lc) }()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("server in %s: %v", l.b.Name, err)
+	}
+	_ = ln
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	return l
+}
+
+// sampling records counters inside ns, reading /proc/thread-self/net from
+// a thread switched into it.
+func sampling(ns *testenv.NetNS) Sampling {
+	fs := procfs.NewFS("/proc").WithNetDir("/proc/thread-self/net")
+	return func(each func(box.Rates)) func() ([]box.Rates, error) {
+		read := func() (box.Counters, error) {
+			var c box.Counters
+			err := ns.Do(func() error {
+				var err error
+				c, err = box.ReadCounters(fs, nil, nil)
+				return err
+			})
+			return c, err
+		}
+		return startTestLoop(read, each)
+	}
+}
+
+// startTestLoop is a minimal once-a-second sampler for these tests (the
+// real one is package sample, which imports this package's users, not it).
+func startTestLoop(read func() (box.Counters, error), each func(box.Rates)) func() ([]box.Rates, error) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var out []box.Rates
+	var firstErr error
+	prev, err := read()
+	if err != nil {
+		firstErr = err
+	}
+	take := func() {
+		c, err := read()
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			return
+		}
+		if !prev.Time.IsZero() {
+			r := box.Delta(prev, c)
+			out = append(out, r)
+			if each != nil {
+				each(r)
+			}
+		}
+		prev = c
+	}
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(time.Second)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				take()
+			}
+		}
+	}()
+	return func() ([]box.Rates, error) {
+		close(stop)
+		<-done
+		take()
+		return out, firstErr
+	}
+}
+
+// ifStats reads an interface's packet and byte counters inside ns.
+type linkCount struct{ rxPk, txPk, rxBytes, txBytes uint64 }
+
+func ifStats(t *testing.T, ns *testenv.NetNS, iface string) linkCount {
+	t.Helper()
+	h := ns.Netlink(t)
+	l, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatalf("%s in %s: %v", iface, ns.Name, err)
+	}
+	s := l.Attrs().Statistics
+	if s == nil {
+		t.Fatalf("%s: no statistics", iface)
+	}
+	return linkCount{s.RxPackets, s.TxPackets, s.RxBytes, s.TxBytes}
+}
+
+// snmp reads one field of /proc/net/snmp inside ns.
+func snmp(t *testing.T, ns *testenv.NetNS, section, field string) uint64 {
+	t.Helper()
+	var b []byte
+	if err := ns.Do(func() error {
+		var err error
+		b, err = os.ReadFile("/proc/thread-self/net/snmp")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], section+":") || !strings.HasPrefix(lines[i+1], section+":") {
+			continue
+		}
+		names, vals := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		for j, n := range names {
+			if n == field && j < len(vals) {
+				v, _ := strconv.ParseUint(vals[j], 10, 64)
+				return v
+			}
+		}
+	}
+	t.Fatalf("%s %s not in snmp", section, field)
+	return 0
+}
+
+func (l *lab) config(sp Spec) Config {
+	return Config{Targets: []string{l.server}, Spec: sp, Setup: l.a.Do, Sampling: sampling(l.a)}
+}
+
+func udpSpec(d time.Duration, rate Rate) Spec {
+	return Spec{Proto: "udp", Direction: Forward, Duration: Seconds(d), Rate: rate, Streams: 1, Ports: 1, Threads: 1}
+}
+
+// closeTo reports whether got is within frac of want.
+func closeTo(got, want uint64, frac float64) bool {
+	return math.Abs(float64(got)-float64(want)) <= frac*float64(want)
+}
+
+func TestUDPCountsMatchInterfaces(t *testing.T) {
+	l := newLab(t, &Server{})
+	before := [2]linkCount{ifStats(t, l.a, "lra"), ifStats(t, l.b, "lrb")}
+	cfg := l.config(udpSpec(time.Second, Rate{PPS: 100000}))
+	cfg.FrameSize = 64
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := [2]linkCount{ifStats(t, l.a, "lra"), ifStats(t, l.b, "lrb")}
+	tx := after[0].txPk - before[0].txPk
+	rx := after[1].rxPk - before[1].rxPk
+	s := res.Summary
+	t.Logf("linerate sent %d received %d (%.0f pps); lra tx %d, lrb rx %d", s.SentPackets, s.ReceivedPackets, s.ReceivedPPS, tx, rx)
+	if s.SentPackets < 1000 {
+		t.Fatalf("sent only %d packets", s.SentPackets)
+	}
+	if !closeTo(s.SentPackets, tx, 0.005) {
+		t.Errorf("sent %d packets, the client's interface sent %d: more than 0.5%% apart", s.SentPackets, tx)
+	}
+	if !closeTo(s.ReceivedPackets, rx, 0.005) {
+		t.Errorf("received %d packets, the server's interface received %d: more than 0.5%% apart", s.ReceivedPackets, rx)
+	}
+	if s.LostPackets != s.SentPackets-min(s.SentPackets, s.ReceivedPackets-s.Duplicates) {
+		t.Errorf("lost %d of %d sent, %d received", s.LostPackets, s.SentPackets, s.ReceivedPackets)
+	}
+	// Frames of 64 bytes: 60 on the interface (no FCS).
+	if b := after[1].rxBytes - before[1].rxBytes; !closeTo(b, rx*60, 0.01) {
+		t.Errorf("lrb received %d bytes in %d packets, want 60 per packet", b, rx)
+	}
+	if len(res.Samples) == 0 {
+		t.Error("no samples in the result")
+	}
+	sides := map[string]bool{}
+	for _, sm := range res.Samples {
+		sides[sm.Side] = true
+	}
+	if !sides["client"] || !sides["server"] {
+		t.Errorf("samples from %v, want client and server", sides)
+	}
+}
+
+func TestUDPRateCap(t *testing.T) {
+	l := newLab(t, &Server{})
+	const pps = 20000
+	d := 1500 * time.Millisecond
+	cfg := l.config(udpSpec(d, Rate{PPS: pps}))
+	cfg.Spec.Warmup = Seconds(200 * time.Millisecond)
+	cfg.FrameSize = 128
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	limit := pps*d.Seconds() + max(4*float64(batchFor(pps, sendBatch)), pps*0.1)
+	t.Logf("asked %d pps: sent %d packets in %.2fs = %.0f pps (%.2f%% of asked); received %.0f pps",
+		pps, s.SentPackets, s.Seconds, s.SentPPS, s.SentPPS/pps*100, s.ReceivedPPS)
+	t.Logf("limited by %s: %s", s.LimitedBy, s.LimitedWhy)
+	if float64(s.SentPackets) > limit {
+		t.Errorf("sent %d packets in %s at %d pps: more than the cap allows (%.0f)", s.SentPackets, d, pps, limit)
+	}
+	if s.SentPackets == 0 || s.ReceivedPackets == 0 {
+		t.Errorf("nothing went: %+v", s.Totals)
+	}
+	if res.Summary.LimitedBy != "asked rate" && s.SentPPS >= 0.99*pps {
+		t.Errorf("limited by %q with the rate met", res.Summary.LimitedBy)
+	}
+}
+
+func TestUDPLossFromSmallBuffer(t *testing.T) {
+	l := newLab(t, &Server{})
+	before := snmp(t, l.b, "Udp", "RcvbufErrors")
+	cfg := l.config(udpSpec(time.Second, Rate{}))
+	cfg.Spec.RecvBuf = 1 // the kernel rounds it up to its minimum
+	cfg.FrameSize = 64
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drops := snmp(t, l.b, "Udp", "RcvbufErrors") - before
+	s := res.Summary
+	t.Logf("sent %d, received %d, lost %d (%.1f%%); server RcvbufErrors +%d; limited by %s: %s",
+		s.SentPackets, s.ReceivedPackets, s.LostPackets, s.LossRatio*100, drops, s.LimitedBy, s.LimitedWhy)
+	if s.LostPackets == 0 || drops == 0 {
+		t.Fatalf("no loss with a tiny receive buffer: lost %d, RcvbufErrors +%d", s.LostPackets, drops)
+	}
+	// Every packet the socket refused is one linerate counts lost (the
+	// veth path itself may drop a few more).
+	if s.LostPackets < drops-drops/200 {
+		t.Errorf("lost %d < %d dropped by the receive buffer", s.LostPackets, drops)
+	}
+	if s.LostPackets > s.SentPackets {
+		t.Errorf("lost %d of %d sent", s.LostPackets, s.SentPackets)
+	}
+}
+
+// dropEveryNth installs, inside ns, an nftables rule that drops every nth
+// UDP packet coming in (numgen inc mod n == 0).
+func dropEveryNth(t *testing.T, ns *testenv.NetNS, n uint32) {
+	t.Helper()
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: "lrtest"})
+	pol := nftables.ChainPolicyAccept
+	ch := c.AddChain(&nftables.Chain{Name: "in", Table: tbl, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter, Policy: &pol})
+	c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_UDP}},
+		&expr.Numgen{Register: 1, Modulus: n, Type: unix.NFT_NG_INCREMENTAL},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0, 0, 0, 0}},
+		&expr.Verdict{Kind: expr.VerdictDrop},
+	}})
+	if err := c.Flush(); err != nil {
+		t.Skipf("nftables not usable here: %v", err)
+	}
+}
+
+func TestUDPLossFromDropRule(t *testing.T) {
+	l := newLab(t, &Server{})
+	dropEveryNth(t, l.b, 10)
+	cfg := l.config(udpSpec(time.Second, Rate{PPS: 50000}))
+	cfg.FrameSize = 64
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	t.Logf("sent %d, received %d, lost %d (%.2f%%), limited by %s", s.SentPackets, s.ReceivedPackets, s.LostPackets, s.LossRatio*100, s.LimitedBy)
+	if math.Abs(s.LossRatio-0.1) > 0.005 {
+		t.Errorf("loss ratio %.4f with every 10th packet dropped, want 0.1 ± 0.005", s.LossRatio)
+	}
+	if s.Reordered != 0 || s.Duplicates != 0 {
+		t.Errorf("reordered %d, duplicates %d on a veth pair", s.Reordered, s.Duplicates)
+	}
+	if s.LimitedBy != "network path" {
+		t.Errorf("limited by %q (%s), want network path", s.LimitedBy, s.LimitedWhy)
+	}
+}
+
+func TestUDPReverseAndBidir(t *testing.T) {
+	l := newLab(t, &Server{})
+	for _, dir := range []string{Reverse, Bidir} {
+		t.Run(dir, func(t *testing.T) {
+			sp := udpSpec(500*time.Millisecond, Rate{PPS: 20000})
+			sp.Direction, sp.Ports, sp.Threads = dir, 2, 2
+			cfg := l.config(sp)
+			cfg.FrameSize = 100
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := res.Targets[0]
+			if tr.Reverse == nil || tr.Reverse.ReceivedPackets == 0 {
+				t.Fatalf("nothing came back: %+v", tr.Reverse)
+			}
+			if (dir == Bidir) != (tr.Forward != nil) {
+				t.Fatalf("forward %+v for %s", tr.Forward, dir)
+			}
+			if tr.Reverse.Seconds < 0.49 {
+				t.Errorf("the server sent for %.2fs of 0.5s", tr.Reverse.Seconds)
+			}
+			if tr.Reverse.LossRatio > 0.01 {
+				t.Errorf("reverse loss %.3f at 20 kpps", tr.Reverse.LossRatio)
+			}
+			want := 2 // ports × streams
+			if dir == Bidir {
+				want = 4
+			}
+			if len(res.Streams) != want {
+				t.Errorf("%d streams, want %d", len(res.Streams), want)
+			}
+		})
+	}
+}
+
+func TestTCPSmallMSS(t *testing.T) {
+	l := newLab(t, &Server{})
+	// Segmentation offloads on a veth carry several segments in one
+	// packet; turn them off so the interface counts what a wire would.
+	if err := l.a.Do(func() error {
+		et, err := ethtool.NewLive()
+		if err != nil {
+			return err
+		}
+		defer et.Close()
+		return et.SetFeatures("lra", map[string]bool{"tcp-segmentation-offload": false, "generic-segmentation-offload": false})
+	}); err != nil {
+		t.Fatalf("offloads off on lra: %v", err)
+	}
+	before := ifStats(t, l.a, "lra")
+	sp := Spec{Proto: "tcp", Direction: Forward, Duration: Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1, MSS: 88}
+	res, err := Run(context.Background(), l.config(sp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := ifStats(t, l.a, "lra")
+	pk, by := after.txPk-before.txPk, after.txBytes-before.txBytes
+	if len(res.Streams) != 1 || res.Streams[0].TCP == nil {
+		t.Fatalf("streams %+v", res.Streams)
+	}
+	mss := res.Streams[0].TCP.SndMSS
+	avg := float64(by) / float64(pk)
+	// Ethernet 14 + IPv4 20 + TCP 20, and 12 bytes of timestamps when the
+	// MSS left room for them (88 - 76).
+	want := float64(mss) + 54 + float64(88-mss)
+	t.Logf("mss %d: %d packets, %d bytes, %.1f bytes per packet (want ~%.0f); goodput %.1f Mbit/s, %d segments",
+		mss, pk, by, avg, want, res.Summary.ReceivedBPS/1e6, res.Summary.SentPackets)
+	if mss == 0 || mss > 88 {
+		t.Fatalf("snd_mss %d with --mss 88", mss)
+	}
+	if math.Abs(avg-want) > 4 {
+		t.Errorf("average packet %.1f bytes, want %.0f ± 4", avg, want)
+	}
+	if res.Summary.ReceivedBytes != res.Summary.SentBytes {
+		t.Errorf("sent %d bytes, received %d", res.Summary.SentBytes, res.Summary.ReceivedBytes)
+	}
+}
+
+func TestTCPStreams(t *testing.T) {
+	l := newLab(t, &Server{})
+	for _, dir := range []string{Forward, Reverse, Bidir, "zerocopy"} {
+		t.Run(dir, func(t *testing.T) {
+			sp := Spec{Proto: "tcp", Direction: dir, Duration: Seconds(500 * time.Millisecond), Warmup: Seconds(200 * time.Millisecond),
+				Streams: 2, Ports: 1, Threads: 1}
+			if dir == "zerocopy" {
+				sp.Direction, sp.ZeroCopy = Bidir, true
+			}
+			res, err := Run(context.Background(), l.config(sp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := res.Summary
+			t.Logf("%s: %.2f Gbit/s, %d retransmits", dir, s.ReceivedBPS/1e9, s.Retransmits)
+			if s.ReceivedBytes == 0 || s.SentBytes == 0 {
+				t.Fatalf("nothing moved: %+v", s.Totals)
+			}
+			for _, st := range res.Streams {
+				if st.ReceivedBytes != st.SentBytes {
+					t.Errorf("stream %d %s: sent %d bytes, received %d", st.Stream, st.Direction, st.SentBytes, st.ReceivedBytes)
+				}
+				if st.TCP == nil || st.TCP.RTTMicros == 0 {
+					t.Errorf("stream %d %s: no TCP_INFO", st.Stream, st.Direction)
+				}
+			}
+		})
+	}
+}
+
+func TestBindNotLocal(t *testing.T) {
+	l := newLab(t, &Server{})
+	cfg := l.config(udpSpec(time.Second, Rate{}))
+	cfg.Bind = mustAddr("10.99.0.77")
+	_, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "not on this host") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNothingListening(t *testing.T) {
+	l := newLab(t, &Server{})
+	cfg := l.config(udpSpec(time.Second, Rate{}))
+	cfg.Targets = []string{"10.99.0.2:1"}
+	_, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "nothing listening") {
+		t.Fatalf("err = %v", err)
+	}
+	cfg.Targets = []string{"10.99.0.3"}
+	cfg.DialTimeout = 500 * time.Millisecond
+	_, err = Run(context.Background(), cfg)
+	if err == nil || !(strings.Contains(err.Error(), "unreachable") || strings.Contains(err.Error(), "no answer")) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestFrameOverMTU(t *testing.T) {
+	l := newLab(t, &Server{})
+	cfg := l.config(udpSpec(time.Second, Rate{}))
+	cfg.FrameSize = 1600
+	_, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "MTU") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestInterruptedRunReturnsPartial(t *testing.T) {
+	l := newLab(t, &Server{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := l.config(udpSpec(20*time.Second, Rate{PPS: 10000}))
+	cfg.FrameSize = 64
+	cfg.OnInterval = func(IntervalStats) { cancel() }
+	start := time.Now()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Interrupted || time.Since(start) > 5*time.Second {
+		t.Fatalf("interrupted %v after %s", res.Interrupted, time.Since(start))
+	}
+	if res.Summary.SentPackets == 0 || res.Summary.ReceivedPackets == 0 {
+		t.Fatalf("partial result empty: %+v", res.Summary.Totals)
+	}
+	if res.Summary.LossRatio > 0.01 {
+		t.Errorf("loss %.3f in a partial run: the server did not get the client's counts", res.Summary.LossRatio)
+	}
+}
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func TestMultipleTargets(t *testing.T) {
+	srv := &Server{}
+	l := newLab(t, srv)
+	// A second address on the server's interface, and a second listener of
+	// the same server on it (serve --listen A --listen B).
+	l.b.AddAddr(t, "lrb", "10.99.0.3/24")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var second string
+	if err := l.b.Do(func() error {
+		ln, err := net.Listen("tcp", "10.99.0.3:0")
+		if err != nil {
+			return err
+		}
+		second = ln.Addr().String()
+		go func() { done <- srv.Serve(ctx, ln) }()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-done })
+	cfg := l.config(udpSpec(700*time.Millisecond, Rate{PPS: 10000}))
+	cfg.Targets = append(cfg.Targets, second)
+	cfg.FrameSize = 64
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Targets) != 2 {
+		t.Fatalf("%d targets", len(res.Targets))
+	}
+	var sum uint64
+	for i, tr := range res.Targets {
+		t.Logf("target %s: sent %d received %d (%.0f pps)", tr.Target, tr.SentPackets, tr.ReceivedPackets, tr.ReceivedPPS)
+		if tr.ReceivedPackets == 0 || tr.Forward == nil {
+			t.Errorf("target %d received nothing", i)
+		}
+		sum += tr.ReceivedPackets
+	}
+	if res.Summary.ReceivedPackets != sum {
+		t.Errorf("summary received %d, targets add up to %d", res.Summary.ReceivedPackets, sum)
+	}
+	if res.Targets[0].ServerID == "" || res.Targets[0].ServerID != res.Targets[1].ServerID {
+		t.Errorf("server ids %q %q: one serve process", res.Targets[0].ServerID, res.Targets[1].ServerID)
+	}
+	// Each target gets the asked rate.
+	if r := res.Summary.SentPPS; r > 2*10000*1.02 {
+		t.Errorf("sent %.0f pps for 2 targets at 10 kpps", r)
+	}
+}
+
+func TestRingEngine(t *testing.T) {
+	l := newLab(t, &Server{})
+	cfg := l.config(udpSpec(500*time.Millisecond, Rate{PPS: 20000}))
+	cfg.Engine = "ring"
+	cfg.FrameSize = 64
+	cfg.Spec.Ports = 2
+	cfg.Spec.XDP = true
+	before := ifStats(t, l.b, "lrb")
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx := ifStats(t, l.b, "lrb").rxPk - before.rxPk
+	s := res.Summary
+	t.Logf("ring: sent %d, received %d, lrb rx %d, xdp %+v", s.SentPackets, s.ReceivedPackets, rx, res.Targets[0].XDP)
+	if s.SentPackets == 0 || s.LostPackets > s.SentPackets/100 {
+		t.Fatalf("sent %d, lost %d", s.SentPackets, s.LostPackets)
+	}
+	if !closeTo(s.ReceivedPackets, rx, 0.005) {
+		t.Errorf("received %d, lrb received %d", s.ReceivedPackets, rx)
+	}
+	if x := res.Targets[0].XDP; x == nil || (x.Error == "" && !closeTo(x.Packets, s.ReceivedPackets, 0.01)) {
+		t.Errorf("xdp %+v for %d received", x, s.ReceivedPackets)
+	}
+}

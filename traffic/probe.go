@@ -1,0 +1,196 @@
+package traffic
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+)
+
+// echo answers latency probes on a UDP socket, only from the address of
+// the control connection's peer.
+type echo struct {
+	conn *net.UDPConn
+	peer netip.Addr
+	done chan struct{}
+}
+
+func newEcho(local netip.Addr, peer netip.Addr) (*echo, error) {
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
+	if err != nil {
+		return nil, err
+	}
+	e := &echo{conn: c, peer: peer.Unmap(), done: make(chan struct{})}
+	go e.run()
+	return e, nil
+}
+
+func (e *echo) port() uint16 { return netip.MustParseAddrPort(e.conn.LocalAddr().String()).Port() }
+
+func (e *echo) run() {
+	defer close(e.done)
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := e.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		h, ok := parseHeader(buf[:n])
+		if !ok || h.flags != flagProbe || from.Addr().Unmap() != e.peer {
+			continue
+		}
+		buf[1] = flagReply
+		_, _ = e.conn.WriteToUDPAddrPort(buf[:n], from)
+	}
+}
+
+func (e *echo) close() {
+	e.conn.Close()
+	<-e.done
+}
+
+// Latency is round-trip times of probes, in milliseconds.
+type Latency struct {
+	Sent     int     `json:"sent"`
+	Received int     `json:"received"`
+	Min      float64 `json:"min_ms"`
+	P50      float64 `json:"p50_ms"`
+	P90      float64 `json:"p90_ms"`
+	P99      float64 `json:"p99_ms"`
+	Max      float64 `json:"max_ms"`
+}
+
+// summarize computes percentiles (nearest rank) of rtts.
+func summarize(rtts []time.Duration, sent int) *Latency {
+	l := &Latency{Sent: sent, Received: len(rtts)}
+	if len(rtts) == 0 {
+		return l
+	}
+	s := slices.Clone(rtts)
+	slices.Sort(s)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	rank := func(p float64) time.Duration {
+		i := int(p*float64(len(s))+0.999999) - 1
+		return s[min(max(i, 0), len(s)-1)]
+	}
+	l.Min, l.Max = ms(s[0]), ms(s[len(s)-1])
+	l.P50, l.P90, l.P99 = ms(rank(0.50)), ms(rank(0.90)), ms(rank(0.99))
+	return l
+}
+
+// prober sends probes to a server's echo port at a fixed interval and
+// keeps the round trips, labelled by the phase they were sent in.
+type prober struct {
+	conn     *net.UDPConn
+	interval time.Duration
+	mu       sync.Mutex
+	phase    int // index into rtts
+	rtts     [2][]time.Duration
+	sent     [2]int
+	seq      uint32
+	quiet    chan struct{} // closed: send no more probes
+	stop     chan struct{} // closed: stop reading
+	wg       sync.WaitGroup
+}
+
+const (
+	phaseIdle = 0
+	phaseLoad = 1
+)
+
+func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration) (*prober, error) {
+	var laddr *net.UDPAddr
+	if local.IsValid() {
+		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0))
+	}
+	c, err := net.DialUDP("udp", laddr, net.UDPAddrFromAddrPort(to))
+	if err != nil {
+		return nil, err
+	}
+	p := &prober{conn: c, interval: interval, quiet: make(chan struct{}), stop: make(chan struct{})}
+	p.wg.Add(2)
+	go p.send()
+	go p.recv()
+	return p, nil
+}
+
+func (p *prober) setPhase(ph int) {
+	p.mu.Lock()
+	p.phase = ph
+	p.mu.Unlock()
+}
+
+func (p *prober) send() {
+	defer p.wg.Done()
+	t := time.NewTicker(p.interval)
+	defer t.Stop()
+	buf := make([]byte, headerLen)
+	for {
+		select {
+		case <-p.quiet:
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		ph := p.phase
+		p.sent[ph]++
+		p.seq++
+		seq := p.seq
+		p.mu.Unlock()
+		// The phase rides in the stream field so that a late reply is
+		// filed under the phase it was sent in.
+		putHeader(buf, header{flags: flagProbe, stream: uint16(ph), seq: seq, sent: time.Now().UnixNano()})
+		_, _ = p.conn.Write(buf)
+	}
+}
+
+func (p *prober) recv() {
+	defer p.wg.Done()
+	buf := make([]byte, 2048)
+	for {
+		n, err := p.conn.Read(buf)
+		if err != nil {
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				continue
+			}
+			// ECONNREFUSED from an ICMP answer: keep listening.
+			time.Sleep(p.interval)
+			continue
+		}
+		now := time.Now()
+		h, ok := parseHeader(buf[:n])
+		if !ok || h.flags != flagReply || h.stream > phaseLoad {
+			continue
+		}
+		p.mu.Lock()
+		p.rtts[h.stream] = append(p.rtts[h.stream], now.Sub(h.sentTime()))
+		p.mu.Unlock()
+	}
+}
+
+// finish waits for late replies, stops and returns idle and loaded
+// latencies (nil when no probe of that phase was sent).
+func (p *prober) finish(wait time.Duration) (idle, load *Latency) {
+	close(p.quiet)
+	time.Sleep(wait)
+	close(p.stop)
+	_ = p.conn.SetReadDeadline(time.Now())
+	p.wg.Wait()
+	p.conn.Close()
+	if p.sent[phaseIdle] > 0 {
+		idle = summarize(p.rtts[phaseIdle], p.sent[phaseIdle])
+	}
+	if p.sent[phaseLoad] > 0 {
+		load = summarize(p.rtts[phaseLoad], p.sent[phaseLoad])
+	}
+	return idle, load
+}

@@ -1,0 +1,198 @@
+package traffic
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"linerate/box"
+)
+
+// ProtocolVersion is the control protocol's version (docs/bench.md). A
+// server refuses a client whose version differs.
+const ProtocolVersion = 1
+
+// Message types on the control connection, in the order they usually go.
+const (
+	msgHello    = "hello"    // client: version, token
+	msgWelcome  = "welcome"  // server: version, limits
+	msgTest     = "test"     // client: Spec
+	msgAccept   = "accept"   // server: Accept
+	msgStart    = "start"    // client: go
+	msgRunning  = "running"  // server: its clock started
+	msgInterval = "interval" // server, once a second: Interval
+	msgStop     = "stop"     // client: its senders are done (Sent)
+	msgResult   = "result"   // server: ServerResult
+	msgBye      = "bye"      // client: no more tests
+	msgError    = "error"    // either: Error, then the sender closes
+)
+
+// Message is one line of the control protocol: a JSON object ending in a
+// newline. Type says which other fields are set.
+type Message struct {
+	Type     string `json:"type"`
+	Version  int    `json:"version,omitempty"`
+	Linerate string `json:"linerate,omitempty"`
+	Token    string `json:"token,omitempty"`
+	// ServerID is random per serve process: targets with the same one
+	// share a machine (its CPU is counted once).
+	ServerID string        `json:"server_id,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Limits   *Limits       `json:"limits,omitempty"`
+	Spec     *Spec         `json:"spec,omitempty"`
+	Accept   *Accept       `json:"accept,omitempty"`
+	Sent     []Count       `json:"sent,omitempty"`
+	Interval *Interval     `json:"interval,omitempty"`
+	Result   *ServerResult `json:"result,omitempty"`
+}
+
+// Limits are what a server caps: a longer or faster test is shortened or
+// slowed to them (and the Accept says so).
+type Limits struct {
+	MaxDuration Seconds `json:"max_duration"`
+	// MaxRate caps each direction's rate; zero is no cap.
+	MaxRate Rate `json:"max_rate"`
+}
+
+// Accept is the server's answer to a test: the Spec it runs and where to
+// send data.
+type Accept struct {
+	Spec Spec `json:"spec"`
+	// Cookie is written first on every TCP data connection (16 hex digits).
+	Cookie string `json:"cookie"`
+	// UDPPorts receive the client's datagrams (forward, bidir).
+	UDPPorts []uint16 `json:"udp_ports,omitempty"`
+	// TCPPort accepts the client's data connections.
+	TCPPort uint16 `json:"tcp_port,omitempty"`
+	// ProbePort echoes latency probes.
+	ProbePort uint16 `json:"probe_port,omitempty"`
+	// Notes tell what the server changed (a capped duration or rate).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Interval is what the server saw in one second of a test.
+type Interval struct {
+	// T is seconds since the server's start.
+	T float64 `json:"t"`
+	// Received and Sent are cumulative since the start, warmup included.
+	ReceivedPackets uint64 `json:"received_packets"`
+	ReceivedBytes   uint64 `json:"received_bytes"`
+	SentPackets     uint64 `json:"sent_packets"`
+	SentBytes       uint64 `json:"sent_bytes"`
+}
+
+// ServerResult is what the server counted in a test.
+type ServerResult struct {
+	// Received holds per-stream counts of what the client sent (forward,
+	// bidir); Sent what the server sent (reverse, bidir).
+	Received []Count     `json:"received,omitempty"`
+	Sent     []Count     `json:"sent,omitempty"`
+	TCP      []TCPStat   `json:"tcp,omitempty"`
+	Threads  []ThreadCPU `json:"threads,omitempty"`
+	// Seconds is the measured window as the server's clock saw it.
+	Seconds float64 `json:"seconds"`
+	// Samples are the server's counters once a second over the measured
+	// window; SampleError says why there are none.
+	Samples []box.Rates `json:"samples,omitempty"`
+	// XDP is what the XDP counter saw on the receiving interface (with
+	// Spec.XDP).
+	XDP         *XDPStat `json:"xdp,omitempty"`
+	SampleError string   `json:"sample_error,omitempty"`
+	Errors      []string `json:"errors,omitempty"`
+}
+
+// XDPStat is what an XDP counter on the receiving interface counted in the
+// measured window: packets that reached the interface, before any socket.
+type XDPStat struct {
+	Interface string  `json:"interface"`
+	Mode      string  `json:"mode,omitempty"` // "native" or "generic"
+	Packets   uint64  `json:"packets"`
+	Bytes     uint64  `json:"bytes"`
+	PPS       float64 `json:"pps"`
+	Error     string  `json:"error,omitempty"`
+}
+
+// maxLine bounds one control message (a result with samples of a big box
+// is a few hundred KB).
+const maxLine = 64 << 20
+
+// ctl is one end of a control connection.
+type ctl struct {
+	c  net.Conn
+	r  *bufio.Reader
+	wt time.Duration
+}
+
+func newCtl(c net.Conn) *ctl {
+	return &ctl{c: c, r: bufio.NewReaderSize(c, 64<<10), wt: 10 * time.Second}
+}
+
+// errProtocol marks a peer that broke the protocol.
+var errProtocol = errors.New("protocol error")
+
+// read reads one message, waiting at most d.
+func (c *ctl) read(d time.Duration) (*Message, error) {
+	if err := c.c.SetReadDeadline(time.Now().Add(d)); err != nil {
+		return nil, err
+	}
+	var line []byte
+	for {
+		part, isPrefix, err := c.r.ReadLine()
+		if err != nil {
+			return nil, err
+		}
+		line = append(line, part...)
+		if len(line) > maxLine {
+			return nil, fmt.Errorf("%w: message longer than %d bytes", errProtocol, maxLine)
+		}
+		if !isPrefix {
+			break
+		}
+	}
+	var m Message
+	if err := json.Unmarshal(line, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", errProtocol, err)
+	}
+	if m.Type == "" {
+		return nil, fmt.Errorf("%w: message without a type", errProtocol)
+	}
+	return &m, nil
+}
+
+// expect reads one message of type want; an error message from the peer
+// becomes an error.
+func (c *ctl) expect(d time.Duration, want string) (*Message, error) {
+	m, err := c.read(d)
+	if err != nil {
+		return nil, err
+	}
+	if m.Type == msgError {
+		return nil, &PeerError{Msg: m.Error}
+	}
+	if m.Type != want {
+		return nil, fmt.Errorf("%w: got %q, want %q", errProtocol, m.Type, want)
+	}
+	return m, nil
+}
+
+func (c *ctl) write(m *Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if err := c.c.SetWriteDeadline(time.Now().Add(c.wt)); err != nil {
+		return err
+	}
+	_, err = c.c.Write(b)
+	return err
+}
+
+// PeerError is an error the other end reported (a wrong token, a refused
+// test, a busy server).
+type PeerError struct{ Msg string }
+
+func (e *PeerError) Error() string { return e.Msg }

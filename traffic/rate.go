@@ -1,0 +1,191 @@
+package traffic
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Frame sizes: an Ethernet frame is a 14-byte header, the IP packet and a
+// 4-byte FCS (IEEE 802.3). IPv4 headers are 20 bytes without options
+// (RFC 791), IPv6 40 (RFC 8200), UDP 8 (RFC 768), TCP 20 without options
+// (RFC 9293).
+const (
+	ethOverhead  = 14 + 4
+	ipv4Header   = 20
+	ipv6Header   = 40
+	udpHeader    = 8
+	tcpHeader    = 20
+	minFrameSize = 64
+)
+
+// UDPOverhead is the bytes of an Ethernet frame around a UDP payload.
+func UDPOverhead(v4 bool) int {
+	if v4 {
+		return ethOverhead + ipv4Header + udpHeader
+	}
+	return ethOverhead + ipv6Header + udpHeader
+}
+
+// Rate is an asked sending rate: packets or bits per second. The zero value
+// means as fast as possible.
+type Rate struct {
+	PPS float64 `json:"pps,omitempty"`
+	BPS float64 `json:"bps,omitempty"`
+}
+
+// Unlimited reports whether the rate asks for as fast as possible.
+func (r Rate) Unlimited() bool { return r.PPS <= 0 && r.BPS <= 0 }
+
+// PacketsPerSecond converts the rate to packets of frame bytes per second.
+func (r Rate) PacketsPerSecond(frame int) float64 {
+	if r.PPS > 0 {
+		return r.PPS
+	}
+	if r.BPS > 0 && frame > 0 {
+		return r.BPS / float64(frame*8)
+	}
+	return 0
+}
+
+func (r Rate) String() string {
+	switch {
+	case r.PPS > 0:
+		return siFormat(r.PPS) + "pps"
+	case r.BPS > 0:
+		return siFormat(r.BPS) + "bps"
+	}
+	return "unlimited"
+}
+
+// ParseRate reads a rate as the user writes it: "0" (as fast as possible),
+// "100kpps", "1.5Mpps", "250000pps", "940Mbps", "1Gbit", or "940M" (bits
+// per second, as iperf3 -b). Prefixes k, M, G, T are powers of 1000.
+func ParseRate(s string) (Rate, error) {
+	t := strings.TrimSpace(s)
+	if t == "0" || t == "" {
+		return Rate{}, nil
+	}
+	low := strings.ToLower(t)
+	var pps bool
+	switch {
+	case strings.HasSuffix(low, "pps"):
+		pps, t = true, t[:len(t)-3]
+	case strings.HasSuffix(low, "bps"):
+		t = t[:len(t)-3]
+	case strings.HasSuffix(low, "bit/s"):
+		t = t[:len(t)-5]
+	case strings.HasSuffix(low, "bit"):
+		t = t[:len(t)-3]
+	case strings.HasSuffix(low, "b/s"):
+		t = t[:len(t)-3]
+	default:
+		if _, err := strconv.ParseFloat(t, 64); err == nil {
+			return Rate{}, fmt.Errorf("rate %q: give a unit, pps or bps (\"100kpps\", \"900Mbps\"), or 0 for as fast as possible", s)
+		}
+	}
+	v, err := parseSI(t)
+	if err != nil {
+		return Rate{}, fmt.Errorf("rate %q: %w", s, err)
+	}
+	switch {
+	case v < 0:
+		return Rate{}, fmt.Errorf("rate %q: negative", s)
+	case v == 0:
+		return Rate{}, fmt.Errorf("rate %q sends nothing: use --rate 0 for as fast as possible", s)
+	}
+	if pps {
+		return Rate{PPS: v}, nil
+	}
+	return Rate{BPS: v}, nil
+}
+
+// parseSI reads a number with an optional k, M, G or T suffix.
+func parseSI(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	mult := 1.0
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'k', 'K':
+			mult = 1e3
+		case 'm', 'M':
+			mult = 1e6
+		case 'g', 'G':
+			mult = 1e9
+		case 't', 'T':
+			mult = 1e12
+		}
+		if mult != 1 {
+			s = s[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("not a number")
+	}
+	return v * mult, nil
+}
+
+// siFormat prints v with a k, M or G prefix and up to 4 significant digits.
+func siFormat(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e9:
+		return strconv.FormatFloat(v/1e9, 'g', 4, 64) + "G"
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'g', 4, 64) + "M"
+	case a >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'g', 4, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// pacer spreads a thread's packets evenly in time: by time t since start,
+// at most rate·t packets may have gone. A thread that falls behind (a sleep
+// that overslept, a busy machine) catches up by at most one burst of 100
+// ms worth of packets, so that the asked rate is met on average but a long
+// stall does not turn into a flood. What it could not catch up is counted
+// in behind.
+type pacer struct {
+	rate   float64 // packets per second; 0 = unlimited
+	start  time.Time
+	done   float64 // packets accounted for since start
+	burst  float64
+	behind float64 // packets given up on after stalls
+}
+
+func newPacer(rate float64, batch int, now time.Time) *pacer {
+	return &pacer{rate: rate, start: now, burst: math.Max(float64(4*batch), rate*0.1)}
+}
+
+// allow returns how many packets (at most max) may go at now, and when
+// none may, how long to wait for the next one.
+func (p *pacer) allow(now time.Time, limit int) (int, time.Duration) {
+	if p.rate <= 0 {
+		return limit, 0
+	}
+	due := now.Sub(p.start).Seconds() * p.rate
+	if due-p.done > p.burst {
+		p.behind += due - p.burst - p.done
+		p.done = due - p.burst
+	}
+	n := int(due - p.done)
+	if n <= 0 {
+		wait := time.Duration((p.done + 1 - due) / p.rate * float64(time.Second))
+		return 0, wait
+	}
+	return min(n, limit), 0
+}
+
+// sent records n packets that went.
+func (p *pacer) sent(n int) { p.done += float64(n) }
+
+// batchFor picks a batch size that keeps a paced thread from sleeping more
+// often than every millisecond or so, within [1, max].
+func batchFor(rate float64, limit int) int {
+	if rate <= 0 {
+		return limit
+	}
+	return min(max(int(rate/1000), 1), limit)
+}

@@ -1,0 +1,247 @@
+package traffic
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"linerate/internal/usage"
+)
+
+// startServer runs a Server on a loopback port until the test ends.
+func startServer(t *testing.T, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return after cancel")
+		}
+	})
+	return ln.Addr().String()
+}
+
+// rawClient speaks the control protocol by hand.
+type rawClient struct {
+	t *testing.T
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawClient {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawClient{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+func (rc *rawClient) send(s string) {
+	rc.t.Helper()
+	if _, err := rc.c.Write([]byte(s + "\n")); err != nil {
+		rc.t.Fatal(err)
+	}
+}
+
+// next reads one message; nil at EOF.
+func (rc *rawClient) next() *Message {
+	rc.t.Helper()
+	_ = rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := rc.r.ReadBytes('\n')
+	if err != nil {
+		return nil
+	}
+	var m Message
+	if err := json.Unmarshal(line, &m); err != nil {
+		rc.t.Fatalf("server sent %q: %v", line, err)
+	}
+	return &m
+}
+
+func (rc *rawClient) closed() bool {
+	_ = rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := rc.r.ReadByte()
+	return err != nil
+}
+
+const helloV1 = `{"type":"hello","version":1}`
+
+func TestServerRefusesWrongToken(t *testing.T) {
+	addr := startServer(t, &Server{Token: "s3cret"})
+	rc := dialRaw(t, addr)
+	rc.send(`{"type":"hello","version":1,"token":"guess"}`)
+	m := rc.next()
+	if m == nil || m.Type != msgError || !strings.Contains(m.Error, "wrong token") {
+		t.Fatalf("got %+v, want a wrong-token error", m)
+	}
+	if !rc.closed() {
+		t.Fatal("connection left open after a wrong token")
+	}
+	rc = dialRaw(t, addr)
+	rc.send(`{"type":"hello","version":1,"token":"s3cret"}`)
+	if m := rc.next(); m == nil || m.Type != msgWelcome {
+		t.Fatalf("right token: got %+v", m)
+	}
+}
+
+func TestClientWrongTokenIsBadInput(t *testing.T) {
+	addr := startServer(t, &Server{Token: "s3cret"})
+	_, err := Run(context.Background(), Config{Targets: []string{addr}, Token: "nope",
+		Spec: Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1}})
+	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "wrong token") {
+		t.Fatalf("err = %v, want a bad-input wrong-token error", err)
+	}
+}
+
+func TestServerSurvivesGarbage(t *testing.T) {
+	addr := startServer(t, &Server{})
+	for _, junk := range []string{
+		"GET / HTTP/1.1",
+		`{"type":"hello","version":99}`,
+		`{"type":"start"}`,
+		`{"version":1}`,
+		strings.Repeat("x", 100000),
+	} {
+		rc := dialRaw(t, addr)
+		rc.send(junk)
+		m := rc.next()
+		if m == nil || m.Type != msgError {
+			t.Errorf("%.30q: got %+v, want an error message", junk, m)
+		}
+		if !rc.closed() {
+			t.Errorf("%.30q: connection left open", junk)
+		}
+	}
+	// Garbage after a good hello, and a test the server refuses but
+	// survives on the same connection.
+	rc := dialRaw(t, addr)
+	rc.send(helloV1)
+	if m := rc.next(); m == nil || m.Type != msgWelcome {
+		t.Fatalf("welcome: %+v", m)
+	}
+	rc.send(`{"type":"test","spec":{"proto":"icmp","direction":"forward","duration":1}}`)
+	if m := rc.next(); m == nil || m.Type != msgError || !strings.Contains(m.Error, "test refused: proto") {
+		t.Fatalf("bad spec: %+v", m)
+	}
+	rc.send(`{"type":"test","spec":{"proto":"udp","direction":"forward","duration":1,"payload":18,"streams":1,"ports":1,"threads":1,"rcvbuf":-1}}`)
+	if m := rc.next(); m == nil || m.Type != msgError || !strings.Contains(m.Error, "rcvbuf") {
+		t.Fatalf("negative rcvbuf: %+v", m)
+	}
+	// A value that does not decode breaks the protocol: error, then close.
+	rc.send(`{"type":"test","spec":{"proto":"udp","direction":"forward","duration":-4}}`)
+	if m := rc.next(); m == nil || m.Type != msgError {
+		t.Fatalf("negative duration: %+v", m)
+	}
+	if !rc.closed() {
+		t.Fatal("connection left open after a broken message")
+	}
+	// Still serving.
+	rc = dialRaw(t, addr)
+	rc.send(helloV1)
+	if m := rc.next(); m == nil || m.Type != msgWelcome {
+		t.Fatalf("after garbage: %+v", m)
+	}
+}
+
+func TestServerBoundsConnections(t *testing.T) {
+	addr := startServer(t, &Server{MaxConns: 2})
+	a, b := dialRaw(t, addr), dialRaw(t, addr)
+	for _, rc := range []*rawClient{a, b} {
+		rc.send(helloV1)
+		if m := rc.next(); m == nil || m.Type != msgWelcome {
+			t.Fatalf("welcome: %+v", m)
+		}
+	}
+	c := dialRaw(t, addr)
+	m := c.next()
+	if m == nil || m.Type != msgError || !strings.Contains(m.Error, "busy") {
+		t.Fatalf("third connection: %+v, want busy", m)
+	}
+	a.c.Close()
+	// The slot frees once the server sees the close.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d := dialRaw(t, addr)
+		d.send(helloV1)
+		m := d.next()
+		if m != nil && m.Type == msgWelcome {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot not freed: %+v", m)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestServerSurvivesVanishedClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends traffic on loopback")
+	}
+	addr := startServer(t, &Server{})
+	// A client that asks for a reverse test, starts it and vanishes.
+	rc := dialRaw(t, addr)
+	rc.send(helloV1)
+	rc.next()
+	sink, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	port := sink.LocalAddr().(*net.UDPAddr).Port
+	rc.send(`{"type":"test","spec":{"proto":"udp","direction":"reverse","duration":20,"rate":{"pps":1000},"payload":18,"streams":1,"ports":1,"threads":1,"client_ports":[` + itoa(port) + `]}}`)
+	if m := rc.next(); m == nil || m.Type != msgAccept {
+		t.Fatalf("accept: %+v", m)
+	}
+	rc.send(`{"type":"start"}`)
+	if m := rc.next(); m == nil || m.Type != msgRunning {
+		t.Fatalf("running: %+v", m)
+	}
+	buf := make([]byte, 100)
+	_ = sink.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := sink.Read(buf); err != nil {
+		t.Fatalf("the server sent nothing: %v", err)
+	}
+	rc.c.Close()
+	// The server stops sending soon after.
+	time.Sleep(500 * time.Millisecond)
+	for {
+		_ = sink.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, err := sink.Read(buf); err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	// And serves the next client.
+	res, err := Run(context.Background(), Config{Targets: []string{addr}, FrameSize: 64,
+		Spec: Spec{Proto: "udp", Direction: Forward, Duration: Seconds(300 * time.Millisecond), Rate: Rate{PPS: 2000}, Streams: 1, Ports: 1, Threads: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.ReceivedPackets == 0 {
+		t.Fatal("next test received nothing")
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

@@ -1,0 +1,397 @@
+package traffic
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// tcpWrite is the size of each TCP write when neither --payload nor --mss
+// says otherwise.
+const tcpWrite = 128 << 10
+
+// TCPStat is what TCP_INFO says about one connection at the end of a test
+// (struct tcp_info of <linux/tcp.h>).
+type TCPStat struct {
+	Stream int `json:"stream"`
+	// Side is "sender" or "receiver": which end read it.
+	Side        string `json:"side"`
+	RTTMicros   uint32 `json:"rtt_us"`
+	RTTVar      uint32 `json:"rttvar_us"`
+	Retransmits uint32 `json:"retransmits"`
+	SndMSS      uint32 `json:"snd_mss"`
+	SndCwnd     uint32 `json:"snd_cwnd"`
+	DataSegsOut uint32 `json:"data_segs_out"`
+	DataSegsIn  uint32 `json:"data_segs_in"`
+}
+
+func tcpInfo(c *net.TCPConn) (*unix.TCPInfo, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var info *unix.TCPInfo
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil {
+		return nil, err
+	}
+	return info, ierr
+}
+
+func tcpStat(c *net.TCPConn, stream int, side string) TCPStat {
+	st := TCPStat{Stream: stream, Side: side}
+	if info, err := tcpInfo(c); err == nil {
+		st.RTTMicros = info.Rtt
+		st.RTTVar = info.Rttvar
+		st.Retransmits = info.Total_retrans
+		st.SndMSS = info.Snd_mss
+		st.SndCwnd = info.Snd_cwnd
+		st.DataSegsOut = info.Data_segs_out
+		st.DataSegsIn = info.Data_segs_in
+	}
+	return st
+}
+
+// tcpDialControl returns a net.Dialer Control that sets TCP_MAXSEG before
+// connect (so the SYN advertises it and both ends send segments no larger)
+// and TCP_NODELAY.
+func tcpDialControl(mss int) func(network, address string, c syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			if mss > 0 {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG, mss)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("TCP_MAXSEG %d: %w", mss, serr)
+		}
+		return nil
+	}
+}
+
+// The first bytes on every TCP data connection, from the client: the
+// test's cookie (8 bytes), the stream id (4, big-endian), the direction
+// ('f': the client sends, 'r': the server sends) and 3 zero bytes.
+const dataHelloLen = 16
+
+func putDataHello(cookie uint64, stream int, dir byte) []byte {
+	b := make([]byte, dataHelloLen)
+	binary.BigEndian.PutUint64(b, cookie)
+	binary.BigEndian.PutUint32(b[8:], uint32(stream))
+	b[12] = dir
+	return b
+}
+
+func parseDataHello(b []byte) (cookie uint64, stream int, dir byte, err error) {
+	if len(b) != dataHelloLen || (b[12] != 'f' && b[12] != 'r') || b[13]|b[14]|b[15] != 0 {
+		return 0, 0, 0, fmt.Errorf("%w: bad data connection hello", errProtocol)
+	}
+	return binary.BigEndian.Uint64(b), int(binary.BigEndian.Uint32(b[8:])), b[12], nil
+}
+
+func cookieString(c uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], c)
+	return hex.EncodeToString(b[:])
+}
+
+func parseCookie(s string) (uint64, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != 8 {
+		return 0, fmt.Errorf("%w: cookie %q", errProtocol, s)
+	}
+	return binary.BigEndian.Uint64(b), nil
+}
+
+// setNoDelay turns Nagle off so that each write of one segment leaves as
+// one segment.
+func setNoDelay(c *net.TCPConn) { _ = c.SetNoDelay(true) }
+
+// writeSize is the size of each TCP write: the effective MSS with --mss
+// (so that every write is exactly one segment), else the payload, else
+// tcpWrite.
+func writeSize(c *net.TCPConn, s *Spec) int {
+	if s.MSS > 0 {
+		if info, err := tcpInfo(c); err == nil && info.Snd_mss > 0 {
+			return int(info.Snd_mss)
+		}
+		return s.MSS
+	}
+	if s.Payload > 0 {
+		return s.Payload
+	}
+	return tcpWrite
+}
+
+// TCPSender writes on a set of connections as fast as they take it (or at
+// a paced rate) and counts goodput per stream.
+type TCPSender struct {
+	conns    []*net.TCPConn
+	spec     *Spec
+	rate     float64 // writes per second per connection; 0 = unlimited
+	stop     atomic.Bool
+	live     []atomic.Uint64
+	counts   []Count
+	stats    []TCPStat
+	errs     []error
+	mu       sync.Mutex
+	zerocopy *os.File
+}
+
+func newTCPSender(conns []*net.TCPConn, s *Spec) (*TCPSender, error) {
+	t := &TCPSender{conns: conns, spec: s, live: make([]atomic.Uint64, len(conns)),
+		counts: make([]Count, len(conns)), stats: make([]TCPStat, len(conns)), errs: make([]error, len(conns))}
+	for _, c := range conns {
+		setNoDelay(c)
+	}
+	if s.ZeroCopy {
+		f, err := memFile(max(writeSize(conns[0], s), 1<<20))
+		if err != nil {
+			return nil, err
+		}
+		t.zerocopy = f
+	}
+	return t, nil
+}
+
+// memFile makes an in-memory file of size bytes for sendfile(2).
+func memFile(size int) (*os.File, error) {
+	fd, err := unix.MemfdCreate("linerate-tcp", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "memfd:linerate-tcp")
+	if err := f.Truncate(int64(size)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("memfd truncate: %w", err)
+	}
+	return f, nil
+}
+
+// Run writes until the timing ends or Stop, then half-closes each
+// connection and returns the bytes written in the measured window.
+func (t *TCPSender) Run(tm Timing) ([]Count, []TCPStat, error) {
+	var wg sync.WaitGroup
+	for i, c := range t.conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.errs[i] = t.runConn(i, c, tm)
+		}()
+	}
+	wg.Wait()
+	return t.counts, t.stats, errors.Join(t.errs...)
+}
+
+func (t *TCPSender) runConn(i int, c *net.TCPConn, tm Timing) error {
+	size := writeSize(c, t.spec)
+	buf := make([]byte, size)
+	var bps float64
+	if r := t.spec.Rate; !r.Unlimited() {
+		if r.BPS > 0 {
+			bps = r.BPS / 8
+		} else {
+			bps = r.PPS * float64(size)
+		}
+		bps /= float64(len(t.conns))
+	}
+	if d := time.Until(tm.Start); d > 0 {
+		time.Sleep(d)
+	}
+	if err := c.SetWriteDeadline(tm.End); err != nil {
+		return err
+	}
+	var p *pacer
+	if bps > 0 {
+		p = newPacer(bps/float64(size), 1, time.Now())
+	}
+	var sf *os.File
+	if t.zerocopy != nil {
+		// Each connection needs its own file offset.
+		fd, err := unix.Dup(int(t.zerocopy.Fd()))
+		if err != nil {
+			return fmt.Errorf("dup memfd: %w", err)
+		}
+		sf = os.NewFile(uintptr(fd), t.zerocopy.Name())
+		defer sf.Close()
+	}
+	cnt := &t.counts[i]
+	cnt.Stream = i
+	var err error
+	for !t.stop.Load() {
+		now := time.Now()
+		if !now.Before(tm.End) {
+			break
+		}
+		if p != nil {
+			if n, wait := p.allow(now, 1); n == 0 {
+				time.Sleep(min(wait, tm.End.Sub(now)))
+				continue
+			}
+		}
+		var n int
+		if sf != nil {
+			if _, err = sf.Seek(0, io.SeekStart); err != nil {
+				break
+			}
+			var n64 int64
+			n64, err = c.ReadFrom(&io.LimitedReader{R: sf, N: int64(size)})
+			n = int(n64)
+		} else {
+			n, err = c.Write(buf)
+		}
+		if p != nil {
+			p.sent(1)
+		}
+		if n > 0 {
+			t.live[i].Add(uint64(n))
+			if now.Before(tm.Measure) {
+				cnt.Warmup += uint64(n)
+			} else {
+				cnt.Bytes += uint64(n)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	t.stats[i] = tcpStat(c, i, "sender")
+	cnt.Packets = uint64(t.stats[i].DataSegsOut)
+	_ = c.CloseWrite()
+	if err != nil && (errors.Is(err, os.ErrDeadlineExceeded) || t.stop.Load()) {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("tcp stream %d: %w", i, err)
+	}
+	return nil
+}
+
+// Stop ends Run early.
+func (t *TCPSender) Stop() {
+	t.stop.Store(true)
+	for _, c := range t.conns {
+		_ = c.SetWriteDeadline(time.Now())
+	}
+}
+
+// Progress is the live total written.
+func (t *TCPSender) Progress() (packets, bytes uint64) {
+	for i := range t.live {
+		bytes += t.live[i].Load()
+	}
+	return 0, bytes
+}
+
+// Close closes the connections.
+func (t *TCPSender) Close() {
+	for _, c := range t.conns {
+		c.Close()
+	}
+	if t.zerocopy != nil {
+		t.zerocopy.Close()
+	}
+}
+
+// TCPReceiver reads connections to their end and counts goodput.
+type TCPReceiver struct {
+	conns   []*net.TCPConn
+	measure time.Time
+	live    []atomic.Uint64
+	counts  []Count
+	stats   []TCPStat
+	last    []time.Time
+	wg      sync.WaitGroup
+	errs    []error
+}
+
+func newTCPReceiver(conns []*net.TCPConn) *TCPReceiver {
+	return &TCPReceiver{conns: conns, live: make([]atomic.Uint64, len(conns)), counts: make([]Count, len(conns)),
+		stats: make([]TCPStat, len(conns)), last: make([]time.Time, len(conns)), errs: make([]error, len(conns))}
+}
+
+// Start reads every connection until EOF; bytes before measure are warmup.
+func (r *TCPReceiver) Start(measure time.Time) {
+	r.measure = measure
+	for i, c := range r.conns {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.errs[i] = r.runConn(i, c)
+		}()
+	}
+}
+
+func (r *TCPReceiver) runConn(i int, c *net.TCPConn) error {
+	buf := make([]byte, 256<<10)
+	cnt := &r.counts[i]
+	cnt.Stream = i
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			now := time.Now()
+			r.live[i].Add(uint64(n))
+			if now.Before(r.measure) {
+				cnt.Warmup += uint64(n)
+			} else {
+				cnt.Bytes += uint64(n)
+				r.last[i] = now
+			}
+		}
+		if err != nil {
+			r.stats[i] = tcpStat(c, i, "receiver")
+			cnt.Packets = uint64(r.stats[i].DataSegsIn)
+			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("tcp stream %d: %w", i, err)
+		}
+	}
+}
+
+// Progress is the live total read.
+func (r *TCPReceiver) Progress() (packets, bytes uint64) {
+	for i := range r.live {
+		bytes += r.live[i].Load()
+	}
+	return 0, bytes
+}
+
+// Stop waits up to grace for the senders' end of stream, then cuts the
+// connections, and returns the counts.
+func (r *TCPReceiver) Stop(grace time.Duration) ([]Count, []TCPStat, error) {
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		for _, c := range r.conns {
+			_ = c.SetReadDeadline(time.Now())
+		}
+		<-done
+	}
+	return r.counts, r.stats, errors.Join(r.errs...)
+}
+
+// Close closes the connections.
+func (r *TCPReceiver) Close() {
+	for _, c := range r.conns {
+		c.Close()
+	}
+}

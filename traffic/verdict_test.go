@@ -1,0 +1,89 @@
+package traffic
+
+import (
+	"testing"
+
+	"linerate/box"
+)
+
+func TestVerdict(t *testing.T) {
+	udp := func(rate Rate) Spec {
+		return Spec{Proto: "udp", Direction: Forward, Payload: 18, Rate: rate}
+	}
+	sample := func(side string, rcvbufErrs float64) Sample {
+		return Sample{Side: side, Rates: box.Rates{Seconds: 1, UDP: map[string]float64{"RcvbufErrors": rcvbufErrs},
+			CPU: []box.CPUUse{{ID: 0, Busy: 50}}}}
+	}
+	tests := []struct {
+		name    string
+		spec    Spec
+		sent    float64 // pps
+		loss    float64
+		client  []ThreadCPU
+		server  []ThreadCPU
+		samples []Sample
+		want    string
+	}{
+		{"rate met", udp(Rate{PPS: 1000}), 1000, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.1}}, nil, nil, "asked rate"},
+		{"sender saturated", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.99}}, nil, nil, "sender"},
+		{"sender descheduled", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.5, Behind: 1000}}, nil, nil, "sender"},
+		{"sends held back", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.5}}, nil, nil, "network path"},
+		{"receiver thread saturated", udp(Rate{}), 5e5, 0.2, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.97}}, nil, "receiver"},
+		{"receiver buffer drops", udp(Rate{}), 5e5, 0.2, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, []Sample{sample("server", 5000)}, "receiver"},
+		{"lost on the way", udp(Rate{}), 5e5, 0.1, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, []Sample{sample("server", 0)}, "network path"},
+		{"unlimited, sender bound", udp(Rate{}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.95}},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, nil, "sender"},
+		{"unlimited, receiver bound", udp(Rate{}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.6}},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.93}}, nil, "receiver"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &Result{Spec: tc.spec, FrameSize: 64, Samples: tc.samples,
+				Targets: []TargetResult{{Threads: tc.server}}}
+			s := &res.Summary
+			s.Seconds = 1
+			s.SentPackets = uint64(tc.sent)
+			s.SentPPS = tc.sent
+			s.LossRatio = tc.loss
+			verdict(res, tc.client)
+			if s.LimitedBy != tc.want {
+				t.Errorf("limited by %q (%s), want %q", s.LimitedBy, s.LimitedWhy, tc.want)
+			}
+			if s.LimitedWhy == "" {
+				t.Error("no reason given")
+			}
+		})
+	}
+}
+
+func TestTCPVerdict(t *testing.T) {
+	cpu := func(side string, busy ...float64) Sample {
+		s := Sample{Side: side, Rates: box.Rates{Seconds: 1}}
+		for i, b := range busy {
+			s.CPU = append(s.CPU, box.CPUUse{ID: i, Busy: b})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		dir     string
+		samples []Sample
+		retrans uint64
+		want    string
+	}{
+		{Forward, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, 0, "sender"},
+		{Reverse, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, 0, "receiver"},
+		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, 12, "network path"},
+		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, 0, ""},
+	} {
+		res := &Result{Spec: Spec{Proto: "tcp", Direction: tc.dir}, Samples: tc.samples}
+		res.Summary.SentBytes = 1 << 30
+		res.Summary.Retransmits = tc.retrans
+		verdict(res, nil)
+		if res.Summary.LimitedBy != tc.want || res.Summary.LimitedWhy == "" {
+			t.Errorf("%s %v: limited by %q (%s), want %q", tc.dir, tc.samples, res.Summary.LimitedBy, res.Summary.LimitedWhy, tc.want)
+		}
+	}
+}
