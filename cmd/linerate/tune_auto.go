@@ -1,0 +1,278 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"linerate/internal/usage"
+	"linerate/lab"
+	"linerate/report"
+	"linerate/traffic"
+	"linerate/tune"
+)
+
+var tuneAutoOpts struct {
+	lab      string
+	client   string
+	server   string
+	dut      string
+	to       string
+	token    string
+	reverse  bool
+	proto    string
+	size     int
+	rate     string
+	duration time.Duration
+	warmup   time.Duration
+	threads  int
+	ports    int
+	streams  int
+	cpus     string
+	goal     string
+	rounds   int
+	minGain  float64
+	try      []string
+	noFixes  bool
+	passes   int
+	dryRun   bool
+	json     bool
+	stateDir string
+}
+
+var tuneAutoCmd = &cobra.Command{
+	Use:   "auto (--lab NAME | --to HOST[:PORT])",
+	Short: "Bench, diagnose, try each fix, keep what measurably helps, roll back the rest",
+	Long: `auto closes the loop. It benches a baseline, diagnoses the device under test
+with the counters sampled during it, and tries each candidate change — the
+--try items first, then the fixes of the findings — one at a time, each as
+a journalled transaction: apply it, bench --rounds rounds again, compare
+with the baseline on the --goal metric, keep it when it gained beyond the
+noise (it stays applied and its rounds become the new baseline), roll it
+back and read the old values back otherwise. Then it prints a before/after
+table with each change's measured effect and why it was kept or not.
+
+A change is kept when its median beats the baseline's median by more than
+--min-gain and more than the relative spread of either set of rounds, and
+every one of its rounds beats the baseline's median.
+
+--lab NAME runs the traffic between two nodes of a lab built with 'linerate
+lab up' (--client lan to --server wan, through the router) and tunes the
+--dut node (router) inside its namespace, sampling its counters during each
+round. --to HOST benches against 'linerate serve' on another host and tunes
+this host.
+
+Ctrl-C rolls back the change being tried, prints what was kept and exits
+130. If auto is killed, 'linerate tune rollback --last' restores the trial
+it was in; 'linerate tune rollback' also undoes the kept changes.`,
+	Example: `  linerate lab up router --name demo && linerate tune auto --lab demo
+  linerate tune auto --lab demo --goal cpu --rate 200kpps --rounds 5
+  linerate tune auto --lab demo --try rps:lan/rx-0=1 --try feature:lan/generic-receive-offload=on --no-fixes
+  linerate tune auto --lab demo --dry-run                  # bench, diagnose and list the candidates only
+  linerate tune auto --to 192.168.1.10 --reverse --json    # tune this host's receive path`,
+	Args: argsWith(cobra.NoArgs),
+	RunE: runTuneAuto,
+}
+
+func init() {
+	defState := os.Getenv(tuneStateDirEnv)
+	if defState == "" {
+		defState = tune.DefaultStateDir
+	}
+	o := &tuneAutoOpts
+	f := tuneAutoCmd.Flags()
+	f.StringVar(&o.lab, "lab", "", "run in this lab (made by 'linerate lab up') and tune its --dut node")
+	f.StringVar(&o.client, "client", tune.DefaultLabNodes.Client, "with --lab: the node the load is sent from")
+	f.StringVar(&o.server, "server", tune.DefaultLabNodes.Server, "with --lab: the node it is sent to")
+	f.StringVar(&o.dut, "dut", tune.DefaultLabNodes.DUT, "with --lab: the node to tune (the device under test)")
+	f.StringVar(&o.to, "to", "", "bench against 'linerate serve' at HOST[:PORT] and tune this host")
+	f.StringVar(&o.token, "token", "", "with --to: the shared secret the server requires (serve --token)")
+	f.BoolVar(&o.reverse, "reverse", false, "with --to: the server sends and this host receives")
+	f.StringVar(&o.proto, "proto", "udp", "the load: udp (packets) or tcp (streams)")
+	f.IntVar(&o.size, "size", 64, "udp: Ethernet frame size in bytes, FCS included")
+	f.StringVar(&o.rate, "rate", "0", "rate per direction: \"200kpps\", \"500Mbps\"; 0 is as fast as possible")
+	f.DurationVar(&o.duration, "duration", 5*time.Second, "measured time of each round")
+	f.DurationVar(&o.warmup, "warmup", time.Second, "time sent before each round's measured window, not counted")
+	f.IntVar(&o.threads, "threads", 1, "sender threads, and receiver threads at the far end")
+	f.IntVar(&o.ports, "ports", 0, "udp: destination ports the flows are spread over (default: --threads)")
+	f.IntVar(&o.streams, "streams", 1, "flows per port (udp) or connections (tcp)")
+	f.StringVar(&o.cpus, "cpus", "", "pin the load generator's threads to these CPUs (\"0\", \"2-3\"); in a lab the far end's too")
+	f.StringVar(&o.goal, "goal", string(tune.GoalThroughput), "what to improve: throughput (received pps, or bit/s for tcp), loss (udp), or cpu (CPU seconds per million packets)")
+	f.IntVar(&o.rounds, "rounds", tune.DefaultAutoRounds, "bench rounds of the baseline and of each change")
+	f.Float64Var(&o.minGain, "min-gain", tune.DefaultMinGain*100, "smallest gain in percent worth keeping a change for")
+	f.StringArrayVar(&o.try, "try", nil, "also try this change, KIND:TARGET=VALUE as for 'tune plan --set' (repeatable; tried first)")
+	f.BoolVar(&o.noFixes, "no-fixes", false, "try only the --try changes, not diagnose's fixes")
+	f.IntVar(&o.passes, "passes", tune.DefaultAutoPasses, "after keeping a change, diagnose again and try new fixes, up to this many passes")
+	f.BoolVar(&o.dryRun, "dry-run", false, "bench the baseline, diagnose and list the candidates; change nothing")
+	f.BoolVar(&o.json, "json", false, "print the report as JSON (progress lines still go to stderr)")
+	f.StringVar(&o.stateDir, "state-dir", defState, "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
+	tuneCmd.AddCommand(tuneAutoCmd)
+}
+
+// tuneAutoBench builds the traffic of one round from the flags.
+func tuneAutoBench(cmd *cobra.Command) (traffic.Config, error) {
+	o := &tuneAutoOpts
+	var cfg traffic.Config
+	rate, err := traffic.ParseRate(o.rate)
+	if err != nil {
+		return cfg, usage.Errorf("--rate: %w", err)
+	}
+	switch {
+	case o.proto != "udp" && o.proto != "tcp":
+		return cfg, usage.Errorf("--proto %q: want udp or tcp", o.proto)
+	case o.duration <= 0:
+		return cfg, usage.Errorf("--duration %s: must be more than 0", o.duration)
+	case o.warmup < 0:
+		return cfg, usage.Errorf("--warmup %s: negative", o.warmup)
+	case o.threads < 1:
+		return cfg, usage.Errorf("--threads %d: must be at least 1", o.threads)
+	case o.streams < 1:
+		return cfg, usage.Errorf("--streams %d: must be at least 1", o.streams)
+	case o.ports < 0:
+		return cfg, usage.Errorf("--ports %d: must be at least 1", o.ports)
+	case o.proto == "tcp" && cmd.Flags().Changed("size"):
+		return cfg, usage.Errorf("--size is for udp; tcp sends streams")
+	case o.proto == "udp" && o.size < 64:
+		return cfg, usage.Errorf("--size %d: a frame is at least 64 bytes", o.size)
+	}
+	cpus, err := parseCPUs(o.cpus)
+	if err != nil {
+		return cfg, err
+	}
+	dir := traffic.Forward
+	if o.reverse {
+		dir = traffic.Reverse
+	}
+	cfg.Spec = traffic.Spec{Proto: o.proto, Direction: dir, Duration: traffic.Seconds(o.duration),
+		Warmup: traffic.Seconds(o.warmup), Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads}
+	if o.proto == "udp" {
+		cfg.FrameSize = o.size
+		cfg.Spec.Ports = o.ports
+		if cfg.Spec.Ports == 0 {
+			cfg.Spec.Ports = o.threads
+		}
+	}
+	cfg.CPUs, cfg.Token = cpus, o.token
+	return cfg, nil
+}
+
+// tuneAutoRig makes the rig the flags name: a lab's nodes, or this host
+// against a server.
+func tuneAutoRig(cmd *cobra.Command, bench traffic.Config) (*tune.Rig, error) {
+	o := &tuneAutoOpts
+	labOnly := []string{"client", "server", "dut"}
+	toOnly := []string{"token", "reverse"}
+	switch {
+	case o.lab == "" && o.to == "":
+		return nil, usage.Errorf("give --lab NAME (a lab made by 'linerate lab up') or --to HOST (a machine running 'linerate serve')")
+	case o.lab != "" && o.to != "":
+		return nil, usage.Errorf("--lab and --to: give one")
+	}
+	if o.lab != "" {
+		for _, n := range toOnly {
+			if cmd.Flags().Changed(n) {
+				return nil, usage.Errorf("--%s goes with --to, not --lab", n)
+			}
+		}
+		if err := lab.RequireRoot("tune auto --lab"); err != nil {
+			return nil, err
+		}
+		l, err := lab.Load(o.lab)
+		if err != nil {
+			return nil, err
+		}
+		return tune.LabRig(l, tune.LabNodes{Client: o.client, Server: o.server, DUT: o.dut}, bench)
+	}
+	for _, n := range labOnly {
+		if cmd.Flags().Changed(n) {
+			return nil, usage.Errorf("--%s goes with --lab, not --to", n)
+		}
+	}
+	if !o.dryRun && os.Geteuid() != 0 {
+		return nil, usage.Errorf("tune auto changes this host's settings: run it as root (or look first with --dry-run)")
+	}
+	bench.Targets = []string{o.to}
+	return tune.HostRig(bench)
+}
+
+func runTuneAuto(cmd *cobra.Command, _ []string) error {
+	o := &tuneAutoOpts
+	goal, err := tune.ParseGoal(o.goal)
+	if err != nil {
+		return err
+	}
+	if goal == tune.GoalLoss && o.proto == "tcp" {
+		return usage.Errorf("--goal loss is for udp: tcp retransmits what it loses")
+	}
+	if o.minGain <= 0 || o.minGain >= 100 {
+		return usage.Errorf("--min-gain %g: want a percentage above 0 and below 100", o.minGain)
+	}
+	if o.rounds < 1 || o.rounds > 100 {
+		return usage.Errorf("--rounds %d: want 1 to 100", o.rounds)
+	}
+	if o.passes < 1 {
+		return usage.Errorf("--passes %d: want 1 or more", o.passes)
+	}
+	var try []tune.Item
+	for _, s := range o.try {
+		it, err := tune.ParseItem(s)
+		if err != nil {
+			// ParseItem words its errors for --set.
+			return usage.Errorf("%s", strings.Replace(err.Error(), "--set", "--try", 1))
+		}
+		try = append(try, it)
+	}
+	if o.noFixes && len(try) == 0 {
+		return usage.Errorf("--no-fixes leaves nothing to try: add --try KIND:TARGET=VALUE")
+	}
+	bench, err := tuneAutoBench(cmd)
+	if err != nil {
+		return err
+	}
+	rig, err := tuneAutoRig(cmd, bench)
+	if err != nil {
+		return err
+	}
+	defer rig.Close()
+
+	rep, err := tune.Auto(cmd.Context(), tune.AutoConfig{Rig: rig, Store: tune.NewStore(o.stateDir), Goal: goal,
+		Rounds: o.rounds, MinGain: o.minGain / 100, Try: try, NoFixes: o.noFixes, Passes: o.passes,
+		DryRun: o.dryRun, Progress: cmd.ErrOrStderr()})
+	if rep != nil && (err == nil || len(rep.Baseline) > 0) {
+		var perr error
+		if o.json {
+			perr = report.TuneJSON(cmd.OutOrStdout(), rep)
+		} else {
+			fmt.Fprintln(cmd.ErrOrStderr())
+			perr = report.TuneAuto(cmd.OutOrStdout(), rep)
+		}
+		if err == nil {
+			err = perr
+		}
+	}
+	if err != nil && rep != nil && rep.Interrupted {
+		kept := "nothing was kept"
+		switch n := len(rep.Kept()); n {
+		case 0:
+		case 1:
+			kept = "1 kept change stays applied ('linerate tune rollback' undoes it)"
+		default:
+			kept = fmt.Sprintf("%d kept changes stay applied ('linerate tune rollback' undoes them)", n)
+		}
+		return fmt.Errorf("tune auto interrupted; the change being tried, if any, was rolled back; %s: %w", kept, err)
+	}
+	if err != nil && !usage.Is(err) && cmd.Context().Err() == nil {
+		return fmt.Errorf("tune auto: %w", autoLine{err})
+	}
+	return err
+}
+
+// autoLine keeps an error on one line: errors.Join, which a failed
+// restore gives, puts its parts on several.
+type autoLine struct{ err error }
+
+func (e autoLine) Error() string { return strings.ReplaceAll(e.err.Error(), "\n", "; ") }
+func (e autoLine) Unwrap() error { return e.err }

@@ -1,0 +1,226 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"linerate/traffic"
+	"linerate/tune"
+)
+
+// TuneAuto prints what `tune auto` did for a person: the rig, the
+// baseline, the findings, a before/after table with each change's
+// measured effect and whether it was kept or rolled back (and why), and
+// the end-to-end change of the goal metric.
+func TuneAuto(w io.Writer, r *tune.AutoReport) error {
+	ew := &autoErrWriter{w: w}
+	w = ew
+	fmt.Fprintf(w, "tune auto: %s\n", r.Rig)
+	fmt.Fprintf(w, "tuning %s; goal %s (%s, median of %d round%s; a change is kept when it gains more than %.0f %% and more than the rounds' spread)\n",
+		r.DUT, r.Goal, r.Metric, r.Rounds, tunePlural(r.Rounds), r.MinGain*100)
+	if r.Spec != nil {
+		fmt.Fprintf(w, "each round: %s\n", autoSpec(r.Spec, r.FrameSize))
+	}
+	if len(r.Baseline) > 0 {
+		fmt.Fprintf(w, "baseline: %s (%d round%s, spread %s)\n", autoFigures(r.Before), len(r.Baseline), tunePlural(len(r.Baseline)),
+			autoSpread(r.Baseline, r.Metric))
+	}
+	if r.Diagnosed && len(r.Findings) == 0 {
+		fmt.Fprintln(w, "findings: none")
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "finding: %s %s (%s): %s\n", f.Rule, f.Subject, f.Severity, f.Summary)
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "skipped: %s: %s\n", s.Item, s.Reason)
+	}
+	if r.DryRun {
+		return autoCandidates(w, ew, r)
+	}
+	if len(r.Trials) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHANGE\tFROM → TO\tBEFORE\tAFTER\tDELTA\tRESULT\tWHY")
+		for _, t := range r.Trials {
+			before, after, delta := "-", "-", "-"
+			if len(t.Rounds) > 0 && t.Verdict.Before != 0 {
+				before = tune.FormatMetric(r.Metric, t.Verdict.Before)
+				after = tune.FormatMetric(r.Metric, t.Verdict.After)
+				delta = fmt.Sprintf("%+.1f %%", t.Verdict.Change*100)
+			}
+			why := t.Why
+			if t.Outcome != tune.Kept && t.Restored {
+				why += "; restored, read back"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", autoWhat(t.Changes, t.Item), autoFromTo(t.Changes),
+				before, after, delta, autoOutcome(t.Outcome), why)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	} else if len(r.Baseline) > 0 {
+		fmt.Fprintln(w, "nothing was tried: no candidate this system can take")
+	}
+	if len(r.Baseline) > 0 {
+		b, _ := r.Before.Value(r.Metric)
+		a, _ := r.After.Value(r.Metric)
+		line := fmt.Sprintf("before → after: %s → %s", tune.FormatMetric(r.Metric, b), tune.FormatMetric(r.Metric, a))
+		if b != 0 {
+			line += fmt.Sprintf(" (%+.1f %%)", (a-b)/b*100)
+		}
+		fmt.Fprintf(w, "%s; all figures: %s → %s\n", line, autoFigures(r.Before), autoFigures(r.After))
+	}
+	kept := r.Kept()
+	switch {
+	case len(kept) > 0:
+		keep := ", keep across reboots with 'linerate tune persist'"
+		if r.Netns != "" {
+			keep = " (a namespace's changes go with it)"
+		}
+		fmt.Fprintf(w, "kept %d change%s on %s (journal %s): undo with 'linerate tune rollback'%s\n",
+			len(kept), tunePlural(len(kept)), autoWhere(r.Netns), strings.Join(r.Records, ", "), keep)
+	case len(r.Trials) > 0:
+		fmt.Fprintln(w, "kept nothing: every change tried was put back, and the system is as it was")
+	}
+	if r.Interrupted {
+		line := "interrupted: the change being tried, if any, was rolled back"
+		if len(kept) > 0 {
+			line += "; the kept ones stay applied"
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return ew.err
+}
+
+// autoCandidates prints a dry run's candidates.
+func autoCandidates(w io.Writer, ew *autoErrWriter, r *tune.AutoReport) error {
+	if len(r.Candidates) == 0 {
+		fmt.Fprintln(w, "dry run: no candidate this system can take")
+		return ew.err
+	}
+	fmt.Fprintf(w, "\ndry run: %d candidate%s, nothing applied\n", len(r.Candidates), tunePlural(len(r.Candidates)))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANGE\tFROM → TO\tSOURCE")
+	for _, c := range r.Candidates {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", autoWhat(c.Changes, c.Item), autoFromTo(c.Changes), c.Source)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return ew.err
+}
+
+// autoWhat names a trial's change: the kind and target of its first
+// change, and how many more an item such as "eth1/rx-*" made.
+func autoWhat(cs []tune.Change, it tune.Item) string {
+	if len(cs) == 0 {
+		return it.Kind + " " + it.Target
+	}
+	s := cs[0].Kind + " " + cs[0].Target
+	if len(cs) > 1 {
+		s += fmt.Sprintf(" (+%d more)", len(cs)-1)
+	}
+	return s
+}
+
+func autoFromTo(cs []tune.Change) string {
+	if len(cs) == 0 {
+		return "-"
+	}
+	return tuneShort(cs[0].From) + " → " + tuneShort(cs[0].To)
+}
+
+func autoOutcome(o string) string {
+	if o == tune.RolledBack {
+		return "rolled back"
+	}
+	return o
+}
+
+func autoWhere(netns string) string {
+	if netns == "" {
+		return "this host"
+	}
+	return "netns " + netns
+}
+
+// autoFigures is a round's (or a median's) figures on one line.
+func autoFigures(r tune.Round) string {
+	s := tune.FormatMetric(tune.MetricRxPPS, r.ReceivedPPS) + " received"
+	if r.Proto == "tcp" {
+		s = tune.FormatMetric(tune.MetricRxBPS, r.ReceivedBPS) + " received"
+	} else {
+		s += ", loss " + tune.FormatMetric(tune.MetricLoss, r.LossRatio)
+	}
+	if v, ok := r.Value(tune.MetricCPUPerMpkt); ok {
+		s += ", CPU " + tune.FormatMetric(tune.MetricCPUPerMpkt, v)
+	}
+	return s
+}
+
+// autoSpread is the relative range of a metric over rounds.
+func autoSpread(rs []tune.Round, metric string) string {
+	var lo, hi, sum float64
+	n := 0
+	for _, r := range rs {
+		v, ok := r.Value(metric)
+		if !ok {
+			continue
+		}
+		if n == 0 || v < lo {
+			lo = v
+		}
+		if n == 0 || v > hi {
+			hi = v
+		}
+		sum += v
+		n++
+	}
+	if n < 2 || sum == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f %%", (hi-lo)/(sum/float64(n))*100)
+}
+
+// autoSpec describes a round's bench in words.
+func autoSpec(sp *traffic.Spec, frame int) string {
+	what := sp.Proto + " " + sp.Direction
+	if sp.Proto == "udp" && frame > 0 {
+		what += fmt.Sprintf(", %d-byte frames", frame)
+	}
+	rate := "as fast as possible"
+	switch {
+	case sp.Rate.PPS > 0:
+		rate = "at " + tune.FormatMetric(tune.MetricRxPPS, sp.Rate.PPS)
+	case sp.Rate.BPS > 0:
+		rate = "at " + tune.FormatMetric(tune.MetricRxBPS, sp.Rate.BPS)
+	}
+	return fmt.Sprintf("%s, %s, %s measured after %s of warmup", what, rate,
+		sp.Duration.D().Round(time.Millisecond), sp.Warmup.D().Round(time.Millisecond))
+}
+
+// autoErrWriter keeps the first write error, so the printer writes freely
+// and reports it once.
+type autoErrWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *autoErrWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}

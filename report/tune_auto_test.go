@@ -1,0 +1,144 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"linerate/diagnose"
+	"linerate/traffic"
+	"linerate/tune"
+)
+
+func autoReport() *tune.AutoReport {
+	round := func(pps, loss, cpu float64) tune.Round {
+		return tune.Round{Proto: "udp", Seconds: 5, ReceivedPPS: pps, ReceivedPackets: uint64(pps * 5), LossRatio: loss,
+			CPUSeconds: cpu * pps * 5 / 1e6, CPUPerMpkt: cpu, CPUSampled: true}
+	}
+	sp := traffic.Spec{Proto: "udp", Direction: traffic.Forward, Duration: traffic.Seconds(5 * time.Second),
+		Warmup: traffic.Seconds(time.Second)}
+	return &tune.AutoReport{
+		Schema: tune.AutoSchema, Diagnosed: true, Rig: "lab demo: lan → router → wan (10.231.2.2:7557)", DUT: "router (netns lr-demo-router)",
+		Netns: "lr-demo-router", Goal: tune.GoalThroughput, Metric: tune.MetricRxPPS, Rounds: 3, MinGain: 0.02,
+		Spec: &sp, FrameSize: 64,
+		Baseline: []tune.Round{round(100e3, 0.4, 10), round(101e3, 0.4, 10), round(99e3, 0.4, 10)},
+		Before:   round(100e3, 0.4, 10), After: round(150e3, 0.1, 7),
+		Findings: []diagnose.Finding{{Rule: "rps-off", Subject: "lan", Severity: diagnose.Critical, Summary: "lan has one rx queue and RPS is off"}},
+		Skipped:  []tune.Skip{{Item: tune.Item{Kind: "sysctl", Target: "net.core.rps_sock_flow_entries", Value: "32768"}, Reason: "global, not in the namespace"}},
+		Trials: []tune.Trial{
+			{Candidate: tune.Candidate{Item: tune.Item{Kind: "rps", Target: "lan/rx-0", Value: "1"}, Source: "diagnose rps-off",
+				Changes: []tune.Change{{Kind: "rps", Target: "lan/rx-0", From: "none", To: "1"}}},
+				Rounds:  []tune.Round{round(150e3, 0.1, 7)},
+				Verdict: tune.Verdict{Keep: true, Before: 100e3, After: 150e3, Change: 0.5, Gain: 0.5, Noise: 0.02},
+				Outcome: tune.Kept, Why: "50.0 % better, beyond the noise (2.0 %)", Record: "20260101T000000.000000001-7"},
+			{Candidate: tune.Candidate{Item: tune.Item{Kind: "rps-flow", Target: "lan/rx-0", Value: "4096"}, Source: "diagnose rps-off",
+				Changes: []tune.Change{{Kind: "rps-flow", Target: "lan/rx-0", From: "0", To: "4096"}}},
+				Rounds:  []tune.Round{round(149e3, 0.1, 7)},
+				Verdict: tune.Verdict{Before: 150e3, After: 149e3, Change: -1.0 / 150, Gain: -1.0 / 150, Noise: 0.02},
+				Outcome: tune.RolledBack, Why: "-0.7 % is within the noise (2.0 %)", Restored: true},
+			{Candidate: tune.Candidate{Item: tune.Item{Kind: "mtu", Target: "lan", Value: "9000"}, Source: "--try",
+				Changes: []tune.Change{{Kind: "mtu", Target: "lan", From: "1500", To: "9000"}}},
+				Rounds: []tune.Round{}, Outcome: tune.Refused, Why: "the system refused it: invalid argument", Restored: true},
+		},
+		Records: []string{"20260101T000000.000000001-7"},
+		Notes:   []string{"CPU figures are the whole machine's"},
+	}
+}
+
+func TestTuneAutoText(t *testing.T) {
+	var b bytes.Buffer
+	if err := TuneAuto(&b, autoReport()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"tune auto: lab demo: lan → router → wan (10.231.2.2:7557)\n",
+		"tuning router (netns lr-demo-router); goal throughput (received_pps, median of 3 rounds;",
+		"each round: udp forward, 64-byte frames, as fast as possible, 5s measured after 1s of warmup\n",
+		"baseline: 100.0 kpps received, loss 40.00 %, CPU 10 s/Mpkt (3 rounds, spread 2.0 %)\n",
+		"finding: rps-off lan (critical): lan has one rx queue and RPS is off\n",
+		"skipped: sysctl:net.core.rps_sock_flow_entries=32768: global, not in the namespace\n",
+		"CHANGE",
+		"rps lan/rx-0",
+		"none → 1",
+		"+50.0 %",
+		"kept",
+		"rolled back",
+		"-0.7 %",
+		"restored, read back",
+		"mtu lan",
+		"refused",
+		"before → after: 100.0 kpps → 150.0 kpps (+50.0 %); all figures:",
+		"kept 1 change on netns lr-demo-router (journal 20260101T000000.000000001-7): undo with 'linerate tune rollback'",
+		"note: CPU figures are the whole machine's\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The table's columns line up: every row of it has its BEFORE column
+	// where the header has it.
+	lines := strings.Split(out, "\n")
+	var col int
+	for _, l := range lines {
+		if strings.HasPrefix(l, "CHANGE") {
+			col = strings.Index(l, "BEFORE")
+		}
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "rps lan/rx-0") && strings.Index(l, "100.0 kpps") != col {
+			t.Errorf("row %q: BEFORE not at column %d", l, col)
+		}
+	}
+}
+
+func TestTuneAutoDryRunAndInterrupted(t *testing.T) {
+	r := autoReport()
+	r.DryRun, r.Trials, r.Records = true, nil, nil
+	r.Candidates = []tune.Candidate{{Item: tune.Item{Kind: "rps", Target: "lan/rx-*", Value: "1"}, Source: "--try",
+		Changes: []tune.Change{{Kind: "rps", Target: "lan/rx-0", From: "none", To: "1"}, {Kind: "rps", Target: "lan/rx-1", From: "none", To: "1"}}}}
+	var b bytes.Buffer
+	if err := TuneAuto(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"dry run: 1 candidate, nothing applied", "rps lan/rx-0 (+1 more)", "--try"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, b.String())
+		}
+	}
+
+	r = autoReport()
+	r.Interrupted = true
+	r.Trials = r.Trials[:1]
+	b.Reset()
+	if err := TuneAuto(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "interrupted: the change being tried, if any, was rolled back; the kept ones stay applied") {
+		t.Errorf("interrupted output:\n%s", b.String())
+	}
+}
+
+// TestTuneAutoJSON: the JSON form carries the schema, the goal and each
+// trial's verdict under stable names.
+func TestTuneAutoJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := TuneJSON(&b, autoReport()); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	trials, _ := doc["trials"].([]any)
+	if doc["schema"] != float64(1) || doc["goal"] != "throughput" || doc["metric"] != "received_pps" || len(trials) != 3 {
+		t.Fatalf("json: %s", b.String())
+	}
+	first := trials[0].(map[string]any)
+	v := first["verdict"].(map[string]any)
+	if first["outcome"] != "kept" || first["record"] == "" || v["change"] != 0.5 || first["item"].(map[string]any)["kind"] != "rps" {
+		t.Errorf("first trial: %v", first)
+	}
+}

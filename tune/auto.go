@@ -1,0 +1,732 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"linerate/box"
+	"linerate/diagnose"
+	"linerate/internal/usage"
+	"linerate/traffic"
+)
+
+// `tune auto` closes the loop: bench a baseline, diagnose the device
+// under test with the counters sampled during it, and try each candidate
+// change — diagnose's fixes and the user's --try items — one at a time,
+// each inside a journalled transaction: apply it, bench again, keep it
+// when the goal metric improved beyond the noise (it then stays applied
+// and its rounds become the new baseline), roll it back otherwise.
+
+// Defaults of an AutoConfig.
+const (
+	DefaultAutoRounds = 3
+	DefaultAutoPasses = 2
+	// autoLockWait bounds the wait for another linerate changing the
+	// system, as tune apply waits.
+	autoLockWait = 30 * time.Second
+)
+
+// Trial outcomes.
+const (
+	Kept        = "kept"
+	RolledBack  = "rolled-back"
+	Refused     = "refused"     // the system refused the change; nothing is left changed
+	Interrupted = "interrupted" // stopped by Ctrl-C; rolled back
+	InPlace     = "in-place"    // a change kept earlier already made it
+)
+
+// AutoConfig says what `tune auto` does.
+type AutoConfig struct {
+	// Rig runs the traffic and holds the device under test.
+	Rig *Rig
+	// Store journals every trial; a kept change stays in it, as after
+	// `tune apply`, for `tune rollback`.
+	Store Store
+	Goal  Goal
+	// Rounds is the number of bench rounds of the baseline and of each
+	// trial (DefaultAutoRounds when 0).
+	Rounds int
+	// MinGain is the smallest relative gain worth keeping
+	// (DefaultMinGain when 0).
+	MinGain float64
+	// Try are explicit candidates, tried first, in order. Each must be
+	// possible on the system (checked before the baseline runs).
+	Try []Item
+	// NoFixes leaves diagnose's fixes out: only Try is tried.
+	NoFixes bool
+	// Passes bounds how often the loop diagnoses again after keeping a
+	// change, to try the fixes of what the new baseline shows
+	// (DefaultAutoPasses when 0).
+	Passes int
+	// DryRun benches the baseline, diagnoses and lists the candidates
+	// with their current and new values, changing nothing.
+	DryRun bool
+	// Progress gets one line per step (nil: discarded).
+	Progress io.Writer
+}
+
+// AutoSchema is the version of AutoReport's JSON form.
+const AutoSchema = 1
+
+// AutoReport is what `tune auto` did and measured.
+type AutoReport struct {
+	Schema int    `json:"schema"`
+	Rig    string `json:"rig"`
+	DUT    string `json:"dut"`
+	// Netns is the namespace of the device under test, "" for the host.
+	Netns  string `json:"netns,omitempty"`
+	Goal   Goal   `json:"goal"`
+	Metric string `json:"metric"`
+	Rounds int    `json:"rounds"`
+	// MinGain is the smallest relative gain kept, 0.02 = 2 %.
+	MinGain float64 `json:"min_gain"`
+	DryRun  bool    `json:"dry_run,omitempty"`
+	// Spec is the bench each round ran, FrameSize its UDP frames.
+	Spec      *traffic.Spec `json:"spec,omitempty"`
+	FrameSize int           `json:"frame_size,omitempty"`
+	Baseline  []Round       `json:"baseline"`
+	// Diagnosed is set once diagnose ran (not with NoFixes). Findings are
+	// its findings on the baseline (and on the baselines of later passes).
+	Diagnosed  bool               `json:"diagnosed"`
+	Findings   []diagnose.Finding `json:"findings"`
+	Candidates []Candidate        `json:"candidates"`
+	Skipped    []Skip             `json:"skipped"`
+	Trials     []Trial            `json:"trials"`
+	// Before is the median of the first baseline's rounds, After of the
+	// last (the rounds of the last change kept).
+	Before Round `json:"before"`
+	After  Round `json:"after"`
+	// Records are the journal records of the kept changes: `tune
+	// rollback` undoes them.
+	Records     []string `json:"kept_records"`
+	Notes       []string `json:"notes,omitempty"`
+	Interrupted bool     `json:"interrupted"`
+}
+
+// Candidate is one change the loop tries.
+type Candidate struct {
+	Item Item `json:"item"`
+	// Source is "--try" or "diagnose RULE".
+	Source string `json:"source"`
+	// Changes are what it changes, from what, to what, when planned.
+	Changes []Change `json:"changes"`
+}
+
+// Trial is one candidate tried.
+type Trial struct {
+	Candidate
+	Rounds  []Round `json:"rounds"`
+	Verdict Verdict `json:"verdict"`
+	// Outcome is Kept, RolledBack, Refused, Interrupted or InPlace; Why
+	// says why.
+	Outcome string `json:"outcome"`
+	Why     string `json:"why"`
+	// Record is the journal record of a kept change.
+	Record string `json:"record,omitempty"`
+	// Restored is set for a change put back: every value read back as it
+	// was before the trial.
+	Restored bool `json:"restored,omitempty"`
+}
+
+// Kept lists the trials whose change stays applied.
+func (r *AutoReport) Kept() []Trial {
+	var out []Trial
+	for _, t := range r.Trials {
+		if t.Outcome == Kept {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// auto is one run of the loop.
+type auto struct {
+	cfg    AutoConfig
+	rig    *Rig
+	sys    System
+	rep    *AutoReport
+	metric string
+	// base is the current baseline: its measurements and rounds.
+	base   []Measurement
+	rounds []Round
+}
+
+func (a *auto) logf(format string, args ...any) {
+	fmt.Fprintf(a.cfg.Progress, format+"\n", args...)
+}
+
+// Auto runs the loop and returns its report, also when it fails or is
+// interrupted part way (then with what was kept so far). Every trial is a
+// journalled transaction: a trial that does not help, fails, or is
+// interrupted (ctx ends) is rolled back and read back; a process killed
+// during a trial leaves a journal record that `tune rollback` restores.
+// Interrupted, the error wraps ctx's.
+func Auto(ctx context.Context, cfg AutoConfig) (*AutoReport, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	a := &auto{cfg: cfg, rig: cfg.Rig, sys: cfg.Rig.System}
+	a.rep = &AutoReport{Schema: AutoSchema, Rig: a.rig.Name, DUT: a.rig.DUT, Netns: a.sys.Netns(), Goal: cfg.Goal,
+		Rounds: cfg.Rounds, MinGain: cfg.MinGain, DryRun: cfg.DryRun,
+		Baseline: []Round{}, Findings: []diagnose.Finding{}, Candidates: []Candidate{}, Skipped: []Skip{},
+		Trials: []Trial{}, Records: []string{}}
+	err := a.run(ctx)
+	if len(a.rounds) > 0 {
+		a.rep.After = medianRound(a.rounds)
+	}
+	if err != nil && ctx.Err() != nil {
+		a.rep.Interrupted = true
+		if !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+	}
+	return a.rep, err
+}
+
+func (c *AutoConfig) check() error {
+	if c.Rig == nil || c.Rig.System == nil || c.Rig.Measure == nil || c.Rig.Inspect == nil {
+		return errors.New("tune auto: the rig lacks a system, a bench or a reader of the device under test")
+	}
+	if !c.DryRun && c.Store.Dir == "" {
+		return errors.New("tune auto: no journal to record the trials in")
+	}
+	if c.Goal == "" {
+		c.Goal = GoalThroughput
+	}
+	if _, err := ParseGoal(string(c.Goal)); err != nil {
+		return err
+	}
+	if c.Rounds == 0 {
+		c.Rounds = DefaultAutoRounds
+	}
+	if c.Rounds < 1 || c.Rounds > 100 {
+		return usage.Errorf("--rounds %d: want 1 to 100", c.Rounds)
+	}
+	if c.MinGain == 0 {
+		c.MinGain = DefaultMinGain
+	}
+	if c.MinGain < 0 || c.MinGain >= 1 {
+		return usage.Errorf("--min-gain %g%%: want more than 0 and less than 100", c.MinGain*100)
+	}
+	if c.Passes == 0 {
+		c.Passes = DefaultAutoPasses
+	}
+	if c.Passes < 1 {
+		return usage.Errorf("--passes %d: want 1 or more", c.Passes)
+	}
+	if c.NoFixes && len(c.Try) == 0 {
+		return usage.Errorf("nothing to try: --no-fixes leaves only --try items, and there are none")
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return nil
+}
+
+func (a *auto) run(ctx context.Context) error {
+	cfg := a.cfg
+	// Explicit candidates are checked before anything runs: a typo is bad
+	// input, not a trial.
+	if len(cfg.Try) > 0 {
+		if _, err := NewPlan(a.sys, cfg.Try); err != nil {
+			return err
+		}
+	}
+	if !cfg.DryRun {
+		unlock, err := cfg.Store.Lock(autoLockWait)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if _, err := cfg.Store.DropStale(a.sys); err != nil {
+			return err
+		}
+	}
+	a.logf("tune auto: %s; tuning %s; goal %s, %d round%s each", a.rig.Name, a.rig.DUT, cfg.Goal, cfg.Rounds, plural(cfg.Rounds))
+	ms, rounds, err := a.bench(ctx, "baseline")
+	if err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	a.setBase(ms, rounds)
+	a.rep.Baseline = rounds
+	a.rep.Before = medianRound(rounds)
+	if res := ms[0].Result; res != nil {
+		sp := res.Spec
+		a.rep.Spec, a.rep.FrameSize = &sp, res.FrameSize
+	}
+	a.metric = cfg.Goal.Metric(rounds[0].Proto)
+	a.rep.Metric = a.metric
+	if _, ok := rounds[0].Value(a.metric); !ok {
+		why := "nothing was received"
+		if ms[0].DUTErr != nil {
+			why = "the device under test could not be sampled: " + ms[0].DUTErr.Error()
+		}
+		return fmt.Errorf("goal %s: the baseline has no %s: %s", cfg.Goal, a.metric, why)
+	}
+	a.notes()
+	a.logf("baseline: %s", a.describeRounds(rounds))
+
+	tried := map[string]bool{}
+	for pass := 1; pass <= cfg.Passes; pass++ {
+		var fixes []Item
+		var sources map[string]string
+		if !cfg.NoFixes {
+			var err error
+			fixes, sources, err = a.diagnose(ctx, pass)
+			if err != nil {
+				return err
+			}
+		}
+		var explicit []Item
+		if pass == 1 {
+			explicit = cfg.Try
+		}
+		cands, err := a.candidates(explicit, fixes, sources, tried)
+		if err != nil {
+			return err
+		}
+		if len(cands) == 0 {
+			if pass == 1 {
+				a.logf("nothing to try")
+			}
+			break
+		}
+		a.rep.Candidates = append(a.rep.Candidates, cands...)
+		if cfg.DryRun {
+			a.logf("dry run: nothing applied")
+			return nil
+		}
+		kept := false
+		for i, c := range cands {
+			a.logf("[%d/%d] %s (%s)", i+1, len(cands), describeChanges(c.Changes), c.Source)
+			tr, err := a.trial(ctx, c)
+			a.rep.Trials = append(a.rep.Trials, tr)
+			if tr.Outcome == Kept {
+				kept = true
+				a.rep.Records = append(a.rep.Records, tr.Record)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if !kept {
+			break
+		}
+	}
+	a.logf("done: %s", a.summaryLine())
+	return nil
+}
+
+func (a *auto) setBase(ms []Measurement, rounds []Round) { a.base, a.rounds = ms, rounds }
+
+// bench runs the configured number of rounds. When ctx ends it returns
+// ctx's error.
+func (a *auto) bench(ctx context.Context, what string) ([]Measurement, []Round, error) {
+	n := a.cfg.Rounds
+	var ms []Measurement
+	var rounds []Round
+	for i := range n {
+		m, err := a.rig.Measure(ctx)
+		if ctx.Err() != nil {
+			return ms, rounds, ctx.Err()
+		}
+		if err != nil {
+			return ms, rounds, fmt.Errorf("round %d: %w", i+1, err)
+		}
+		r, err := m.round()
+		if err != nil {
+			return ms, rounds, fmt.Errorf("round %d: %w", i+1, err)
+		}
+		ms, rounds = append(ms, m), append(rounds, r)
+		a.logf("  %s round %d/%d: %s", what, i+1, n, describeRound(r))
+	}
+	return ms, rounds, nil
+}
+
+// notes adds what the reader of the results should know about them.
+func (a *auto) notes() {
+	b := a.rep.Before
+	if a.cfg.Goal == GoalThroughput && b.LimitedBy == "asked rate" {
+		a.rep.Notes = append(a.rep.Notes, "the baseline met the asked rate: throughput cannot rise; --goal cpu or --goal loss can still show a gain")
+	}
+	if a.cfg.Goal == GoalCPU && a.rep.Spec != nil && a.rep.Spec.Rate.PPS == 0 && a.rep.Spec.Rate.BPS == 0 {
+		a.rep.Notes = append(a.rep.Notes, "--goal cpu compares CPU per packet; with an unlimited --rate the load itself changes with each change: a fixed --rate compares like with like")
+	}
+	if a.sys.Netns() != "" {
+		a.rep.Notes = append(a.rep.Notes, "CPU figures are the whole machine's: a network namespace shares the CPUs with the load generator and the far end")
+	}
+}
+
+// evidence builds diagnose's input from the current baseline.
+func (a *auto) evidence(b *box.Box) *diagnose.Evidence {
+	ev := &diagnose.Evidence{Box: b}
+	l := &diagnose.Load{Local: a.rig.Local}
+	n := 0.0
+	for _, m := range a.base {
+		ev.Rates = append(ev.Rates, m.window()...)
+		if m.Result == nil {
+			continue
+		}
+		s := m.Result.Summary
+		l.AskedPPS = m.Result.Spec.Rate.PPS
+		l.SentPPS += s.SentPPS
+		l.ReceivedPPS += s.ReceivedPPS
+		l.LossRatio += s.LossRatio
+		if s.LimitedBy == "sender" {
+			l.SenderBusy = 100
+		}
+		n++
+	}
+	if n > 0 {
+		l.SentPPS, l.ReceivedPPS, l.LossRatio = l.SentPPS/n, l.ReceivedPPS/n, l.LossRatio/n
+		ev.Load = l
+	}
+	return ev
+}
+
+// diagnose reads the device under test and runs the rules over the
+// current baseline; it returns the fixes as items, with the rule each
+// came from.
+func (a *auto) diagnose(ctx context.Context, pass int) ([]Item, map[string]string, error) {
+	b, err := a.rig.Inspect(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", a.rig.DUT, err)
+	}
+	ev := a.evidence(b)
+	fs, err := diagnose.Run(ev)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.rep.Diagnosed = true
+	seen := map[string]bool{}
+	for _, f := range a.rep.Findings {
+		seen[f.Rule+" "+f.Subject] = true
+	}
+	var names []string
+	for _, f := range fs {
+		names = append(names, fmt.Sprintf("%s %s (%s)", f.Rule, f.Subject, f.Severity))
+		if !seen[f.Rule+" "+f.Subject] {
+			a.rep.Findings = append(a.rep.Findings, f)
+		}
+	}
+	what := "diagnosis"
+	if pass > 1 {
+		what = fmt.Sprintf("diagnosis, pass %d", pass)
+	}
+	if len(fs) == 0 {
+		a.logf("%s: no findings", what)
+	} else {
+		a.logf("%s: %s", what, strings.Join(names, "; "))
+	}
+	sources := map[string]string{}
+	for _, f := range fs {
+		for _, fx := range f.Fixes {
+			k := fx.Kind + ":" + fx.Target
+			if _, ok := sources[k]; !ok {
+				sources[k] = "diagnose " + f.Rule
+			}
+		}
+	}
+	return ItemsFromFindings(fs), sources, nil
+}
+
+// candidates plans each item on its own: explicit ones must be possible
+// (they were checked before the baseline); fixes this system cannot
+// take, advice (boot items, bench advice), changes already in place and
+// targets already tried are skipped, with the reason.
+func (a *auto) candidates(explicit, fixes []Item, sources map[string]string, tried map[string]bool) ([]Candidate, error) {
+	var out []Candidate
+	have := map[string]bool{}
+	add := func(it Item, src string, strict bool) error {
+		k := it.key()
+		if have[k] {
+			return nil // an explicit item wins over a fix for the same thing
+		}
+		have[k] = true
+		if tried[k] {
+			a.skip(it, "already tried")
+			return nil
+		}
+		var p *Plan
+		var err error
+		if strict {
+			p, err = NewPlan(a.sys, []Item{it})
+		} else {
+			p, err = PlanFixes(a.sys, []Item{it})
+		}
+		if err != nil {
+			return err
+		}
+		for _, s := range p.Skipped {
+			a.skip(s.Item, s.Reason)
+		}
+		if len(p.Items) == 0 {
+			return nil
+		}
+		c := Candidate{Item: it, Source: src}
+		var manual []string
+		same := 0
+		for _, ch := range p.Changes() {
+			switch {
+			case ch.Manual:
+				manual = append(manual, ch.Advice)
+			case ch.Unchanged:
+				same++
+			default:
+				c.Changes = append(c.Changes, ch)
+			}
+		}
+		switch {
+		case len(manual) > 0:
+			a.skip(it, "advice, never applied: "+strings.Join(manual, "; "))
+		case len(c.Changes) == 0:
+			a.skip(it, "already in place")
+		default:
+			tried[k] = true
+			out = append(out, c)
+		}
+		return nil
+	}
+	for _, it := range explicit {
+		if err := add(it, "--try", true); err != nil {
+			return nil, err
+		}
+	}
+	for _, it := range fixes {
+		src := sources[it.key()]
+		if src == "" {
+			src = "diagnose"
+		}
+		if err := add(it, src, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range out {
+		a.logf("candidate: %s (%s)", describeChanges(c.Changes), c.Source)
+	}
+	return out, nil
+}
+
+func (a *auto) skip(it Item, why string) {
+	a.rep.Skipped = append(a.rep.Skipped, Skip{Item: it, Reason: why})
+	a.logf("skipped: %s: %s", it, why)
+}
+
+// trial applies one candidate in a transaction, benches it and keeps or
+// rolls it back. The error is for what must stop the loop: ctx ended, a
+// restore failed, the journal could not be written.
+func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
+	tr := Trial{Candidate: c, Rounds: []Round{}}
+	// Planned again now: a change kept before may have moved the values.
+	p, err := NewPlan(a.sys, []Item{c.Item})
+	if err != nil {
+		tr.Outcome, tr.Why = Refused, err.Error()
+		a.logf("  refused: %s", tr.Why)
+		return tr, nil
+	}
+	tx, err := a.cfg.Store.Begin(a.sys, p)
+	if err != nil {
+		return tr, err
+	}
+	tr.Changes = nil
+	for _, e := range tx.Record().Entries {
+		tr.Changes = append(tr.Changes, e.Change)
+	}
+	if len(tr.Changes) == 0 {
+		tr.Outcome, tr.Why = InPlace, "already in place"
+		a.logf("  %s", tr.Why)
+		return tr, nil
+	}
+	if err := tx.Apply(ctx); err != nil {
+		var ae *ApplyError
+		if errors.As(err, &ae) && len(ae.Unrestored) > 0 {
+			tr.Outcome, tr.Why = Refused, err.Error()
+			return tr, err
+		}
+		tr.Restored = a.holdsBefore(tr.Changes)
+		if ctx.Err() != nil {
+			tr.Outcome, tr.Why = Interrupted, "interrupted while applying; restored"
+			return tr, ctx.Err()
+		}
+		tr.Outcome, tr.Why = Refused, "the system refused it: "+err.Error()
+		a.logf("  %s", tr.Why)
+		return tr, a.mustHold(tr)
+	}
+	ms, rounds, err := a.bench(ctx, "trial")
+	tr.Rounds = append(tr.Rounds, rounds...)
+	if ctx.Err() != nil {
+		tr.Outcome, tr.Why = Interrupted, "interrupted during the bench; rolled back"
+		if rerr := a.rollback(ctx, tx, &tr); rerr != nil {
+			return tr, rerr
+		}
+		a.logf("  interrupted: %s rolled back", describeChanges(tr.Changes))
+		return tr, ctx.Err()
+	}
+	if err != nil {
+		tr.Outcome, tr.Why = RolledBack, "the bench failed with it: "+err.Error()
+		if rerr := a.rollback(ctx, tx, &tr); rerr != nil {
+			return tr, rerr
+		}
+		a.logf("  rolled back: %s", tr.Why)
+		return tr, nil
+	}
+	tr.Verdict = a.judge(rounds)
+	if tr.Verdict.Keep {
+		tr.Outcome, tr.Why, tr.Record = Kept, tr.Verdict.Why, tx.Record().ID
+		a.setBase(ms, rounds)
+		a.logf("  kept: %s → %s, %s", FormatMetric(a.metric, tr.Verdict.Before), FormatMetric(a.metric, tr.Verdict.After), tr.Why)
+		return tr, nil
+	}
+	tr.Outcome, tr.Why = RolledBack, tr.Verdict.Why
+	if err := a.rollback(ctx, tx, &tr); err != nil {
+		return tr, err
+	}
+	a.logf("  rolled back: %s → %s, %s", FormatMetric(a.metric, tr.Verdict.Before), FormatMetric(a.metric, tr.Verdict.After), tr.Why)
+	return tr, nil
+}
+
+// judge compares a trial's rounds with the baseline's on the goal; for
+// the loss and CPU goals a change must not cost throughput beyond the
+// noise either.
+func (a *auto) judge(rounds []Round) Verdict {
+	v := Judge(a.metric, values(a.rounds, a.metric), values(rounds, a.metric), a.cfg.MinGain)
+	if !v.Keep || a.cfg.Goal == GoalThroughput {
+		return v
+	}
+	tm := GoalThroughput.Metric(rounds[0].Proto)
+	t := Judge(tm, values(a.rounds, tm), values(rounds, tm), a.cfg.MinGain)
+	if t.Gain < -t.Noise {
+		v.Keep = false
+		v.Why = fmt.Sprintf("%s, but throughput fell %s (noise %s)", v.Why, pctAbs(-t.Gain), pctAbs(t.Noise))
+	}
+	return v
+}
+
+// rollback restores a trial's transaction (also when ctx has ended:
+// Ctrl-C must leave nothing of the trial behind) and checks every value
+// reads back as before.
+func (a *auto) rollback(ctx context.Context, tx *Transaction, tr *Trial) error {
+	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("roll back %s: %w; the journal keeps it for 'linerate tune rollback'", tr.Item, err)
+	}
+	tr.Restored = a.holdsBefore(tr.Changes)
+	return a.mustHold(*tr)
+}
+
+func (a *auto) mustHold(tr Trial) error {
+	if !tr.Restored {
+		return fmt.Errorf("%s: after restoring, %s does not hold its old value", tr.Item, a.sys.Name())
+	}
+	return nil
+}
+
+// holdsBefore reports whether the system holds every change's old value.
+func (a *auto) holdsBefore(cs []Change) bool {
+	for _, c := range cs {
+		if c.Restore == nil {
+			return false
+		}
+		acts, err := Build(a.sys, *c.Restore)
+		if err != nil || len(acts) == 0 {
+			return false
+		}
+		for _, act := range acts {
+			if !act.Describe().Unchanged {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func values(rs []Round, metric string) []float64 {
+	out := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		if v, ok := r.Value(metric); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// medianRound is the median of each figure of a set of rounds.
+func medianRound(rs []Round) Round {
+	if len(rs) == 0 {
+		return Round{}
+	}
+	m := Round{Proto: rs[0].Proto, LimitedBy: rs[len(rs)/2].LimitedBy, CPUSampled: true}
+	f := func(get func(Round) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = get(r)
+		}
+		return median(v)
+	}
+	m.Seconds = f(func(r Round) float64 { return r.Seconds })
+	m.SentPPS = f(func(r Round) float64 { return r.SentPPS })
+	m.ReceivedPPS = f(func(r Round) float64 { return r.ReceivedPPS })
+	m.ReceivedBPS = f(func(r Round) float64 { return r.ReceivedBPS })
+	m.ReceivedPackets = uint64(f(func(r Round) float64 { return float64(r.ReceivedPackets) }))
+	m.LossRatio = f(func(r Round) float64 { return r.LossRatio })
+	m.CPUSeconds = f(func(r Round) float64 { return r.CPUSeconds })
+	m.CPUPerMpkt = f(func(r Round) float64 { return r.CPUPerMpkt })
+	for _, r := range rs {
+		m.CPUSampled = m.CPUSampled && r.CPUSampled
+	}
+	return m
+}
+
+// describeRound is one round in a progress line.
+func describeRound(r Round) string {
+	s := fmt.Sprintf("%s received (%s sent), loss %.2f %%", si(r.ReceivedPPS, "pps"), si(r.SentPPS, "pps"), r.LossRatio*100)
+	if r.Proto == "tcp" {
+		s = si(r.ReceivedBPS, "bit/s") + " received"
+	}
+	if r.CPUSampled && r.ReceivedPackets > 0 {
+		s += fmt.Sprintf(", CPU %s", FormatMetric(MetricCPUPerMpkt, r.CPUPerMpkt))
+	}
+	return s
+}
+
+// describeRounds is the median and spread of a baseline.
+func (a *auto) describeRounds(rs []Round) string {
+	v := values(rs, a.metric)
+	if len(v) == 0 {
+		return "no " + a.metric
+	}
+	return fmt.Sprintf("median %s over %d round%s (spread %s)", FormatMetric(a.metric, median(v)), len(v), plural(len(v)), pctAbs(spread(v)))
+}
+
+func (a *auto) summaryLine() string {
+	kept := a.rep.Kept()
+	b, _ := a.rep.Before.Value(a.metric)
+	af := b
+	if len(a.rounds) > 0 {
+		af = median(values(a.rounds, a.metric))
+	}
+	s := fmt.Sprintf("%s %s → %s", a.metric, FormatMetric(a.metric, b), FormatMetric(a.metric, af))
+	if b != 0 {
+		s += fmt.Sprintf(" (%s)", signedPct((af-b)/b))
+	}
+	return fmt.Sprintf("%s; %d of %d changes kept", s, len(kept), len(a.rep.Trials))
+}
+
+// describeChanges is "rps lan/rx-0 none → 1, ..." for a progress line.
+func describeChanges(cs []Change) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s %s %s → %s", c.Kind, c.Target, c.From, c.To))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,238 @@
+package tune
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"linerate/internal/usage"
+)
+
+// Goal is what `tune auto` improves.
+type Goal string
+
+// Goals.
+const (
+	// GoalThroughput: more received packets per second (UDP) or bits per
+	// second (TCP) at the far end.
+	GoalThroughput Goal = "throughput"
+	// GoalLoss: a smaller share of the sent packets lost (UDP).
+	GoalLoss Goal = "loss"
+	// GoalCPU: fewer CPU seconds of the device under test per million
+	// packets delivered (seed 002's coalescing case: the same throughput for
+	// less CPU).
+	GoalCPU Goal = "cpu"
+)
+
+// Goals lists the goals in help-text order.
+var Goals = []Goal{GoalThroughput, GoalLoss, GoalCPU}
+
+// ParseGoal reads a --goal value.
+func ParseGoal(s string) (Goal, error) {
+	for _, g := range Goals {
+		if string(g) == s {
+			return g, nil
+		}
+	}
+	return "", usage.Errorf("--goal %q: want throughput, loss or cpu", s)
+}
+
+// Metrics, by the name the report and the JSON use.
+const (
+	MetricRxPPS      = "received_pps"
+	MetricRxBPS      = "received_bps"
+	MetricLoss       = "loss_ratio"
+	MetricCPUPerMpkt = "cpu_seconds_per_mpkt"
+)
+
+// Metric is the figure a goal is judged on for a protocol.
+func (g Goal) Metric(proto string) string {
+	switch g {
+	case GoalLoss:
+		return MetricLoss
+	case GoalCPU:
+		return MetricCPUPerMpkt
+	}
+	if proto == "tcp" {
+		return MetricRxBPS
+	}
+	return MetricRxPPS
+}
+
+// HigherIsBetter says which way a metric improves.
+func HigherIsBetter(metric string) bool {
+	return metric == MetricRxPPS || metric == MetricRxBPS
+}
+
+// Value is a round's figure for a metric; ok is false when the round
+// could not measure it (no counters of the device under test).
+func (r Round) Value(metric string) (v float64, ok bool) {
+	switch metric {
+	case MetricRxPPS:
+		return r.ReceivedPPS, true
+	case MetricRxBPS:
+		return r.ReceivedBPS, true
+	case MetricLoss:
+		return r.LossRatio, true
+	case MetricCPUPerMpkt:
+		return r.CPUPerMpkt, r.CPUSampled && r.ReceivedPackets > 0
+	}
+	return 0, false
+}
+
+// FormatMetric writes a metric's value with its unit: "312.4k pps",
+// "941.2 Mbit/s", "4.12 %", "1.85 s/Mpkt".
+func FormatMetric(metric string, v float64) string {
+	switch metric {
+	case MetricRxPPS:
+		return si(v, "pps")
+	case MetricRxBPS:
+		return si(v, "bit/s")
+	case MetricLoss:
+		return fmt.Sprintf("%.2f %%", v*100)
+	case MetricCPUPerMpkt:
+		return fmt.Sprintf("%.3g s/Mpkt", v)
+	}
+	return fmt.Sprint(v)
+}
+
+// si writes v with a k, M or G prefix.
+func si(v float64, unit string) string {
+	switch a := math.Abs(v); {
+	case a >= 1e9:
+		return fmt.Sprintf("%.2f G%s", v/1e9, unit)
+	case a >= 1e6:
+		return fmt.Sprintf("%.2f M%s", v/1e6, unit)
+	case a >= 1e3:
+		return fmt.Sprintf("%.1f k%s", v/1e3, unit)
+	}
+	return fmt.Sprintf("%.0f %s", v, unit)
+}
+
+// DefaultMinGain is the smallest relative improvement `tune auto` keeps
+// a change for, however quiet the measurements: below 2 % a change is
+// not worth a line in a boot script.
+const DefaultMinGain = 0.02
+
+// Verdict is the noise test's answer for one trial.
+type Verdict struct {
+	Keep bool `json:"keep"`
+	// Before and After are the medians of the baseline's and the trial's
+	// rounds.
+	Before float64 `json:"before"`
+	After  float64 `json:"after"`
+	// Change is the metric's relative change, (After-Before)/Before; Gain
+	// is the same signed so that positive is better (for loss and CPU a
+	// fall is a gain).
+	Change float64 `json:"change"`
+	Gain   float64 `json:"gain"`
+	// Noise is the threshold the gain had to pass: the larger of the
+	// minimum gain and the relative spread of either set of rounds.
+	Noise float64 `json:"noise"`
+	// Why says in words why the change is kept or not.
+	Why string `json:"why"`
+}
+
+// Judge decides whether a trial's rounds beat the baseline's on a metric,
+// beyond the noise of the measurement.
+//
+// With the 2 to 5 rounds a trial can afford, rank tests cannot say
+// much: Mann-Whitney's smallest one-sided p-value with 3 rounds against 3
+// is 1/20, with 2 against 2 it is 1/6, whatever the figures are; and
+// Welch's t on 2 or 3 samples leans on a normality nobody can check.
+// Judge uses a rule a person can verify from the table instead. A change
+// is kept only when both hold:
+//
+//  1. its median beats the baseline's median by more than the noise:
+//     the larger of minGain and the relative spread ((max-min)/median) of
+//     the baseline's rounds and of the trial's own rounds — the scatter
+//     that identical runs showed;
+//  2. every one of its rounds beats the baseline's median, so that one
+//     lucky round cannot carry it.
+//
+// Anything else is rolled back: worse, or within the noise.
+func Judge(metric string, base, trial []float64, minGain float64) Verdict {
+	v := Verdict{Noise: minGain}
+	if len(base) == 0 || len(trial) == 0 {
+		v.Why = "no rounds to compare"
+		return v
+	}
+	v.Before, v.After = median(base), median(trial)
+	higher := HigherIsBetter(metric)
+	if v.Before == 0 {
+		switch {
+		case !higher && v.After == 0:
+			v.Why = "nothing to improve: the baseline's median is 0"
+		case !higher:
+			v.Why = "worse: from 0 to " + FormatMetric(metric, v.After)
+		default:
+			v.Why = "the baseline's median is 0: no relative gain to judge"
+		}
+		return v
+	}
+	v.Change = (v.After - v.Before) / math.Abs(v.Before)
+	v.Gain = v.Change
+	if !higher {
+		v.Gain = -v.Change
+	}
+	v.Noise = max(minGain, spread(base), spread(trial))
+	better := func(x float64) bool {
+		if higher {
+			return x > v.Before
+		}
+		return x < v.Before
+	}
+	worst := slices.Max(trial)
+	if higher {
+		worst = slices.Min(trial)
+	}
+	switch {
+	case v.Gain > v.Noise && better(worst):
+		v.Keep = true
+		v.Why = fmt.Sprintf("%s better, beyond the noise (%s); every round beat the baseline's median", pctAbs(v.Gain), pctAbs(v.Noise))
+	case v.Gain > v.Noise:
+		v.Why = fmt.Sprintf("%s better, but a round (%s) was no better than the baseline's median", pctAbs(v.Gain), FormatMetric(metric, worst))
+	case v.Gain < -v.Noise:
+		v.Why = fmt.Sprintf("worse by %s (noise %s)", pctAbs(-v.Gain), pctAbs(v.Noise))
+	default:
+		v.Why = fmt.Sprintf("%s is within the noise (%s)", signedPct(v.Gain), pctAbs(v.Noise))
+	}
+	return v
+}
+
+// median of a non-empty set.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// spread is the relative range of a set: (max-min)/|median|; 0 for one
+// value, +Inf when the median is 0 but the values differ.
+func spread(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if hi == lo {
+		return 0
+	}
+	m := math.Abs(median(xs))
+	if m == 0 {
+		return math.Inf(1)
+	}
+	return (hi - lo) / m
+}
+
+func pctAbs(f float64) string {
+	if math.IsInf(f, 0) {
+		return "unbounded"
+	}
+	return fmt.Sprintf("%.1f %%", math.Abs(f)*100)
+}
+
+func signedPct(f float64) string { return fmt.Sprintf("%+.1f %%", f*100) }
