@@ -1,0 +1,485 @@
+#!/usr/bin/env bash
+# bench/compare.sh — linerate against iperf3, sockperf and trafgen, side by
+# side, in one run, on a veth pair between two network namespaces this script
+# creates and removes (also on Ctrl-C). Run as root; `make bench` calls it.
+#
+# Every tool is measured the same way, from the receiving namespace's kernel
+# counters over the same window (the first WARM seconds of each run are left
+# out):
+#   UDP  received pps = Udp InDatagrams (/proc/net/snmp), which counts the
+#        datagrams an application read from a socket;
+#   TCP  Gb/s         = rx_bytes of the receiving veth (/proc/net/dev);
+#   XDP  rows         = rx_packets of the receiving veth (an XDP drop program
+#        keeps them from any socket).
+# UDP Gb/s is pps × 64-byte frames × 8. The tools alternate within each
+# round; the table shows each one's median over the rounds.
+#
+# Environment:
+#   ROUNDS=3        rounds (each runs every tool once)
+#   DURATION=5      measured seconds per run
+#   WARM=1          seconds of each run before the window
+#   TOOLS="..."     a subset of: linerate-socket linerate-ring iperf3 sockperf
+#                   trafgen trafgen-xdp linerate-ring-xdp linerate-tcp1 iperf3-tcp1
+#                   linerate-tcp4 iperf3-tcp4   (default: all)
+#   JSON=FILE       also write the medians and every round as JSON
+#   LINERATE=PATH   the linerate binary (default bin/linerate, built if missing)
+#   SINK=PATH       the bench/sink binary (default: built into a temporary dir)
+#   LINERATE_UDP_FLAGS="--threads 2 --ports 2"
+#                   linerate's UDP flags into a socket receiver (both CPUs,
+#                   as trafgen -P 2; trafgen and its sink use 2 ports too)
+#
+# Example: sudo ROUNDS=5 DURATION=3 JSON=/tmp/bench.json bash bench/compare.sh
+
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-5}
+WARM=${WARM:-1}
+JSON=${JSON:-}
+LINERATE_UDP_FLAGS=${LINERATE_UDP_FLAGS:---threads 2 --ports 2}
+ALL_TOOLS="linerate-socket linerate-ring iperf3 sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-tcp1 iperf3-tcp1 linerate-tcp4 iperf3-tcp4"
+TOOLS=${TOOLS:-$ALL_TOOLS}
+
+die() { echo "compare.sh: $*" >&2; exit 2; }
+
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS=$ROUNDS: want a whole number of rounds ≥ 1"
+[[ $DURATION =~ ^[1-9][0-9]*$ && $DURATION -le 600 ]] || die "DURATION=$DURATION: want whole seconds, 1 to 600"
+[[ $WARM =~ ^[0-9]+$ && $WARM -le 60 ]] || die "WARM=$WARM: want whole seconds, 0 to 60"
+for t in $TOOLS; do
+	[[ " $ALL_TOOLS " == *" $t "* ]] || die "TOOLS: unknown tool '$t' (known: $ALL_TOOLS)"
+done
+[[ $(id -u) == 0 ]] || die "needs root (it creates network namespaces): try sudo bash bench/compare.sh"
+
+cd "$(dirname "$0")/.."
+LINERATE=${LINERATE:-bin/linerate}
+
+# ---- the lab -------------------------------------------------------------
+
+NS_TX=linerate-bench-tx-$$
+NS_RX=linerate-bench-rx-$$
+IF_TX=lrb0
+IF_RX=lrb1
+IP_TX=10.203.0.1
+IP_RX=10.203.0.2
+UDP_PORT=5300
+WORK=$(mktemp -d /tmp/linerate-bench.XXXXXX)
+PIDS=()
+
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do kill -- -"$pid" 2>/dev/null || true; done
+	for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+	for pid in "${PIDS[@]}"; do kill -KILL -- -"$pid" 2>/dev/null || true; done
+	ip netns del "$NS_TX" 2>/dev/null || true
+	ip netns del "$NS_RX" 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'echo; echo "compare.sh: interrupted" >&2; exit 130' INT TERM
+
+need() { command -v "$1" >/dev/null || die "$1 is not installed (make deps installs it)"; }
+need ip
+need timeout
+
+if [[ ! -x $LINERATE ]]; then
+	echo "building $LINERATE"
+	mkdir -p "$(dirname "$LINERATE")"
+	go build -o "$LINERATE" ./cmd/linerate || echo "compare.sh: could not build linerate; its rows are skipped" >&2
+fi
+if [[ -z ${SINK:-} ]]; then
+	SINK=$WORK/sink
+	go build -o "$SINK" ./bench/sink || { echo "compare.sh: could not build bench/sink; trafgen and XDP rows are skipped" >&2; SINK=; }
+fi
+
+ip netns add "$NS_TX"
+ip netns add "$NS_RX"
+ip -n "$NS_TX" link set lo up
+ip -n "$NS_RX" link set lo up
+ip -n "$NS_TX" link add name "$IF_TX" type veth peer name "$IF_RX" netns "$NS_RX"
+ip -n "$NS_TX" addr add "$IP_TX/24" dev "$IF_TX"
+ip -n "$NS_RX" addr add "$IP_RX/24" dev "$IF_RX"
+ip -n "$NS_TX" link set "$IF_TX" up
+ip -n "$NS_RX" link set "$IF_RX" up
+MAC_TX=$(ip netns exec "$NS_TX" cat "/sys/class/net/$IF_TX/address")
+MAC_RX=$(ip netns exec "$NS_RX" cat "/sys/class/net/$IF_RX/address")
+
+cat >"$WORK/trafgen.cfg" <<EOF
+# 64-byte Ethernet frames (60 bytes + FCS): IPv4, UDP, 18 bytes of payload,
+# alternating between two destination ports like linerate's --ports 2.
+{
+  eth(da=$MAC_RX, sa=$MAC_TX),
+  ipv4(sa=$IP_TX, da=$IP_RX, ttl=64, df),
+  udp(sp=9, dp=dinc($UDP_PORT, $((UDP_PORT + 1)))),
+  fill(0x00, 18)
+}
+EOF
+
+# ---- running things ------------------------------------------------------
+
+# bg NS LIMIT LOG CMD... starts CMD in NS, killed after LIMIT seconds at the
+# latest; its pid is in $BG. `ip netns exec` execs timeout, which makes
+# itself the leader of a new process group: the group (its pid) holds
+# everything the command forks, so nothing it leaves behind survives stop.
+bg() {
+	local ns=$1 limit=$2 log=$3
+	shift 3
+	ip netns exec "$ns" timeout -k 2 "$limit" "$@" >"$log" 2>&1 &
+	BG=$!
+	PIDS+=("$BG")
+}
+
+# forget PID: drops a reaped process from the list cleanup kills, after
+# killing whatever is left in its process group (a child that outlived its
+# parent, like a trafgen worker whose parent failed).
+forget() {
+	kill -KILL -- -"$1" 2>/dev/null || true
+	local keep=() p
+	for p in "${PIDS[@]}"; do [[ $p == "$1" ]] || keep+=("$p"); done
+	PIDS=("${keep[@]}")
+}
+
+# stop PID: ends a process this script started, and its group, and reaps it.
+stop() {
+	kill -- -"$1" 2>/dev/null || kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+	forget "$1"
+}
+
+# listening NS PROTO PORT: waits (≤ 5 s) until something listens there.
+listening() {
+	local ns=$1 proto=$2 port=$3 i
+	for i in $(seq 50); do
+		if [[ -n $(ip netns exec "$ns" ss -Hln"${proto:0:1}" "sport = :$port" 2>/dev/null) ]]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# counters: "seconds udp_in_datagrams rx_packets rx_bytes" in the receiving
+# namespace, now.
+counters() {
+	local t=$EPOCHREALTIME
+	ip netns exec "$NS_RX" awk -v t="$t" -v ifc="$IF_RX" '
+		FILENAME ~ /snmp$/ && $1 == "Udp:" && $2 ~ /^[0-9]+$/ { udp = $2 }
+		FILENAME ~ /dev$/ && $1 ~ "^"ifc":" {
+			sub("^ *"ifc":", ""); split($0, f, " "); pk = f[2]; by = f[1]
+		}
+		END { print t, udp, pk, by }' /proc/net/snmp /proc/net/dev
+}
+
+# measure KIND: sleeps WARM, reads the counters, sleeps DURATION, reads them
+# again and prints "pps gbps" for KIND udp (InDatagrams, 64-byte frames),
+# tcp (rx bytes) or link (rx packets, 64-byte frames).
+measure() {
+	local kind=$1 a b
+	sleep "$WARM"
+	a=$(counters)
+	sleep "$DURATION"
+	b=$(counters)
+	awk -v kind="$kind" -v a="$a" -v b="$b" 'BEGIN {
+		split(a, x, " "); split(b, y, " "); dt = y[1] - x[1]
+		if (kind == "udp") { pps = (y[2] - x[2]) / dt; gbps = pps * 64 * 8 / 1e9 }
+		else if (kind == "link") { pps = (y[3] - x[3]) / dt; gbps = pps * 64 * 8 / 1e9 }
+		else { pps = (y[3] - x[3]) / dt; gbps = (y[4] - x[4]) * 8 / dt / 1e9 }
+		printf "%.0f %.3f\n", pps, gbps }'
+}
+
+# finish SENDER_PID LOG: waits for the sender; on failure prints its log's
+# tail and returns 1.
+finish() {
+	local pid=$1 log=$2 rc=0
+	wait "$pid" || rc=$?
+	forget "$pid"
+	if [[ $rc != 0 ]]; then
+		echo "    failed (exit $rc): $(tail -n 3 "$log" | tr '\n' ' ')" >&2
+		return 1
+	fi
+}
+
+TOTAL=$((WARM + DURATION + 1))       # each sender's own duration
+LIMIT=$((TOTAL + 10))                # hard bound on every process
+
+linerate_serve() {
+	bg "$NS_RX" $((LIMIT + 5)) "$WORK/serve.log" "$LINERATE" serve --listen "$IP_RX"
+	SERVER=$BG
+	listening "$NS_RX" tcp 7557 || { echo "    linerate serve did not start: $(tail -n 3 "$WORK/serve.log")" >&2; stop "$SERVER"; return 1; }
+}
+
+# run_TOOL sets RESULT to "pps gbps", or fails. They run in this shell (not
+# in $(...)) so that every process they start is in PIDS for cleanup.
+# Into a socket receiver linerate uses both CPUs, as trafgen -P 2 does: two
+# sender threads, two flows (ports), two receiver threads. Into XDP drop
+# one thread, as trafgen -P 1.
+run_linerate-socket() { run_linerate_udp socket udp "$LINERATE_UDP_FLAGS"; }
+run_linerate-ring() { run_linerate_udp ring udp "$LINERATE_UDP_FLAGS"; }
+run_linerate-ring-xdp() { run_linerate_udp ring link "--threads 1 --ports 1" xdp; }
+
+run_linerate_udp() {
+	local engine=$1 kind=$2 flags=$3 xdp=${4:-} out rc=0 sink=
+	linerate_serve || return 1
+	if [[ -n $xdp ]]; then
+		bg "$NS_RX" "$LIMIT" "$WORK/sink.log" "$SINK" -xdp-drop "$IF_RX" -duration "${LIMIT}s"
+		sink=$BG
+		sleep 0.5
+	fi
+	# shellcheck disable=SC2086 # flags are words
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" "$LINERATE" bench udp --to "$IP_RX" --size 64 \
+		--engine "$engine" $flags --idle 0s --warmup 0s --duration "${TOTAL}s" --json
+	local client=$BG
+	out=$(measure "$kind")
+	finish "$client" "$WORK/client.log" || rc=1
+	[[ -z $sink ]] || stop "$sink"
+	stop "$SERVER"
+	[[ $rc == 0 ]] && RESULT=$out
+}
+
+run_iperf3() {
+	local out rc=0
+	bg "$NS_RX" "$LIMIT" "$WORK/server.log" iperf3 -s -1 -B "$IP_RX" -p 5201
+	local server=$BG
+	listening "$NS_RX" tcp 5201 || { stop "$server"; echo "    iperf3 -s did not start" >&2; return 1; }
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" iperf3 -c "$IP_RX" -p 5201 -u -b 0 -l 18 -t "$TOTAL"
+	local client=$BG
+	out=$(measure udp)
+	finish "$client" "$WORK/client.log" || rc=1
+	stop "$server"
+	[[ $rc == 0 ]] && RESULT=$out
+}
+
+run_sockperf() {
+	local out rc=0
+	bg "$NS_RX" "$LIMIT" "$WORK/server.log" sockperf server -i "$IP_RX" -p 11111
+	local server=$BG
+	listening "$NS_RX" udp 11111 || { stop "$server"; echo "    sockperf server did not start" >&2; return 1; }
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" sockperf throughput -i "$IP_RX" -p 11111 -m 18 -t "$TOTAL"
+	local client=$BG
+	out=$(measure udp)
+	finish "$client" "$WORK/client.log" || rc=1
+	stop "$server"
+	[[ $rc == 0 ]] && RESULT=$out
+}
+
+run_trafgen() { run_trafgen_into udp 2; }
+# One process into XDP: with two, trafgen exits on the EAGAIN that a veth in
+# XDP (NAPI) mode returns when its ring is full ("Flushing TX_RING failed").
+run_trafgen-xdp() { run_trafgen_into link 1; }
+
+# trafgen has no receiver and no duration: it sends into bench/sink (sockets
+# or XDP drop) and is stopped with SIGINT, which it handles by printing its
+# statistics and exiting.
+run_trafgen_into() {
+	local kind=$1 procs=$2 out rc=0
+	if [[ $kind == udp ]]; then
+		bg "$NS_RX" "$LIMIT" "$WORK/sink.log" "$SINK" -listen "$IP_RX:$UDP_PORT" -ports 2 -threads 2 -duration "${LIMIT}s"
+		local sink=$BG
+		listening "$NS_RX" udp "$UDP_PORT" || { stop "$sink"; echo "    sink did not start" >&2; return 1; }
+	else
+		bg "$NS_RX" "$LIMIT" "$WORK/sink.log" "$SINK" -xdp-drop "$IF_RX" -duration "${LIMIT}s"
+		local sink=$BG
+		sleep 0.5
+	fi
+	# --no-sock-mem and -Q: leave the machine's socket memory and IRQ
+	# affinity alone.
+	ip netns exec "$NS_TX" timeout -s INT -k 2 "$TOTAL" trafgen -o "$IF_TX" -i "$WORK/trafgen.cfg" \
+		-P "$procs" --no-sock-mem -Q >"$WORK/client.log" 2>&1 &
+	local client=$!
+	PIDS+=("$client")
+	out=$(measure "$kind")
+	# trafgen must still be sending when the window closes; how it exits
+	# when stopped does not matter (it may fail to flush its ring).
+	if ! kill -0 "$client" 2>/dev/null; then
+		echo "    trafgen stopped early: $(tail -n 3 "$WORK/client.log" | tr '\n' ' ')" >&2
+		rc=1
+	fi
+	wait "$client" || true
+	forget "$client"
+	stop "$sink"
+	if [[ $kind == link ]] && grep -q unavailable "$WORK/sink.log"; then
+		echo "    $(cat "$WORK/sink.log")" >&2
+		rc=1
+	fi
+	[[ $rc == 0 ]] && RESULT=$out
+}
+
+run_linerate-tcp1() { run_linerate_tcp 1; }
+run_linerate-tcp4() { run_linerate_tcp 4; }
+run_linerate_tcp() {
+	local out rc=0
+	linerate_serve || return 1
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" "$LINERATE" bench tcp --to "$IP_RX" --streams "$1" --idle 0s --warmup 0s \
+		--duration "${TOTAL}s" --json
+	local client=$BG
+	out=$(measure tcp)
+	finish "$client" "$WORK/client.log" || rc=1
+	stop "$SERVER"
+	[[ $rc == 0 ]] && RESULT=$out
+}
+
+run_iperf3-tcp1() { run_iperf3_tcp 1; }
+run_iperf3-tcp4() { run_iperf3_tcp 4; }
+run_iperf3_tcp() {
+	local out rc=0
+	bg "$NS_RX" "$LIMIT" "$WORK/server.log" iperf3 -s -1 -B "$IP_RX" -p 5201
+	local server=$BG
+	listening "$NS_RX" tcp 5201 || { stop "$server"; echo "    iperf3 -s did not start" >&2; return 1; }
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" iperf3 -c "$IP_RX" -p 5201 -P "$1" -t "$TOTAL"
+	local client=$BG
+	out=$(measure tcp)
+	finish "$client" "$WORK/client.log" || rc=1
+	stop "$server"
+	[[ $rc == 0 ]] && RESULT=$out
+}
+
+# ---- which tools can run -------------------------------------------------
+
+declare -A SKIP
+for t in $TOOLS; do
+	case $t in
+	linerate-*)
+		sub=udp
+		[[ $t == linerate-tcp* ]] && sub=tcp
+		if ! "$LINERATE" bench "$sub" --help >/dev/null 2>&1; then
+			SKIP[$t]="$LINERATE has no 'bench $sub'"
+		elif [[ $t == linerate-ring* ]] && ! "$LINERATE" bench udp --help 2>&1 | grep -q -- --engine; then
+			SKIP[$t]="$LINERATE bench udp has no --engine"
+		fi
+		;;
+	iperf3*) command -v iperf3 >/dev/null || SKIP[$t]="iperf3 is not installed" ;;
+	sockperf) command -v sockperf >/dev/null || SKIP[$t]="sockperf is not installed" ;;
+	trafgen*) command -v trafgen >/dev/null || SKIP[$t]="trafgen (netsniff-ng) is not installed" ;;
+	esac
+	if [[ -z $SINK && ($t == trafgen* || $t == *-xdp) ]]; then
+		SKIP[$t]="bench/sink did not build"
+	fi
+done
+
+# ---- the rounds ----------------------------------------------------------
+
+echo "linerate side-by-side benchmark: $(nproc) CPUs, kernel $(uname -r), veth $NS_TX/$IF_TX → $NS_RX/$IF_RX"
+echo "$ROUNDS rounds × ${DURATION}s measured (+${WARM}s warm-up) per tool; 64-byte UDP frames"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "load average before: $LOAD_BEFORE (other work on the machine moves these figures)"
+for t in "${!SKIP[@]}"; do echo "  skipping $t: ${SKIP[$t]}"; done
+
+declare -A PPS GBPS
+for r in $(seq "$ROUNDS"); do
+	echo "round $r/$ROUNDS"
+	for t in $TOOLS; do
+		[[ -z ${SKIP[$t]:-} ]] || continue
+		RESULT=
+		if "run_$t" && [[ -n $RESULT ]]; then
+			read -r pps gbps <<<"$RESULT"
+			printf '  %-18s %10s pps %8s Gb/s\n' "$t" "$pps" "$gbps"
+			PPS[$t]+="$pps "
+			GBPS[$t]+="$gbps "
+		else
+			printf '  %-18s failed\n' "$t"
+		fi
+	done
+done
+
+# ---- the table -----------------------------------------------------------
+
+median() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END {
+	if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+declare -A MED_PPS MED_GBPS
+for t in $TOOLS; do
+	MED_PPS[$t]=$(median <<<"${PPS[$t]:-}")
+	MED_GBPS[$t]=$(median <<<"${GBPS[$t]:-}")
+done
+
+# ref TOOL: the linerate row TOOL is compared with.
+ref() {
+	case $1 in
+	*-tcp1) echo linerate-tcp1 ;;
+	*-tcp4) echo linerate-tcp4 ;;
+	*-xdp) echo linerate-ring-xdp ;;
+	*)
+		local s=${MED_PPS[linerate-socket]:-} g=${MED_PPS[linerate-ring]:-}
+		if [[ -n $g && (-z $s || $(awk -v a="$g" -v b="$s" 'BEGIN{print (a>=b)}') == 1) ]]; then
+			echo linerate-ring
+		else
+			echo linerate-socket
+		fi
+		;;
+	esac
+}
+
+# ratio A B: A/B to two decimals, or "-".
+ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }' || echo "-"; }
+
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "median of $ROUNDS rounds, ${DURATION}s each; received in $NS_RX (UDP: InDatagrams; TCP, XDP: $IF_RX rx counters)"
+printf '%-18s %-54s %12s %9s %16s\n' tool "what" "pps" "Gb/s" "linerate/tool"
+describe() {
+	case $1 in
+	linerate-socket) echo "bench udp $LINERATE_UDP_FLAGS -> serve" ;;
+	linerate-ring) echo "bench udp --engine ring $LINERATE_UDP_FLAGS -> serve" ;;
+	iperf3) echo "iperf3 -u -b 0 -l 18 -> iperf3 -s" ;;
+	sockperf) echo "sockperf throughput -m 18 -> server" ;;
+	trafgen) echo "trafgen -P 2, 2 ports -> recvmmsg sink" ;;
+	trafgen-xdp) echo "trafgen -P 1 -> XDP drop" ;;
+	linerate-ring-xdp) echo "bench udp --engine ring, 1 thread -> XDP drop" ;;
+	linerate-tcp1) echo "bench tcp --streams 1" ;;
+	iperf3-tcp1) echo "iperf3 -P 1" ;;
+	linerate-tcp4) echo "bench tcp --streams 4" ;;
+	iperf3-tcp4) echo "iperf3 -P 4" ;;
+	esac
+}
+for t in $TOOLS; do
+	if [[ -n ${SKIP[$t]:-} ]]; then
+		printf '%-18s %-54s %12s\n' "$t" "$(describe "$t")" "skipped"
+		continue
+	fi
+	rf=$(ref "$t")
+	if [[ $t == *tcp* ]]; then
+		x=$(ratio "${MED_GBPS[$rf]:-}" "${MED_GBPS[$t]:-}")
+	else
+		x=$(ratio "${MED_PPS[$rf]:-}" "${MED_PPS[$t]:-}")
+	fi
+	[[ $t == "$rf" ]] && x="(reference)"
+	if [[ -z ${MED_PPS[$t]:-} ]]; then
+		printf '%-18s %-54s %12s\n' "$t" "$(describe "$t")" "failed"
+		continue
+	fi
+	printf '%-18s %-54s %12.0f %9.3f %16s\n' "$t" "$(describe "$t")" "${MED_PPS[$t]}" "${MED_GBPS[$t]}" "$x"
+done
+
+# The issue's targets, where both sides were measured.
+echo
+target() { # NAME A B MIN: A/B ≥ MIN?
+	local name=$1 a=$2 b=$3 min=$4
+	[[ -n $a && -n $b ]] || { echo "  $name: not measured"; return; }
+	awk -v n="$name" -v a="$a" -v b="$b" -v m="$min" 'BEGIN {
+		r = (b > 0) ? a / b : 0; printf "  %s: %.3fx (want >= %sx) %s\n", n, r, m, (r >= m) ? "met" : "NOT met" }'
+}
+best=$(ref linerate)
+target "UDP 64 B: linerate vs iperf3" "${MED_PPS[$best]:-}" "${MED_PPS[iperf3]:-}" 2
+target "UDP 64 B: linerate vs trafgen" "${MED_PPS[$best]:-}" "${MED_PPS[trafgen]:-}" 1
+target "TCP 1 stream: linerate vs iperf3" "${MED_GBPS[linerate-tcp1]:-}" "${MED_GBPS[iperf3-tcp1]:-}" 0.95
+target "TCP 4 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp4]:-}" "${MED_GBPS[iperf3-tcp4]:-}" 0.95
+
+if [[ -n $JSON ]]; then
+	{
+		printf '{\n  "rounds": %s, "duration_s": %s, "warm_s": %s, "cpus": %s, "kernel": "%s", "load_before": "%s", "load_after": "%s",\n  "tools": {\n' \
+			"$ROUNDS" "$DURATION" "$WARM" "$(nproc)" "$(uname -r)" "$LOAD_BEFORE" "$(cut -d' ' -f1-3 /proc/loadavg)"
+		first=1
+		for t in $TOOLS; do
+			[[ $first == 1 ]] || printf ',\n'
+			first=0
+			if [[ -n ${SKIP[$t]:-} ]]; then
+				printf '    "%s": {"skipped": "%s"}' "$t" "${SKIP[$t]//\"/\'}"
+				continue
+			fi
+			list() { local v; v=$(echo $1 | tr ' ' ','); echo "[$v]"; }
+			printf '    "%s": {"median_pps": %s, "median_gbps": %s, "pps": %s, "gbps": %s}' "$t" \
+				"${MED_PPS[$t]:-null}" "${MED_GBPS[$t]:-null}" "$(list "${PPS[$t]:-}")" "$(list "${GBPS[$t]:-}")"
+		done
+		printf '\n  }\n}\n'
+	} >"$JSON"
+	echo "wrote $JSON"
+fi
