@@ -225,32 +225,16 @@ func buildRings(sys System, it Item) ([]Action, error) {
 		return nil, unsupported(et, iface, "ring sizes", err)
 	}
 	want := cur
-	var from, to [][2]string
-	for _, p := range kv {
-		var dst *uint32
-		var curV, maxV uint32
-		switch p[0] {
-		case "rx":
-			dst, curV, maxV = &want.RX, cur.RX, cur.RXMax
-		case "rx-mini":
-			dst, curV, maxV = &want.RXMini, cur.RXMini, cur.RXMiniMax
-		case "rx-jumbo":
-			dst, curV, maxV = &want.RXJumbo, cur.RXJumbo, cur.RXJumboMax
-		case "tx":
-			dst, curV, maxV = &want.TX, cur.TX, cur.TXMax
-		}
-		n := maxV
-		if p[1] != "max" {
-			if n, err = parseU32(p[0], p[1]); err != nil {
-				return nil, err
-			}
-		}
-		if n == 0 || n > maxV {
-			return nil, usage.Errorf("%s=%s: the %s %s ring takes 1 to %d", p[0], p[1], iface, p[0], maxV)
-		}
-		*dst = n
-		from = append(from, [2]string{p[0], strconv.FormatUint(uint64(curV), 10)})
-		to = append(to, [2]string{p[0], strconv.FormatUint(uint64(n), 10)})
+	from, to, err := setCounts(kv, map[string]countField{
+		"rx":       {&want.RX, cur.RX, cur.RXMax},
+		"rx-mini":  {&want.RXMini, cur.RXMini, cur.RXMiniMax},
+		"rx-jumbo": {&want.RXJumbo, cur.RXJumbo, cur.RXJumboMax},
+		"tx":       {&want.TX, cur.TX, cur.TXMax},
+	}, func(k, v string, maxV uint32) error {
+		return usage.Errorf("%s=%s: the %s %s ring takes 1 to %d", k, v, iface, k, maxV)
+	}, false)
+	if err != nil {
+		return nil, err
 	}
 	holds := func(r ethtool.Rings) bool {
 		return r.RX == want.RX && r.TX == want.TX && r.RXMini == want.RXMini && r.RXJumbo == want.RXJumbo
@@ -284,35 +268,19 @@ func buildChannels(sys System, it Item) ([]Action, error) {
 		return nil, unsupported(et, iface, "channels", err)
 	}
 	want := cur
-	var from, to [][2]string
-	for _, p := range kv {
-		var dst *uint32
-		var curV, maxV uint32
-		switch p[0] {
-		case "rx":
-			dst, curV, maxV = &want.RX, cur.RX, cur.MaxRX
-		case "tx":
-			dst, curV, maxV = &want.TX, cur.TX, cur.MaxTX
-		case "other":
-			dst, curV, maxV = &want.Other, cur.Other, cur.MaxOther
-		case "combined":
-			dst, curV, maxV = &want.Combined, cur.Combined, cur.MaxCombined
+	from, to, err := setCounts(kv, map[string]countField{
+		"rx":       {&want.RX, cur.RX, cur.MaxRX},
+		"tx":       {&want.TX, cur.TX, cur.MaxTX},
+		"other":    {&want.Other, cur.Other, cur.MaxOther},
+		"combined": {&want.Combined, cur.Combined, cur.MaxCombined},
+	}, func(k, v string, maxV uint32) error {
+		if maxV == 0 {
+			return usage.Errorf("%s=%s: %s has no %s channels", k, v, iface, k)
 		}
-		n := maxV
-		if p[1] != "max" {
-			if n, err = parseU32(p[0], p[1]); err != nil {
-				return nil, err
-			}
-		}
-		if n > maxV {
-			if maxV == 0 {
-				return nil, usage.Errorf("%s=%s: %s has no %s channels", p[0], p[1], iface, p[0])
-			}
-			return nil, usage.Errorf("%s=%s: %s takes at most %d", p[0], p[1], iface, maxV)
-		}
-		*dst = n
-		from = append(from, [2]string{p[0], strconv.FormatUint(uint64(curV), 10)})
-		to = append(to, [2]string{p[0], strconv.FormatUint(uint64(n), 10)})
+		return usage.Errorf("%s=%s: %s takes at most %d", k, v, iface, maxV)
+	}, true)
+	if err != nil {
+		return nil, err
 	}
 	if want.RX+want.Combined == 0 {
 		return nil, usage.Errorf("value %q: %s would have no receive queue", it.Value, iface)
@@ -330,6 +298,35 @@ func buildChannels(sys System, it Item) ([]Action, error) {
 			now, err := et.Channels(iface)
 			return err == nil && holds(now), err
 		}}}, nil
+}
+
+// countField is one count an ethtool -G or -L item sets: where the new
+// value goes, the current value and the driver's maximum.
+type countField struct {
+	dst      *uint32
+	cur, max uint32
+}
+
+// setCounts applies "key=value" pairs (a value may be "max") to their
+// fields and returns the pairs before and after. tooBig words the error for
+// a value over the maximum (or zero, unless zeroOK).
+func setCounts(kv [][2]string, fields map[string]countField, tooBig func(k, v string, maxV uint32) error, zeroOK bool) (from, to [][2]string, err error) {
+	for _, p := range kv {
+		f := fields[p[0]]
+		n := f.max
+		if p[1] != "max" {
+			if n, err = parseU32(p[0], p[1]); err != nil {
+				return nil, nil, err
+			}
+		}
+		if n > f.max || (n == 0 && !zeroOK) {
+			return nil, nil, tooBig(p[0], p[1], f.max)
+		}
+		*f.dst = n
+		from = append(from, [2]string{p[0], strconv.FormatUint(uint64(f.cur), 10)})
+		to = append(to, [2]string{p[0], strconv.FormatUint(uint64(n), 10)})
+	}
+	return from, to, nil
 }
 
 // rssTable reads the device's indirection table.
