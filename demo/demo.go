@@ -6,11 +6,13 @@
 // for and the CPU use per core, and removes the lab at the end, on failure
 // and on cancellation (Ctrl-C).
 //
-// The run is a list of Steps run in order once the lab is up. Today they
-// are the three measurements (Measure of each of Experiments); diagnosis,
-// tuning, a second measurement and a before/after comparison are meant to
-// be appended to that list, working through the Session (its Lab, Bench
-// and Report).
+// The run is a list of Steps run in order once the lab is up: the three
+// measurements (Measure of each of Experiments), then Diagnose (the
+// router's own counters during a 64-byte UDP flood, through the diagnose
+// rules) and Tune (`tune auto` on the router: each change measured before
+// and after, kept or rolled back; at the end whatever was kept is rolled
+// back too, so the demo leaves the machine as it found it). Steps work
+// through the Session (its Lab, Bench and Report).
 package demo
 
 import (
@@ -29,6 +31,7 @@ import (
 	"linerate/ceiling"
 	"linerate/internal/usage"
 	"linerate/lab"
+	"linerate/tune"
 )
 
 // Defaults of a Config.
@@ -67,6 +70,9 @@ const (
 )
 
 // Config says how to run the demo.
+//
+// TuneRounds, TuneDuration and StateDir are for the Tune step (and
+// Diagnose, which floods for one round of TuneDuration).
 type Config struct {
 	// Self is the linerate binary run inside the nodes (serve in wan,
 	// bench in lan): the running one (os.Executable) from the command line.
@@ -83,6 +89,15 @@ type Config struct {
 	// Duration, Warmup and Idle are bench's --duration, --warmup and --idle
 	// for each experiment; zero Warmup and Idle take the defaults.
 	Duration, Warmup, Idle time.Duration
+	// TuneRounds is the number of rounds of tune auto's baseline and of
+	// each change it tries (DefaultTuneRounds when 0); TuneDuration the
+	// measured time of each round (DefaultTuneDuration when 0), after
+	// Warmup.
+	TuneRounds   int
+	TuneDuration time.Duration
+	// StateDir is where the Tune step makes its own journal directory,
+	// removed at the end; os.TempDir() when empty.
+	StateDir string
 	// Keep leaves the lab up at the end (serve is stopped all the same).
 	Keep bool
 	// Progress gets a line for each thing the demo does; nil discards.
@@ -111,6 +126,12 @@ func (c *Config) Check() error {
 	if c.Idle == 0 {
 		c.Idle = DefaultIdle
 	}
+	if c.TuneRounds == 0 {
+		c.TuneRounds = DefaultTuneRounds
+	}
+	if c.TuneDuration == 0 {
+		c.TuneDuration = DefaultTuneDuration
+	}
 	switch {
 	case c.Self == "":
 		return fmt.Errorf("demo: no linerate binary to run in the nodes")
@@ -118,6 +139,10 @@ func (c *Config) Check() error {
 		return usage.Errorf("--duration %s: want 100ms to %s per experiment", c.Duration, MaxDuration)
 	case c.Warmup < 0 || c.Idle < 0:
 		return usage.Errorf("demo: negative warmup or idle time")
+	case c.TuneRounds < 1 || c.TuneRounds > MaxTuneRounds:
+		return usage.Errorf("--rounds %d: want 1 to %d", c.TuneRounds, MaxTuneRounds)
+	case c.TuneDuration < 100*time.Millisecond || c.TuneDuration > MaxDuration:
+		return usage.Errorf("--round-duration %s: want 100ms to %s per round", c.TuneDuration, MaxDuration)
 	case c.Speed != 0 && (c.Speed < MinSpeed || c.Speed > MaxSpeed):
 		return usage.Errorf("--speed %s: want 0 (uncapped) or %s to %s", ceiling.FormatSpeed(c.Speed),
 			ceiling.FormatSpeed(MinSpeed), ceiling.FormatSpeed(MaxSpeed))
@@ -173,6 +198,10 @@ type Report struct {
 	Server     string     `json:"server"`
 	ServerAddr netip.Addr `json:"server_addr"`
 	Outcomes   []Outcome  `json:"experiments"`
+	// Diagnosis and Tuning are what the Diagnose and Tune steps found and
+	// did; nil when they did not run.
+	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
+	Tuning    *Tuning    `json:"tune,omitempty"`
 	// Kept says the lab was left up (--keep).
 	Kept bool `json:"kept"`
 }
@@ -186,14 +215,14 @@ type Step struct {
 	Run func(ctx context.Context, s *Session) error
 }
 
-// Steps are the demo's steps: a Measure of each of Experiments. A later
-// diagnose → tune → re-measure → before/after appends its steps here.
+// Steps are the demo's steps: a Measure of each of Experiments, then
+// Diagnose and Tune on the router.
 func Steps() []Step {
-	steps := make([]Step, 0, len(Experiments))
+	steps := make([]Step, 0, len(Experiments)+2)
 	for _, e := range Experiments {
 		steps = append(steps, Measure(e))
 	}
-	return steps
+	return append(steps, Diagnose(), Tune())
 }
 
 // Session is a demo under way: what steps work with.
@@ -205,6 +234,13 @@ type Session struct {
 	Report *Report
 
 	serve *server
+	// rig floods lan → wan through the router and reads, samples and
+	// changes the router (Diagnose and Tune); floodCPU is the CPU its
+	// sender and receiver run on, spareCPUs the others this process may
+	// use.
+	rig       *tune.Rig
+	floodCPU  int
+	spareCPUs []int
 }
 
 // Logf writes one progress line.
@@ -308,6 +344,9 @@ func firstAddr(l *lab.Lab, node string) string {
 // nothing of it is left.
 func (s *Session) teardown() error {
 	var errs []error
+	if err := s.closeRig(); err != nil {
+		errs = append(errs, err)
+	}
 	if s.serve != nil {
 		if err := s.serve.stop(); err != nil {
 			errs = append(errs, err)

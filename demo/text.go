@@ -9,6 +9,7 @@ import (
 
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/tune"
 )
 
 // cpusPerRow is how many CPUs one row of the CPU table holds; bigger
@@ -171,8 +172,149 @@ func WriteText(w io.Writer, r *Report) error {
 			tw.Flush()
 		}
 	}
+	writeDiagnosis(&b, r.Diagnosis)
+	writeTuning(&b, r.Tuning)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeDiagnosis writes the diagnose step's findings, briefly.
+func writeDiagnosis(b *strings.Builder, d *Diagnosis) {
+	if d == nil {
+		return
+	}
+	fmt.Fprintf(b, "\ndiagnose: %s during a flood of %d-byte UDP packets %s → %s, sender and receiver on CPU%d, %s measured\n",
+		d.DUT, d.FrameSize, clientNode, serverNode, d.CPU, trimSeconds(d.Duration))
+	for _, l := range diagnosisLines(d) {
+		fmt.Fprintf(b, "  %s\n", l)
+	}
+}
+
+// writeTuning writes tune auto's before/after table: each change tried,
+// the goal metric before and after it (medians), the change, whether it
+// was kept and why; then the first baseline against the last, and what the
+// demo undid.
+func writeTuning(b *strings.Builder, t *Tuning) {
+	if t == nil {
+		return
+	}
+	r := t.Auto
+	switch {
+	case r == nil:
+		b.WriteString("\ntune auto: did not run\n")
+		return
+	case len(r.Baseline) == 0:
+		b.WriteString("\ntune auto: stopped before its baseline was measured\n")
+		writeUndo(b, t)
+		return
+	}
+	each := ""
+	if r.Spec != nil {
+		each = " of " + r.Spec.Duration.D().String()
+	}
+	fmt.Fprintf(b, "\ntune auto on %s: goal %s, median of %d round%s%s each; a change is kept when it gains more than %.0f%% and more than the rounds' spread\n",
+		r.DUT, r.Metric, r.Rounds, plural(r.Rounds), each, r.MinGain*100)
+	if len(r.Trials) == 0 {
+		b.WriteString("nothing was tried: no candidate this system can take\n")
+	} else {
+		tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHANGE\tFROM → TO\tTRIED FOR\tBEFORE\tAFTER\tDELTA\tRESULT\tWHY")
+		for _, tr := range r.Trials {
+			before, after, delta := "-", "-", "-"
+			if len(tr.Rounds) > 0 && tr.Verdict.Before != 0 {
+				before = tune.FormatMetric(r.Metric, tr.Verdict.Before)
+				after = tune.FormatMetric(r.Metric, tr.Verdict.After)
+				delta = fmt.Sprintf("%+.1f%%", tr.Verdict.Change*100)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", changeName(tr), changeFromTo(tr), triedFor(tr.Source),
+				before, after, delta, outcomeWord(tr.Outcome), tr.Why)
+		}
+		tw.Flush()
+	}
+	for _, sk := range r.Skipped {
+		fmt.Fprintf(b, "not tried: %s: %s\n", sk.Item, sk.Reason)
+	}
+	bv, _ := r.Before.Value(r.Metric)
+	av, _ := r.After.Value(r.Metric)
+	line := fmt.Sprintf("before → after: %s → %s", tune.FormatMetric(r.Metric, bv), tune.FormatMetric(r.Metric, av))
+	if bv != 0 {
+		line += fmt.Sprintf(" (%+.1f%%)", (av-bv)/bv*100)
+	}
+	line += fmt.Sprintf(", loss %s → %s", tune.FormatMetric(tune.MetricLoss, r.Before.LossRatio), tune.FormatMetric(tune.MetricLoss, r.After.LossRatio))
+	bc, bok := r.Before.Value(tune.MetricCPUPerMpkt)
+	ac, aok := r.After.Value(tune.MetricCPUPerMpkt)
+	if bok && aok {
+		line += fmt.Sprintf(", CPU %s → %s (the whole machine's, per million packets delivered)",
+			tune.FormatMetric(tune.MetricCPUPerMpkt, bc), tune.FormatMetric(tune.MetricCPUPerMpkt, ac))
+	}
+	b.WriteString(line + "\n")
+	if r.Interrupted {
+		b.WriteString("interrupted: the change being tried was rolled back\n")
+	}
+	writeUndo(b, t)
+}
+
+// writeUndo says what the demo undid at the end of the tune step.
+func writeUndo(b *strings.Builder, t *Tuning) {
+	restored := 0
+	for _, res := range t.Restored {
+		if res.Err == nil && res.Dropped == "" {
+			restored++
+		}
+	}
+	var what string
+	switch {
+	case t.Auto != nil && len(t.Auto.Kept()) == 0 && restored == 0:
+		what = "nothing was kept"
+	case restored == 1:
+		what = "the demo rolled back the kept change at the end"
+	default:
+		what = fmt.Sprintf("the demo rolled back the %d kept changes at the end", restored)
+	}
+	if t.JournalRemoved {
+		fmt.Fprintf(b, "%s: the router is as the demo found it, and its journal is empty and removed\n", what)
+	} else {
+		fmt.Fprintf(b, "%s; the journal could not be emptied (see the error)\n", what)
+	}
+}
+
+// changeName names a trial's change: its first change's kind and target,
+// and how many more an item such as "lan/rx-*" made.
+func changeName(tr tune.Trial) string {
+	if len(tr.Changes) == 0 {
+		return tr.Item.Kind + " " + tr.Item.Target
+	}
+	s := tr.Changes[0].Kind + " " + tr.Changes[0].Target
+	if len(tr.Changes) > 1 {
+		s += fmt.Sprintf(" (+%d more)", len(tr.Changes)-1)
+	}
+	return s
+}
+
+func changeFromTo(tr tune.Trial) string {
+	if len(tr.Changes) == 0 {
+		return "→ " + tr.Item.Value
+	}
+	return tr.Changes[0].From + " → " + tr.Changes[0].To
+}
+
+// triedFor says why a change was tried: the seeds (the demo's one --try
+// item) or the diagnose rule whose fix it is.
+func triedFor(source string) string {
+	switch {
+	case source == "--try":
+		return seedSource
+	case strings.HasPrefix(source, "diagnose "):
+		return strings.TrimPrefix(source, "diagnose ")
+	}
+	return source
+}
+
+func outcomeWord(o string) string {
+	if o == tune.RolledBack {
+		return "rolled back"
+	}
+	return o
 }
 
 // trimSeconds prints seconds as a duration: "5s", "1.5s".

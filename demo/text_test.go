@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -32,7 +33,22 @@ func testReport(t *testing.T, speed int64) *Report {
 		}
 		r.Outcomes = append(r.Outcomes, *o)
 	}
+	r.Diagnosis, r.Tuning = testTuning(t)
 	return r
+}
+
+// testTuning is the diagnose and tune steps' part of a real demo's JSON
+// report (demo --quick --json, in testdata).
+func testTuning(t *testing.T) (*Diagnosis, *Tuning) {
+	t.Helper()
+	var d Diagnosis
+	var tu Tuning
+	for file, v := range map[string]any{"diagnosis": &d, "tune": &tu} {
+		if err := json.Unmarshal(readBench(t, file), v); err != nil {
+			t.Fatalf("testdata/%s.json: %v", file, err)
+		}
+	}
+	return &d, &tu
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -96,7 +112,8 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Name != DefaultName || c.Duration != DefaultDuration || c.Warmup != DefaultWarmup || c.Idle != DefaultIdle ||
-		c.Dir == "" || c.Progress == nil || len(c.Steps) != len(Experiments) {
+		c.TuneRounds != DefaultTuneRounds || c.TuneDuration != DefaultTuneDuration ||
+		c.Dir == "" || c.Progress == nil || len(c.Steps) != len(Experiments)+2 {
 		t.Errorf("defaults not filled in: %+v", c)
 	}
 	for _, tc := range []struct {
@@ -112,6 +129,10 @@ func TestCheck(t *testing.T) {
 		{Config{Self: "x", Warmup: -time.Second}, "negative", true},
 		{Config{Self: "x", Speed: 5}, "--speed 5", true},
 		{Config{Self: "x", Speed: 1e12}, "--speed 1T", true},
+		{Config{Self: "x", TuneRounds: -1}, "--rounds -1: want 1 to 10", true},
+		{Config{Self: "x", TuneRounds: MaxTuneRounds + 1}, "--rounds 11", true},
+		{Config{Self: "x", TuneDuration: time.Millisecond}, "--round-duration 1ms", true},
+		{Config{Self: "x", TuneDuration: time.Hour}, "--round-duration 1h0m0s", true},
 	} {
 		err := tc.c.Check()
 		if err == nil || !strings.Contains(err.Error(), tc.want) || usage.Is(err) != tc.isUsage {
@@ -131,12 +152,13 @@ func TestBenchArgs(t *testing.T) {
 
 func TestSteps(t *testing.T) {
 	steps := Steps()
-	if len(steps) != 3 {
-		t.Fatalf("%d steps, want the three experiments", len(steps))
+	if len(steps) != 5 {
+		t.Fatalf("%d steps, want the three experiments, diagnose and tune", len(steps))
 	}
+	names := []string{Experiments[0].Name, Experiments[1].Name, Experiments[2].Name, "diagnose", "tune"}
 	for i, st := range steps {
-		if st.Name != Experiments[i].Name || st.Title == "" || st.Run == nil {
-			t.Errorf("step %d: %+v", i, st)
+		if st.Name != names[i] || st.Title == "" || st.Run == nil {
+			t.Errorf("step %d: %+v, want %s", i, st, names[i])
 		}
 	}
 }

@@ -698,7 +698,7 @@ func (a *auto) describeRounds(rs []Round) string {
 	if len(v) == 0 {
 		return "no " + a.metric
 	}
-	return fmt.Sprintf("median %s over %d round%s (spread %s)", FormatMetric(a.metric, median(v)), len(v), plural(len(v)), pctAbs(spread(v)))
+	return fmt.Sprintf("median %s over %d round%s (spread %s)", FormatMetric(a.metric, median(v)), len(v), plural(len(v)), pctAbs(spread(v, median(v))))
 }
 
 func (a *auto) summaryLine() string {

@@ -175,7 +175,13 @@ func Judge(metric string, base, trial []float64, minGain float64) Verdict {
 	if !higher {
 		v.Gain = -v.Change
 	}
-	v.Noise = max(minGain, spread(base), spread(trial))
+	// A trial whose own median is 0 (a flood that stalled) is measured
+	// against the baseline's median, so the noise stays finite.
+	ref := median(trial)
+	if ref == 0 {
+		ref = v.Before
+	}
+	v.Noise = max(minGain, spread(base, v.Before), spread(trial, ref))
 	better := func(x float64) bool {
 		if higher {
 			return x > v.Before
@@ -211,21 +217,17 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// spread is the relative range of a set: (max-min)/|median|; 0 for one
-// value, +Inf when the median is 0 but the values differ.
-func spread(xs []float64) float64 {
+// spread is the relative range of a set, (max-min)/|ref|, for a non-zero
+// ref (the set's median, or the baseline's); 0 for one value.
+func spread(xs []float64, ref float64) float64 {
 	if len(xs) < 2 {
 		return 0
 	}
 	lo, hi := slices.Min(xs), slices.Max(xs)
-	if hi == lo {
+	if hi == lo || ref == 0 {
 		return 0
 	}
-	m := math.Abs(median(xs))
-	if m == 0 {
-		return math.Inf(1)
-	}
-	return (hi - lo) / m
+	return (hi - lo) / math.Abs(ref)
 }
 
 func pctAbs(f float64) string {

@@ -18,6 +18,8 @@ import (
 
 var demoOpts struct {
 	duration time.Duration
+	rounds   int
+	roundDur time.Duration
 	quick    bool
 	json     bool
 	keep     bool
@@ -27,7 +29,7 @@ var demoOpts struct {
 
 var demoCmd = &cobra.Command{
 	Use:   "demo",
-	Short: "Build a NAT router lab, run the seeds' experiments through it, show each beside its ceiling",
+	Short: "Build a NAT router lab, measure the seeds' experiments through it, then diagnose and tune the router",
 	Long: `demo is the guided run of 'make demo'. On any Linux machine, as root, it:
 
   1. builds a router lab (lan — router — wan, network namespaces; the router
@@ -39,7 +41,18 @@ var demoCmd = &cobra.Command{
      segments, 64-byte UDP packets;
   4. prints each figure beside the ceiling of a --speed port for the same
      frames, and the CPU use per core while it ran;
-  5. removes the lab, also on Ctrl-C or failure, and checks nothing is left.
+  5. diagnoses the router from its own counters during a flood of 64-byte
+     UDP packets from lan to wan (sender and receiver on one CPU, as all
+     the work was on CPU0 of the seeds' RouterPi), and prints the findings
+     with their fixes;
+  6. runs 'tune auto' on the router: a baseline of --rounds rounds of that
+     flood, then each change — RPS on the router's lan queue (the seeds'
+     fix) and the fixes of the findings — in a journalled transaction of
+     its own, measured again, kept when it beats the noise, rolled back
+     otherwise; prints the before/after table;
+  7. rolls back every change it kept, in a journal of its own under $TMPDIR
+     that it removes, and removes the lab, also on Ctrl-C or failure, and
+     checks nothing is left.
 
 The lab's nodes share this machine's CPUs: the CPU figures are the sender,
 the router and the receiver together. With --speed 1G the links are capped
@@ -47,9 +60,12 @@ so that full-size frames pass at a gigabit port's rate (` + lab.FormatRate(demo.
 tbf, which does not count preamble, FCS and gap); small frames can pass a
 little faster than on a real port. --speed 0 leaves the links uncapped.
 
-It takes about 25 s (5 s measured per experiment); --quick about 10 s.`,
+It takes about a minute (5 s measured per experiment, 2 s per tuning
+round); --quick about half that. Ctrl-C stops it at any point: the change
+being tried is rolled back, the kept ones too, the lab removed (exit 130).`,
 	Example: `  sudo linerate demo
-  sudo linerate demo --quick               # 1 s per experiment, for CI
+  sudo linerate demo --quick               # 1 s per experiment and per tuning round, for CI
+  sudo linerate demo --rounds 3 --round-duration 5s   # tune with more, longer rounds
   sudo linerate demo --duration 10s --json > demo.json
   sudo linerate demo --speed 2.5G --keep   # leave the lab up to explore`,
 	Args: argsWith(cobra.NoArgs),
@@ -59,9 +75,12 @@ It takes about 25 s (5 s measured per experiment); --quick about 10 s.`,
 func init() {
 	f := demoCmd.Flags()
 	f.DurationVar(&demoOpts.duration, "duration", demo.DefaultDuration, "measured time of each experiment (after a 1 s warmup)")
-	f.BoolVar(&demoOpts.quick, "quick", false, fmt.Sprintf("measure %s per experiment after a %s warmup (a smoke test)", demo.QuickDuration, demo.QuickWarmup))
-	f.BoolVar(&demoOpts.json, "json", false, "print the report as JSON on stdout (with each bench result); progress goes to stderr")
-	f.BoolVar(&demoOpts.keep, "keep", false, "leave the lab up at the end (remove it with linerate lab down NAME)")
+	f.IntVar(&demoOpts.rounds, "rounds", demo.DefaultTuneRounds, fmt.Sprintf("rounds of tune auto's baseline and of each change it tries (1 to %d)", demo.MaxTuneRounds))
+	f.DurationVar(&demoOpts.roundDur, "round-duration", demo.DefaultTuneDuration, "measured time of each round of the diagnosis flood and of tune auto (after the warmup)")
+	f.BoolVar(&demoOpts.quick, "quick", false, fmt.Sprintf("measure %s per experiment and %s per tuning round after a %s warmup (a smoke test)",
+		demo.QuickDuration, demo.QuickTuneDuration, demo.QuickWarmup))
+	f.BoolVar(&demoOpts.json, "json", false, "print the report as JSON on stdout (each bench result, the diagnosis, tune auto's report); progress goes to stderr")
+	f.BoolVar(&demoOpts.keep, "keep", false, "leave the lab up at the end (remove it with linerate lab down NAME); the tuning is rolled back all the same")
 	f.StringVar(&demoOpts.speed, "speed", "1G", "Ethernet port speed the lab's links stand for and the ceilings are for (100M, 1G, 2.5G; 0: uncapped)")
 	f.StringVar(&demoOpts.name, "name", demo.DefaultName, "name of the lab to build; no lab of that name may exist")
 	rootCmd.AddCommand(demoCmd)
@@ -69,15 +88,25 @@ func init() {
 
 // demoConfig turns the flags into a demo.Config.
 func demoConfig(cmd *cobra.Command) (demo.Config, error) {
-	c := demo.Config{Name: demoOpts.name, Duration: demoOpts.duration, Keep: demoOpts.keep}
+	c := demo.Config{Name: demoOpts.name, Duration: demoOpts.duration, Keep: demoOpts.keep,
+		TuneRounds: demoOpts.rounds, TuneDuration: demoOpts.roundDur}
 	if demoOpts.duration <= 0 {
 		return c, usage.Errorf("--duration %s: want 100ms to %s per experiment", demoOpts.duration, demo.MaxDuration)
 	}
+	if demoOpts.roundDur <= 0 {
+		return c, usage.Errorf("--round-duration %s: want 100ms to %s per round", demoOpts.roundDur, demo.MaxDuration)
+	}
+	if demoOpts.rounds < 1 || demoOpts.rounds > demo.MaxTuneRounds {
+		return c, usage.Errorf("--rounds %d: want 1 to %d", demoOpts.rounds, demo.MaxTuneRounds)
+	}
 	if demoOpts.quick {
-		if cmd.Flags().Changed("duration") {
-			return c, usage.Errorf("--quick and --duration: give one")
+		for _, f := range []string{"duration", "round-duration"} {
+			if cmd.Flags().Changed(f) {
+				return c, usage.Errorf("--quick and --%s: give one", f)
+			}
 		}
 		c.Duration, c.Warmup, c.Idle = demo.QuickDuration, demo.QuickWarmup, demo.QuickIdle
+		c.TuneDuration = demo.QuickTuneDuration
 	}
 	if s := strings.TrimSpace(demoOpts.speed); s != "0" {
 		v, err := ceiling.ParseSpeed(s)
