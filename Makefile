@@ -40,8 +40,9 @@ test-short:
 	$(GO) test -short -count=1 ./...
 
 # demo is the main job: a NAT router lab, the seeds' experiments through it,
-# each beside its ceiling, the lab removed at the end (DEMO_FLAGS=--quick
-# for 1 s per experiment). `make test` runs the same as a smoke test
+# each beside its ceiling, then diagnose and tune auto on the router with a
+# before/after table; every change undone and the lab removed at the end
+# (DEMO_FLAGS=--quick for 1 s per measurement). `make test` runs the same as a smoke test
 # (TestDemo in cmd/linerate: --quick, then Ctrl-C mid-run, nothing left).
 demo: deps build
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root (it builds network namespaces): try sudo make demo"; exit 2; fi
