@@ -160,6 +160,9 @@ func (t *target) connect(ctx context.Context, cfg *Config) error {
 		return dialError(t, cfg.Bind, err)
 	}
 	t.conn = conn
+	// A server that vanishes without closing fails the connection instead
+	// of being waited for until the test's end.
+	_ = watchPeer(conn, peerTimeout)
 	t.ctl = newCtl(conn)
 	t.local = addrOf(conn.LocalAddr())
 	if err := t.ctl.write(&Message{Type: msgHello, Version: ProtocolVersion, Linerate: version.Version, Token: cfg.Token}); err != nil {
@@ -636,7 +639,7 @@ func (r *clientRun) run(ctx context.Context) (*Result, error) {
 	for _, t := range r.targets {
 		go t.readLoop(tm.End.Add(stopGrace + 10*time.Second))
 		if t.tcpRecv != nil {
-			t.tcpRecv.Start(tm.Measure)
+			t.tcpRecv.Start(tm)
 		}
 	}
 
@@ -669,20 +672,12 @@ func (r *clientRun) run(ctx context.Context) (*Result, error) {
 	// Sampling over the measured window.
 	var samplesMu sync.Mutex
 	var lastSample *box.Rates
-	var stopSampling func() ([]box.Rates, error)
-	sampTimer := time.AfterFunc(time.Until(tm.Measure), func() {
-		if cfg.Sampling == nil {
-			return
-		}
-		st := cfg.Sampling(func(rt box.Rates) {
-			samplesMu.Lock()
-			lastSample = &rt
-			samplesMu.Unlock()
-		})
+	var samp windowSampling
+	samp.startAt(tm.Measure, cfg.Sampling, func(rt box.Rates) {
 		samplesMu.Lock()
-		stopSampling = st
+		lastSample = &rt
 		samplesMu.Unlock()
-	})
+	}, nil)
 
 	res := &Result{Schema: ResultSchema, Linerate: version.Version, Time: start.UTC(), Spec: *sp, Engine: cfg.Engine}
 	v4 := r.targets[0].addr.Addr().Is4()
@@ -760,8 +755,14 @@ loop:
 	tick.Stop()
 	stoppedAt := time.Now()
 	if interrupted {
-		// Tell the servers now; their senders stop too.
+		// Tell the servers now; their senders stop too. What this end
+		// reads from here on is past the window.
 		res.Interrupted = true
+		for _, t := range r.targets {
+			if t.tcpRecv != nil {
+				t.tcpRecv.Cut(stoppedAt)
+			}
+		}
 	} else {
 		// Let what is in flight arrive (and the servers' senders end).
 		time.Sleep(300 * time.Millisecond)
@@ -832,17 +833,9 @@ loop:
 			}
 		}
 	}
-	sampTimer.Stop()
-	samplesMu.Lock()
-	st := stopSampling
-	samplesMu.Unlock()
-	var clientSamples []box.Rates
-	if st != nil {
-		var err error
-		clientSamples, err = st()
-		if err != nil && len(clientSamples) == 0 {
-			res.Notes = append(res.Notes, "client samples: "+err.Error())
-		}
+	clientSamples, _, err := samp.finish()
+	if err != nil && len(clientSamples) == 0 {
+		res.Notes = append(res.Notes, "client samples: "+err.Error())
 	}
 	var all [2][]time.Duration
 	var allSent [2]int
@@ -981,17 +974,13 @@ func combine(target int, dir, proto string, sent, recv []Count, stats []TCPStat,
 			t.sentBits = float64(s.Bytes+s.Packets*uint64(overhead)) * 8
 			t.recvBits = float64(r.Bytes+r.Packets*uint64(overhead)) * 8
 		} else {
-			// A byte stream: what the receiver read beyond the bytes the
-			// sender wrote during the warmup is the measured window's
-			// (split by each end's clock, the bytes in flight at the
-			// boundary would count on one side only).
-			if total := r.Bytes + r.Warmup; total > s.Warmup {
-				t.ReceivedBytes = min(total-s.Warmup, s.Bytes)
-			} else {
-				t.ReceivedBytes = 0
-			}
+			// A byte stream: each end counts what it wrote or read between
+			// the start and the end of the window by its own clock. The
+			// bytes in flight at either edge are in one count and not the
+			// other, so the two differ by at most what was queued
+			// (written, not yet read) at the window's start or end.
 			t.sentBits = float64(s.Bytes) * 8
-			t.recvBits = float64(t.ReceivedBytes) * 8
+			t.recvBits = float64(r.Bytes) * 8
 			for j := range stats {
 				if stats[j].Stream == i {
 					st.TCP = &stats[j]

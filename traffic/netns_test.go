@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"linerate/box"
@@ -368,22 +369,80 @@ func TestUDPReverseAndBidir(t *testing.T) {
 	}
 }
 
-func TestTCPSmallMSS(t *testing.T) {
-	l := newLab(t, &Server{})
-	// Segmentation offloads on a veth carry several segments in one
-	// packet; turn them off so the interface counts what a wire would.
-	if err := l.a.Do(func() error {
+// offloadsOff turns TSO and GSO off on iface inside ns, so that the
+// interface and its qdisc see segments, as a wire would, not the large
+// packets a veth otherwise carries.
+func offloadsOff(t *testing.T, ns *testenv.NetNS, iface string) {
+	t.Helper()
+	if err := ns.Do(func() error {
 		et, err := ethtool.NewLive()
 		if err != nil {
 			return err
 		}
 		defer et.Close()
-		return et.SetFeatures("lra", map[string]bool{"tcp-segmentation-offload": false, "generic-segmentation-offload": false})
+		return et.SetFeatures(iface, map[string]bool{"tcp-segmentation-offload": false, "generic-segmentation-offload": false})
 	}); err != nil {
-		t.Fatalf("offloads off on lra: %v", err)
+		t.Fatalf("offloads off on %s: %v", iface, err)
 	}
+}
+
+// firstSample is the first counter sample of one end of a run (side
+// "client" or "server"): with a 1 s measured window, the window itself.
+func firstSample(t *testing.T, res *Result, side string) Sample {
+	t.Helper()
+	for _, s := range res.Samples {
+		if s.Side == side {
+			return s
+		}
+	}
+	t.Fatalf("no %s sample in the result", side)
+	return Sample{}
+}
+
+// packets is what an interface counted in a sample, received (rx) or sent.
+func (s Sample) packets(iface string, rx bool) uint64 {
+	d := s.NetDev[iface]
+	if rx {
+		return uint64(math.Round(d.RxPps * s.Seconds))
+	}
+	return uint64(math.Round(d.TxPps * s.Seconds))
+}
+
+// tcpBuffers is the most a TCP socket may queue inside ns, sending
+// (tcp_wmem's maximum) plus receiving (tcp_rmem's): a bound on the bytes
+// written and not yet read at any instant, apart from those on the wire.
+func tcpBuffers(t *testing.T, ns *testenv.NetNS) uint64 {
+	t.Helper()
+	var sum uint64
+	for _, f := range []string{"tcp_wmem", "tcp_rmem"} {
+		var b []byte
+		if err := ns.Do(func() error {
+			var err error
+			b, err = os.ReadFile("/proc/sys/net/ipv4/" + f)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		fs := strings.Fields(string(b))
+		v, err := strconv.ParseUint(fs[len(fs)-1], 10, 64)
+		if err != nil {
+			t.Fatalf("%s %q: %v", f, b, err)
+		}
+		sum += v
+	}
+	return sum
+}
+
+// TestTCPSmallMSS: with --mss 88 every segment carries 76 bytes (88 less
+// 12 of timestamps), and the segments of the measured window are the
+// interfaces' packets of the window, on both ends: the warmup's (half as
+// many) are not in them.
+func TestTCPSmallMSS(t *testing.T) {
+	l := newLab(t, &Server{})
+	offloadsOff(t, l.a, "lra")
 	before := ifStats(t, l.a, "lra")
-	sp := Spec{Proto: "tcp", Direction: Forward, Duration: Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1, MSS: 88}
+	sp := Spec{Proto: "tcp", Direction: Forward, Duration: Seconds(time.Second), Warmup: Seconds(500 * time.Millisecond),
+		Streams: 1, Ports: 1, Threads: 1, MSS: 88}
 	res, err := Run(context.Background(), l.config(sp))
 	if err != nil {
 		t.Fatal(err)
@@ -398,21 +457,39 @@ func TestTCPSmallMSS(t *testing.T) {
 	// Ethernet 14 + IPv4 20 + TCP 20, and 12 bytes of timestamps when the
 	// MSS left room for them (88 - 76).
 	want := float64(mss) + 54 + float64(88-mss)
-	t.Logf("mss %d: %d packets, %d bytes, %.1f bytes per packet (want ~%.0f); goodput %.1f Mbit/s, %d segments",
-		mss, pk, by, avg, want, res.Summary.ReceivedBPS/1e6, res.Summary.SentPackets)
+	s := res.Summary
+	t.Logf("mss %d: %d packets, %d bytes, %.1f bytes per packet (want ~%.0f); goodput %.1f Mbit/s, %d segments sent, %d received",
+		mss, pk, by, avg, want, s.ReceivedBPS/1e6, s.SentPackets, s.ReceivedPackets)
 	if mss == 0 || mss > 88 {
 		t.Fatalf("snd_mss %d with --mss 88", mss)
 	}
 	if math.Abs(avg-want) > 4 {
 		t.Errorf("average packet %.1f bytes, want %.0f ± 4", avg, want)
 	}
-	if res.Summary.ReceivedBytes != res.Summary.SentBytes {
-		t.Errorf("sent %d bytes, received %d", res.Summary.SentBytes, res.Summary.ReceivedBytes)
+	// The window's segments against the interfaces over the window (the
+	// first sample of each end covers it), and against its bytes: one
+	// write is one segment. 5% for the edges of the samples (taken a
+	// little after the window's marks on a busy machine) and segments sent
+	// more than once (retransmits): the warmup would add 50%.
+	tx := firstSample(t, res, "client").packets("lra", false)
+	rx := firstSample(t, res, "server").packets("lrb", true)
+	if !closeTo(s.SentPackets, tx+s.Retransmits, 0.05) {
+		t.Errorf("%d segments sent in the window, lra sent %d packets in it (%d retransmits)", s.SentPackets, tx, s.Retransmits)
+	}
+	if !closeTo(s.ReceivedPackets, rx, 0.05) {
+		t.Errorf("%d segments received in the window, lrb received %d packets in it", s.ReceivedPackets, rx)
+	}
+	if segs := s.SentBytes / uint64(mss); !closeTo(s.SentPackets, segs+s.Retransmits, 0.05) {
+		t.Errorf("%d segments sent in the window for %d bytes written in it (%d segments, %d retransmits)", s.SentPackets, s.SentBytes, segs, s.Retransmits)
+	}
+	if s.ReceivedBytes > s.SentBytes+tcpBuffers(t, l.a) {
+		t.Errorf("received %d bytes in the window, more than the %d sent and all the buffers could hold", s.ReceivedBytes, s.SentBytes)
 	}
 }
 
 func TestTCPStreams(t *testing.T) {
 	l := newLab(t, &Server{})
+	allow := tcpBuffers(t, l.a)
 	for _, dir := range []string{Forward, Reverse, Bidir, "zerocopy"} {
 		t.Run(dir, func(t *testing.T) {
 			sp := Spec{Proto: "tcp", Direction: dir, Duration: Seconds(500 * time.Millisecond), Warmup: Seconds(200 * time.Millisecond),
@@ -430,12 +507,149 @@ func TestTCPStreams(t *testing.T) {
 				t.Fatalf("nothing moved: %+v", s.Totals)
 			}
 			for _, st := range res.Streams {
-				if st.ReceivedBytes != st.SentBytes {
-					t.Errorf("stream %d %s: sent %d bytes, received %d", st.Stream, st.Direction, st.SentBytes, st.ReceivedBytes)
+				// Each end counts its own window: they differ by what was
+				// queued between them at the window's edges, at most what
+				// the socket buffers hold.
+				if st.ReceivedBytes > st.SentBytes+allow || st.SentBytes > st.ReceivedBytes+allow {
+					t.Errorf("stream %d %s: sent %d bytes, received %d: further apart than the buffers (%d) allow",
+						st.Stream, st.Direction, st.SentBytes, st.ReceivedBytes, allow)
+				}
+				if st.SentPackets == 0 || st.ReceivedPackets == 0 {
+					t.Errorf("stream %d %s: %d segments sent, %d received", st.Stream, st.Direction, st.SentPackets, st.ReceivedPackets)
 				}
 				if st.TCP == nil || st.TCP.RTTMicros == 0 {
 					t.Errorf("stream %d %s: no TCP_INFO", st.Stream, st.Direction)
 				}
+			}
+		})
+	}
+}
+
+// capLink caps iface's egress inside ns at bps bits per second with a
+// token bucket of 32 KiB (segments pass one by one: offloads are off) and
+// a queue of 10 ms more, and returns how many bytes the qdisc may hold.
+func capLink(t *testing.T, ns *testenv.NetNS, iface string, bps uint64) uint64 {
+	t.Helper()
+	h := ns.Netlink(t)
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := bps / 8
+	const bucket = 32 << 10
+	q := &netlink.Tbf{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+		Rate:       rate,
+		Buffer:     netlink.Xmittime(rate, bucket),
+		Limit:      uint32(bucket + rate/100),
+	}
+	if err := h.QdiscAdd(q); err != nil {
+		t.Fatalf("tbf on %s: %v", iface, err)
+	}
+	return uint64(q.Limit)
+}
+
+// qdiscDrops is the packets iface's root qdisc in ns dropped so far.
+func qdiscDrops(t *testing.T, ns *testenv.NetNS, iface string) uint64 {
+	t.Helper()
+	h := ns.Netlink(t)
+	link, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := h.QdiscList(link)
+	if err != nil {
+		t.Fatalf("qdiscs of %s: %v", iface, err)
+	}
+	for _, q := range qs {
+		a := q.Attrs()
+		if a.Parent == netlink.HANDLE_ROOT && a.Statistics != nil && a.Statistics.Queue != nil {
+			return uint64(a.Statistics.Queue.Drops)
+		}
+	}
+	t.Fatalf("no statistics of the root qdisc of %s", iface)
+	return 0
+}
+
+// TestTCPCappedLink runs TCP through a link capped at 200 Mbit/s each way:
+// what the receiver counts in the window is never more than the link
+// carries in it, stays within the buffers of what the sender wrote in its
+// window, and is (in segments) what the interfaces counted in the window.
+func TestTCPCappedLink(t *testing.T) {
+	l := newLab(t, &Server{})
+	const capBPS = 200_000_000
+	var queued uint64
+	for _, e := range []struct {
+		ns    *testenv.NetNS
+		iface string
+	}{{l.a, "lra"}, {l.b, "lrb"}} {
+		offloadsOff(t, e.ns, e.iface)
+		queued = capLink(t, e.ns, e.iface, capBPS)
+	}
+	allow := tcpBuffers(t, l.a)
+	for _, dir := range []string{Forward, Reverse, Bidir} {
+		t.Run(dir, func(t *testing.T) {
+			sp := Spec{Proto: "tcp", Direction: dir, Duration: Seconds(time.Second), Warmup: Seconds(300 * time.Millisecond),
+				Streams: 1, Ports: 1, Threads: 1}
+			drops0 := [2]uint64{qdiscDrops(t, l.a, "lra"), qdiscDrops(t, l.b, "lrb")}
+			res, err := Run(context.Background(), l.config(sp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			drops := map[string]uint64{"lra": qdiscDrops(t, l.a, "lra") - drops0[0], "lrb": qdiscDrops(t, l.b, "lrb") - drops0[1]}
+			tr := res.Targets[0]
+			check := func(name string, d *Totals, sender, receiver, txIface, rxIface string) {
+				if d == nil {
+					t.Fatalf("no %s figures", name)
+				}
+				var mss uint32
+				for _, st := range res.Streams {
+					if st.Direction == name && st.TCP != nil {
+						mss = st.TCP.SndMSS
+					}
+				}
+				if mss == 0 {
+					t.Fatalf("%s: no snd_mss", name)
+				}
+				// A segment of mss payload bytes is a frame of mss + 66
+				// bytes at the qdisc: Ethernet 14, IPv4 20, TCP 20 and 12
+				// of timestamps.
+				goodput := capBPS * float64(mss) / float64(mss+66)
+				tx := firstSample(t, res, sender).packets(txIface, false)
+				rx := firstSample(t, res, receiver).packets(rxIface, true)
+				t.Logf("%s: sent %d bytes (%.1f Mbit/s), received %d (%.1f Mbit/s) of %.1f the link carries; segments sent %d (%s tx %d), received %d (%s rx %d); %d retransmits",
+					name, d.SentBytes, d.SentBPS/1e6, d.ReceivedBytes, d.ReceivedBPS/1e6, goodput/1e6,
+					d.SentPackets, txIface, tx, d.ReceivedPackets, rxIface, rx, d.Retransmits)
+				// 1% for the bucket and the receiver's backlog at the
+				// window's start.
+				if d.ReceivedBPS > goodput*1.01 {
+					t.Errorf("%s: received %.2f Mbit/s in the window, more than the link carries (%.2f)", name, d.ReceivedBPS/1e6, goodput/1e6)
+				}
+				if d.ReceivedBytes > d.SentBytes+allow || d.SentBytes > d.ReceivedBytes+allow {
+					t.Errorf("%s: sent %d bytes, received %d: further apart than the buffers (%d) allow", name, d.SentBytes, d.ReceivedBytes, allow)
+				}
+				if dir == Bidir {
+					return // each interface carries one direction's data and the other's acks
+				}
+				// TCP counts a segment each time it hands it to the qdisc,
+				// the interface when it leaves the qdisc: they differ by
+				// what the qdisc held at the window's edges, by what it
+				// dropped (sent again), and by 5% for the edges of the
+				// samples on a busy machine. The warmup would add 30%.
+				slack := queued/uint64(mss+66) + tx/20
+				if d.SentPackets+slack < tx || d.SentPackets > tx+slack+drops[txIface]+d.Retransmits {
+					t.Errorf("%s: %d segments sent in the window, %s sent %d packets in it (its qdisc dropped %d, held up to %d; %d retransmits)",
+						name, d.SentPackets, txIface, tx, drops[txIface], queued/uint64(mss+66), d.Retransmits)
+				}
+				if !closeTo(d.ReceivedPackets, rx, 0.05) {
+					t.Errorf("%s: %d segments received in the window, %s received %d packets in it", name, d.ReceivedPackets, rxIface, rx)
+				}
+			}
+			if dir != Reverse {
+				check(Forward, tr.Forward, "client", "server", "lra", "lrb")
+			}
+			if dir != Forward {
+				check(Reverse, tr.Reverse, "server", "client", "lrb", "lra")
 			}
 		})
 	}

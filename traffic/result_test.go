@@ -32,17 +32,25 @@ func TestCombineUDP(t *testing.T) {
 	}
 }
 
-func TestCombineTCPWarmup(t *testing.T) {
-	// The sender wrote 100 bytes in the warmup and 1000 after; the
-	// receiver's clock split the same 1100 bytes 60/1040.
-	sent := []Count{{Bytes: 1000, Warmup: 100}}
-	recv := []Count{{Bytes: 1040, Warmup: 60}}
-	tot, _ := combine(0, Forward, "tcp", sent, recv, []TCPStat{{Stream: 0, Retransmits: 7}}, 1, 0)
-	if tot.ReceivedBytes != 1000 || tot.SentBytes != 1000 || tot.Retransmits != 7 {
+func TestCombineTCPWindow(t *testing.T) {
+	// The sender wrote 100 bytes in the warmup and 1000 in its window. The
+	// receiver read 150 before its window (warmup bytes that came late),
+	// 900 in it, and 50 after it: the window's received bytes are the 900
+	// it read in the window, not the 1000 the sender wrote in its own.
+	sent := []Count{{Bytes: 1000, Warmup: 100, Packets: 10}}
+	recv := []Count{{Bytes: 900, Warmup: 150, Late: 50, Packets: 9}}
+	tot, streams := combine(0, Forward, "tcp", sent, recv, []TCPStat{{Stream: 0, Retransmits: 7}}, 1, 0)
+	if tot.ReceivedBytes != 900 || tot.SentBytes != 1000 || tot.Retransmits != 7 {
 		t.Errorf("%+v", tot)
 	}
-	if tot.ReceivedBPS != 8000 {
-		t.Errorf("goodput %v", tot.ReceivedBPS)
+	if tot.SentPackets != 10 || tot.ReceivedPackets != 9 {
+		t.Errorf("packets sent %d, received %d: want the window's 10 and 9", tot.SentPackets, tot.ReceivedPackets)
+	}
+	if tot.SentBPS != 8000 || tot.ReceivedBPS != 7200 {
+		t.Errorf("goodput sent %v, received %v", tot.SentBPS, tot.ReceivedBPS)
+	}
+	if len(streams) != 1 || streams[0].TCP == nil || streams[0].ReceivedBytes != 900 {
+		t.Errorf("streams %+v", streams)
 	}
 }
 

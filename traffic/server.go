@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -44,6 +45,11 @@ type Server struct {
 	// Logf, when set, receives one line per event (a test, a refused
 	// client).
 	Logf func(format string, args ...any)
+	// PeerTimeout is how long a client may stay silent (not acknowledging
+	// the server's messages, not answering keepalive probes) before its
+	// control connection fails and its test is torn down: a client whose
+	// host or network vanished without closing (0: 10s).
+	PeerTimeout time.Duration
 
 	id    string
 	mu    sync.Mutex
@@ -124,6 +130,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		s.conns[c] = struct{}{}
 		s.mu.Unlock()
+		if err := watchPeer(c, cmp.Or(s.PeerTimeout, peerTimeout)); err != nil {
+			s.logf("%s: keepalive: %v", c.RemoteAddr(), err)
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -557,7 +566,7 @@ func (s *Server) runTest(c *ctl, asked *Spec, local, peer netip.Addr) error {
 	start := time.Now()
 	tm := Timing{Start: start, Measure: start.Add(sp.Warmup.D()), End: start.Add(sp.Warmup.D() + sp.Duration.D())}
 	if t.tcpRecv != nil {
-		t.tcpRecv.Start(tm.Measure)
+		t.tcpRecv.Start(tm)
 	}
 	res := &ServerResult{}
 	type sent struct {
@@ -574,47 +583,53 @@ func (s *Server) runTest(c *ctl, asked *Spec, local, peer netip.Addr) error {
 	default:
 		sendDone <- sent{}
 	}
-	// Sampling covers the measured window only.
-	var stopSampling func() ([]box.Rates, error)
-	var sampMu sync.Mutex
-	sampTimer := time.AfterFunc(time.Until(tm.Measure), func() {
-		sampMu.Lock()
+	// Sampling (and the XDP counter) cover the measured window only.
+	var samp windowSampling
+	var xdpMu sync.Mutex
+	samp.startAt(tm.Measure, s.Sampling, nil, func() {
+		xdpMu.Lock()
 		t.xdpMark(false, 0)
-		sampMu.Unlock()
-		if s.Sampling != nil {
-			st := s.Sampling(nil)
-			sampMu.Lock()
-			stopSampling = st
-			sampMu.Unlock()
-		}
+		xdpMu.Unlock()
 	})
+	// From here on every way out goes through the teardown below: the
+	// senders, receivers and sampler started above stop with the test.
+	var readErr error
 	if err := c.write(&Message{Type: msgRunning}); err != nil {
-		return err
-	}
-	// Interval reports, once a second, until stop.
-	ivStop := make(chan struct{})
-	ivDone := make(chan struct{})
-	go func() {
-		defer close(ivDone)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ivStop:
-				return
-			case now := <-tick.C:
-				iv := &Interval{T: now.Sub(start).Seconds()}
-				iv.ReceivedPackets, iv.ReceivedBytes = t.received()
-				iv.SentPackets, iv.SentBytes = t.sentProgress()
-				if c.write(&Message{Type: msgInterval, Interval: iv}) != nil {
+		readErr = err
+	} else {
+		// Interval reports, once a second, until stop.
+		ivStop := make(chan struct{})
+		ivDone := make(chan struct{})
+		go func() {
+			defer close(ivDone)
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ivStop:
 					return
+				case now := <-tick.C:
+					iv := &Interval{T: now.Sub(start).Seconds()}
+					iv.ReceivedPackets, iv.ReceivedBytes = t.received()
+					iv.SentPackets, iv.SentBytes = t.sentProgress()
+					if c.write(&Message{Type: msgInterval, Interval: iv}) != nil {
+						// The client is gone (or stuck): stop waiting
+						// for its stop.
+						c.c.Close()
+						return
+					}
 				}
 			}
-		}
-	}()
-	_, readErr := c.expect(time.Until(tm.End)+stopGrace, msgStop)
-	close(ivStop)
-	<-ivDone
+		}()
+		_, readErr = c.expect(time.Until(tm.End)+stopGrace, msgStop)
+		close(ivStop)
+		<-ivDone
+	}
+	if t.tcpRecv != nil {
+		// A stop before the end (the client was interrupted, or vanished)
+		// ends the window.
+		t.tcpRecv.Cut(time.Now())
+	}
 	// Tear down in order: senders, receivers, sampling.
 	if t.udpSend != nil {
 		t.udpSend.Stop()
@@ -633,22 +648,29 @@ func (s *Server) runTest(c *ctl, asked *Spec, local, peer netip.Addr) error {
 		}
 	}
 	if t.tcpRecv != nil {
-		counts, st, err := t.tcpRecv.Stop(2 * time.Second)
+		// The client's streams end after its stop; one that vanished
+		// will not end them.
+		grace := 2 * time.Second
+		if readErr != nil {
+			grace = 0
+		}
+		counts, st, err := t.tcpRecv.Stop(grace)
 		res.Received = counts
 		res.TCP = append(res.TCP, st...)
 		if err != nil {
 			res.Errors = append(res.Errors, err.Error())
 		}
 	}
-	sampTimer.Stop()
-	sampMu.Lock()
-	if stopSampling != nil {
-		res.Samples, _ = stopSampling()
-		if len(res.Samples) == 0 {
+	rates, began, sampErr := samp.finish()
+	if s.Sampling != nil && began {
+		res.Samples = rates
+		if len(rates) == 0 {
 			res.SampleError = "no samples"
+			if sampErr != nil {
+				res.SampleError = sampErr.Error()
+			}
 		}
 	}
-	sampMu.Unlock()
 	if readErr != nil {
 		return fmt.Errorf("waiting for stop: %w", readErr)
 	}
@@ -665,10 +687,12 @@ func (s *Server) runTest(c *ctl, asked *Spec, local, peer netip.Addr) error {
 		end = stopped
 	}
 	res.Seconds = max(end.Sub(tm.Measure).Seconds(), 0)
-	sampMu.Lock()
-	t.xdpMark(true, res.Seconds)
+	xdpMu.Lock()
+	if began {
+		t.xdpMark(true, res.Seconds)
+	}
 	res.XDP = t.xdpStat
-	sampMu.Unlock()
+	xdpMu.Unlock()
 	s.logf("%s: test done", peer)
 	return c.write(&Message{Type: msgResult, Result: res})
 }

@@ -64,6 +64,59 @@ func tcpStat(c *net.TCPConn, stream int, side string) TCPStat {
 	return st
 }
 
+// segMarks holds one connection's TCP_INFO data-segment counter
+// (tcpi_data_segs_out on a sender, tcpi_data_segs_in on a receiver) at the
+// two instants that bound the measured window, so that the segments of the
+// window are the kernel's own count between them, warmup excluded.
+type segMarks struct {
+	mu    sync.Mutex
+	at    [2]uint32
+	taken [2]bool
+}
+
+// Marks: the start and the end of the measured window.
+const (
+	markStart = 0
+	markEnd   = 1
+)
+
+// take reads the counter into mark m unless it was taken already. Taking
+// the end also takes the start (a window that never started is empty).
+// When TCP_INFO cannot be read (a closed socket) the last value known
+// stands in.
+func (s *segMarks) take(c *net.TCPConn, m int, out bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.taken[m] {
+		return
+	}
+	var v uint32
+	info, err := tcpInfo(c)
+	switch {
+	case err == nil && out:
+		v = info.Data_segs_out
+	case err == nil:
+		v = info.Data_segs_in
+	case m == markEnd && s.taken[markStart]:
+		v = s.at[markStart]
+	}
+	s.at[m], s.taken[m] = v, true
+	if m == markEnd && !s.taken[markStart] {
+		s.at[markStart], s.taken[markStart] = v, true
+	}
+}
+
+// segments is the count between the two marks (the counter is 32 bits and
+// wraps).
+func (s *segMarks) segments() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.taken[markEnd] {
+		return 0
+	}
+	return uint64(s.at[markEnd] - s.at[markStart])
+}
+
 // tcpDialControl returns a net.Dialer Control that sets TCP_MAXSEG before
 // connect (so the SYN advertises it and both ends send segments no larger)
 // and TCP_NODELAY.
@@ -149,14 +202,15 @@ type TCPSender struct {
 	live     []atomic.Uint64
 	counts   []Count
 	stats    []TCPStat
+	marks    []segMarks
 	errs     []error
-	mu       sync.Mutex
 	zerocopy *os.File
 }
 
 func newTCPSender(conns []*net.TCPConn, s *Spec) (*TCPSender, error) {
 	t := &TCPSender{conns: conns, spec: s, live: make([]atomic.Uint64, len(conns)),
-		counts: make([]Count, len(conns)), stats: make([]TCPStat, len(conns)), errs: make([]error, len(conns))}
+		counts: make([]Count, len(conns)), stats: make([]TCPStat, len(conns)), marks: make([]segMarks, len(conns)),
+		errs: make([]error, len(conns))}
 	for _, c := range conns {
 		setNoDelay(c)
 	}
@@ -185,8 +239,18 @@ func memFile(size int) (*os.File, error) {
 }
 
 // Run writes until the timing ends or Stop, then half-closes each
-// connection and returns the bytes written in the measured window.
+// connection and returns per stream the bytes written in the measured
+// window and the data segments the kernel sent in it (tcpi_data_segs_out
+// at the window's end minus at its start: the warmup's are not counted).
 func (t *TCPSender) Run(tm Timing) ([]Count, []TCPStat, error) {
+	// The start mark is taken by a timer, not by the writers: a writer may
+	// be blocked in a write when the window starts.
+	startMark := time.AfterFunc(time.Until(tm.Measure), func() {
+		for i, c := range t.conns {
+			t.marks[i].take(c, markStart, true)
+		}
+	})
+	defer startMark.Stop()
 	var wg sync.WaitGroup
 	for i, c := range t.conns {
 		wg.Add(1)
@@ -271,8 +335,9 @@ func (t *TCPSender) runConn(i int, c *net.TCPConn, tm Timing) error {
 			break
 		}
 	}
+	t.marks[i].take(c, markEnd, true)
 	t.stats[i] = tcpStat(c, i, "sender")
-	cnt.Packets = uint64(t.stats[i].DataSegsOut)
+	cnt.Packets = t.marks[i].segments()
 	_ = c.CloseWrite()
 	if err != nil && (errors.Is(err, os.ErrDeadlineExceeded) || t.stop.Load()) {
 		err = nil
@@ -309,26 +374,41 @@ func (t *TCPSender) Close() {
 	}
 }
 
-// TCPReceiver reads connections to their end and counts goodput.
+// TCPReceiver reads connections to their end and counts goodput in the
+// measured window: the bytes read between the window's start and end by
+// this end's clock (not the bytes the sender wrote in its window, which
+// may arrive later), and the data segments the kernel received between the
+// same two instants (tcpi_data_segs_in).
 type TCPReceiver struct {
-	conns   []*net.TCPConn
-	measure time.Time
-	live    []atomic.Uint64
-	counts  []Count
-	stats   []TCPStat
-	last    []time.Time
-	wg      sync.WaitGroup
-	errs    []error
+	conns  []*net.TCPConn
+	tm     Timing
+	end    atomic.Int64 // the window's end, Unix nanoseconds (Cut moves it)
+	live   []atomic.Uint64
+	counts []Count
+	stats  []TCPStat
+	marks  []segMarks
+	timers []*time.Timer
+	mu     sync.Mutex
+	wg     sync.WaitGroup
+	errs   []error
 }
 
 func newTCPReceiver(conns []*net.TCPConn) *TCPReceiver {
 	return &TCPReceiver{conns: conns, live: make([]atomic.Uint64, len(conns)), counts: make([]Count, len(conns)),
-		stats: make([]TCPStat, len(conns)), last: make([]time.Time, len(conns)), errs: make([]error, len(conns))}
+		stats: make([]TCPStat, len(conns)), marks: make([]segMarks, len(conns)), errs: make([]error, len(conns))}
 }
 
-// Start reads every connection until EOF; bytes before measure are warmup.
-func (r *TCPReceiver) Start(measure time.Time) {
-	r.measure = measure
+// Start reads every connection until EOF. Bytes read before tm.Measure are
+// the warmup's, those read from tm.End on are late; neither is in the
+// window's count.
+func (r *TCPReceiver) Start(tm Timing) {
+	r.tm = tm
+	r.end.Store(tm.End.UnixNano())
+	r.mu.Lock()
+	r.timers = append(r.timers,
+		time.AfterFunc(time.Until(tm.Measure), func() { r.markAll(markStart) }),
+		time.AfterFunc(time.Until(tm.End), func() { r.markAll(markEnd) }))
+	r.mu.Unlock()
 	for i, c := range r.conns {
 		r.wg.Add(1)
 		go func() {
@@ -336,6 +416,22 @@ func (r *TCPReceiver) Start(measure time.Time) {
 			r.errs[i] = r.runConn(i, c)
 		}()
 	}
+}
+
+func (r *TCPReceiver) markAll(m int) {
+	for i, c := range r.conns {
+		r.marks[i].take(c, m, false)
+	}
+}
+
+// Cut ends the measured window at at, if that is before its planned end
+// (the run was interrupted): later reads count as late.
+func (r *TCPReceiver) Cut(at time.Time) {
+	if at.UnixNano() >= r.end.Load() {
+		return
+	}
+	r.end.Store(at.UnixNano())
+	r.markAll(markEnd)
 }
 
 func (r *TCPReceiver) runConn(i int, c *net.TCPConn) error {
@@ -347,16 +443,20 @@ func (r *TCPReceiver) runConn(i int, c *net.TCPConn) error {
 		if n > 0 {
 			now := time.Now()
 			r.live[i].Add(uint64(n))
-			if now.Before(r.measure) {
+			switch {
+			case now.Before(r.tm.Measure):
 				cnt.Warmup += uint64(n)
-			} else {
+			case now.UnixNano() < r.end.Load():
 				cnt.Bytes += uint64(n)
-				r.last[i] = now
+			default:
+				cnt.Late += uint64(n)
 			}
 		}
 		if err != nil {
+			// Nothing more arrives: the window's segments are all in.
+			r.marks[i].take(c, markEnd, false)
 			r.stats[i] = tcpStat(c, i, "receiver")
-			cnt.Packets = uint64(r.stats[i].DataSegsIn)
+			cnt.Packets = r.marks[i].segments()
 			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
@@ -376,6 +476,7 @@ func (r *TCPReceiver) Progress() (packets, bytes uint64) {
 // Stop waits up to grace for the senders' end of stream, then cuts the
 // connections, and returns the counts.
 func (r *TCPReceiver) Stop(grace time.Duration) ([]Count, []TCPStat, error) {
+	r.stopTimers()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
 	select {
@@ -389,8 +490,17 @@ func (r *TCPReceiver) Stop(grace time.Duration) ([]Count, []TCPStat, error) {
 	return r.counts, r.stats, errors.Join(r.errs...)
 }
 
+func (r *TCPReceiver) stopTimers() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.timers {
+		t.Stop()
+	}
+}
+
 // Close closes the connections.
 func (r *TCPReceiver) Close() {
+	r.stopTimers()
 	for _, c := range r.conns {
 		c.Close()
 	}

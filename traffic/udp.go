@@ -30,8 +30,12 @@ type Count struct {
 	Unique  uint64 `json:"unique,omitempty"`
 	Dup     uint64 `json:"dup,omitempty"`
 	Reorder uint64 `json:"reorder,omitempty"`
-	// Warmup counts the packets of the warmup (not in the figures above).
+	// Warmup counts the packets (UDP) or bytes (TCP) of the warmup, not in
+	// the figures above.
 	Warmup uint64 `json:"warmup_packets,omitempty"`
+	// Late counts the TCP bytes a receiver read after the measured window
+	// (sent in it or before, delivered after it), not in the figures above.
+	Late uint64 `json:"late_bytes,omitempty"`
 }
 
 // Timing is when a test's senders run: from Start, the warmup until
@@ -281,6 +285,13 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 				// shows as loss.
 				t.errs++
 				p.sent(n) // do not try to catch up with a burst
+				if unreachable(err) {
+					// The peer or the route to it is gone: pause rather
+					// than spin on a socket that cannot send (the server
+					// notices a vanished client by its control
+					// connection, see watchPeer).
+					time.Sleep(min(time.Millisecond, tm.End.Sub(now)))
+				}
 				continue
 			case errors.Is(err, unix.EMSGSIZE):
 				t.err = fmt.Errorf("send %d-byte datagrams: larger than the path MTU allows without fragmentation: %w", t.payload, err)
@@ -301,6 +312,12 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 		t.packets.Add(uint64(m))
 		t.bytes.Add(uint64(m * t.payload))
 	}
+}
+
+// unreachable reports whether a send failed because the destination cannot
+// be reached: no route, or an ICMP unreachable answer (port, host, net).
+func unreachable(err error) bool {
+	return errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.EHOSTUNREACH) || errors.Is(err, unix.ENETUNREACH)
 }
 
 // UDPReceiver counts test datagrams on SO_REUSEPORT sockets with

@@ -88,6 +88,7 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--max-duration", "0s"}, "--max-duration"},
 		{[]string{"serve", "--max-rate", "fast"}, "--max-rate"},
 		{[]string{"serve", "--max-clients", "0"}, "--max-clients"},
+		{[]string{"serve", "--peer-timeout", "10ms"}, "--peer-timeout"},
 		{[]string{"serve", "--token", "a", "--token-file", "b"}, "give one"},
 		{[]string{"serve", "extra"}, "unknown command"},
 	} {

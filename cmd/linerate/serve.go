@@ -25,6 +25,7 @@ var serveOpts struct {
 	maxDuration time.Duration
 	maxRate     string
 	maxClients  int
+	peerTimeout time.Duration
 	cpus        string
 	quiet       bool
 }
@@ -42,12 +43,14 @@ client.
 It only ever sends to the address of a client's control connection, caps
 each test's duration and rate (--max-duration, --max-rate), refuses more
 than --max-clients control connections at once with a reason, and gives up
-on a client that vanishes or sends garbage. --token (or --token-file)
+on a client that sends garbage or vanishes: at once when its connection
+closes, after --peer-timeout when its host or network went silent. --token (or --token-file)
 requires a shared secret from clients. The protocol is in docs/bench.md.`,
 	Example: `  linerate serve                                  # every address, port 7557
   linerate serve --listen 10.0.1.1 --listen 10.0.2.1 --listen 10.0.3.1
   linerate serve --listen 192.168.6.2:9000 --token-file /etc/linerate.token
-  linerate serve --max-duration 60s --max-rate 500Mbps --cpus 2,3`,
+  linerate serve --max-duration 60s --max-rate 500Mbps --cpus 2,3
+  linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link`,
 	Args: argsWith(cobra.NoArgs),
 	RunE: runServe,
 }
@@ -60,6 +63,7 @@ func init() {
 	f.DurationVar(&serveOpts.maxDuration, "max-duration", 5*time.Minute, "longest test (warmup included) this server runs; longer ones are shortened")
 	f.StringVar(&serveOpts.maxRate, "max-rate", "0", "fastest rate per direction a test may ask (\"500Mbps\", \"200kpps\"; 0: no cap)")
 	f.IntVar(&serveOpts.maxClients, "max-clients", 8, "control connections open at once; more are refused with a reason")
+	f.DurationVar(&serveOpts.peerTimeout, "peer-timeout", 10*time.Second, "end a client's test once it has been silent this long (nothing acknowledged, no keepalive answer): its host or network vanished")
 	f.StringVar(&serveOpts.cpus, "cpus", "", "pin the server's sender and receiver threads to these CPUs, round robin (\"2,3\" or \"0-3\")")
 	f.BoolVarP(&serveOpts.quiet, "quiet", "q", false, "do not log clients and tests to stderr")
 	rootCmd.AddCommand(serveCmd)
@@ -116,6 +120,9 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if serveOpts.maxDuration <= 0 {
 		return usage.Errorf("--max-duration %s: must be more than 0", serveOpts.maxDuration)
 	}
+	if serveOpts.peerTimeout < time.Second {
+		return usage.Errorf("--peer-timeout %s: must be at least 1s", serveOpts.peerTimeout)
+	}
 	if serveOpts.maxClients < 1 {
 		return usage.Errorf("--max-clients %d: must be at least 1", serveOpts.maxClients)
 	}
@@ -129,11 +136,12 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	}
 	stderr := cmd.ErrOrStderr()
 	srv := &traffic.Server{
-		Token:    token,
-		Limits:   traffic.Limits{MaxDuration: traffic.Seconds(serveOpts.maxDuration), MaxRate: rate},
-		MaxConns: serveOpts.maxClients,
-		CPUs:     cpus,
-		Sampling: liveSampling(),
+		Token:       token,
+		Limits:      traffic.Limits{MaxDuration: traffic.Seconds(serveOpts.maxDuration), MaxRate: rate},
+		MaxConns:    serveOpts.maxClients,
+		PeerTimeout: serveOpts.peerTimeout,
+		CPUs:        cpus,
+		Sampling:    liveSampling(),
 	}
 	if !serveOpts.quiet {
 		var mu sync.Mutex
