@@ -589,7 +589,7 @@ func TestTCPCappedLink(t *testing.T) {
 	allow := tcpBuffers(t, l.a)
 	for _, dir := range []string{Forward, Reverse, Bidir} {
 		t.Run(dir, func(t *testing.T) {
-			sp := Spec{Proto: "tcp", Direction: dir, Duration: Seconds(time.Second), Warmup: Seconds(300 * time.Millisecond),
+			sp := Spec{Proto: "tcp", Direction: dir, Duration: Seconds(time.Second), Warmup: Seconds(time.Second),
 				Streams: 1, Ports: 1, Threads: 1}
 			drops0 := [2]uint64{qdiscDrops(t, l.a, "lra"), qdiscDrops(t, l.b, "lrb")}
 			res, err := Run(context.Background(), l.config(sp))
@@ -634,9 +634,10 @@ func TestTCPCappedLink(t *testing.T) {
 				// TCP counts a segment each time it hands it to the qdisc,
 				// the interface when it leaves the qdisc: they differ by
 				// what the qdisc held at the window's edges, by what it
-				// dropped (sent again), and by 5% for the edges of the
-				// samples on a busy machine. The warmup would add 30%.
-				slack := queued/uint64(mss+66) + tx/20
+				// dropped (sent again), and by 15% for the edges of the
+				// samples and TCP's small-queue throttling on a busy
+				// machine. Counting the warmup would double the figure.
+				slack := queued/uint64(mss+66) + tx*15/100
 				if d.SentPackets+slack < tx || d.SentPackets > tx+slack+drops[txIface]+d.Retransmits {
 					t.Errorf("%s: %d segments sent in the window, %s sent %d packets in it (its qdisc dropped %d, held up to %d; %d retransmits)",
 						name, d.SentPackets, txIface, tx, drops[txIface], queued/uint64(mss+66), d.Retransmits)
