@@ -38,8 +38,8 @@ func (irqSingleCPU) Check(ev *Evidence) []Finding {
 	f := Finding{
 		Severity: Critical,
 		Subject:  fmt.Sprintf("cpu%d", hot),
-		Summary: fmt.Sprintf("all NET_RX softirqs on CPU%d at %s busy (%s softirq), CPUs %s idle enough to help",
-			hot, pct(use.Busy), pct(use.SoftIRQ), cpuList(spare)),
+		Summary: fmt.Sprintf("all NET_RX softirqs on CPU%d at %s busy (%s softirq), %s idle enough to help",
+			hot, pct(use.Busy), pct(use.SoftIRQ), cpusWord(spare)),
 		Evidence: []string{
 			fmt.Sprintf("NET_RX softirqs: %s on CPU%d = %s of all", rate(netrx[hot]), hot, pct(share*100)),
 			fmt.Sprintf("CPU%d: busy %s, softirq %s, irq %s, sys %s", hot, pct(use.Busy), pct(use.SoftIRQ), pct(use.IRQ), pct(use.System)),
@@ -111,4 +111,12 @@ func unmovable(q *box.IRQ) bool {
 func knownUnmovableChip(chip string) bool {
 	c := strings.ToUpper(chip)
 	return strings.Contains(c, "BRCM") && strings.Contains(c, "MSI")
+}
+
+// cpusWord names a set of CPUs: "CPU 1", "CPUs 1-3".
+func cpusWord(ids []int) string {
+	if len(ids) == 1 {
+		return "CPU " + cpuList(ids)
+	}
+	return "CPUs " + cpuList(ids)
 }
