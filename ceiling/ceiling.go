@@ -29,28 +29,14 @@ func ParseSpeed(s string) (int64, error) {
 			break
 		}
 	}
-	mult := 1.0
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult, t = 1e3, t[:n-1]
-		case 'm':
-			mult, t = 1e6, t[:n-1]
-		case 'g':
-			mult, t = 1e9, t[:n-1]
-		case 't':
-			mult, t = 1e12, t[:n-1]
-		}
-	}
 	bad := fmt.Errorf("bad speed %q: want a rate like 100M, 1G, 2.5G, 10G, 25G or plain bits per second (1000000000)", in)
-	if t == "" || strings.ContainsAny(t, "+-eE_xXpP") {
+	if strings.ContainsAny(t, "+-eE_xXpP") {
 		return 0, bad
 	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+	bps, err := ParseSI(t)
+	if err != nil {
 		return 0, bad
 	}
-	bps := v * mult
 	if bps < 1 || bps > 1e15 {
 		return 0, fmt.Errorf("bad speed %q: out of range (1 bit/s to 1000 Tb/s)", in)
 	}
@@ -59,6 +45,33 @@ func ParseSpeed(s string) (int64, error) {
 		return 0, fmt.Errorf("bad speed %q: not a whole number of bits per second", in)
 	}
 	return int64(r), nil
+}
+
+// ParseSI reads a number with an optional decimal prefix k, M, G or T (any
+// case): "2.5G" → 2.5e9, "100k" → 1e5.
+func ParseSI(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	mult := 1.0
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'k', 'K':
+			mult = 1e3
+		case 'm', 'M':
+			mult = 1e6
+		case 'g', 'G':
+			mult = 1e9
+		case 't', 'T':
+			mult = 1e12
+		}
+		if mult != 1 {
+			s = s[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("not a number")
+	}
+	return v * mult, nil
 }
 
 // FormatSpeed prints a speed in bits per second the way ParseSpeed reads it:

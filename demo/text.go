@@ -3,6 +3,7 @@ package demo
 import (
 	"fmt"
 	"io"
+	"linerate/report"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -226,8 +227,8 @@ func writeTuning(b *strings.Builder, t *Tuning) {
 				after = tune.FormatMetric(r.Metric, tr.Verdict.After)
 				delta = fmt.Sprintf("%+.1f%%", tr.Verdict.Change*100)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", changeName(tr), changeFromTo(tr), triedFor(tr.Source),
-				before, after, delta, outcomeWord(tr.Outcome), tr.Why)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", report.TuneChangeName(tr.Changes, tr.Item), changeFromTo(tr), triedFor(tr.Source),
+				before, after, delta, report.TuneOutcome(tr.Outcome), tr.Why)
 		}
 		tw.Flush()
 	}
@@ -278,19 +279,6 @@ func writeUndo(b *strings.Builder, t *Tuning) {
 	}
 }
 
-// changeName names a trial's change: its first change's kind and target,
-// and how many more an item such as "lan/rx-*" made.
-func changeName(tr tune.Trial) string {
-	if len(tr.Changes) == 0 {
-		return tr.Item.Kind + " " + tr.Item.Target
-	}
-	s := tr.Changes[0].Kind + " " + tr.Changes[0].Target
-	if len(tr.Changes) > 1 {
-		s += fmt.Sprintf(" (+%d more)", len(tr.Changes)-1)
-	}
-	return s
-}
-
 func changeFromTo(tr tune.Trial) string {
 	if len(tr.Changes) == 0 {
 		return "→ " + tr.Item.Value
@@ -308,13 +296,6 @@ func triedFor(source string) string {
 		return strings.TrimPrefix(source, "diagnose ")
 	}
 	return source
-}
-
-func outcomeWord(o string) string {
-	if o == tune.RolledBack {
-		return "rolled back"
-	}
-	return o
 }
 
 // trimSeconds prints seconds as a duration: "5s", "1.5s".

@@ -107,6 +107,9 @@ type Evidence struct {
 	// first; empty when the box was only inspected.
 	Rates []box.Rates
 	Load  *Load
+
+	// mean caches Mean for the rules of one Run.
+	mean *box.Rates
 }
 
 // Rule is one check.
@@ -145,6 +148,7 @@ func Run(ev *Evidence, only ...string) ([]Finding, error) {
 			rules = append(rules, r)
 		}
 	}
+	ev.mean = nil // Rates may have changed since the last Run
 	var out []Finding
 	for _, r := range rules {
 		for _, f := range r.Check(ev) {
@@ -161,7 +165,11 @@ func (ev *Evidence) Mean() (box.Rates, bool) {
 	if len(ev.Rates) == 0 {
 		return box.Rates{}, false
 	}
-	return box.MeanRates(ev.Rates), true
+	if ev.mean == nil {
+		m := box.MeanRates(ev.Rates)
+		ev.mean = &m
+	}
+	return *ev.mean, true
 }
 
 // cpuList prints CPU ids as "0-3,5".

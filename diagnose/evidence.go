@@ -140,5 +140,5 @@ func flowHash(n *box.NIC, ft ethtool.FlowType) (ethtool.FlowHash, bool) {
 	return h, err == nil
 }
 
-// mask returns a CPU list string for a single CPU.
+// one prints a single CPU as a CPU list.
 func one(id int) string { return strconv.Itoa(id) }

@@ -55,8 +55,8 @@ func TuneAuto(w io.Writer, r *tune.AutoReport) error {
 			if t.Outcome != tune.Kept && t.Restored {
 				why += "; restored, read back"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", autoWhat(t.Changes, t.Item), autoFromTo(t.Changes),
-				before, after, delta, autoOutcome(t.Outcome), why)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", TuneChangeName(t.Changes, t.Item), autoFromTo(t.Changes),
+				before, after, delta, TuneOutcome(t.Outcome), why)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -109,7 +109,7 @@ func autoCandidates(w io.Writer, ew *autoErrWriter, r *tune.AutoReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANGE\tFROM → TO\tSOURCE")
 	for _, c := range r.Candidates {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", autoWhat(c.Changes, c.Item), autoFromTo(c.Changes), c.Source)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", TuneChangeName(c.Changes, c.Item), autoFromTo(c.Changes), c.Source)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -120,9 +120,9 @@ func autoCandidates(w io.Writer, ew *autoErrWriter, r *tune.AutoReport) error {
 	return ew.err
 }
 
-// autoWhat names a trial's change: the kind and target of its first
+// TuneChangeName names a trial's change: the kind and target of its first
 // change, and how many more an item such as "eth1/rx-*" made.
-func autoWhat(cs []tune.Change, it tune.Item) string {
+func TuneChangeName(cs []tune.Change, it tune.Item) string {
 	if len(cs) == 0 {
 		return it.Kind + " " + it.Target
 	}
@@ -140,7 +140,8 @@ func autoFromTo(cs []tune.Change) string {
 	return tuneShort(cs[0].From) + " → " + tuneShort(cs[0].To)
 }
 
-func autoOutcome(o string) string {
+// TuneOutcome words a trial's outcome ("kept", "rolled back", ...).
+func TuneOutcome(o string) string {
 	if o == tune.RolledBack {
 		return "rolled back"
 	}

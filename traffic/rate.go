@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"fmt"
+	"linerate/ceiling"
 	"math"
 	"strconv"
 	"strings"
@@ -86,7 +87,7 @@ func ParseRate(s string) (Rate, error) {
 			return Rate{}, fmt.Errorf("rate %q: give a unit, pps or bps (\"100kpps\", \"900Mbps\"), or 0 for as fast as possible", s)
 		}
 	}
-	v, err := parseSI(t)
+	v, err := ceiling.ParseSI(t)
 	if err != nil {
 		return Rate{}, fmt.Errorf("rate %q: %w", s, err)
 	}
@@ -100,32 +101,6 @@ func ParseRate(s string) (Rate, error) {
 		return Rate{PPS: v}, nil
 	}
 	return Rate{BPS: v}, nil
-}
-
-// parseSI reads a number with an optional k, M, G or T suffix.
-func parseSI(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	mult := 1.0
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'k', 'K':
-			mult = 1e3
-		case 'm', 'M':
-			mult = 1e6
-		case 'g', 'G':
-			mult = 1e9
-		case 't', 'T':
-			mult = 1e12
-		}
-		if mult != 1 {
-			s = s[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("not a number")
-	}
-	return v * mult, nil
 }
 
 // siFormat prints v with a k, M or G prefix and up to 4 significant digits.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"linerate/source/procfs"
 	"slices"
 	"strconv"
 	"strings"
@@ -337,21 +338,11 @@ func buildIRQAffinity(sys System, it Item) ([]Action, error) {
 	return []Action{a}, nil
 }
 
-// sysctlFile maps a sysctl name to its file under proc/sys: dots become
-// slashes; a name holding a slash is a path already (as sysctl(8) takes
-// it), for interface names with dots ("net/ipv4/conf/eth0.100/rp_filter").
+// sysctlFile maps a sysctl name to its file under proc/sys, as
+// procfs.FS.SysctlPath reads it; a bad name is bad input.
 func sysctlFile(name string) (string, error) {
-	sep := "."
-	if strings.Contains(name, "/") {
-		sep = "/"
-	}
-	parts := strings.Split(strings.Trim(name, sep), sep)
-	for _, p := range parts {
-		if p == "" || p == "." || p == ".." || strings.ContainsAny(p, "/\x00 ") {
-			return "", usage.Errorf("%q is not a sysctl name", name)
-		}
-	}
-	return "proc/sys/" + strings.Join(parts, "/"), nil
+	p, err := procfs.NewFS("proc").SysctlPath(name)
+	return p, usage.Wrap(err)
 }
 
 // buildSysctl: proc/sys/NAME. Inside a network namespace only net.*

@@ -188,15 +188,10 @@ func benchConfig(proto string, changed func(string) bool) (traffic.Config, error
 	if err != nil {
 		return cfg, usage.Errorf("--rate: %w", err)
 	}
+	if err := checkLoadFlags(o.duration, o.warmup, o.threads, o.streams); err != nil {
+		return cfg, err
+	}
 	switch {
-	case o.duration <= 0:
-		return cfg, usage.Errorf("--duration %s: must be more than 0", o.duration)
-	case o.warmup < 0:
-		return cfg, usage.Errorf("--warmup %s: negative", o.warmup)
-	case o.threads < 1:
-		return cfg, usage.Errorf("--threads %d: must be at least 1", o.threads)
-	case o.streams < 1:
-		return cfg, usage.Errorf("--streams %d: must be at least 1", o.streams)
 	case o.reverse && o.bidir:
 		return cfg, usage.Errorf("--reverse and --bidir: give one")
 	case o.probe < 0:
@@ -345,4 +340,20 @@ func saveResult(path string, res *traffic.Result) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// checkLoadFlags checks the flags bench and tune auto share, naming the
+// flag in the error.
+func checkLoadFlags(duration, warmup time.Duration, threads, streams int) error {
+	switch {
+	case duration <= 0:
+		return usage.Errorf("--duration %s: must be more than 0", duration)
+	case warmup < 0:
+		return usage.Errorf("--warmup %s: negative", warmup)
+	case threads < 1:
+		return usage.Errorf("--threads %d: must be at least 1", threads)
+	case streams < 1:
+		return usage.Errorf("--streams %d: must be at least 1", streams)
+	}
+	return nil
 }

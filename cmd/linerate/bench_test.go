@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -9,36 +8,10 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"linerate/internal/usage"
 	"linerate/traffic"
 )
-
-// runArgs runs linerate ARGS in process with the flags of the commands it
-// names reset to their defaults first (cobra keeps flag state).
-func runArgs(t *testing.T, cmds []*cobra.Command, args ...string) (string, error) {
-	t.Helper()
-	for _, c := range cmds {
-		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags(), c.InheritedFlags()} {
-			fs.VisitAll(func(f *pflag.Flag) {
-				if sv, ok := f.Value.(pflag.SliceValue); ok {
-					_ = sv.Replace(nil)
-				} else if err := f.Value.Set(f.DefValue); err != nil {
-					t.Fatalf("reset --%s: %v", f.Name, err)
-				}
-				f.Changed = false
-			})
-		}
-	}
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(args)
-	rootCmd.SetContext(context.Background())
-	err := rootCmd.Execute()
-	return out.String(), err
-}
 
 func benchCmds() []*cobra.Command {
 	return append([]*cobra.Command{benchCmd}, benchCmd.Commands()...)

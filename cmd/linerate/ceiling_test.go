@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"linerate/internal/usage"
@@ -16,20 +16,7 @@ import (
 // runs).
 func runCeilingArgs(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	for _, fs := range []*pflag.FlagSet{ceilingCmd.Flags(), ceilingCmd.InheritedFlags()} {
-		fs.VisitAll(func(f *pflag.Flag) {
-			if err := f.Value.Set(f.DefValue); err != nil {
-				t.Fatalf("reset --%s: %v", f.Name, err)
-			}
-			f.Changed = false
-		})
-	}
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(append([]string{"ceiling"}, args...))
-	err := rootCmd.Execute()
-	return out.String(), err
+	return runArgs(t, []*cobra.Command{ceilingCmd}, append([]string{"ceiling"}, args...)...)
 }
 
 func TestCeilingCommand(t *testing.T) {

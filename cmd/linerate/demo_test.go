@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"linerate/demo"
@@ -50,17 +50,8 @@ func buildDemoBinary(t *testing.T) string {
 // anything is built.
 func demoRunInProcess(t *testing.T, args ...string) error {
 	t.Helper()
-	demoCmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Name != "help" {
-			f.Value.Set(f.DefValue)
-			f.Changed = false
-		}
-	})
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(append([]string{"demo"}, args...))
-	return rootCmd.ExecuteContext(context.Background())
+	_, err := runArgs(t, []*cobra.Command{demoCmd}, append([]string{"demo"}, args...)...)
+	return err
 }
 
 func TestDemoBadInput(t *testing.T) {

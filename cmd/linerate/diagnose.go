@@ -138,15 +138,11 @@ func gatherEvidence(cmd *cobra.Command, args []string) (*diagnose.Evidence, stri
 // liveEvidence samples this box once a second for d while the user's own
 // traffic runs.
 func liveEvidence(cmd *cobra.Command, d time.Duration) (*diagnose.Evidence, string, error) {
-	src, err := source.NewLive()
+	src, b, err := liveBox(cmd)
 	if err != nil {
 		return nil, "", err
 	}
 	defer src.Close()
-	b, err := box.Collect(cmd.Context(), src)
-	if err != nil {
-		return nil, "", err
-	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "sampling this box for %s ...\n", d)
 	loop := sample.Start(sample.Live(src.Proc(), src.Ethtool(), nil), time.Second, nil)
 	select {
@@ -178,18 +174,28 @@ func resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string
 	if r.Schema == 0 || len(r.Samples) == 0 {
 		return nil, "", usage.Errorf("%s: a bench result with samples is needed (linerate bench ... --json)", path)
 	}
-	src, err := source.NewLive()
+	src, b, err := liveBox(cmd)
 	if err != nil {
 		return nil, "", err
 	}
-	defer src.Close()
-	b, err := box.Collect(cmd.Context(), src)
-	if err != nil {
-		return nil, "", err
-	}
+	src.Close()
 	ev := diagnose.FromResult(&r, diagnoseFlags.side, b)
 	if len(ev.Rates) == 0 {
 		return nil, "", usage.Errorf("%s: no %s samples in the result", path, diagnoseFlags.side)
 	}
 	return ev, fmt.Sprintf("%s (%s end)", path, diagnoseFlags.side), nil
+}
+
+// liveBox opens this machine and collects its model; the caller closes src.
+func liveBox(cmd *cobra.Command) (source.Source, *box.Box, error) {
+	src, err := source.NewLive()
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := box.Collect(cmd.Context(), src)
+	if err != nil {
+		src.Close()
+		return nil, nil, err
+	}
+	return src, b, nil
 }

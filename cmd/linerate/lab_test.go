@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -22,27 +20,7 @@ import (
 // their defaults first, and returns its output and error.
 func labRun(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var reset func(c *cobra.Command)
-	reset = func(c *cobra.Command) {
-		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
-			fs.VisitAll(func(f *pflag.Flag) {
-				if f.Name != "help" {
-					f.Value.Set(f.DefValue)
-					f.Changed = false
-				}
-			})
-		}
-		for _, sub := range c.Commands() {
-			reset(sub)
-		}
-	}
-	reset(labCmd)
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(args)
-	err := rootCmd.ExecuteContext(context.Background())
-	return out.String(), err
+	return runArgs(t, []*cobra.Command{labCmd}, args...)
 }
 
 // labStateDir is a state directory holding one planned (not built) router

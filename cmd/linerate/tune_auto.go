@@ -120,17 +120,13 @@ func tuneAutoBench(cmd *cobra.Command) (traffic.Config, error) {
 	if err != nil {
 		return cfg, usage.Errorf("--rate: %w", err)
 	}
-	switch {
-	case o.proto != "udp" && o.proto != "tcp":
+	if o.proto != "udp" && o.proto != "tcp" {
 		return cfg, usage.Errorf("--proto %q: want udp or tcp", o.proto)
-	case o.duration <= 0:
-		return cfg, usage.Errorf("--duration %s: must be more than 0", o.duration)
-	case o.warmup < 0:
-		return cfg, usage.Errorf("--warmup %s: negative", o.warmup)
-	case o.threads < 1:
-		return cfg, usage.Errorf("--threads %d: must be at least 1", o.threads)
-	case o.streams < 1:
-		return cfg, usage.Errorf("--streams %d: must be at least 1", o.streams)
+	}
+	if err := checkLoadFlags(o.duration, o.warmup, o.threads, o.streams); err != nil {
+		return cfg, err
+	}
+	switch {
 	case o.ports < 0:
 		return cfg, usage.Errorf("--ports %d: must be at least 1", o.ports)
 	case o.proto == "tcp" && cmd.Flags().Changed("size"):

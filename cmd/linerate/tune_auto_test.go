@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"linerate/internal/testenv"
@@ -32,21 +33,7 @@ import (
 // first (cobra keeps flag state between runs).
 func autoArgs(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	tuneAutoCmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			_ = sv.Replace(nil)
-		} else if err := f.Value.Set(f.DefValue); err != nil {
-			t.Fatalf("reset --%s: %v", f.Name, err)
-		}
-		f.Changed = false
-	})
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(args)
-	rootCmd.SetContext(context.Background())
-	err := rootCmd.Execute()
-	return out.String(), err
+	return runArgs(t, []*cobra.Command{tuneAutoCmd}, args...)
 }
 
 // TestTuneAutoHostDryRun benches this host against a server on loopback,

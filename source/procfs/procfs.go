@@ -156,7 +156,7 @@ func (fs FS) SysctlPath(name string) (string, error) {
 	}
 	parts := strings.Split(strings.Trim(name, sep), sep)
 	for _, p := range parts {
-		if p == "" || p == "." || p == ".." || strings.ContainsAny(p, "/\x00") {
+		if p == "" || p == "." || p == ".." || strings.ContainsAny(p, "/\x00 ") {
 			return "", fmt.Errorf("sysctl %q: not a sysctl name", name)
 		}
 	}
