@@ -769,7 +769,7 @@ func TestMultipleTargets(t *testing.T) {
 
 func TestRingEngine(t *testing.T) {
 	l := newLab(t, &Server{})
-	cfg := l.config(udpSpec(500*time.Millisecond, Rate{PPS: 20000}))
+	cfg := l.config(udpSpec(1200*time.Millisecond, Rate{PPS: 20000}))
 	cfg.Engine = "ring"
 	cfg.FrameSize = 64
 	cfg.Spec.Ports = 2
@@ -778,6 +778,10 @@ func TestRingEngine(t *testing.T) {
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The interval lines count what the rings send while they run.
+	if len(res.Intervals) == 0 || res.Intervals[0].SentPPS < 10000 {
+		t.Errorf("intervals %+v: the first second sent under half the asked 20 kpps", res.Intervals)
 	}
 	rx := ifStats(t, l.b, "lrb").rxPk - before.rxPk
 	s := res.Summary

@@ -107,11 +107,11 @@ func (r *ringFlow) stop() {
 	r.mu.Unlock()
 }
 
-// progress is not known while a ring runs (it counts at the end).
+// progress is the live total the ring handed to the kernel (warmup
+// included), in payload bytes as the socket engine counts them.
 func (r *ringFlow) progress() (packets, bytes uint64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.counts.Packets + r.counts.WarmupPackets, (r.counts.Packets + r.counts.WarmupPackets) * uint64(r.payload)
+	p, _ := r.s.Progress()
+	return p, p * uint64(r.payload)
 }
 
 func (r *ringFlow) close() { r.s.Close() }
