@@ -479,7 +479,6 @@ func (r *clientRun) open() error {
 	var streams []uint16
 	sp := &r.spec
 	for _, t := range r.targets {
-		r.notes = append(r.notes, prefixed(t.name, t.acc.Notes)...)
 		switch {
 		case sp.Proto == "udp" && t.spec.clientSends() && r.cfg.Engine == "ring":
 			if err := t.openRing(r.cfg); err != nil {
@@ -501,6 +500,8 @@ func (r *clientRun) open() error {
 				return err
 			}
 		}
+		// After opening: the ring engine adds a note of its own.
+		r.notes = append(r.notes, prefixed(t.name, t.acc.Notes)...)
 	}
 	if len(fds) > 0 {
 		v4 := r.targets[0].addr.Addr().Is4()

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -773,11 +774,15 @@ func TestRingEngine(t *testing.T) {
 	cfg.Engine = "ring"
 	cfg.FrameSize = 64
 	cfg.Spec.Ports = 2
+	cfg.Spec.Streams = 2 // the ring sends one per port, and says so
 	cfg.Spec.XDP = true
 	before := ifStats(t, l.b, "lrb")
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "one stream per port") }) {
+		t.Errorf("notes %q: nothing says the ring sends one stream per port", res.Notes)
 	}
 	// The interval lines count what the rings send while they run.
 	if len(res.Intervals) == 0 || res.Intervals[0].SentPPS < 10000 {
