@@ -459,7 +459,8 @@ func (t *serverTest) acceptData(peer netip.Addr) {
 			if dir == 'r' {
 				list = &t.revConns
 			}
-			if (*list)[stream] != nil {
+			if stream >= len(*list) || (*list)[stream] != nil {
+				// A duplicate, or a direction the test does not have.
 				c.Close()
 				return
 			}

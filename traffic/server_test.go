@@ -245,3 +245,41 @@ func TestServerSurvivesVanishedClient(t *testing.T) {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestServerDataHelloWrongDirection: a data connection for a direction the
+// test does not have (here 'f' in a reverse test) is closed, and the
+// server goes on.
+func TestServerDataHelloWrongDirection(t *testing.T) {
+	addr := startServer(t, &Server{})
+	rc := dialRaw(t, addr)
+	rc.send(helloV1)
+	rc.next()
+	rc.send(`{"type":"test","spec":{"proto":"tcp","direction":"reverse","duration":1,"streams":1,"ports":1,"threads":1}}`)
+	m := rc.next()
+	if m == nil || m.Type != msgAccept {
+		t.Fatalf("accept: %+v", m)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	dc, err := net.Dial("tcp", net.JoinHostPort(host, itoa(int(m.Accept.TCPPort))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	cookie, err := parseCookie(m.Accept.Cookie)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dc.Write(putDataHello(cookie, 0, 'f')); err != nil {
+		t.Fatal(err)
+	}
+	_ = dc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := dc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a data connection for the wrong direction was kept")
+	}
+	// Still serving.
+	rc = dialRaw(t, addr)
+	rc.send(helloV1)
+	if m := rc.next(); m == nil || m.Type != msgWelcome {
+		t.Fatalf("after a wrong data connection: %+v", m)
+	}
+}
