@@ -1,8 +1,18 @@
 // Package traffic owns linerate's traffic engine: the UDP senders and
-// receivers (batched sendmmsg/recvmmsg on preallocated buffers), the TCP
-// streams, the latency probes, the control protocol spoken between
-// `linerate bench` (Client) and `linerate serve` (Server), and the result of
-// a test (Result) with its per-stream, per-target and total figures.
+// receivers (batched sendmmsg/recvmmsg on preallocated buffers, and the
+// AF_PACKET ring), the TCP streams, the latency probes, the control
+// protocol spoken between `linerate bench` (Client) and `linerate serve`
+// (Server), and the result of a test (Result) with its per-stream,
+// per-target and total figures.
+//
+// A test runs the same way on both ends: a session (session.go) starts its
+// flows on one timing, ticks once a second, stops them in order (senders,
+// then receivers, then sampling), collects what they counted and closes
+// them. Every engine is a flow, a type with its own config behind one
+// small interface; a new UDP send engine is a flow type and an entry in
+// udpEngines (engine.go). The client (client.go, target.go, assemble.go)
+// and the server (server.go, servertest.go) only say which flows a test
+// has and what to do with their counts.
 //
 // The wire protocol and the JSON form of Result are documented in
 // docs/bench.md. The package does not read counters itself: the caller hands

@@ -9,11 +9,15 @@ import (
 )
 
 // echo answers latency probes on a UDP socket, only from the address of
-// the control connection's peer.
+// the control connection's peer. It is a receiving flow that answers from
+// the moment it is made (the client probes before the test starts) until
+// it is closed; it counts nothing.
 type echo struct {
 	conn *net.UDPConn
 	peer netip.Addr
 	done chan struct{}
+	halt chan struct{}
+	once sync.Once
 }
 
 func newEcho(local netip.Addr, peer netip.Addr) (*echo, error) {
@@ -21,14 +25,20 @@ func newEcho(local netip.Addr, peer netip.Addr) (*echo, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &echo{conn: c, peer: peer.Unmap(), done: make(chan struct{})}
-	go e.run()
+	e := &echo{conn: c, peer: peer.Unmap(), done: make(chan struct{}), halt: make(chan struct{})}
+	go e.serve()
 	return e, nil
 }
 
 func (e *echo) port() uint16 { return netip.MustParseAddrPort(e.conn.LocalAddr().String()).Port() }
 
-func (e *echo) run() {
+func (e *echo) run(Timing)                        { <-e.halt }
+func (e *echo) cut(time.Time)                     {}
+func (e *echo) stop(time.Duration)                { e.once.Do(func() { close(e.halt) }) }
+func (e *echo) progress() (packets, bytes uint64) { return 0, 0 }
+func (e *echo) collect() flowResult               { return flowResult{} }
+
+func (e *echo) serve() {
 	defer close(e.done)
 	buf := make([]byte, 2048)
 	for {
@@ -48,9 +58,11 @@ func (e *echo) run() {
 	}
 }
 
-func (e *echo) close() {
-	e.conn.Close()
+func (e *echo) close() error {
+	e.stop(0)
+	err := e.conn.Close()
 	<-e.done
+	return err
 }
 
 // Latency is round-trip times of probes, in milliseconds.
@@ -83,7 +95,9 @@ func summarize(rtts []time.Duration, sent int) *Latency {
 }
 
 // prober sends probes to a server's echo port at a fixed interval and
-// keeps the round trips, labelled by the phase they were sent in.
+// keeps the round trips, labelled by the phase they were sent in. It is a
+// receiving flow that probes from the moment it is made (the idle phase
+// comes before the test) until it is stopped; it counts no traffic.
 type prober struct {
 	conn     *net.UDPConn
 	interval time.Duration
@@ -93,7 +107,10 @@ type prober struct {
 	sent     [2]int
 	seq      uint32
 	quiet    chan struct{} // closed: send no more probes
-	stop     chan struct{} // closed: stop reading
+	done     chan struct{} // closed: stop reading
+	halt     chan struct{} // closed: stop was called
+	haltOnce sync.Once
+	finished sync.Once
 	wg       sync.WaitGroup
 }
 
@@ -111,7 +128,7 @@ func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration) (*pr
 	if err != nil {
 		return nil, err
 	}
-	p := &prober{conn: c, interval: interval, quiet: make(chan struct{}), stop: make(chan struct{})}
+	p := &prober{conn: c, interval: interval, quiet: make(chan struct{}), done: make(chan struct{}), halt: make(chan struct{})}
 	p.wg.Add(2)
 	go p.send()
 	go p.recv()
@@ -155,7 +172,7 @@ func (p *prober) recv() {
 		n, err := p.conn.Read(buf)
 		if err != nil {
 			select {
-			case <-p.stop:
+			case <-p.done:
 				return
 			default:
 			}
@@ -177,15 +194,42 @@ func (p *prober) recv() {
 	}
 }
 
-// finish waits for late replies, stops and returns idle and loaded
-// latencies (nil when no probe of that phase was sent).
-func (p *prober) finish(wait time.Duration) (idle, load *Latency) {
-	close(p.quiet)
-	time.Sleep(wait)
-	close(p.stop)
-	_ = p.conn.SetReadDeadline(time.Now())
-	p.wg.Wait()
-	p.conn.Close()
+// lateReplies is how long a stopped prober waits for the replies to its
+// last probes.
+const lateReplies = 200 * time.Millisecond
+
+// run waits for stop, then for late replies.
+func (p *prober) run(Timing) {
+	<-p.halt
+	p.finish(lateReplies)
+}
+
+func (p *prober) cut(time.Time)                     {}
+func (p *prober) stop(time.Duration)                { p.haltOnce.Do(func() { close(p.halt) }) }
+func (p *prober) progress() (packets, bytes uint64) { return 0, 0 }
+func (p *prober) collect() flowResult               { return flowResult{} }
+
+func (p *prober) close() error {
+	p.finish(0)
+	return nil
+}
+
+// finish, the first time, sends no more probes, waits for late replies and
+// stops.
+func (p *prober) finish(wait time.Duration) {
+	p.finished.Do(func() {
+		close(p.quiet)
+		time.Sleep(wait)
+		close(p.done)
+		_ = p.conn.SetReadDeadline(time.Now())
+		p.wg.Wait()
+		p.conn.Close()
+	})
+}
+
+// latency is the idle and loaded round trips (nil when no probe of that
+// phase was sent); valid after finish.
+func (p *prober) latency() (idle, load *Latency) {
 	if p.sent[phaseIdle] > 0 {
 		idle = summarize(p.rtts[phaseIdle], p.sent[phaseIdle])
 	}

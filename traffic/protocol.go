@@ -39,7 +39,10 @@ type Message struct {
 	Token    string `json:"token,omitempty"`
 	// ServerID is random per serve process: targets with the same one
 	// share a machine (its CPU is counted once).
-	ServerID string        `json:"server_id,omitempty"`
+	ServerID string `json:"server_id,omitempty"`
+	// Code says what an error message means, for programs (errorCodes);
+	// Error says it for people.
+	Code     string        `json:"code,omitempty"`
 	Error    string        `json:"error,omitempty"`
 	Limits   *Limits       `json:"limits,omitempty"`
 	Spec     *Spec         `json:"spec,omitempty"`
@@ -130,8 +133,49 @@ func newCtl(c net.Conn) *ctl {
 	return &ctl{c: c, r: bufio.NewReaderSize(c, 64<<10), wt: 10 * time.Second}
 }
 
-// errProtocol marks a peer that broke the protocol.
-var errProtocol = errors.New("protocol error")
+// Errors a peer reports in an error message, by its code. The client's
+// errors wrap them: test with errors.Is.
+var (
+	// ErrWrongToken: the server wants another token (serve --token).
+	ErrWrongToken = errors.New("wrong token")
+	// ErrVersion: the ends speak different versions of the protocol.
+	ErrVersion = errors.New("protocol version")
+	// ErrBusy: the server has as many clients as it takes.
+	ErrBusy = errors.New("busy")
+	// ErrTestRefused: the server will not run the test asked for (a bad
+	// spec, a payload over the path MTU); the connection stays open.
+	ErrTestRefused = errors.New("test refused")
+	// errProtocol marks a peer that broke the protocol.
+	errProtocol = errors.New("protocol error")
+)
+
+// errorCodes are the codes of error messages on the wire (docs/bench.md).
+var errorCodes = []struct {
+	code string
+	err  error
+}{
+	{"wrong-token", ErrWrongToken},
+	{"version", ErrVersion},
+	{"busy", ErrBusy},
+	{"test-refused", ErrTestRefused},
+	{"protocol", errProtocol},
+}
+
+// codeOf is the code of the first error of errorCodes that err wraps, or
+// "".
+func codeOf(err error) string {
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return ""
+}
+
+// errorMessage is the error message that tells the peer about err.
+func errorMessage(err error) *Message {
+	return &Message{Type: msgError, Code: codeOf(err), Error: err.Error()}
+}
 
 // read reads one message, waiting at most d.
 func (c *ctl) read(d time.Duration) (*Message, error) {
@@ -170,7 +214,7 @@ func (c *ctl) expect(d time.Duration, want string) (*Message, error) {
 		return nil, err
 	}
 	if m.Type == msgError {
-		return nil, &PeerError{Msg: m.Error}
+		return nil, peerError(m)
 	}
 	if m.Type != want {
 		return nil, fmt.Errorf("%w: got %q, want %q", errProtocol, m.Type, want)
@@ -192,7 +236,24 @@ func (c *ctl) write(m *Message) error {
 }
 
 // PeerError is an error the other end reported (a wrong token, a refused
-// test, a busy server).
-type PeerError struct{ Msg string }
+// test, a busy server). It wraps the error of its code: errors.Is(err,
+// ErrWrongToken) tells a wrong token whatever the message says.
+type PeerError struct {
+	// Code is one of errorCodes, or empty (a peer that sent none).
+	Code string
+	Msg  string
+}
 
 func (e *PeerError) Error() string { return e.Msg }
+
+// Unwrap is the error of the code, or nil.
+func (e *PeerError) Unwrap() error {
+	for _, c := range errorCodes {
+		if c.code == e.Code {
+			return c.err
+		}
+	}
+	return nil
+}
+
+func peerError(m *Message) *PeerError { return &PeerError{Code: m.Code, Msg: m.Error} }

@@ -14,7 +14,7 @@ import (
 )
 
 // ringFlow runs one RingSender (the "ring" engine) for one destination port
-// of a target, as one stream.
+// of a target, as one stream: a sending flow.
 type ringFlow struct {
 	s       *RingSender
 	stream  int
@@ -29,7 +29,8 @@ type ringFlow struct {
 
 // openRing makes one ring sender per destination port of the target. The
 // ring sends one stream per port (--streams does not apply).
-func (t *target) openRing(cfg *Config) error {
+func (t *target) openRing(r *clientRun) error {
+	cfg := r.cfg
 	sp := &t.spec
 	if !t.addr.Addr().Is4() {
 		return usage.Errorf("%s: --engine ring builds IPv4 frames only", t.name)
@@ -62,7 +63,8 @@ func (t *target) openRing(cfg *Config) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			t.ring = append(t.ring, &ringFlow{s: s, stream: p * sp.Streams, payload: sp.Payload})
+			e := r.sess.add(sending, t.name, &ringFlow{s: s, stream: p * sp.Streams, payload: sp.Payload})
+			t.fwd = append(t.fwd, share{e: e})
 		}
 		return nil
 	})
@@ -98,7 +100,9 @@ func (r *ringFlow) run(tm Timing) {
 	r.mu.Unlock()
 }
 
-func (r *ringFlow) stop() {
+func (r *ringFlow) cut(time.Time) {}
+
+func (r *ringFlow) stop(time.Duration) {
 	r.mu.Lock()
 	r.stopped = true
 	if r.cancel != nil {
@@ -114,21 +118,19 @@ func (r *ringFlow) progress() (packets, bytes uint64) {
 	return p, p * uint64(r.payload)
 }
 
-func (r *ringFlow) close() { r.s.Close() }
-
-// ringCounts turns the rings' counts into per-stream counts, numbered as
-// the server numbers streams (port × streams).
-func ringCounts(rs []*ringFlow) []Count {
-	var out []Count
-	for _, r := range rs {
-		for len(out) <= r.stream {
-			out = append(out, Count{Stream: len(out)})
-		}
-		r.mu.Lock()
-		out[r.stream].Packets = r.counts.Packets
-		out[r.stream].Bytes = r.counts.Packets * uint64(r.payload)
-		out[r.stream].Warmup = r.counts.WarmupPackets
-		r.mu.Unlock()
+// collect is the ring's one stream, numbered as the server numbers streams
+// (port × streams).
+func (r *ringFlow) collect() flowResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := flowResult{
+		counts:  []Count{{Stream: r.stream, Packets: r.counts.Packets, Bytes: r.counts.Packets * uint64(r.payload), Warmup: r.counts.WarmupPackets}},
+		threads: []ThreadCPU{r.usage},
 	}
-	return out
+	if r.err != nil {
+		res.err = fmt.Errorf("ring: %w", r.err)
+	}
+	return res
 }
+
+func (r *ringFlow) close() error { return r.s.Close() }

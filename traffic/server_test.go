@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -89,7 +90,7 @@ func TestServerRefusesWrongToken(t *testing.T) {
 	rc := dialRaw(t, addr)
 	rc.send(`{"type":"hello","version":1,"token":"guess"}`)
 	m := rc.next()
-	if m == nil || m.Type != msgError || !strings.Contains(m.Error, "wrong token") {
+	if m == nil || m.Type != msgError || m.Code != "wrong-token" || !strings.HasPrefix(m.Error, "wrong token") {
 		t.Fatalf("got %+v, want a wrong-token error", m)
 	}
 	if !rc.closed() {
@@ -106,28 +107,28 @@ func TestClientWrongTokenIsBadInput(t *testing.T) {
 	addr := startServer(t, &Server{Token: "s3cret"})
 	_, err := Run(context.Background(), Config{Targets: []string{addr}, Token: "nope",
 		Spec: Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1}})
-	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "wrong token") {
+	if !errors.Is(err, ErrWrongToken) || !usage.Is(err) || !strings.Contains(err.Error(), "wrong token") {
 		t.Fatalf("err = %v, want a bad-input wrong-token error", err)
 	}
 }
 
 func TestServerSurvivesGarbage(t *testing.T) {
 	addr := startServer(t, &Server{})
-	for _, junk := range []string{
-		"GET / HTTP/1.1",
-		`{"type":"hello","version":99}`,
-		`{"type":"start"}`,
-		`{"version":1}`,
-		strings.Repeat("x", 100000),
+	for _, junk := range []struct{ line, code string }{
+		{"GET / HTTP/1.1", "protocol"},
+		{`{"type":"hello","version":99}`, "version"},
+		{`{"type":"start"}`, "protocol"},
+		{`{"version":1}`, "protocol"},
+		{strings.Repeat("x", 100000), "protocol"},
 	} {
 		rc := dialRaw(t, addr)
-		rc.send(junk)
+		rc.send(junk.line)
 		m := rc.next()
-		if m == nil || m.Type != msgError {
-			t.Errorf("%.30q: got %+v, want an error message", junk, m)
+		if m == nil || m.Type != msgError || m.Code != junk.code {
+			t.Errorf("%.30q: got %+v, want an error message with code %s", junk.line, m, junk.code)
 		}
 		if !rc.closed() {
-			t.Errorf("%.30q: connection left open", junk)
+			t.Errorf("%.30q: connection left open", junk.line)
 		}
 	}
 	// Garbage after a good hello, and a test the server refuses but
@@ -138,7 +139,7 @@ func TestServerSurvivesGarbage(t *testing.T) {
 		t.Fatalf("welcome: %+v", m)
 	}
 	rc.send(`{"type":"test","spec":{"proto":"icmp","direction":"forward","duration":1}}`)
-	if m := rc.next(); m == nil || m.Type != msgError || !strings.Contains(m.Error, "test refused: proto") {
+	if m := rc.next(); m == nil || m.Type != msgError || m.Code != "test-refused" || !strings.Contains(m.Error, "test refused: proto") {
 		t.Fatalf("bad spec: %+v", m)
 	}
 	rc.send(`{"type":"test","spec":{"proto":"udp","direction":"forward","duration":1,"payload":18,"streams":1,"ports":1,"threads":1,"rcvbuf":-1}}`)
@@ -172,7 +173,7 @@ func TestServerBoundsConnections(t *testing.T) {
 	}
 	c := dialRaw(t, addr)
 	m := c.next()
-	if m == nil || m.Type != msgError || !strings.Contains(m.Error, "busy") {
+	if m == nil || m.Type != msgError || m.Code != "busy" || !strings.HasPrefix(m.Error, "busy: ") {
 		t.Fatalf("third connection: %+v, want busy", m)
 	}
 	a.c.Close()
@@ -281,5 +282,33 @@ func TestServerDataHelloWrongDirection(t *testing.T) {
 	rc.send(helloV1)
 	if m := rc.next(); m == nil || m.Type != msgWelcome {
 		t.Fatalf("after a wrong data connection: %+v", m)
+	}
+}
+
+// TestPeerErrorCodes: an error message's code is what the client tests
+// with errors.Is, whatever its text; a code the client does not know (or
+// none, from an older server) matches nothing.
+func TestPeerErrorCodes(t *testing.T) {
+	for _, c := range errorCodes {
+		err := fmt.Errorf("target: %w", peerError(errorMessage(fmt.Errorf("%w: why", c.err))))
+		if !errors.Is(err, c.err) {
+			t.Errorf("code %s: %v does not match its error", c.code, err)
+		}
+		for _, o := range errorCodes {
+			if o.code != c.code && errors.Is(err, o.err) {
+				t.Errorf("code %s matches %s too", c.code, o.code)
+			}
+		}
+		if got := codeOf(err); got != c.code {
+			t.Errorf("code %s comes back as %q", c.code, got)
+		}
+	}
+	for _, m := range []*Message{{Type: msgError, Error: "wrong token: no code"}, {Type: msgError, Code: "new-code", Error: "busy"}} {
+		err := peerError(m)
+		for _, c := range errorCodes {
+			if errors.Is(err, c.err) {
+				t.Errorf("%+v matches %s", m, c.code)
+			}
+		}
 	}
 }

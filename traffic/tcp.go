@@ -176,29 +176,40 @@ func parseCookie(s string) (uint64, error) {
 // one segment.
 func setNoDelay(c *net.TCPConn) { _ = c.SetNoDelay(true) }
 
-// writeSize is the size of each TCP write: the effective MSS with --mss
-// (so that every write is exactly one segment), else the payload, else
+// tcpSendConfig says how a tcpSender writes.
+type tcpSendConfig struct {
+	// mss, when set, makes each write one segment of the connection's MSS.
+	mss int
+	// payload is the size of each write otherwise (0: tcpWrite).
+	payload int
+	// rate is shared by the connections (zero: as fast as they take it).
+	rate Rate
+	// zeroCopy writes with sendfile(2) from a memory file.
+	zeroCopy bool
+}
+
+// writeSize is the size of each TCP write: the effective MSS with mss (so
+// that every write is exactly one segment), else the payload, else
 // tcpWrite.
-func writeSize(c *net.TCPConn, s *Spec) int {
-	if s.MSS > 0 {
+func (cfg *tcpSendConfig) writeSize(c *net.TCPConn) int {
+	if cfg.mss > 0 {
 		if info, err := tcpInfo(c); err == nil && info.Snd_mss > 0 {
 			return int(info.Snd_mss)
 		}
-		return s.MSS
+		return cfg.mss
 	}
-	if s.Payload > 0 {
-		return s.Payload
+	if cfg.payload > 0 {
+		return cfg.payload
 	}
 	return tcpWrite
 }
 
-// TCPSender writes on a set of connections as fast as they take it (or at
-// a paced rate) and counts goodput per stream.
-type TCPSender struct {
+// tcpSender writes on a set of connections as fast as they take it (or at
+// a paced rate) and counts goodput per stream: a sending flow.
+type tcpSender struct {
 	conns    []*net.TCPConn
-	spec     *Spec
-	rate     float64 // writes per second per connection; 0 = unlimited
-	stop     atomic.Bool
+	cfg      tcpSendConfig
+	halt     atomic.Bool
 	live     []atomic.Uint64
 	counts   []Count
 	stats    []TCPStat
@@ -207,21 +218,30 @@ type TCPSender struct {
 	zerocopy *os.File
 }
 
-func newTCPSender(conns []*net.TCPConn, s *Spec) (*TCPSender, error) {
-	t := &TCPSender{conns: conns, spec: s, live: make([]atomic.Uint64, len(conns)),
-		counts: make([]Count, len(conns)), stats: make([]TCPStat, len(conns)), marks: make([]segMarks, len(conns)),
+func newTCPSender(conns []*net.TCPConn, cfg tcpSendConfig) (*tcpSender, error) {
+	t := &tcpSender{conns: conns, cfg: cfg, live: make([]atomic.Uint64, len(conns)),
+		counts: streamCounts(len(conns)), stats: make([]TCPStat, len(conns)), marks: make([]segMarks, len(conns)),
 		errs: make([]error, len(conns))}
 	for _, c := range conns {
 		setNoDelay(c)
 	}
-	if s.ZeroCopy {
-		f, err := memFile(max(writeSize(conns[0], s), 1<<20))
+	if cfg.zeroCopy {
+		f, err := memFile(max(cfg.writeSize(conns[0]), 1<<20))
 		if err != nil {
 			return nil, err
 		}
 		t.zerocopy = f
 	}
 	return t, nil
+}
+
+// streamCounts is n empty counts, numbered.
+func streamCounts(n int) []Count {
+	c := make([]Count, n)
+	for i := range c {
+		c[i].Stream = i
+	}
+	return c
 }
 
 // memFile makes an in-memory file of size bytes for sendfile(2).
@@ -238,11 +258,11 @@ func memFile(size int) (*os.File, error) {
 	return f, nil
 }
 
-// Run writes until the timing ends or Stop, then half-closes each
-// connection and returns per stream the bytes written in the measured
+// run writes until the timing ends or stop, then half-closes each
+// connection. Per stream it counts the bytes written in the measured
 // window and the data segments the kernel sent in it (tcpi_data_segs_out
 // at the window's end minus at its start: the warmup's are not counted).
-func (t *TCPSender) Run(tm Timing) ([]Count, []TCPStat, error) {
+func (t *tcpSender) run(tm Timing) {
 	// The start mark is taken by a timer, not by the writers: a writer may
 	// be blocked in a write when the window starts.
 	startMark := time.AfterFunc(time.Until(tm.Measure), func() {
@@ -260,14 +280,17 @@ func (t *TCPSender) Run(tm Timing) ([]Count, []TCPStat, error) {
 		}()
 	}
 	wg.Wait()
-	return t.counts, t.stats, errors.Join(t.errs...)
 }
 
-func (t *TCPSender) runConn(i int, c *net.TCPConn, tm Timing) error {
-	size := writeSize(c, t.spec)
+func (t *tcpSender) collect() flowResult {
+	return flowResult{counts: t.counts, tcp: t.stats, err: errors.Join(t.errs...)}
+}
+
+func (t *tcpSender) runConn(i int, c *net.TCPConn, tm Timing) error {
+	size := t.cfg.writeSize(c)
 	buf := make([]byte, size)
 	var bps float64
-	if r := t.spec.Rate; !r.Unlimited() {
+	if r := t.cfg.rate; !r.Unlimited() {
 		if r.BPS > 0 {
 			bps = r.BPS / 8
 		} else {
@@ -296,9 +319,8 @@ func (t *TCPSender) runConn(i int, c *net.TCPConn, tm Timing) error {
 		defer sf.Close()
 	}
 	cnt := &t.counts[i]
-	cnt.Stream = i
 	var err error
-	for !t.stop.Load() {
+	for !t.halt.Load() {
 		now := time.Now()
 		if !now.Before(tm.End) {
 			break
@@ -339,7 +361,7 @@ func (t *TCPSender) runConn(i int, c *net.TCPConn, tm Timing) error {
 	t.stats[i] = tcpStat(c, i, "sender")
 	cnt.Packets = t.marks[i].segments()
 	_ = c.CloseWrite()
-	if err != nil && (errors.Is(err, os.ErrDeadlineExceeded) || t.stop.Load()) {
+	if err != nil && (errors.Is(err, os.ErrDeadlineExceeded) || t.halt.Load()) {
 		err = nil
 	}
 	if err != nil {
@@ -348,41 +370,44 @@ func (t *TCPSender) runConn(i int, c *net.TCPConn, tm Timing) error {
 	return nil
 }
 
-// Stop ends Run early.
-func (t *TCPSender) Stop() {
-	t.stop.Store(true)
+func (t *tcpSender) cut(time.Time) {}
+
+// stop ends run early.
+func (t *tcpSender) stop(time.Duration) {
+	t.halt.Store(true)
 	for _, c := range t.conns {
 		_ = c.SetWriteDeadline(time.Now())
 	}
 }
 
-// Progress is the live total written.
-func (t *TCPSender) Progress() (packets, bytes uint64) {
+// progress is the live total written.
+func (t *tcpSender) progress() (packets, bytes uint64) {
 	for i := range t.live {
 		bytes += t.live[i].Load()
 	}
 	return 0, bytes
 }
 
-// Close closes the connections.
-func (t *TCPSender) Close() {
+// close closes the connections.
+func (t *tcpSender) close() error {
 	for _, c := range t.conns {
 		c.Close()
 	}
 	if t.zerocopy != nil {
 		t.zerocopy.Close()
 	}
+	return nil
 }
 
-// TCPReceiver reads connections to their end and counts goodput in the
+// tcpReceiver reads connections to their end and counts goodput in the
 // measured window: the bytes read between the window's start and end by
 // this end's clock (not the bytes the sender wrote in its window, which
 // may arrive later), and the data segments the kernel received between the
-// same two instants (tcpi_data_segs_in).
-type TCPReceiver struct {
+// same two instants (tcpi_data_segs_in). It is a receiving flow.
+type tcpReceiver struct {
 	conns  []*net.TCPConn
 	tm     Timing
-	end    atomic.Int64 // the window's end, Unix nanoseconds (Cut moves it)
+	end    atomic.Int64 // the window's end, Unix nanoseconds (cut moves it)
 	live   []atomic.Uint64
 	counts []Count
 	stats  []TCPStat
@@ -393,15 +418,15 @@ type TCPReceiver struct {
 	errs   []error
 }
 
-func newTCPReceiver(conns []*net.TCPConn) *TCPReceiver {
-	return &TCPReceiver{conns: conns, live: make([]atomic.Uint64, len(conns)), counts: make([]Count, len(conns)),
+func newTCPReceiver(conns []*net.TCPConn) *tcpReceiver {
+	return &tcpReceiver{conns: conns, live: make([]atomic.Uint64, len(conns)), counts: streamCounts(len(conns)),
 		stats: make([]TCPStat, len(conns)), marks: make([]segMarks, len(conns)), errs: make([]error, len(conns))}
 }
 
-// Start reads every connection until EOF. Bytes read before tm.Measure are
-// the warmup's, those read from tm.End on are late; neither is in the
-// window's count.
-func (r *TCPReceiver) Start(tm Timing) {
+// run reads every connection until its end (or stop). Bytes read before
+// tm.Measure are the warmup's, those read from tm.End on are late;
+// neither is in the window's count.
+func (r *tcpReceiver) run(tm Timing) {
 	r.tm = tm
 	r.end.Store(tm.End.UnixNano())
 	r.mu.Lock()
@@ -416,17 +441,19 @@ func (r *TCPReceiver) Start(tm Timing) {
 			r.errs[i] = r.runConn(i, c)
 		}()
 	}
+	r.wg.Wait()
+	r.stopTimers()
 }
 
-func (r *TCPReceiver) markAll(m int) {
+func (r *tcpReceiver) markAll(m int) {
 	for i, c := range r.conns {
 		r.marks[i].take(c, m, false)
 	}
 }
 
-// Cut ends the measured window at at, if that is before its planned end
+// cut ends the measured window at at, if that is before its planned end
 // (the run was interrupted): later reads count as late.
-func (r *TCPReceiver) Cut(at time.Time) {
+func (r *tcpReceiver) cut(at time.Time) {
 	if at.UnixNano() >= r.end.Load() {
 		return
 	}
@@ -434,10 +461,9 @@ func (r *TCPReceiver) Cut(at time.Time) {
 	r.markAll(markEnd)
 }
 
-func (r *TCPReceiver) runConn(i int, c *net.TCPConn) error {
+func (r *tcpReceiver) runConn(i int, c *net.TCPConn) error {
 	buf := make([]byte, 256<<10)
 	cnt := &r.counts[i]
-	cnt.Stream = i
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
@@ -465,32 +491,36 @@ func (r *TCPReceiver) runConn(i int, c *net.TCPConn) error {
 	}
 }
 
-// Progress is the live total read.
-func (r *TCPReceiver) Progress() (packets, bytes uint64) {
+// progress is the live total read.
+func (r *tcpReceiver) progress() (packets, bytes uint64) {
 	for i := range r.live {
 		bytes += r.live[i].Load()
 	}
 	return 0, bytes
 }
 
-// Stop waits up to grace for the senders' end of stream, then cuts the
-// connections, and returns the counts.
-func (r *TCPReceiver) Stop(grace time.Duration) ([]Count, []TCPStat, error) {
-	r.stopTimers()
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(grace):
+// stop lets the peer end its streams for up to grace, then cuts the
+// connections.
+func (r *tcpReceiver) stop(grace time.Duration) {
+	deadline := func() {
 		for _, c := range r.conns {
 			_ = c.SetReadDeadline(time.Now())
 		}
-		<-done
 	}
-	return r.counts, r.stats, errors.Join(r.errs...)
+	if grace <= 0 {
+		deadline()
+		return
+	}
+	r.mu.Lock()
+	r.timers = append(r.timers, time.AfterFunc(grace, deadline))
+	r.mu.Unlock()
 }
 
-func (r *TCPReceiver) stopTimers() {
+func (r *tcpReceiver) collect() flowResult {
+	return flowResult{counts: r.counts, tcp: r.stats, err: errors.Join(r.errs...)}
+}
+
+func (r *tcpReceiver) stopTimers() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, t := range r.timers {
@@ -498,10 +528,11 @@ func (r *TCPReceiver) stopTimers() {
 	}
 }
 
-// Close closes the connections.
-func (r *TCPReceiver) Close() {
+// close closes the connections.
+func (r *tcpReceiver) close() error {
 	r.stopTimers()
 	for _, c := range r.conns {
 		c.Close()
 	}
+	return nil
 }

@@ -47,7 +47,8 @@ func TestTCPReceiverWindow(t *testing.T) {
 	t0 := time.Now()
 	const margin = 200 * time.Millisecond
 	tm := Timing{Start: t0, Measure: t0.Add(margin + 100*time.Millisecond), End: t0.Add(3*margin + 100*time.Millisecond)}
-	r.Start(tm)
+	done := make(chan struct{})
+	go func() { r.run(tm); close(done) }()
 	var total uint64
 	write := func(n int) {
 		t.Helper()
@@ -56,7 +57,7 @@ func TestTCPReceiverWindow(t *testing.T) {
 		}
 		total += uint64(n)
 		for {
-			if _, got := r.Progress(); got >= total {
+			if _, got := r.progress(); got >= total {
 				return
 			}
 			time.Sleep(time.Millisecond)
@@ -70,11 +71,13 @@ func TestTCPReceiverWindow(t *testing.T) {
 	if err := w.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	counts, stats, err := r.Stop(2 * time.Second)
-	if err != nil {
-		t.Fatal(err)
+	r.stop(2 * time.Second)
+	<-done
+	res := r.collect()
+	if res.err != nil {
+		t.Fatal(res.err)
 	}
-	c := counts[0]
+	c, stats := res.counts[0], res.tcp
 	if c.Warmup != 1000 || c.Bytes != 2000 || c.Late != 3000 {
 		t.Errorf("warmup %d, window %d, late %d bytes: want 1000, 2000, 3000", c.Warmup, c.Bytes, c.Late)
 	}
@@ -96,18 +99,18 @@ func TestTCPSenderWindowSegments(t *testing.T) {
 	}
 	w, rd := tcpPair(t, 88)
 	go func() { _, _ = io.Copy(io.Discard, rd) }()
-	sp := &Spec{Proto: "tcp", MSS: 88, Rate: Rate{PPS: 2000}}
-	s, err := newTCPSender([]*net.TCPConn{w}, sp)
+	s, err := newTCPSender([]*net.TCPConn{w}, tcpSendConfig{mss: 88, rate: Rate{PPS: 2000}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
 	tm := Timing{Start: t0, Measure: t0.Add(400 * time.Millisecond), End: t0.Add(800 * time.Millisecond)}
-	counts, stats, err := s.Run(tm)
-	if err != nil {
-		t.Fatal(err)
+	s.run(tm)
+	res := s.collect()
+	if res.err != nil {
+		t.Fatal(res.err)
 	}
-	c, st := counts[0], stats[0]
+	c, st := res.counts[0], res.tcp[0]
 	if st.SndMSS == 0 || st.SndMSS > 88 {
 		t.Fatalf("snd_mss %d with TCP_MAXSEG 88", st.SndMSS)
 	}

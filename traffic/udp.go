@@ -1,8 +1,10 @@
 package traffic
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -98,13 +100,15 @@ type udpFlow struct {
 	count  Count
 }
 
-// UDPSender sends datagrams on a set of connected sockets with batched
+// udpSender sends datagrams on a set of connected sockets with batched
 // sendmmsg, one OS thread per sender thread, each pacing its own share of
-// the rate with a token bucket. It is the "socket" send engine.
-type UDPSender struct {
+// the rate with a token bucket. It is the "socket" send engine, a sending
+// flow.
+type udpSender struct {
 	threads []*sendThread
 	flows   []*udpFlow
-	stop    atomic.Bool
+	halt    atomic.Bool
+	err     error
 }
 
 type sendThread struct {
@@ -119,7 +123,7 @@ type sendThread struct {
 	errs    uint64 // transient send errors (ENOBUFS, ECONNREFUSED...)
 }
 
-// udpSenderConfig says how to build a UDPSender.
+// udpSenderConfig says how to build a udpSender.
 type udpSenderConfig struct {
 	fds     []int    // connected sockets, one per stream
 	streams []uint16 // stream id of each; nil: the index
@@ -129,8 +133,8 @@ type udpSenderConfig struct {
 	cpus    []int // pinning, round robin; empty = none
 }
 
-func newUDPSender(c udpSenderConfig) *UDPSender {
-	s := &UDPSender{}
+func newUDPSender(c udpSenderConfig) *udpSender {
+	s := &udpSender{}
 	nt := min(max(c.threads, 1), len(c.fds))
 	for i := range nt {
 		cpu := -1
@@ -158,34 +162,26 @@ func newUDPSender(c udpSenderConfig) *UDPSender {
 	return s
 }
 
-// Run sends until the timing ends or Stop is called, and returns what went
-// per stream in the measured window.
-func (s *UDPSender) Run(tm Timing) ([]Count, error) {
+// run sends until the timing ends or stop is called.
+func (s *udpSender) run(tm Timing) {
 	var wg sync.WaitGroup
 	for _, t := range s.threads {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.run(tm, &s.stop)
+			t.run(tm, &s.halt)
 		}()
 	}
 	wg.Wait()
-	out := make([]Count, len(s.flows))
-	var err error
-	for i, f := range s.flows {
-		out[i] = f.count
-	}
 	for _, t := range s.threads {
-		err = errors.Join(err, t.err)
+		s.err = errors.Join(s.err, t.err)
 	}
-	return out, err
 }
 
-// Stop ends Run early.
-func (s *UDPSender) Stop() { s.stop.Store(true) }
+func (s *udpSender) cut(time.Time)      {}
+func (s *udpSender) stop(time.Duration) { s.halt.Store(true) }
 
-// Progress is the live total sent (warmup included).
-func (s *UDPSender) Progress() (packets, bytes uint64) {
+func (s *udpSender) progress() (packets, bytes uint64) {
 	for _, t := range s.threads {
 		packets += t.packets.Load()
 		bytes += t.bytes.Load()
@@ -193,17 +189,21 @@ func (s *UDPSender) Progress() (packets, bytes uint64) {
 	return
 }
 
-// Usage is each thread's CPU time; valid after Run.
-func (s *UDPSender) Usage() []ThreadCPU {
-	out := make([]ThreadCPU, len(s.threads))
-	for i, t := range s.threads {
-		out[i] = t.usage
+// collect is what went per stream in the measured window, in the order of
+// the sockets, and each thread's CPU time.
+func (s *udpSender) collect() flowResult {
+	r := flowResult{counts: make([]Count, len(s.flows)), threads: make([]ThreadCPU, len(s.threads)), err: s.err}
+	for i, f := range s.flows {
+		r.counts[i] = f.count
 	}
-	return out
+	for i, t := range s.threads {
+		r.threads[i] = t.usage
+	}
+	return r
 }
 
-// Close closes the sockets.
-func (s *UDPSender) Close() error {
+// close closes the sockets.
+func (s *udpSender) close() error {
 	for _, f := range s.flows {
 		if f.fd >= 0 {
 			unix.Close(f.fd)
@@ -314,21 +314,63 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 	}
 }
 
+// mtuError is a payload that does not fit the path MTU without
+// fragmentation.
+type mtuError struct{ payload, mtu int }
+
+func (e *mtuError) Error() string {
+	return fmt.Sprintf("payload %d bytes: the path MTU is %d", e.payload, e.mtu)
+}
+
+// dialUDPFlows makes the sockets of a udpSender: one connected socket per
+// stream to each of ports on remote, from local (any port). A payload over
+// the path MTU is an *mtuError.
+func dialUDPFlows(local, remote netip.Addr, ports []uint16, streams, payload int) ([]int, error) {
+	var fds []int
+	for _, port := range ports {
+		for range streams {
+			fd, err := dialUDP(netip.AddrPortFrom(local, 0), netip.AddrPortFrom(remote, port), 4<<20)
+			if err != nil {
+				closeFDs(fds)
+				return nil, err
+			}
+			fds = append(fds, fd)
+		}
+	}
+	v4 := remote.Is4()
+	if len(fds) > 0 {
+		if mtu, err := pathMTU(fds[0], v4); err == nil && payload+UDPOverhead(v4)-ethOverhead > mtu {
+			closeFDs(fds)
+			return nil, &mtuError{payload: payload, mtu: mtu}
+		}
+	}
+	return fds, nil
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		closeFD(fd)
+	}
+}
+
 // unreachable reports whether a send failed because the destination cannot
 // be reached: no route, or an ICMP unreachable answer (port, host, net).
 func unreachable(err error) bool {
 	return errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.EHOSTUNREACH) || errors.Is(err, unix.ENETUNREACH)
 }
 
-// UDPReceiver counts test datagrams on SO_REUSEPORT sockets with
+// udpReceiver counts test datagrams on SO_REUSEPORT sockets with
 // recvmmsg, one OS thread per receiver thread, and keeps per stream the
-// packets, duplicates and reordering (loss is sent minus unique).
-type UDPReceiver struct {
+// packets, duplicates and reordering (loss is sent minus unique). It is a
+// receiving flow that counts from the moment it is made (the warmup is
+// told apart by the datagrams' flags, not by a clock): the peer may send
+// before this end's clock starts.
+type udpReceiver struct {
 	threads []*recvThread
-	stop    atomic.Bool
+	halt    atomic.Bool
 	wg      sync.WaitGroup
-	// Ports are the bound ports, one per --ports.
-	Ports []uint16
+	// ports are the bound ports, one per udpRecvConfig.ports.
+	ports []uint16
 }
 
 type recvThread struct {
@@ -347,62 +389,76 @@ type streamRecv struct {
 	seqTracker
 }
 
-// newUDPReceiver binds nports ports (chosen by the kernel, or the given
-// ones) for threads receiver threads. With at least as many ports as
-// threads, each port has one socket and belongs to one thread (port i to
-// thread i mod threads), so the flows spread evenly and predictably; with
-// fewer, every thread has a socket on every port (SO_REUSEPORT) and the
-// kernel spreads the flows by a hash of their addresses and ports.
-func newUDPReceiver(bind func(port uint16) (int, error), nports, threads int, ports []uint16, cpus []int) (*UDPReceiver, error) {
-	r := &UDPReceiver{}
-	for i := range threads {
+// udpRecvConfig says how to build a udpReceiver.
+type udpRecvConfig struct {
+	local   netip.Addr // the address to bind
+	ports   int        // how many ports to bind
+	fixed   []uint16   // the ports to bind, in order; missing or 0: the kernel's choice
+	threads int
+	rcvbuf  int   // SO_RCVBUF of each socket (0: 4 MiB)
+	cpus    []int // pinning, round robin; empty = none
+}
+
+// newUDPReceiver binds the ports and starts the threads. With at least as
+// many ports as threads, each port has one socket and belongs to one
+// thread (port i to thread i mod threads), so the flows spread evenly and
+// predictably; with fewer, every thread has a socket on every port
+// (SO_REUSEPORT) and the kernel spreads the flows by a hash of their
+// addresses and ports.
+func newUDPReceiver(c udpRecvConfig) (*udpReceiver, error) {
+	rcvbuf := cmp.Or(c.rcvbuf, 4<<20)
+	r := &udpReceiver{}
+	for i := range c.threads {
 		cpu := -1
-		if len(cpus) > 0 {
-			cpu = cpus[i%len(cpus)]
+		if len(c.cpus) > 0 {
+			cpu = c.cpus[i%len(c.cpus)]
 		}
 		r.threads = append(r.threads, &recvThread{cpu: cpu})
 	}
-	for p := range nports {
+	for p := range c.ports {
 		var port uint16
-		if p < len(ports) {
-			port = ports[p]
+		if p < len(c.fixed) {
+			port = c.fixed[p]
 		}
 		owners := r.threads
-		if nports >= threads {
-			owners = []*recvThread{r.threads[p%threads]}
+		if c.ports >= c.threads {
+			owners = []*recvThread{r.threads[p%c.threads]}
 		}
 		for _, t := range owners {
-			fd, err := bind(port)
+			fd, err := listenUDP(netip.AddrPortFrom(c.local, port), rcvbuf)
 			if err != nil {
-				r.Close()
+				r.closeFDs()
 				return nil, err
 			}
 			t.fds = append(t.fds, fd)
 			if port == 0 {
 				if port, err = localPort(fd); err != nil {
-					r.Close()
+					r.closeFDs()
 					return nil, fmt.Errorf("udp receiver port: %w", err)
 				}
 			}
 		}
-		r.Ports = append(r.Ports, port)
+		r.ports = append(r.ports, port)
 	}
-	return r, nil
-}
-
-// Start runs the receiver threads until Stop.
-func (r *UDPReceiver) Start() {
 	for _, t := range r.threads {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			t.run(&r.stop)
+			t.run(&r.halt)
 		}()
 	}
+	return r, nil
 }
 
-// Progress is the live total received (warmup included).
-func (r *UDPReceiver) Progress() (packets, bytes uint64) {
+// run waits for the threads, which end at stop.
+func (r *udpReceiver) run(Timing) { r.wg.Wait() }
+
+// cut does nothing: the datagrams say which phase they belong to.
+func (r *udpReceiver) cut(time.Time) {}
+
+func (r *udpReceiver) stop(time.Duration) { r.halt.Store(true) }
+
+func (r *udpReceiver) progress() (packets, bytes uint64) {
 	for _, t := range r.threads {
 		packets += t.packets.Load()
 		bytes += t.bytes.Load()
@@ -410,23 +466,21 @@ func (r *UDPReceiver) Progress() (packets, bytes uint64) {
 	return
 }
 
-// Stop ends the threads and returns the counts per stream (the threads'
-// counts merged: a flow normally lands on one thread).
-func (r *UDPReceiver) Stop() ([]Count, error) {
-	r.stop.Store(true)
-	r.wg.Wait()
-	var out []Count
-	var err error
+// collect is the counts per stream (the threads' counts merged: a flow
+// normally lands on one thread) and each thread's CPU time.
+func (r *udpReceiver) collect() flowResult {
+	var res flowResult
 	for _, t := range r.threads {
-		err = errors.Join(err, t.err)
+		res.err = errors.Join(res.err, t.err)
+		res.threads = append(res.threads, t.usage)
 		for id, s := range t.streams {
 			if s == nil {
 				continue
 			}
-			for len(out) <= id {
-				out = append(out, Count{Stream: len(out)})
+			for len(res.counts) <= id {
+				res.counts = append(res.counts, Count{Stream: len(res.counts)})
 			}
-			c := &out[id]
+			c := &res.counts[id]
 			c.Packets += s.packets
 			c.Bytes += s.bytes
 			c.Unique += s.unique
@@ -435,20 +489,18 @@ func (r *UDPReceiver) Stop() ([]Count, error) {
 			c.Warmup += s.warmup
 		}
 	}
-	return out, err
+	return res
 }
 
-// Usage is each thread's CPU time; valid after Stop.
-func (r *UDPReceiver) Usage() []ThreadCPU {
-	out := make([]ThreadCPU, len(r.threads))
-	for i, t := range r.threads {
-		out[i] = t.usage
-	}
-	return out
+// close stops the threads and closes the sockets.
+func (r *udpReceiver) close() error {
+	r.halt.Store(true)
+	r.wg.Wait()
+	r.closeFDs()
+	return nil
 }
 
-// Close closes the sockets (after Stop).
-func (r *UDPReceiver) Close() {
+func (r *udpReceiver) closeFDs() {
 	for _, t := range r.threads {
 		for _, fd := range t.fds {
 			unix.Close(fd)

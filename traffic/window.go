@@ -16,27 +16,23 @@ import (
 // nothing, so that no sampler outlives its test whatever the order.
 type windowSampling struct {
 	mu      sync.Mutex
-	timer   *time.Timer
+	cancel  func() bool
 	stop    func() ([]box.Rates, error)
 	began   bool // the window started (the timer's function ran)
 	stopped bool
 }
 
-// startAt arms the sampling for at; first, if not nil, runs just before the
-// sampler starts (both under the lock that finish takes).
-func (w *windowSampling) startAt(at time.Time, s Sampling, each func(box.Rates), first func()) {
+// startAt arms the sampling (nil: none) for at, on clk.
+func (w *windowSampling) startAt(clk clock, at time.Time, s Sampling, each func(box.Rates)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.timer = time.AfterFunc(time.Until(at), func() {
+	w.cancel = clk.afterFunc(at.Sub(clk.now()), func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if w.stopped {
 			return
 		}
 		w.began = true
-		if first != nil {
-			first()
-		}
 		if s != nil {
 			w.stop = s(each)
 		}
@@ -49,8 +45,8 @@ func (w *windowSampling) finish() (rates []box.Rates, began bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stopped = true
-	if w.timer != nil {
-		w.timer.Stop()
+	if w.cancel != nil {
+		w.cancel()
 	}
 	st := w.stop
 	w.stop = nil

@@ -1,0 +1,343 @@
+package traffic
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// serverTest is one test on the server: its spec as run, its flows in a
+// session, and what the accept tells the client.
+type serverTest struct {
+	srv         *Server
+	spec        Spec
+	notes       []string
+	local, peer netip.Addr
+	cookie      uint64
+	sess        *session
+	udpPorts    []uint16 // the UDP receiver's ports
+	probePort   uint16   // the probe echo's port
+	xdp         *xdpMeter
+
+	// TCP: the data listener and the connections the client opens.
+	tcpLn    *net.TCPListener
+	fwdConns []*net.TCPConn // client → server
+	revConns []*net.TCPConn // server → client
+	connMu   sync.Mutex
+	connCh   chan struct{} // a data connection arrived
+}
+
+// newTest checks the spec, caps it and makes the test's sockets; what it
+// cannot run is an error to refuse the test with.
+func (s *Server) newTest(asked *Spec, local, peer netip.Addr) (*serverTest, error) {
+	t := &serverTest{srv: s, spec: *asked, local: local, peer: peer, connCh: make(chan struct{}, 1)}
+	if err := t.spec.Check(); err != nil {
+		return nil, err
+	}
+	t.notes = s.capSpec(&t.spec)
+	var cb [8]byte
+	_, _ = rand.Read(cb[:])
+	t.cookie = binary.BigEndian.Uint64(cb[:])
+	t.sess = newSession(realClock{})
+	t.sess.sampling = s.Sampling
+	if err := s.setup(t.open); err != nil {
+		t.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// open makes the test's flows: the probe echo, then the UDP receiver (and
+// its XDP meter) or sender, or the TCP data listener.
+func (t *serverTest) open() error {
+	sp := &t.spec
+	if sp.ProbeInterval > 0 {
+		e, err := newEcho(t.local, t.peer)
+		if err != nil {
+			return fmt.Errorf("probe echo on %s: %w", t.local, err)
+		}
+		t.sess.add(receiving, "", e)
+		t.probePort = e.port()
+	}
+	if sp.Proto == "tcp" {
+		ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", netip.AddrPortFrom(t.local, 0).String())
+		if err != nil {
+			return fmt.Errorf("tcp data listener on %s: %w", t.local, err)
+		}
+		t.tcpLn = ln.(*net.TCPListener)
+		return nil
+	}
+	if sp.clientSends() {
+		if err := t.openUDPReceiver(); err != nil {
+			return err
+		}
+	}
+	if sp.serverSends() {
+		return t.openUDPSender()
+	}
+	return nil
+}
+
+func (t *serverTest) openUDPReceiver() error {
+	sp := &t.spec
+	r, err := newUDPReceiver(udpRecvConfig{local: t.local, ports: sp.Ports, threads: sp.Threads, rcvbuf: sp.RecvBuf, cpus: t.srv.CPUs})
+	if err != nil {
+		return err
+	}
+	t.sess.add(receiving, "", r)
+	t.udpPorts = r.ports
+	if sp.XDP {
+		var port uint16
+		if len(r.ports) == 1 {
+			port = r.ports[0]
+		}
+		t.xdp = newXDPMeter(t.local, port)
+		t.sess.add(receiving, "", t.xdp)
+	}
+	return nil
+}
+
+func (t *serverTest) openUDPSender() error {
+	sp := &t.spec
+	fds, err := dialUDPFlows(t.local, t.peer, sp.ClientPorts, sp.Streams, sp.Payload)
+	var me *mtuError
+	if errors.As(err, &me) {
+		return fmt.Errorf("payload %d bytes: the path MTU from %s to %s is %d", sp.Payload, t.local, t.peer, me.mtu)
+	}
+	if err != nil {
+		return err
+	}
+	pps := sp.Rate.PacketsPerSecond(sp.Payload + UDPOverhead(t.peer.Is4()))
+	t.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, payload: sp.Payload, pps: pps, threads: sp.Threads, cpus: t.srv.CPUs}))
+	return nil
+}
+
+func (t *serverTest) close() {
+	_ = t.sess.close()
+	if t.tcpLn != nil {
+		t.tcpLn.Close()
+	}
+	// Data connections that arrived but were never handed to a flow.
+	t.connMu.Lock()
+	for _, c := range append(t.fwdConns, t.revConns...) {
+		if c != nil {
+			c.Close()
+		}
+	}
+	t.connMu.Unlock()
+}
+
+// run speaks the test's part of the protocol: accept, start, running,
+// intervals, stop, result.
+func (t *serverTest) run(c *ctl) error {
+	if err := t.accept(c); err != nil {
+		return err
+	}
+	if _, err := c.expect(startTimeout, msgStart); err != nil {
+		return fmt.Errorf("waiting for start: %w", err)
+	}
+	if t.tcpLn != nil {
+		if err := t.openTCP(); err != nil {
+			return err
+		}
+	}
+	sp := &t.spec
+	tm := t.sess.start(sp.Warmup.D(), sp.Duration.D())
+	// From here on every way out goes through the session's stop: the
+	// senders, receivers and sampling started above stop with the test.
+	readErr := t.report(c, tm)
+	// The client's streams end after its stop; one that vanished will not
+	// end them.
+	t.sess.grace = 2 * time.Second
+	if readErr != nil {
+		t.sess.grace = 0
+	}
+	t.sess.stop(false, nil)
+	if readErr != nil {
+		return fmt.Errorf("waiting for stop: %w", readErr)
+	}
+	t.srv.logf("%s: test done", t.peer)
+	return c.write(&Message{Type: msgResult, Result: t.result()})
+}
+
+// accept tells the client the test as run and where to send.
+func (t *serverTest) accept(c *ctl) error {
+	sp := &t.spec
+	acc := &Accept{Spec: *sp, Cookie: cookieString(t.cookie), Notes: t.notes, UDPPorts: t.udpPorts, ProbePort: t.probePort}
+	if t.tcpLn != nil {
+		acc.TCPPort = uint16(t.tcpLn.Addr().(*net.TCPAddr).Port)
+		if sp.clientSends() {
+			t.fwdConns = make([]*net.TCPConn, sp.Streams)
+		}
+		if sp.serverSends() {
+			t.revConns = make([]*net.TCPConn, sp.Streams)
+		}
+		go t.acceptData()
+	}
+	t.srv.logf("%s: test %s %s, %s, %s", t.peer, sp.Proto, sp.Direction, sp.Duration.D(), sp.Rate)
+	return c.write(&Message{Type: msgAccept, Accept: acc})
+}
+
+// report says "running", then what the flows counted once a second, until
+// the client's stop; it returns why no stop came.
+func (t *serverTest) report(c *ctl, tm Timing) error {
+	if err := c.write(&Message{Type: msgRunning}); err != nil {
+		return err
+	}
+	stopped := make(chan struct{})
+	var readErr error
+	go func() {
+		defer close(stopped)
+		_, readErr = c.expect(time.Until(tm.End)+stopGrace, msgStop)
+	}()
+	gone := false
+	t.sess.run(context.Background(), stopped, func(now time.Time) {
+		if gone {
+			return
+		}
+		p := t.sess.progress(now)
+		iv := &Interval{T: now.Sub(tm.Start).Seconds(), ReceivedPackets: p.recvPkts, ReceivedBytes: p.recvBytes,
+			SentPackets: p.sentPkts, SentBytes: p.sentBytes}
+		if c.write(&Message{Type: msgInterval, Interval: iv}) != nil {
+			// The client is gone (or stuck): stop waiting for its stop.
+			c.c.Close()
+			gone = true
+		}
+	})
+	return readErr
+}
+
+// result is what the server counted, once the session stopped.
+func (t *serverTest) result() *ServerResult {
+	res := &ServerResult{Seconds: t.sess.seconds(), Threads: t.sess.threads()}
+	for _, e := range t.sess.entries {
+		if e.role == receiving {
+			res.Received = append(res.Received, e.res.counts...)
+		} else {
+			res.Sent = append(res.Sent, e.res.counts...)
+		}
+		res.TCP = append(res.TCP, e.res.tcp...)
+	}
+	for _, err := range t.sess.errs() {
+		res.Errors = append(res.Errors, err.Error())
+	}
+	if t.srv.Sampling != nil && t.sess.began {
+		res.Samples = t.sess.samples
+		if len(res.Samples) == 0 {
+			res.SampleError = "no samples"
+			if t.sess.sampleErr != nil {
+				res.SampleError = t.sess.sampleErr.Error()
+			}
+		}
+	}
+	if t.xdp != nil {
+		res.XDP = t.xdp.result()
+	}
+	return res
+}
+
+// openTCP waits for the client's data connections and makes the TCP flows
+// over them.
+func (t *serverTest) openTCP() error {
+	if err := t.waitData(5 * time.Second); err != nil {
+		return err
+	}
+	t.tcpLn.Close()
+	t.connMu.Lock()
+	defer t.connMu.Unlock()
+	if len(t.fwdConns) > 0 {
+		t.sess.add(receiving, "", newTCPReceiver(t.fwdConns))
+		t.fwdConns = nil
+	}
+	if len(t.revConns) > 0 {
+		sp := &t.spec
+		s, err := newTCPSender(t.revConns, tcpSendConfig{mss: sp.MSS, payload: sp.Payload, rate: sp.Rate, zeroCopy: sp.ZeroCopy})
+		if err != nil {
+			return err
+		}
+		t.sess.add(sending, "", s)
+		t.revConns = nil
+	}
+	return nil
+}
+
+// acceptData takes the client's TCP data connections: only from the
+// control connection's peer, only with the test's cookie.
+func (t *serverTest) acceptData() {
+	for {
+		c, err := t.tcpLn.AcceptTCP()
+		if err != nil {
+			return
+		}
+		if addrOf(c.RemoteAddr()) != t.peer {
+			c.Close()
+			continue
+		}
+		go t.dataHello(c)
+	}
+}
+
+// dataHello reads a data connection's first bytes and files it under its
+// direction and stream.
+func (t *serverTest) dataHello(c *net.TCPConn) {
+	b := make([]byte, dataHelloLen)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, b); err != nil {
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	cookie, stream, dir, err := parseDataHello(b)
+	if err != nil || cookie != t.cookie || stream < 0 || stream >= t.spec.Streams {
+		c.Close()
+		return
+	}
+	t.connMu.Lock()
+	defer t.connMu.Unlock()
+	list := t.fwdConns
+	if dir == 'r' {
+		list = t.revConns
+	}
+	if stream >= len(list) || list[stream] != nil {
+		// A duplicate, one for a direction not in the test, or one too
+		// late (the flows are made).
+		c.Close()
+		return
+	}
+	list[stream] = c
+	select {
+	case t.connCh <- struct{}{}:
+	default:
+	}
+}
+
+// waitData waits until every expected TCP data connection is in.
+func (t *serverTest) waitData(d time.Duration) error {
+	deadline := time.After(d)
+	for {
+		t.connMu.Lock()
+		missing := 0
+		for _, c := range append(t.fwdConns, t.revConns...) {
+			if c == nil {
+				missing++
+			}
+		}
+		t.connMu.Unlock()
+		if missing == 0 {
+			return nil
+		}
+		select {
+		case <-t.connCh:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			return fmt.Errorf("%d tcp data connections did not arrive", missing)
+		}
+	}
+}

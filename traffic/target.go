@@ -1,0 +1,415 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"linerate/internal/usage"
+	"linerate/internal/version"
+)
+
+// target is one --to on the client side: its control connection, the test
+// as its server runs it, and which parts of the session's flows are its.
+type target struct {
+	idx      int
+	name     string
+	addr     netip.AddrPort
+	local    netip.Addr
+	ctl      *ctl
+	conn     net.Conn
+	serverID string
+	spec     Spec
+	acc      *Accept
+	// fwd is what the client sends to this target, rev what it receives
+	// from it: parts of the session's flows.
+	fwd, rev []share
+	prober   *prober
+	// sent is what the client told the server it sent (the stop message).
+	sent []Count
+
+	mu       sync.Mutex
+	last     *Interval  // latest server interval
+	prevIv   *Interval  // the one the last rates were computed to
+	rate     [4]float64 // server's sent pkts, bytes, received pkts, bytes per second
+	result   *ServerResult
+	resultCh chan error
+}
+
+// share is the part of a flow's per-stream counts that belongs to one
+// target: n counts from from (n 0: all of them). The socket engine's one
+// sender serves every target; the others serve one each.
+type share struct {
+	e       *entry
+	from, n int
+}
+
+func (s share) counts() []Count {
+	c := s.e.res.counts
+	if s.n == 0 {
+		return c
+	}
+	if len(c) < s.from+s.n {
+		return nil
+	}
+	return c[s.from : s.from+s.n]
+}
+
+// gather merges the counts of shares by stream id, every stream from 0 to
+// the highest present (a missing one counts nothing); nil when there are
+// no shares.
+func gather(shares []share) []Count {
+	var out []Count
+	for _, s := range shares {
+		for _, c := range s.counts() {
+			for len(out) <= c.Stream {
+				out = append(out, Count{Stream: len(out)})
+			}
+			out[c.Stream] = c
+		}
+	}
+	return out
+}
+
+// gatherTCP is the TCP_INFO of the shares' flows.
+func gatherTCP(shares []share) []TCPStat {
+	var out []TCPStat
+	for _, s := range shares {
+		out = append(out, s.e.res.tcp...)
+	}
+	return out
+}
+
+// parseTarget splits HOST[:PORT], defaulting the port.
+func parseTarget(s string) (host string, port uint16, err error) {
+	host, ps, err := net.SplitHostPort(s)
+	if err != nil {
+		// No port: a bare host or a bare IPv6 address.
+		host, ps = s, strconv.Itoa(DefaultPort)
+		if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
+			host = host[1 : len(host)-1]
+		}
+	}
+	p, perr := strconv.ParseUint(ps, 10, 16)
+	if perr != nil || p == 0 || host == "" {
+		return "", 0, usage.Errorf("--to %q: want HOST or HOST:PORT", s)
+	}
+	return host, uint16(p), nil
+}
+
+func resolve(ctx context.Context, s string) (netip.AddrPort, error) {
+	host, port, err := parseTarget(s)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return netip.AddrPortFrom(ip.Unmap(), port), nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, usage.Errorf("--to %s: cannot resolve %q: %v", s, host, err)
+	}
+	// Prefer IPv4, as the seeds' boxes do.
+	best := ips[0]
+	for _, ip := range ips {
+		if ip.Unmap().Is4() {
+			best = ip
+			break
+		}
+	}
+	return netip.AddrPortFrom(best.Unmap(), port), nil
+}
+
+// dialError turns a failed connect into one line saying what is wrong.
+func dialError(t *target, bind netip.Addr, err error) error {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("%s: nothing listening on %s (is `linerate serve` running there?)", t.name, t.addr)
+	case errors.Is(err, syscall.EADDRNOTAVAIL) && bind.IsValid():
+		return usage.Errorf("--bind %s: %w", bind, ErrAddrNotLocal)
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return fmt.Errorf("%s: %s is unreachable (no route to host)", t.name, t.addr.Addr())
+	case errors.Is(err, syscall.ENETUNREACH):
+		return fmt.Errorf("%s: %s is unreachable (network is unreachable)", t.name, t.addr.Addr())
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("%s: no answer from %s (unreachable, or a firewall drops it)", t.name, t.addr)
+	}
+	return fmt.Errorf("%s: connect to %s: %w", t.name, t.addr, err)
+}
+
+// connect opens the control connection and says hello.
+func (t *target) connect(ctx context.Context, cfg *Config) error {
+	d := net.Dialer{Timeout: cfg.DialTimeout}
+	if d.Timeout == 0 {
+		d.Timeout = 5 * time.Second
+	}
+	if cfg.Bind.IsValid() {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(cfg.Bind, 0))
+	}
+	var conn net.Conn
+	err := cfg.setup(func() error {
+		var err error
+		conn, err = d.DialContext(ctx, "tcp", t.addr.String())
+		return err
+	})
+	if err != nil {
+		return dialError(t, cfg.Bind, err)
+	}
+	t.conn = conn
+	// A server that vanishes without closing fails the connection instead
+	// of being waited for until the test's end.
+	_ = watchPeer(conn, peerTimeout)
+	t.ctl = newCtl(conn)
+	t.local = addrOf(conn.LocalAddr())
+	if err := t.ctl.write(&Message{Type: msgHello, Version: ProtocolVersion, Linerate: version.Version, Token: cfg.Token}); err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	m, err := t.ctl.expect(helloTimeout, msgWelcome)
+	if errors.Is(err, ErrWrongToken) {
+		return usage.Errorf("%s: %w", t.name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	t.serverID = m.ServerID
+	return nil
+}
+
+// prepare sends the test, makes this end's receiving sockets and reads the
+// accept.
+func (t *target) prepare(r *clientRun, sp Spec) error {
+	cfg := r.cfg
+	v4 := t.addr.Addr().Is4()
+	if sp.Proto == "udp" && cfg.FrameSize > 0 {
+		sp.Payload = cfg.FrameSize - UDPOverhead(v4)
+		if sp.Payload < headerLen {
+			return usage.Errorf("--size %d: too small for %s UDP: frames carry at least %d bytes (%d of headers and FCS, %d of linerate's header)",
+				cfg.FrameSize, ipName(v4), UDPOverhead(v4)+headerLen, UDPOverhead(v4), headerLen)
+		}
+	}
+	if sp.Proto == "udp" && sp.serverSends() {
+		ports, err := t.openUDPReceiver(r, sp)
+		if err != nil {
+			return err
+		}
+		sp.ClientPorts = ports
+	}
+	if err := sp.Check(); err != nil {
+		return usage.Wrap(err)
+	}
+	if err := t.ctl.write(&Message{Type: msgTest, Spec: &sp}); err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	m, err := t.ctl.expect(helloTimeout, msgAccept)
+	if errors.Is(err, ErrTestRefused) {
+		// The server found the test itself wrong: bad input.
+		return usage.Errorf("%s: %w", t.name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	if m.Accept == nil {
+		return fmt.Errorf("%s: %w: accept without details", t.name, errProtocol)
+	}
+	t.acc = m.Accept
+	t.spec = m.Accept.Spec
+	t.spec.ClientPorts = sp.ClientPorts
+	return nil
+}
+
+// openUDPReceiver makes the sockets the server sends to (reverse, bidir)
+// and returns their ports.
+func (t *target) openUDPReceiver(r *clientRun, sp Spec) ([]uint16, error) {
+	var recv *udpReceiver
+	err := r.cfg.setup(func() error {
+		var err error
+		recv, err = newUDPReceiver(udpRecvConfig{local: t.local, ports: sp.Ports, threads: sp.Threads, rcvbuf: sp.RecvBuf, cpus: r.cfg.CPUs})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.name, err)
+	}
+	t.rev = append(t.rev, share{e: r.sess.add(receiving, t.name, recv)})
+	return recv.ports, nil
+}
+
+// openUDP makes this target's forward sockets, one per flow.
+func (t *target) openUDP(cfg *Config) ([]int, error) {
+	sp := &t.spec
+	if len(t.acc.UDPPorts) != sp.Ports {
+		return nil, fmt.Errorf("%s: %w: %d ports for %d", t.name, errProtocol, len(t.acc.UDPPorts), sp.Ports)
+	}
+	var fds []int
+	err := cfg.setup(func() error {
+		var err error
+		fds, err = dialUDPFlows(t.local, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload)
+		return err
+	})
+	var me *mtuError
+	if errors.As(err, &me) {
+		v4 := t.addr.Addr().Is4()
+		return nil, usage.Errorf("%s: %d-byte frames (payload %d) do not fit the path MTU %d to %s without fragmentation",
+			t.name, sp.Payload+UDPOverhead(v4), sp.Payload, me.mtu, t.addr.Addr())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.name, err)
+	}
+	return fds, nil
+}
+
+// openTCP makes this target's data connections, n in each direction the
+// client takes part in, and the flows over them.
+func (t *target) openTCP(r *clientRun) error {
+	sp := &t.spec
+	if sp.clientSends() {
+		conns, err := t.dialData(r.cfg, 'f')
+		if err != nil {
+			return err
+		}
+		s, err := newTCPSender(conns, tcpSendConfig{mss: sp.MSS, payload: sp.Payload, rate: sp.Rate, zeroCopy: sp.ZeroCopy})
+		if err != nil {
+			closeConns(conns)
+			return err
+		}
+		t.fwd = append(t.fwd, share{e: r.sess.add(sending, t.name, s)})
+	}
+	if sp.serverSends() {
+		conns, err := t.dialData(r.cfg, 'r')
+		if err != nil {
+			return err
+		}
+		t.rev = append(t.rev, share{e: r.sess.add(receiving, t.name, newTCPReceiver(conns))})
+	}
+	return nil
+}
+
+// dialData opens the data connections of one direction.
+func (t *target) dialData(cfg *Config, dir byte) ([]*net.TCPConn, error) {
+	sp := &t.spec
+	d := net.Dialer{Timeout: 5 * time.Second, Control: tcpDialControl(sp.MSS)}
+	d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(t.local, 0))
+	cookie, err := parseCookie(t.acc.Cookie)
+	if err != nil {
+		return nil, err
+	}
+	to := netip.AddrPortFrom(t.addr.Addr(), t.acc.TCPPort).String()
+	var conns []*net.TCPConn
+	for i := range sp.Streams {
+		var c net.Conn
+		err := cfg.setup(func() error {
+			var err error
+			c, err = d.Dial("tcp", to)
+			return err
+		})
+		if err == nil {
+			conns = append(conns, c.(*net.TCPConn))
+			setNoDelay(conns[i])
+			_, err = c.Write(putDataHello(cookie, i, dir))
+		}
+		if err != nil {
+			closeConns(conns)
+			return nil, fmt.Errorf("%s: tcp data connection: %w", t.name, err)
+		}
+	}
+	return conns, nil
+}
+
+func closeConns(cs []*net.TCPConn) {
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// readLoop files the server's messages after "running" until its result.
+func (t *target) readLoop(deadline time.Time) {
+	for {
+		m, err := t.ctl.read(time.Until(deadline))
+		if err != nil {
+			t.resultCh <- fmt.Errorf("%s: server: %w", t.name, err)
+			return
+		}
+		switch m.Type {
+		case msgInterval:
+			if m.Interval != nil {
+				t.mu.Lock()
+				t.last = m.Interval
+				t.mu.Unlock()
+			}
+		case msgResult:
+			if m.Result == nil {
+				t.resultCh <- fmt.Errorf("%s: %w: result without details", t.name, errProtocol)
+				return
+			}
+			t.mu.Lock()
+			t.result = m.Result
+			t.mu.Unlock()
+			t.resultCh <- nil
+			return
+		case msgError:
+			t.resultCh <- fmt.Errorf("%s: server: %w", t.name, peerError(m))
+			return
+		default:
+			t.resultCh <- fmt.Errorf("%s: %w: unexpected %q", t.name, errProtocol, m.Type)
+			return
+		}
+	}
+}
+
+// rates are what the server counted per second over its latest interval
+// reports (by its own clock): sent packets, bytes, received packets,
+// bytes.
+func (t *target) rates() [4]float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last, prev := t.last, t.prevIv
+	if last != nil && (prev == nil || last.T > prev.T) {
+		if prev == nil {
+			prev = &Interval{}
+		}
+		dt := last.T - prev.T
+		t.rate = [4]float64{
+			float64(last.SentPackets-prev.SentPackets) / dt, float64(last.SentBytes-prev.SentBytes) / dt,
+			float64(last.ReceivedPackets-prev.ReceivedPackets) / dt, float64(last.ReceivedBytes-prev.ReceivedBytes) / dt,
+		}
+		t.prevIv = last
+	}
+	return t.rate
+}
+
+// serverResult is the server's result, or an empty one and why there is
+// none.
+func (t *target) serverResult() (*ServerResult, []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.result == nil {
+		return &ServerResult{}, []string{"no result from the server"}
+	}
+	return t.result, nil
+}
+
+// close says bye and closes the control connection.
+func (t *target) close() {
+	if t.conn == nil {
+		return
+	}
+	if t.ctl != nil {
+		t.ctl.wt = time.Second
+		_ = t.ctl.write(&Message{Type: msgBye})
+	}
+	t.conn.Close()
+}
+
+func ipName(v4 bool) string {
+	if v4 {
+		return "IPv4"
+	}
+	return "IPv6"
+}
