@@ -1,0 +1,126 @@
+package traffic
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+)
+
+// fakeRun is a client run over fake flows on a fake clock: no sockets, no
+// servers (their reports and results are filed by hand).
+func fakeRun(t *testing.T, sp Spec, targets int) (*clientRun, *fakeClock, *eventLog) {
+	t.Helper()
+	clk, log := newFakeClock(), &eventLog{}
+	r := newClientRun(&Config{Engine: "socket"}, udpEngines[0], clk)
+	r.spec = sp
+	r.overhead = UDPOverhead(true)
+	for i := range targets {
+		r.targets = append(r.targets, &target{idx: i, name: string(rune('a' + i)), spec: sp})
+	}
+	t.Cleanup(func() { _ = r.sess.close() })
+	return r, clk, log
+}
+
+// TestClientIntervals: each tick is one interval line: the client's own
+// counts over the last second of the fake clock plus what the servers
+// reported over their last second, in frames on the wire; the warmup's
+// lines say so.
+func TestClientIntervals(t *testing.T) {
+	sp := Spec{Proto: "udp", Direction: Forward, Payload: 18, Streams: 1, Ports: 1, Threads: 1}
+	r, clk, log := fakeRun(t, sp, 1)
+	lines := make(chan IntervalStats, 10)
+	r.cfg.OnInterval = func(iv IntervalStats) { lines <- iv }
+	snd := newFakeFlow("send", true, log, clk)
+	r.targets[0].fwd = []share{{e: r.sess.add(sending, "a", snd)}}
+	tm := r.sess.start(1500*time.Millisecond, time.Second)
+	res := r.newResult(tm.Start)
+	prev := r.sess.progress(tm.Start)
+	done := make(chan bool)
+	go func() {
+		done <- r.sess.run(context.Background(), r.sess.overC(), func(now time.Time) { r.interval(res, now, &prev) })
+	}()
+	waitFor(t, "the ticker", func() bool { _, n := clk.pending(); return n > 0 })
+	waitFor(t, "the sender", func() bool { return log.at("run:send") >= 0 })
+	report := func(t float64, pk uint64) {
+		tg := r.targets[0]
+		tg.mu.Lock()
+		tg.last = &Interval{T: t, ReceivedPackets: pk, ReceivedBytes: pk * 18}
+		tg.mu.Unlock()
+	}
+	snd.pk.Store(1000)
+	snd.by.Store(18000)
+	report(1, 990)
+	clk.advance(time.Second)
+	iv := <-lines
+	wire := float64(18 + r.overhead)
+	if iv.T != 1 || !iv.Warmup || iv.SentPPS != 1000 || iv.ReceivedPPS != 990 || iv.SentBPS != 1000*wire*8 || iv.ReceivedBPS != 990*wire*8 {
+		t.Errorf("first line %+v: want t 1, warmup, 1000 pps sent, 990 received, %.0f and %.0f bit/s", iv, 1000*wire*8, 990*wire*8)
+	}
+	snd.pk.Store(3000)
+	snd.by.Store(54000)
+	report(2, 2970)
+	clk.advance(time.Second)
+	iv = <-lines
+	if iv.T != 2 || iv.Warmup || iv.SentPPS != 2000 || iv.ReceivedPPS != 1980 {
+		t.Errorf("second line %+v: want t 2, measured, 2000 pps sent, 1980 received", iv)
+	}
+	clk.advance(500 * time.Millisecond)
+	if <-done {
+		t.Fatal("interrupted")
+	}
+	if len(res.Intervals) != 2 {
+		t.Errorf("%d intervals in the result, want 2", len(res.Intervals))
+	}
+}
+
+// TestClientAssembles: one sender shared by two targets (as the socket
+// engine's is) and a ring-like sender that numbers its stream 2: each
+// target gets its own streams' counts, told to its server at between, and
+// matched with what the server received.
+func TestClientAssembles(t *testing.T) {
+	sp := Spec{Proto: "udp", Direction: Forward, Payload: 18, Streams: 2, Ports: 1, Threads: 1}
+	r, clk, log := fakeRun(t, sp, 2)
+	r.sess.settle = 0
+	shared := newFakeFlow("shared", true, log, clk)
+	shared.res = flowResult{counts: []Count{{Stream: 0, Packets: 100}, {Stream: 1, Packets: 50}, {Stream: 0, Packets: 70}, {Stream: 1, Packets: 30}}}
+	e := r.sess.add(sending, "", shared)
+	a, b := r.targets[0], r.targets[1]
+	a.fwd = []share{{e: e, from: 0, n: 2}}
+	b.fwd = []share{{e: e, from: 2, n: 2}}
+	ring := newFakeFlow("ring", true, log, clk)
+	ring.res = flowResult{counts: []Count{{Stream: 3, Packets: 5}}}
+	b.fwd = append(b.fwd, share{e: r.sess.add(sending, "b", ring)})
+	a.result = &ServerResult{Seconds: 1, Received: []Count{{Stream: 0, Packets: 100, Unique: 100}, {Stream: 1, Packets: 45, Unique: 45}}}
+	b.result = &ServerResult{Seconds: 1, Received: []Count{{Stream: 0, Packets: 70, Unique: 70}, {Stream: 1, Packets: 30, Unique: 30}, {}, {Stream: 3, Packets: 5, Unique: 5}}}
+	tm := r.sess.start(0, time.Second)
+	res := r.newResult(tm.Start)
+	waitFor(t, "the senders", func() bool { return log.at("run:shared") >= 0 && log.at("run:ring") >= 0 })
+	clk.advance(time.Second)
+	r.sess.stop(false, func() {
+		for _, t := range r.targets {
+			t.sent = gather(t.fwd)
+		}
+	})
+	r.assemble(res)
+	if len(b.sent) != 4 || b.sent[0].Packets != 70 || b.sent[1].Packets != 30 || b.sent[2].Packets != 0 || b.sent[3].Packets != 5 || b.sent[2].Stream != 2 {
+		t.Errorf("b was told %+v, want streams 0-3 with 70, 30, 0, 5 packets", b.sent)
+	}
+	fa, fb := res.Targets[0].Forward, res.Targets[1].Forward
+	if fa == nil || fb == nil {
+		t.Fatalf("forward figures %+v %+v", fa, fb)
+	}
+	if fa.SentPackets != 150 || fa.LostPackets != 5 || fb.SentPackets != 105 || fb.LostPackets != 0 {
+		t.Errorf("a sent %d lost %d, b sent %d lost %d: want 150, 5, 105, 0", fa.SentPackets, fa.LostPackets, fb.SentPackets, fb.LostPackets)
+	}
+	s := res.Summary
+	if s.SentPackets != 255 || s.ReceivedPackets != 250 || math.Abs(s.LossRatio-5.0/255) > 1e-9 {
+		t.Errorf("summary sent %d received %d loss %.4f", s.SentPackets, s.ReceivedPackets, s.LossRatio)
+	}
+	if len(res.Streams) != 6 {
+		t.Errorf("%d streams, want 6", len(res.Streams))
+	}
+	if s.Seconds != 1 {
+		t.Errorf("window %.3f s, want 1", s.Seconds)
+	}
+}
