@@ -439,142 +439,189 @@ func (s *RingSender) Run(ctx context.Context) (RingCounts, error) {
 	}
 	cpu0 := ringThreadCPU()
 	s.progress.Store(0)
+	r := s.newRingRun(time.Now())
+	err := r.loop(ctx)
+	counts := r.counts(s.drain())
+	counts.CPU = ringThreadCPU() - cpu0
+	return counts, err
+}
 
-	var (
-		counts   RingCounts
-		seqs     = make([]uint32, s.cfg.Ports) // next sequence number per port
-		port     uint16                        // index of the next frame's port
-		queued   uint64                        // frames requested in the measured phase
-		warm     uint64                        // frames requested during the warmup
-		flags    byte
-		runErr   error
-		start    = time.Now()
-		measured = start.Add(s.cfg.Warmup)
-		end      = measured.Add(s.cfg.Duration)
-		rate     = s.cfg.Rate
-		ports    = uint16(s.cfg.Ports)
-		dstPort  = s.cfg.DstPort
-		hasEnd   = s.cfg.Duration > 0
-		count    = s.cfg.Count
-	)
+// ringRun is the state of one Run.
+type ringRun struct {
+	s        *RingSender
+	seqs     []uint32 // next sequence number per port
+	port     uint16   // index of the next frame's port
+	queued   uint64   // frames requested in the measured phase
+	warm     uint64   // frames requested during the warmup
+	flags    byte
+	measured time.Time // the warmup's end
+	end      time.Time // the measured phase's end, when hasEnd
+	hasEnd   bool
+	// phaseStart and phaseSent (frames requested since it) pace the
+	// current phase.
+	phaseStart time.Time
+	phaseSent  uint64
+}
+
+func (s *RingSender) newRingRun(start time.Time) *ringRun {
+	r := &ringRun{s: s, seqs: make([]uint32, s.cfg.Ports), measured: start.Add(s.cfg.Warmup),
+		hasEnd: s.cfg.Duration > 0, phaseStart: start}
+	r.end = r.measured.Add(s.cfg.Duration)
 	if s.cfg.Warmup > 0 {
-		flags = flagWarmup
+		r.flags = flagWarmup
 	}
-	phaseStart := start
-	var phaseSent uint64 // frames requested in the current phase, for pacing
+	return r
+}
 
-loop:
+// loop requests frames as the rate allows and kicks the kernel, until the
+// run is over or ctx ends.
+func (r *ringRun) loop(ctx context.Context) error {
+	s := r.s
 	for {
 		now := time.Now()
-		if flags&flagWarmup != 0 && !now.Before(measured) {
-			flags &^= flagWarmup
-			phaseStart, phaseSent = measured, 0
+		if r.flags&flagWarmup != 0 && !now.Before(r.measured) {
+			r.flags &^= flagWarmup
+			r.phaseStart, r.phaseSent = r.measured, 0
 		}
-		measuring := flags&flagWarmup == 0
-		last := false
-		if measuring && hasEnd && !now.Before(end) {
-			if rate == 0 || now.Sub(end) > ringCatchUp {
-				break
-			}
-			// Catch up to what the rate allowed by the end, then stop.
-			now, last = end, true
+		want, next, done := r.allowance(now)
+		if done {
+			return nil
 		}
-
-		// How many frames may go now.
-		want := uint64(ringKickBatch)
-		if rate > 0 {
-			due := uint64(rate * now.Sub(phaseStart).Seconds())
-			if due <= phaseSent {
-				if last {
-					break
-				}
-				next := phaseStart.Add(time.Duration(float64(phaseSent+1) / rate * float64(time.Second)))
-				if !measuring && next.After(measured) {
-					next = measured
-				}
-				if hasEnd && measuring && next.After(end) {
-					next = end
-				}
-				if err := ringSleep(ctx, time.Until(next)); err != nil {
-					runErr = err
-					break
-				}
-				continue
+		if want == 0 {
+			if err := ringSleep(ctx, time.Until(next)); err != nil {
+				return err
 			}
-			want = min(due-phaseSent, ringKickBatch)
+			continue
 		}
-		if measuring && count > 0 {
-			want = min(want, count-queued)
-		}
-
-		sent := time.Now().UnixNano()
-		n := uint64(0)
-		for n < want {
-			st := s.status(s.next)
-			v := atomic.LoadUint32(st)
-			if v != unix.TP_STATUS_AVAILABLE {
-				if v&unix.TP_STATUS_WRONG_FORMAT != 0 {
-					runErr = fmt.Errorf("ring sender on %s: the kernel rejected a frame as malformed", s.cfg.Iface)
-					break loop
-				}
-				break
-			}
-			data := s.ring[s.next*s.slotSize+tpacket2DataOffset:]
-			binary.BigEndian.PutUint16(data[frameDstPortOff:], dstPort+port)
-			putHeader(data[framePayloadOff:], header{flags: flags, stream: s.cfg.Stream + port, seq: seqs[port], sent: sent})
-			atomic.StoreUint32(st, unix.TP_STATUS_SEND_REQUEST)
-			seqs[port]++
-			if port++; port == ports {
-				port = 0
-			}
-			n++
-			s.next++
-			if s.next == s.slots {
-				s.next = 0
-			}
-		}
-		phaseSent += n
-		s.progress.Add(n)
-		if measuring {
-			queued += n
-		} else {
-			warm += n
+		n, err := r.fill(want)
+		if err != nil {
+			return err
 		}
 		if err := s.kick(); err != nil {
-			runErr = err
-			break
+			return err
 		}
 		if n < want {
 			// The ring is full: let the kernel free a slot.
 			s.waitWritable()
 		}
-		if measuring && count > 0 && queued >= count {
-			break
+		if r.flags&flagWarmup == 0 && s.cfg.Count > 0 && r.queued >= s.cfg.Count {
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			runErr = err
-			break
+			return err
 		}
 	}
+}
 
-	pending := s.drain()
+// allowance is how many frames may be requested at now; when none, next
+// is when to look again; done is the end of the run.
+func (r *ringRun) allowance(now time.Time) (want uint64, next time.Time, done bool) {
+	rate, count := r.s.cfg.Rate, r.s.cfg.Count
+	measuring := r.flags&flagWarmup == 0
+	last := false
+	if measuring && r.hasEnd && !now.Before(r.end) {
+		if rate == 0 || now.Sub(r.end) > ringCatchUp {
+			return 0, next, true
+		}
+		// Catch up to what the rate allowed by the end, then stop.
+		now, last = r.end, true
+	}
+	want = ringKickBatch
+	if rate > 0 {
+		due := uint64(rate * now.Sub(r.phaseStart).Seconds())
+		if due <= r.phaseSent {
+			if last {
+				return 0, next, true
+			}
+			next = r.phaseStart.Add(time.Duration(float64(r.phaseSent+1) / rate * float64(time.Second)))
+			if !measuring && next.After(r.measured) {
+				next = r.measured
+			}
+			if r.hasEnd && measuring && next.After(r.end) {
+				next = r.end
+			}
+			return 0, next, false
+		}
+		want = min(due-r.phaseSent, ringKickBatch)
+	}
+	if measuring && count > 0 {
+		if r.queued >= count {
+			return 0, next, true
+		}
+		want = min(want, count-r.queued)
+	}
+	return want, next, false
+}
+
+// fill requests up to want frames, as many as the ring has free slots
+// for: each gets its port, stream, sequence number and send time.
+func (r *ringRun) fill(want uint64) (uint64, error) {
+	s := r.s
+	var (
+		ports   = uint16(s.cfg.Ports)
+		dstPort = s.cfg.DstPort
+		stream  = s.cfg.Stream
+		flags   = r.flags
+		port    = r.port
+		seqs    = r.seqs
+		sent    = time.Now().UnixNano()
+		n       uint64
+		err     error
+	)
+	for n < want {
+		st := s.status(s.next)
+		v := atomic.LoadUint32(st)
+		if v != unix.TP_STATUS_AVAILABLE {
+			if v&unix.TP_STATUS_WRONG_FORMAT != 0 {
+				err = fmt.Errorf("ring sender on %s: the kernel rejected a frame as malformed", s.cfg.Iface)
+			}
+			break
+		}
+		data := s.ring[s.next*s.slotSize+tpacket2DataOffset:]
+		binary.BigEndian.PutUint16(data[frameDstPortOff:], dstPort+port)
+		putHeader(data[framePayloadOff:], header{flags: flags, stream: stream + port, seq: seqs[port], sent: sent})
+		atomic.StoreUint32(st, unix.TP_STATUS_SEND_REQUEST)
+		seqs[port]++
+		if port++; port == ports {
+			port = 0
+		}
+		n++
+		s.next++
+		if s.next == s.slots {
+			s.next = 0
+		}
+	}
+	r.port = port
+	r.phaseSent += n
+	s.progress.Add(n)
+	if flags&flagWarmup == 0 {
+		r.queued += n
+	} else {
+		r.warm += n
+	}
+	return n, err
+}
+
+// counts is what the run sent, given the frames the kernel still held
+// after the drain.
+func (r *ringRun) counts(pending uint64) RingCounts {
+	s := r.s
+	queued, warm := r.queued, r.warm
 	// Frames still pending after the drain were never sent; they are the
 	// most recent ones, so they come off the measured count first.
 	if pending > queued {
 		warm -= min(warm, pending-queued)
 		pending = queued
 	}
-	counts.Packets = queued - pending
-	counts.WarmupPackets = warm
+	c := RingCounts{Packets: queued - pending, WarmupPackets: warm}
 	// Frame g (counting from 0 across both phases) went to port g % Ports;
 	// the measured ones are g in [warm, warm+Packets).
-	counts.PortPackets = make([]uint64, s.cfg.Ports)
-	for i := range counts.PortPackets {
-		counts.PortPackets[i] = framesToPort(warm+counts.Packets, i, s.cfg.Ports) - framesToPort(warm, i, s.cfg.Ports)
+	c.PortPackets = make([]uint64, s.cfg.Ports)
+	for i := range c.PortPackets {
+		c.PortPackets[i] = framesToPort(warm+c.Packets, i, s.cfg.Ports) - framesToPort(warm, i, s.cfg.Ports)
 	}
-	counts.Bytes = counts.Packets * uint64(s.frameLen)
-	counts.CPU = ringThreadCPU() - cpu0
-	return counts, runErr
+	c.Bytes = c.Packets * uint64(s.frameLen)
+	return c
 }
 
 // ringThreadCPU is the calling thread's CPU time, user and system.
