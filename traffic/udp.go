@@ -258,47 +258,26 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 			time.Sleep(min(wait, tm.End.Sub(now)))
 			continue
 		}
-		// Unlimited: full batches, round robin. Paced: batches vary in
-		// size, so the flow that has sent least goes next, keeping every
-		// flow at its share of the rate.
-		f := t.flows[fi]
-		if t.rate > 0 {
-			for _, g := range t.flows {
-				if g.total < f.total {
-					f = g
-				}
-			}
-		} else if fi++; fi == len(t.flows) {
-			fi = 0
-		}
+		var f *udpFlow
+		f, fi = t.next(fi)
 		ts := now.UnixNano()
 		for i := range n {
 			putHeader(b.packet(i), header{flags: flags, stream: f.stream, seq: f.seq + uint32(i), sent: ts})
 		}
 		m, err := sendmmsg(f.fd, b, n)
 		if err != nil {
-			switch {
-			case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR), errors.Is(err, unix.ENOBUFS),
-				errors.Is(err, unix.ECONNREFUSED), errors.Is(err, unix.EHOSTUNREACH), errors.Is(err, unix.ENETUNREACH),
-				errors.Is(err, unix.EPERM):
-				// Transient, or a firewall/ICMP answer: keep going, it
-				// shows as loss.
-				t.errs++
-				p.sent(n) // do not try to catch up with a burst
-				if unreachable(err) {
-					// The peer or the route to it is gone: pause rather
-					// than spin on a socket that cannot send (the server
-					// notices a vanished client by its control
-					// connection, see watchPeer).
-					time.Sleep(min(time.Millisecond, tm.End.Sub(now)))
-				}
-				continue
-			case errors.Is(err, unix.EMSGSIZE):
-				t.err = fmt.Errorf("send %d-byte datagrams: larger than the path MTU allows without fragmentation: %w", t.payload, err)
-			default:
-				t.err = fmt.Errorf("sendmmsg: %w", err)
+			if t.err = t.failed(err); t.err != nil {
+				return
 			}
-			return
+			p.sent(n) // do not try to catch up with a burst
+			if unreachable(err) {
+				// The peer or the route to it is gone: pause rather than
+				// spin on a socket that cannot send (the server notices a
+				// vanished client by its control connection, see
+				// watchPeer).
+				time.Sleep(min(time.Millisecond, tm.End.Sub(now)))
+			}
+			continue
 		}
 		f.seq += uint32(m)
 		f.total += uint64(m)
@@ -351,6 +330,41 @@ func closeFDs(fds []int) {
 	for _, fd := range fds {
 		closeFD(fd)
 	}
+}
+
+// next is the flow whose batch goes next, and the round robin's next
+// index. Unlimited: full batches, round robin. Paced: batches vary in size,
+// so the flow that has sent least goes next, keeping every flow at its
+// share of the rate.
+func (t *sendThread) next(fi int) (*udpFlow, int) {
+	f := t.flows[fi]
+	if t.rate > 0 {
+		for _, g := range t.flows {
+			if g.total < f.total {
+				f = g
+			}
+		}
+		return f, fi
+	}
+	if fi++; fi == len(t.flows) {
+		fi = 0
+	}
+	return f, fi
+}
+
+// failed counts a transient send error, or a firewall or ICMP answer (it
+// shows as loss), and returns nil; any other error ends the thread.
+func (t *sendThread) failed(err error) error {
+	switch {
+	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR), errors.Is(err, unix.ENOBUFS),
+		errors.Is(err, unix.ECONNREFUSED), errors.Is(err, unix.EHOSTUNREACH), errors.Is(err, unix.ENETUNREACH),
+		errors.Is(err, unix.EPERM):
+		t.errs++
+		return nil
+	case errors.Is(err, unix.EMSGSIZE):
+		return fmt.Errorf("send %d-byte datagrams: larger than the path MTU allows without fragmentation: %w", t.payload, err)
+	}
+	return fmt.Errorf("sendmmsg: %w", err)
 }
 
 // unreachable reports whether a send failed because the destination cannot
