@@ -87,7 +87,7 @@ func (t *serverTest) open() error {
 
 func (t *serverTest) openUDPReceiver() error {
 	sp := &t.spec
-	r, err := newUDPReceiver(udpRecvConfig{local: t.local, ports: sp.Ports, threads: sp.Threads, rcvbuf: sp.RecvBuf, cpus: t.srv.CPUs})
+	r, err := newUDPReceiver(sp.udpReceiver(t.local, t.srv.CPUs))
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func (t *serverTest) openTCP() error {
 	}
 	if len(t.revConns) > 0 {
 		sp := &t.spec
-		s, err := newTCPSender(t.revConns, tcpSendConfig{mss: sp.MSS, payload: sp.Payload, rate: sp.Rate, zeroCopy: sp.ZeroCopy})
+		s, err := newTCPSender(t.revConns, sp.tcpSender())
 		if err != nil {
 			return err
 		}

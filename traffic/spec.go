@@ -3,6 +3,7 @@ package traffic
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"time"
 )
@@ -146,6 +147,16 @@ func (s *Spec) Check() error {
 // sends and receives say which directions an end takes part in.
 func (s *Spec) clientSends() bool { return s.Direction != Reverse }
 func (s *Spec) serverSends() bool { return s.Direction != Forward }
+
+// tcpSender is how this test's TCP senders write.
+func (s *Spec) tcpSender() tcpSendConfig {
+	return tcpSendConfig{mss: s.MSS, payload: s.Payload, rate: s.Rate, zeroCopy: s.ZeroCopy}
+}
+
+// udpReceiver is this test's UDP receiver on local.
+func (s *Spec) udpReceiver(local netip.Addr, cpus []int) udpRecvConfig {
+	return udpRecvConfig{local: local, ports: s.Ports, threads: s.Threads, rcvbuf: s.RecvBuf, cpus: cpus}
+}
 
 // flows is the number of UDP flows (or TCP connections) per direction.
 func (s *Spec) flows() int {

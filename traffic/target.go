@@ -231,7 +231,7 @@ func (t *target) openUDPReceiver(r *clientRun, sp Spec) ([]uint16, error) {
 	var recv *udpReceiver
 	err := r.cfg.setup(func() error {
 		var err error
-		recv, err = newUDPReceiver(udpRecvConfig{local: t.local, ports: sp.Ports, threads: sp.Threads, rcvbuf: sp.RecvBuf, cpus: r.cfg.CPUs})
+		recv, err = newUDPReceiver(sp.udpReceiver(t.local, r.cfg.CPUs))
 		return err
 	})
 	if err != nil {
@@ -274,7 +274,7 @@ func (t *target) openTCP(r *clientRun) error {
 		if err != nil {
 			return err
 		}
-		s, err := newTCPSender(conns, tcpSendConfig{mss: sp.MSS, payload: sp.Payload, rate: sp.Rate, zeroCopy: sp.ZeroCopy})
+		s, err := newTCPSender(conns, sp.tcpSender())
 		if err != nil {
 			closeConns(conns)
 			return err
