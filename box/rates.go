@@ -47,14 +47,7 @@ func MeanRates(rs []Rates) Rates {
 				cpu[c.ID] = u
 				cpuOrder = append(cpuOrder, c.ID)
 			}
-			u.User += c.User * wt
-			u.System += c.System * wt
-			u.IRQ += c.IRQ * wt
-			u.SoftIRQ += c.SoftIRQ * wt
-			u.Idle += c.Idle * wt
-			u.IOWait += c.IOWait * wt
-			u.Steal += c.Steal * wt
-			u.Busy += c.Busy * wt
+			u.AddWeighted(c, wt)
 		}
 		for k, v := range r.Interrupts {
 			addVec(out.Interrupts, k, v, wt)
@@ -111,4 +104,18 @@ func MeanRates(rs []Rates) Rates {
 		out.Softnet = append(out.Softnet, *soft[id])
 	}
 	return out
+}
+
+// AddWeighted adds c's shares times w to u: a weighted mean of several
+// intervals' use of one CPU is the sum of each one's AddWeighted with its
+// share of the time.
+func (u *CPUUse) AddWeighted(c CPUUse, w float64) {
+	u.User += c.User * w
+	u.System += c.System * w
+	u.IRQ += c.IRQ * w
+	u.SoftIRQ += c.SoftIRQ * w
+	u.Idle += c.Idle * w
+	u.IOWait += c.IOWait * w
+	u.Steal += c.Steal * w
+	u.Busy += c.Busy * w
 }
