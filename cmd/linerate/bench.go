@@ -1,11 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
+	"net"
 	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,10 +21,13 @@ import (
 	"linerate/traffic"
 )
 
-var benchOpts struct {
+// benchOptions are the flags of `linerate bench udp|tcp`.
+type benchOptions struct {
 	to         []string
+	port       int
 	duration   time.Duration
 	warmup     time.Duration
+	interval   time.Duration
 	rate       string
 	threads    int
 	streams    int
@@ -51,10 +55,15 @@ var benchOpts struct {
 	writeSize int
 }
 
-var benchCmd = &cobra.Command{
-	Use:   "bench udp|tcp --to HOST[:PORT] [--to ...]",
-	Short: "Measure throughput, packet rate, loss and latency against 'linerate serve'",
-	Long: `bench runs one test against every --to target at once (each running
+func newBenchCmd() *cobra.Command { return (&benchOptions{}).command() }
+
+// command builds `bench` with its udp and tcp subcommands, their flags
+// bound to o.
+func (o *benchOptions) command() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench udp|tcp --to HOST[:PORT] [--to ...]",
+		Short: "Measure throughput, packet rate, loss and latency against 'linerate serve'",
+		Long: `bench runs one test against every --to target at once (each running
 'linerate serve') and reports per stream, per target and in total: packets
 and bytes sent and received, rates, loss, reordering and duplicates (UDP),
 goodput, retransmits and RTT (TCP), round-trip latency idle and under load,
@@ -62,79 +71,89 @@ and the CPU each end spent per million packets and per gigabit. Both ends
 sample their counters once a second into the result, and the result says
 what limited the run: the sender, the network path or the receiver.
 
-An interval line is printed every second (one live line on a terminal).
---json prints the final result as JSON, --json-stream one JSON object per
-interval and the result last; the schema is in docs/bench.md. Ctrl-C stops
-the run, prints and saves (--out) the partial result and tells the servers.
+An interval line is printed every second (-i changes that; one live line on
+a terminal). --json prints the final result as JSON, --json-stream one JSON
+event per line as iperf3 3.17 does ({"event":"start"|"interval"|"end"|"error",
+"data":...}); the schema is in docs/bench.md. Ctrl-C stops the run, prints
+and saves (--out) the partial result and tells the servers.
+
+iperf3's flags work as they do there: -c HOST, -p PORT, -t SECONDS,
+-i SECONDS, -P STREAMS, -R, -b RATE, -l LENGTH, -B ADDR, -J
+(docs/iperf3.md maps flags and JSON fields).
 
 Exit codes: 0 success, 1 the network or a server failed, 2 bad input (a
 flag, an address not on this host, a wrong token, a frame too big for the
 path MTU), 130 interrupted (the partial result was printed).`,
-	Example: `  linerate bench udp --to 10.0.0.2                       # 64-byte frames, as fast as possible
+		Example: `  linerate bench udp --to 10.0.0.2                       # 64-byte frames, as fast as possible
   linerate bench udp --to 10.0.0.2 --rate 100kpps --size 512 --threads 2 --ports 4
   linerate bench udp --to 192.168.6.2 --to 192.168.6.3 --cpus 2,3 --json > r.json
   linerate bench tcp --to 10.0.0.2 --streams 4 --bidir
   linerate bench tcp --to 10.0.0.2 --mss 88             # really small segments
+  linerate bench tcp -c 10.0.0.2 -t 30 -P 8 -R -J       # as with iperf3
   linerate bench udp --to 10.0.0.2 --engine ring --warmup 1s --duration 10s`,
-	Args: cobra.ArbitraryArgs,
-	RunE: func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 {
-			return usage.Errorf("bench %q: want udp or tcp", args[0])
-		}
-		return cmd.Help()
-	},
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usage.Errorf("bench %q: want udp or tcp", args[0])
+			}
+			return cmd.Help()
+		},
+	}
+	p := c.PersistentFlags()
+	p.StringArrayVarP(&o.to, "to", "c", nil, "target HOST[:PORT] running 'linerate serve' (repeatable; iperf3's -c)")
+	p.IntVarP(&o.port, "port", "p", traffic.DefaultPort, "control port of targets given without one")
+	secondsVarP(p, &o.duration, "duration", "t", 10*time.Second, "measured time: 10, 1.5 (seconds) or 500ms")
+	secondsVarP(p, &o.warmup, "warmup", "", time.Second, "time sent before the measured window, excluded from the results")
+	secondsVarP(p, &o.interval, "interval", "i", time.Second, "seconds between interval lines (1 or more; 0: none); the result keeps every second")
+	p.StringVarP(&o.rate, "rate", "b", "0", "rate per target and direction: \"100kpps\", \"940Mbps\", \"1G\" (bits/s); 0 is as fast as possible")
+	p.IntVar(&o.threads, "threads", 1, "sender threads, and receiver threads on each end")
+	p.IntVarP(&o.streams, "streams", "P", 1, "flows per port (UDP) or connections (TCP), per target and direction")
+	p.BoolVarP(&o.reverse, "reverse", "R", false, "the server sends, this end receives")
+	p.BoolVar(&o.bidir, "bidir", false, "both directions at once")
+	p.StringVarP(&o.bind, "bind", "B", "", "local source address")
+	p.StringVar(&o.cpus, "cpus", "", "pin sender and receiver threads to these CPUs, round robin (\"0,1\" or \"2-3\")")
+	p.StringVar(&o.token, "token", "", "shared secret the servers require (serve --token)")
+	p.StringVar(&o.tokenFile, "token-file", "", "read the shared secret from this file (first line)")
+	p.BoolVarP(&o.json, "json", "J", false, "print the final result as JSON (docs/bench.md)")
+	p.BoolVar(&o.jsonStream, "json-stream", false, "print one JSON event per line, as iperf3 does: start, each interval, end (or error)")
+	p.StringVarP(&o.out, "out", "o", "", "also save the JSON result to this file (partial on Ctrl-C)")
+	secondsVarP(p, &o.probe, "probe-interval", "", 10*time.Millisecond, "time between latency probes (0: no probes)")
+	secondsVarP(p, &o.idle, "idle", "", 500*time.Millisecond, "how long to probe latency before the load starts")
+	c.AddCommand(o.protoCmd("udp"), o.protoCmd("tcp"))
+	return c
 }
 
-func benchSub(proto string) *cobra.Command {
+func (o *benchOptions) protoCmd(proto string) *cobra.Command {
 	c := &cobra.Command{
 		Use:  proto + " --to HOST[:PORT] [--to ...]",
 		Args: argsWith(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, proto) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, proto) },
 	}
 	f := c.Flags()
 	if proto == "udp" {
 		c.Short = "UDP: packets per second, loss, reordering and duplicates"
 		c.Example = `  linerate bench udp --to 10.0.0.2 --size 64 --duration 10s
-  linerate bench udp --to 10.0.0.2 --rate 1Mpps --threads 2 --ports 8 --json`
-		f.IntVar(&benchOpts.size, "size", 0, "Ethernet frame size in bytes, FCS included (default 64 for IPv4, 84 for IPv6; the payload is size minus 46 for IPv4, 66 for IPv6)")
-		f.IntVar(&benchOpts.payload, "payload", 0, "UDP payload bytes instead of --size (at least 16)")
-		f.IntVar(&benchOpts.ports, "ports", 0, "spread the flows over this many destination ports: RSS queues, receiver threads (default: --threads)")
-		f.IntVar(&benchOpts.rcvbuf, "rcvbuf", 0, "SO_RCVBUF of each receiver socket in bytes (default 4 MiB)")
-		f.StringVar(&benchOpts.engine, "engine", "socket", "send engine: socket (batched sendmmsg) or ring (AF_PACKET TX_RING, IPv4, forward only)")
-		f.BoolVar(&benchOpts.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
+  linerate bench udp --to 10.0.0.2 --rate 1Mpps --threads 2 --ports 8 --json
+  linerate bench udp -c 10.0.0.2 -b 100M -l 1472 -t 5     # as with iperf3 -u`
+		f.IntVar(&o.size, "size", 0, "Ethernet frame size in bytes, FCS included (default 64 for IPv4, 84 for IPv6; the payload is size minus 46 for IPv4, 66 for IPv6)")
+		f.IntVarP(&o.payload, "payload", "l", 0, "UDP payload bytes instead of --size (at least 16; iperf3's -l)")
+		f.IntVar(&o.ports, "ports", 0, "spread the flows over this many destination ports: RSS queues, receiver threads (default: --threads)")
+		f.IntVar(&o.rcvbuf, "rcvbuf", 0, "SO_RCVBUF of each receiver socket in bytes (default 4 MiB)")
+		f.StringVar(&o.engine, "engine", "socket", "send engine: socket (batched sendmmsg) or ring (AF_PACKET TX_RING, IPv4, forward only)")
+		f.BoolVar(&o.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
 	} else {
 		c.Short = "TCP: goodput per stream, retransmits and RTT"
 		c.Example = `  linerate bench tcp --to 10.0.0.2 --streams 4
-  linerate bench tcp --to 10.0.0.2 --mss 88 --reverse`
-		f.IntVar(&benchOpts.mss, "mss", 0, "set TCP_MAXSEG before connecting (88 or more) and write one segment at a time, so that small payloads are small packets")
-		f.BoolVar(&benchOpts.zerocopy, "zerocopy", false, "send with sendfile(2) from an in-memory file (no copy from user space)")
-		f.IntVar(&benchOpts.writeSize, "write-size", 0, "bytes per write (default 128 KiB; one segment with --mss)")
+  linerate bench tcp --to 10.0.0.2 --mss 88 --reverse
+  linerate bench tcp -c 10.0.0.2 -P 4 -t 30 -i 5           # as with iperf3`
+		f.IntVar(&o.mss, "mss", 0, "set TCP_MAXSEG before connecting (88 or more) and write one segment at a time, so that small payloads are small packets")
+		f.BoolVar(&o.zerocopy, "zerocopy", false, "send with sendfile(2) from an in-memory file (no copy from user space)")
+		f.IntVarP(&o.writeSize, "write-size", "l", 0, "bytes per write (default 128 KiB; one segment with --mss; iperf3's -l)")
 	}
 	return c
 }
 
-func init() {
-	p := benchCmd.PersistentFlags()
-	p.StringArrayVar(&benchOpts.to, "to", nil, "target HOST[:PORT] running 'linerate serve' (repeatable; port 7557 by default)")
-	p.DurationVar(&benchOpts.duration, "duration", 10*time.Second, "measured time")
-	p.DurationVar(&benchOpts.warmup, "warmup", time.Second, "time sent before the measured window, excluded from the results")
-	p.StringVar(&benchOpts.rate, "rate", "0", "rate per target and direction: \"100kpps\", \"940Mbps\", \"1G\" (bits/s); 0 is as fast as possible")
-	p.IntVar(&benchOpts.threads, "threads", 1, "sender threads, and receiver threads on each end")
-	p.IntVar(&benchOpts.streams, "streams", 1, "flows per port (UDP) or connections (TCP), per target and direction")
-	p.BoolVar(&benchOpts.reverse, "reverse", false, "the server sends, this end receives")
-	p.BoolVar(&benchOpts.bidir, "bidir", false, "both directions at once")
-	p.StringVar(&benchOpts.bind, "bind", "", "local source address")
-	p.StringVar(&benchOpts.cpus, "cpus", "", "pin sender and receiver threads to these CPUs, round robin (\"0,1\" or \"2-3\")")
-	p.StringVar(&benchOpts.token, "token", "", "shared secret the servers require (serve --token)")
-	p.StringVar(&benchOpts.tokenFile, "token-file", "", "read the shared secret from this file (first line)")
-	p.BoolVar(&benchOpts.json, "json", false, "print the final result as JSON (docs/bench.md)")
-	p.BoolVar(&benchOpts.jsonStream, "json-stream", false, "print one JSON object per line: each interval, then the result")
-	p.StringVarP(&benchOpts.out, "out", "o", "", "also save the JSON result to this file (partial on Ctrl-C)")
-	p.DurationVar(&benchOpts.probe, "probe-interval", 10*time.Millisecond, "time between latency probes (0: no probes)")
-	p.DurationVar(&benchOpts.idle, "idle", 500*time.Millisecond, "how long to probe latency before the load starts")
-	benchCmd.AddCommand(benchSub("udp"), benchSub("tcp"))
-	rootCmd.AddCommand(benchCmd)
-}
+func init() { rootCmd.AddCommand(newBenchCmd()) }
 
 // parseCPUs reads a --cpus list and checks each CPU is one this process
 // may run on.
@@ -176,10 +195,9 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
-// benchConfig checks the flags and builds the run; changed says whether
-// the user gave a flag (so that an explicit --size 0 is refused).
-func benchConfig(proto string, changed func(string) bool) (traffic.Config, error) {
-	o := &benchOpts
+// config checks the flags and builds the run; changed says whether the
+// user gave a flag (so that an explicit --size 0 is refused).
+func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.Config, error) {
 	var cfg traffic.Config
 	if len(o.to) == 0 {
 		return cfg, usage.Errorf("no target: give --to HOST[:PORT] (a machine running 'linerate serve')")
@@ -200,6 +218,10 @@ func benchConfig(proto string, changed func(string) bool) (traffic.Config, error
 		return cfg, usage.Errorf("--idle %s: negative", o.idle)
 	case o.json && o.jsonStream:
 		return cfg, usage.Errorf("--json and --json-stream: give one")
+	case o.interval < 0 || (o.interval > 0 && o.interval < time.Second):
+		return cfg, usage.Errorf("--interval %s: want 0 (no interval lines) or 1s or more: linerate counts once a second", o.interval)
+	case o.port < 1 || o.port > 65535:
+		return cfg, usage.Errorf("--port %d: want 1-65535", o.port)
 	}
 	dir := traffic.Forward
 	if o.reverse {
@@ -250,7 +272,7 @@ func benchConfig(proto string, changed func(string) bool) (traffic.Config, error
 		sp.MSS, sp.ZeroCopy, sp.Payload = o.mss, o.zerocopy, o.writeSize
 	}
 	cfg.Spec = sp
-	cfg.Targets = o.to
+	cfg.Targets = withPort(o.to, o.port)
 	cfg.Idle = o.idle
 	if o.bind != "" {
 		a, err := netip.ParseAddr(o.bind)
@@ -268,56 +290,61 @@ func benchConfig(proto string, changed func(string) bool) (traffic.Config, error
 	return cfg, nil
 }
 
-func runBench(cmd *cobra.Command, proto string) error {
-	cfg, err := benchConfig(proto, cmd.Flags().Changed)
+func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
+	cfg, err := o.config(proto, cmd.Flags().Changed)
+	stdout := cmd.OutOrStdout()
+	var stream *report.BenchStream
+	if o.jsonStream {
+		stream = report.NewBenchStream(stdout)
+	}
 	if err != nil {
+		stream.Error(err)
 		return err
 	}
-	stdout := cmd.OutOrStdout()
-	stderr := cmd.ErrOrStderr()
 	cfg.Sampling = liveSampling()
-	var live bool
-	var ivOut io.Writer = stdout
-	if f, ok := stdout.(*os.File); ok && isTerminal(f) {
-		live = true
-	}
+	stream.Start(cfg)
+	var show func(traffic.IntervalStats)
+	live := false
 	switch {
-	case benchOpts.jsonStream:
-		enc := json.NewEncoder(stdout)
-		cfg.OnInterval = func(iv traffic.IntervalStats) {
-			_ = enc.Encode(struct {
-				Type string `json:"type"`
-				traffic.IntervalStats
-			}{"interval", iv})
-		}
-	case benchOpts.json:
+	case o.jsonStream:
+		show = stream.Interval
+	case o.json:
 		// Intervals go to a terminal on stderr only.
-		if f, ok := stderr.(*os.File); ok && isTerminal(f) {
-			ivOut, live = stderr, true
-			cfg.OnInterval = func(iv traffic.IntervalStats) { report.BenchInterval(ivOut, iv, live) }
+		if f, ok := cmd.ErrOrStderr().(*os.File); ok && isTerminal(f) {
+			live = true
+			show = func(iv traffic.IntervalStats) { report.BenchInterval(f, iv, true) }
 		}
 	default:
-		cfg.OnInterval = func(iv traffic.IntervalStats) { report.BenchInterval(ivOut, iv, live) }
+		f, ok := stdout.(*os.File)
+		live = ok && isTerminal(f)
+		show = func(iv traffic.IntervalStats) { report.BenchInterval(stdout, iv, live) }
+	}
+	if show != nil && o.interval > 0 {
+		cfg.OnInterval = traffic.GroupIntervals(o.interval, show)
 	}
 	res, runErr := traffic.Run(cmd.Context(), cfg)
 	if live && cfg.OnInterval != nil {
-		report.BenchEndLive(ivOut)
+		report.BenchEndLive(cmd.ErrOrStderr())
+		if !o.json {
+			report.BenchEndLive(stdout)
+		}
 	}
 	if res == nil {
+		stream.Error(runErr)
 		return runErr
 	}
-	if benchOpts.out != "" {
-		if err := saveResult(benchOpts.out, res); err != nil {
+	if o.out != "" {
+		if err := saveResult(o.out, res); err != nil {
 			return err
 		}
 	}
 	switch {
-	case benchOpts.jsonStream:
-		_ = json.NewEncoder(stdout).Encode(struct {
-			Type   string          `json:"type"`
-			Result *traffic.Result `json:"result"`
-		}{"result", res})
-	case benchOpts.json:
+	case o.jsonStream:
+		stream.End(res)
+		if runErr != nil {
+			stream.Error(runErr)
+		}
+	case o.json:
 		if err := report.BenchJSON(stdout, res); err != nil {
 			return err
 		}
@@ -328,6 +355,19 @@ func runBench(cmd *cobra.Command, proto string) error {
 		return errInterrupted
 	}
 	return runErr
+}
+
+// withPort gives each target without a port the control port.
+func withPort(targets []string, port int) []string {
+	out := make([]string, len(targets))
+	for i, t := range targets {
+		out[i] = t
+		if _, _, err := net.SplitHostPort(t); err != nil {
+			h := strings.TrimSuffix(strings.TrimPrefix(t, "["), "]")
+			out[i] = net.JoinHostPort(h, strconv.Itoa(port))
+		}
+	}
+	return out
 }
 
 func saveResult(path string, res *traffic.Result) error {

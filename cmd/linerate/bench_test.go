@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +16,12 @@ import (
 )
 
 func benchCmds() []*cobra.Command {
-	return append([]*cobra.Command{benchCmd}, benchCmd.Commands()...)
+	for _, c := range rootCmd.Commands() {
+		if c.Name() == "bench" {
+			return []*cobra.Command{c}
+		}
+	}
+	panic("no bench command")
 }
 
 func TestBenchBadInput(t *testing.T) {
@@ -76,15 +83,8 @@ func TestBenchJSONOnLoopback(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends traffic on loopback")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- (&traffic.Server{}).Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
-	out, err := runArgs(t, benchCmds(), "bench", "udp", "--to", ln.Addr().String(), "--duration", "500ms",
+	addr := serveLoopback(t)
+	out, err := runArgs(t, benchCmds(), "bench", "udp", "--to", addr, "--duration", "500ms",
 		"--warmup", "100ms", "--rate", "4kpps", "--idle", "100ms", "--json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -107,4 +107,128 @@ func TestBenchJSONOnLoopback(t *testing.T) {
 	if sent, _ := sum["sent_packets"].(float64); sent < 1000 || sent > 4000*0.5+1000 {
 		t.Errorf("sent %v packets in 0.5 s at 4 kpps", sent)
 	}
+}
+
+// iperf3's flags build the same test as linerate's own.
+func TestBenchIperf3Flags(t *testing.T) {
+	parse := func(proto string, args ...string) traffic.Config {
+		t.Helper()
+		o := &benchOptions{}
+		c := o.command()
+		for _, sub := range c.Commands() {
+			if sub.Name() != proto {
+				continue
+			}
+			if err := sub.ParseFlags(args); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			cfg, err := o.config(proto, sub.Flags().Changed)
+			if err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			return cfg
+		}
+		t.Fatalf("no %s subcommand", proto)
+		return traffic.Config{}
+	}
+	for _, c := range []struct {
+		proto     string
+		iperf, lr []string
+	}{
+		{"tcp", []string{"-c", "10.0.0.2", "-t", "30", "-P", "8", "-R", "-B", "10.0.0.1", "-l", "65536", "-b", "1G"},
+			[]string{"--to", "10.0.0.2:7557", "--duration", "30s", "--streams", "8", "--reverse", "--bind", "10.0.0.1", "--write-size", "65536", "--rate", "1G"}},
+		{"udp", []string{"-c", "10.0.0.2", "-p", "9000", "-t", "1.5", "-l", "1472", "-b", "100M"},
+			[]string{"--to", "10.0.0.2:9000", "--duration", "1500ms", "--payload", "1472", "--rate", "100Mbps"}},
+		{"tcp", []string{"-c", "fd00::2", "-t", "5"}, []string{"--to", "[fd00::2]:7557", "--duration", "5s"}},
+	} {
+		a, b := parse(c.proto, c.iperf...), parse(c.proto, c.lr...)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s %v\n got %+v\nwant %+v (from %v)", c.proto, c.iperf, a, b, c.lr)
+		}
+	}
+	if cfg := parse("udp", "--to", "h", "--interval", "0"); cfg.Spec.Duration.D() != 10*time.Second {
+		t.Errorf("default duration %s, want 10s", cfg.Spec.Duration.D())
+	}
+}
+
+func TestBenchIntervalAndSecondsBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "tcp", "-c", "h", "-i", "0.5"}, "--interval 500ms"},
+		{[]string{"bench", "tcp", "-c", "h", "-t", "five"}, "want seconds"},
+		{[]string{"bench", "tcp", "-c", "h", "-t", "NaN"}, "want seconds"},
+		{[]string{"bench", "tcp", "-c", "h", "-p", "0"}, "--port 0"},
+	} {
+		_, err := runArgs(t, benchCmds(), c.args...)
+		if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want bad input saying %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	out, err := runArgs(t, nil, "--version")
+	if err != nil || !strings.HasPrefix(out, "linerate ") {
+		t.Errorf("--version: %q, %v", out, err)
+	}
+	out2, _ := runArgs(t, nil, "version")
+	if out != out2 {
+		t.Errorf("--version says %q, version says %q", out, out2)
+	}
+}
+
+// --json-stream writes iperf3-shaped events: start, intervals, end.
+func TestBenchJSONStreamOnLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends traffic on loopback")
+	}
+	addr := serveLoopback(t)
+	out, err := runArgs(t, benchCmds(), "bench", "udp", "-c", addr, "-t", "2.2",
+		"--warmup", "0", "-b", "4kpps", "--idle", "0", "-i", "2", "--json-stream")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var events []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct {
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || len(ev.Data) == 0 {
+			t.Fatalf("not an event line (%v): %s", err, line)
+		}
+		events = append(events, ev.Event)
+		switch ev.Event {
+		case "interval":
+			var iv traffic.IntervalStats
+			if err := json.Unmarshal(ev.Data, &iv); err != nil || iv.T < 1.9 {
+				t.Errorf("interval %s: %v (want one line per 2 s)", ev.Data, err)
+			}
+		case "end":
+			var r traffic.Result
+			if err := json.Unmarshal(ev.Data, &r); err != nil || r.Summary.SentPackets == 0 || len(r.Intervals) < 2 {
+				t.Errorf("end: %v, %d packets sent, %d intervals kept", err, r.Summary.SentPackets, len(r.Intervals))
+			}
+		}
+	}
+	if got := strings.Join(events, ","); got != "start,interval,end" {
+		t.Errorf("events %s, want start,interval,end", got)
+	}
+}
+
+// serveLoopback runs a server on loopback until the test ends and returns
+// its address.
+func serveLoopback(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&traffic.Server{}).Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
 }

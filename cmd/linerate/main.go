@@ -57,6 +57,8 @@ var versionCmd = &cobra.Command{
 
 func init() {
 	rootCmd.AddCommand(versionCmd)
+	rootCmd.Version = version.Version
+	rootCmd.SetVersionTemplate("linerate {{.Version}}\n")
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage.Wrap(err) })
 }
 
