@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"fmt"
 	"time"
 
 	"linerate/internal/version"
@@ -52,6 +53,13 @@ func (r *clientRun) assembleTarget(res *Result, i int, window float64) {
 	tr.Errors = append(append(tr.Errors, errs...), sr.Errors...)
 	tr.Threads = sr.Threads
 	tr.XDP = sr.XDP
+	tr.ForeignPackets = sr.Foreign
+	for _, sh := range t.rev {
+		tr.ForeignPackets += sh.e.res.foreign
+	}
+	if tr.ForeignPackets > 0 {
+		tr.Notes = append(tr.Notes, fmt.Sprintf("%d test datagrams came from addresses other than the two ends' and were not counted", tr.ForeignPackets))
+	}
 	if t.spec.clientSends() {
 		var stats []TCPStat
 		if proto == "tcp" {

@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -26,6 +27,49 @@ type batch struct {
 	iovs []unix.Iovec
 	buf  []byte
 	slot int
+	// names, when set, receive each datagram's source address.
+	names []rawName
+}
+
+// rawName holds a struct sockaddr_in or sockaddr_in6 as the kernel writes
+// it: the family in host order, then the port; an IPv4 address at bytes
+// 4-7, an IPv6 one at 8-23.
+type rawName [unix.SizeofSockaddrInet6]byte
+
+// from is a source address to compare rawNames with.
+type from struct {
+	family uint16
+	addr   []byte
+}
+
+func fromAddr(a netip.Addr) from {
+	a = a.Unmap()
+	if a.Is4() {
+		b := a.As4()
+		return from{unix.AF_INET, b[:]}
+	}
+	b := a.As16()
+	return from{unix.AF_INET6, b[:]}
+}
+
+// is reports whether the datagram's source n is f.
+func (f from) is(n *rawName) bool {
+	if binary.NativeEndian.Uint16(n[0:2]) != f.family {
+		return false
+	}
+	if f.family == unix.AF_INET {
+		return string(n[4:8]) == string(f.addr)
+	}
+	return string(n[8:24]) == string(f.addr)
+}
+
+// withNames makes recvmmsg keep each datagram's source address.
+func (b *batch) withNames() *batch {
+	b.names = make([]rawName, len(b.hdrs))
+	for i := range b.hdrs {
+		b.hdrs[i].hdr.Name = &b.names[i][0]
+	}
+	return b
 }
 
 func newBatch(n, slot int) *batch {
@@ -63,6 +107,9 @@ func sendmmsg(fd int, b *batch, n int) (int, error) {
 func recvmmsg(fd int, b *batch, flags int) (int, error) {
 	for i := range b.hdrs {
 		b.hdrs[i].hdr.Flags = 0
+		if b.names != nil {
+			b.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
+		}
 	}
 	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), uintptr(flags|unix.MSG_TRUNC), 0, 0)
 	if e != 0 {

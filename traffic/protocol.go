@@ -13,21 +13,23 @@ import (
 
 // ProtocolVersion is the control protocol's version (docs/bench.md). A
 // server refuses a client whose version differs.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // Message types on the control connection, in the order they usually go.
 const (
-	msgHello    = "hello"    // client: version, token
-	msgWelcome  = "welcome"  // server: version, limits
-	msgTest     = "test"     // client: Spec
-	msgAccept   = "accept"   // server: Accept
-	msgStart    = "start"    // client: go
-	msgRunning  = "running"  // server: its clock started
-	msgInterval = "interval" // server, once a second: Interval
-	msgStop     = "stop"     // client: its senders are done (Sent)
-	msgResult   = "result"   // server: ServerResult
-	msgBye      = "bye"      // client: no more tests
-	msgError    = "error"    // either: Error, then the sender closes
+	msgHello     = "hello"     // client: version, nonce
+	msgChallenge = "challenge" // server: nonce, proof (auth.go)
+	msgAuth      = "auth"      // client: proof
+	msgWelcome   = "welcome"   // server: version, limits
+	msgTest      = "test"      // client: Spec
+	msgAccept    = "accept"    // server: Accept
+	msgStart     = "start"     // client: go
+	msgRunning   = "running"   // server: its clock started
+	msgInterval  = "interval"  // server, once a second: Interval
+	msgStop      = "stop"      // client: its senders are done (Sent)
+	msgResult    = "result"    // server: ServerResult
+	msgBye       = "bye"       // client: no more tests
+	msgError     = "error"     // either: Error, then the sender closes
 )
 
 // Message is one line of the control protocol: a JSON object ending in a
@@ -36,7 +38,11 @@ type Message struct {
 	Type     string `json:"type"`
 	Version  int    `json:"version,omitempty"`
 	Linerate string `json:"linerate,omitempty"`
-	Token    string `json:"token,omitempty"`
+	// Nonce, Proof and Open belong to the handshake (auth.go); the
+	// secret itself never crosses the wire.
+	Nonce string `json:"nonce,omitempty"`
+	Proof string `json:"proof,omitempty"`
+	Open  bool   `json:"open,omitempty"`
 	// ServerID is random per serve process: targets with the same one
 	// share a machine (its CPU is counted once).
 	ServerID string `json:"server_id,omitempty"`
@@ -97,6 +103,9 @@ type ServerResult struct {
 	Threads  []ThreadCPU `json:"threads,omitempty"`
 	// Seconds is the measured window as the server's clock saw it.
 	Seconds float64 `json:"seconds"`
+	// Foreign is test datagrams that came from an address other than the
+	// client's: not counted.
+	Foreign uint64 `json:"foreign,omitempty"`
 	// Samples are the server's counters once a second over the measured
 	// window; SampleError says why there are none.
 	Samples []box.Rates `json:"samples,omitempty"`
@@ -127,10 +136,12 @@ type ctl struct {
 	c  net.Conn
 	r  *bufio.Reader
 	wt time.Duration
+	// limit is the longest message read: short until the handshake is done.
+	limit int
 }
 
 func newCtl(c net.Conn) *ctl {
-	return &ctl{c: c, r: bufio.NewReaderSize(c, 64<<10), wt: 10 * time.Second}
+	return &ctl{c: c, r: bufio.NewReaderSize(c, 16<<10), wt: 10 * time.Second, limit: maxLine}
 }
 
 // Errors a peer reports in an error message, by its code. The client's
@@ -158,6 +169,7 @@ var errorCodes = []struct {
 	{"version", ErrVersion},
 	{"busy", ErrBusy},
 	{"test-refused", ErrTestRefused},
+	{"slow-down", ErrSlowDown},
 	{"protocol", errProtocol},
 }
 
@@ -189,8 +201,8 @@ func (c *ctl) read(d time.Duration) (*Message, error) {
 			return nil, err
 		}
 		line = append(line, part...)
-		if len(line) > maxLine {
-			return nil, fmt.Errorf("%w: message longer than %d bytes", errProtocol, maxLine)
+		if len(line) > c.limit {
+			return nil, fmt.Errorf("%w: message longer than %d bytes", errProtocol, c.limit)
 		}
 		if !isPrefix {
 			break

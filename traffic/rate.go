@@ -30,6 +30,31 @@ func UDPOverhead(v4 bool) int {
 	return ethOverhead + ipv6Header + udpHeader
 }
 
+// The fastest rates a test may ask: what the fastest standard Ethernet
+// link carries, 1.6 Tb/s (IEEE 802.3dj), in bits and in 64-byte frames
+// (84 bytes on the wire with preamble and gap). Anything faster could only
+// be a typo, and a pacer asked for it would spin without sending.
+const (
+	MaxRateBPS = 1.6e12
+	MaxRatePPS = MaxRateBPS / (84 * 8)
+)
+
+// check says what is wrong with an asked rate: negative, not a number, or
+// faster than any link.
+func (r Rate) check() error {
+	switch {
+	case math.IsNaN(r.PPS) || math.IsNaN(r.BPS) || math.IsInf(r.PPS, 0) || math.IsInf(r.BPS, 0):
+		return fmt.Errorf("rate %s: not a number", r)
+	case r.PPS < 0 || r.BPS < 0:
+		return fmt.Errorf("rate %s: negative", r)
+	case r.PPS > MaxRatePPS:
+		return fmt.Errorf("rate %s: faster than any Ethernet link carries (%s pps of 64-byte frames at 1.6 Tb/s)", r, siFormat(MaxRatePPS))
+	case r.BPS > MaxRateBPS:
+		return fmt.Errorf("rate %s: faster than any Ethernet link (1.6 Tb/s)", r)
+	}
+	return nil
+}
+
 // Rate is an asked sending rate: packets or bits per second. The zero value
 // means as fast as possible.
 type Rate struct {
@@ -97,10 +122,14 @@ func ParseRate(s string) (Rate, error) {
 	case v == 0:
 		return Rate{}, fmt.Errorf("rate %q sends nothing: use --rate 0 for as fast as possible", s)
 	}
+	r := Rate{BPS: v}
 	if pps {
-		return Rate{PPS: v}, nil
+		r = Rate{PPS: v}
 	}
-	return Rate{BPS: v}, nil
+	if err := r.check(); err != nil {
+		return Rate{}, fmt.Errorf("%q: %w", s, err)
+	}
+	return r, nil
 }
 
 // siFormat prints v with a k, M or G prefix and up to 4 significant digits.

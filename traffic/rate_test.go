@@ -28,6 +28,11 @@ func TestParseRate(t *testing.T) {
 		{"fastpps", Rate{}, "not a number"},
 		{"NaNpps", Rate{}, "not a number"},
 		{"1x", Rate{}, "not a number"},
+		{"1e30pps", Rate{}, "faster than any Ethernet link"},
+		{"Infbps", Rate{}, "not a number"},
+		{"2Tbps", Rate{}, "faster than any Ethernet link (1.6 Tb/s)"},
+		{"1.6Tbps", Rate{BPS: 1.6e12}, ""},
+		{"2.3Gpps", Rate{PPS: 2.3e9}, ""},
 	}
 	for _, tc := range tests {
 		got, err := ParseRate(tc.in)
@@ -166,6 +171,17 @@ func TestParseTarget(t *testing.T) {
 	for _, in := range []string{"", "h:0", "h:70000", ":80"} {
 		if _, _, err := parseTarget(in); err == nil {
 			t.Errorf("parseTarget(%q) accepted", in)
+		}
+	}
+}
+
+// A spec from the wire with a rate no link carries is refused by the
+// server too (the client's flags are not the only way in).
+func TestSpecRefusesImpossibleRate(t *testing.T) {
+	for _, r := range []Rate{{PPS: 1e30}, {BPS: 1e15}, {PPS: -1}} {
+		sp := Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Rate: r, Payload: 18, Streams: 1, Ports: 1, Threads: 1}
+		if err := sp.Check(); err == nil {
+			t.Errorf("rate %+v accepted", r)
 		}
 	}
 }

@@ -128,9 +128,12 @@ type TargetResult struct {
 	LatencyLoad *Latency    `json:"latency_load,omitempty"`
 	Threads     []ThreadCPU `json:"server_threads,omitempty"`
 	// XDP is what reached the server's interface (with --xdp).
-	XDP    *XDPStat `json:"xdp,omitempty"`
-	Notes  []string `json:"notes,omitempty"`
-	Errors []string `json:"errors,omitempty"`
+	XDP *XDPStat `json:"xdp,omitempty"`
+	// ForeignPackets is test datagrams either end received from an
+	// address other than the other end's: not counted in the figures.
+	ForeignPackets uint64   `json:"foreign_packets,omitempty"`
+	Notes          []string `json:"notes,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
 }
 
 // StreamResult is one flow in one direction.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"linerate/box"
-	"linerate/internal/version"
 )
 
 // Sampling starts recording the machine's counters once a second. each, if
@@ -27,12 +25,14 @@ type Sampling func(each func(box.Rates)) (stop func() ([]box.Rates, error))
 // connections, runs the tests they ask for, and reports what it counted.
 // It only ever sends to the address of a control connection's peer.
 type Server struct {
-	// Token, when set, must be presented by every client.
+	// Token, when set, is the secret every client must prove it knows
+	// (auth.go); it never crosses the wire.
 	Token string
 	// Limits cap what a test may ask for.
 	Limits Limits
-	// MaxConns bounds the control connections open at once; more are
-	// refused with a reason (0: 8).
+	// MaxConns bounds the authenticated control connections open at once;
+	// more are refused with a reason (0: 8). Connections still
+	// authenticating have slots of their own (door.go).
 	MaxConns int
 	// CPUs pins the server's sender and receiver threads, round robin.
 	CPUs []int
@@ -50,10 +50,14 @@ type Server struct {
 	// host or network vanished without closing (0: 10s).
 	PeerTimeout time.Duration
 
-	id    string
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	id   string
+	door *door
+	// authTimeout bounds a handshake (0: authTimeout); tests shorten it.
+	authTimeout time.Duration
+	mu          sync.Mutex
+	conns       map[net.Conn]struct{} // every open control connection
+	clients     int                   // of them, those past the handshake
+	wg          sync.WaitGroup
 }
 
 // Timeouts of the control protocol.
@@ -80,27 +84,10 @@ func (s *Server) setup(fn func() error) error {
 // Serve accepts control connections on ln until ctx ends, then closes
 // every connection and returns once their tests are torn down.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	s.mu.Lock()
-	if s.conns == nil {
-		s.conns = map[net.Conn]struct{}{}
-	}
-	if s.id == "" {
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		s.id = hex.EncodeToString(b[:])
-	}
-	s.mu.Unlock()
-	maxConns := s.MaxConns
-	if maxConns <= 0 {
-		maxConns = 8
-	}
+	s.init()
 	stop := context.AfterFunc(ctx, func() {
 		ln.Close()
-		s.mu.Lock()
-		for c := range s.conns {
-			c.Close()
-		}
-		s.mu.Unlock()
+		s.closeAll()
 	})
 	defer stop()
 	var err error
@@ -115,46 +102,112 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			break
 		}
-		s.mu.Lock()
-		n := len(s.conns)
-		if n >= maxConns || ctx.Err() != nil {
-			s.mu.Unlock()
-			s.logf("refused %s: %d control connections open", c.RemoteAddr(), n)
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				refuse(c, fmt.Errorf("%w: %d control connections open, the server's limit (serve --max-clients)", ErrBusy, n))
-			}()
-			continue
-		}
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		if err := watchPeer(c, cmp.Or(s.PeerTimeout, peerTimeout)); err != nil {
-			s.logf("%s: keepalive: %v", c.RemoteAddr(), err)
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer func() {
-				s.mu.Lock()
-				delete(s.conns, c)
-				s.mu.Unlock()
-				c.Close()
-			}()
-			if err := s.handle(ctx, c); err != nil {
-				s.logf("%s: %v", c.RemoteAddr(), err)
-			}
-		}()
+		s.admit(ctx, c)
 	}
 	stop()
 	ln.Close()
+	s.closeAll()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) init() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns == nil {
+		s.conns = map[net.Conn]struct{}{}
+	}
+	if s.door == nil {
+		s.door = newDoor(nil)
+	}
+	if s.id == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		s.id = hex.EncodeToString(b[:])
+	}
+}
+
+func (s *Server) closeAll() {
 	s.mu.Lock()
 	for c := range s.conns {
 		c.Close()
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
-	return err
+}
+
+// admit takes a new control connection through the door: a handshake slot
+// of its own, the handshake, then a client slot (MaxConns).
+func (s *Server) admit(ctx context.Context, c net.Conn) {
+	peer := addrOf(c.RemoteAddr())
+	s.wg.Add(1)
+	err := s.door.enter(peer)
+	if err == nil && ctx.Err() != nil {
+		s.door.leave(peer)
+		err = fmt.Errorf("%w: the server is stopping", ErrBusy)
+	}
+	if err != nil {
+		s.logf("refused %s: %v", c.RemoteAddr(), err)
+		go func() { defer s.wg.Done(); refuse(c, err) }()
+		return
+	}
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+			c.Close()
+		}()
+		if err := s.serveConn(ctx, c, peer); err != nil {
+			s.logf("%s: %v", c.RemoteAddr(), err)
+		}
+	}()
+}
+
+// serveConn authenticates the client on c, takes a client slot and speaks
+// the protocol until the client is done.
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, peer netip.Addr) error {
+	c := newCtl(conn)
+	err := s.serverHandshake(c)
+	s.door.leave(peer)
+	if err != nil {
+		if errors.Is(err, ErrWrongToken) {
+			wait := s.door.failed(peer)
+			err = fmt.Errorf("%w (this address must now wait %s)", err, wait)
+		}
+		if codeOf(err) != "" {
+			// Not for a connection that failed or went silent.
+			_ = c.write(errorMessage(err))
+		}
+		return fmt.Errorf("handshake: %w", err)
+	}
+	s.door.passed(peer)
+	maxConns := cmp.Or(s.MaxConns, 8)
+	s.mu.Lock()
+	n := s.clients
+	if n >= maxConns || ctx.Err() != nil {
+		s.mu.Unlock()
+		err := fmt.Errorf("%w: %d clients connected, the server's limit (serve --max-clients)", ErrBusy, n)
+		_ = c.write(errorMessage(err))
+		return err
+	}
+	s.clients++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.clients--
+		s.mu.Unlock()
+	}()
+	if err := s.welcome(c); err != nil {
+		return err
+	}
+	if err := watchPeer(conn, cmp.Or(s.PeerTimeout, peerTimeout)); err != nil {
+		s.logf("%s: keepalive: %v", conn.RemoteAddr(), err)
+	}
+	return s.handle(ctx, c, conn)
 }
 
 // refuse tells a client why it is turned away and closes the connection.
@@ -177,16 +230,8 @@ func addrOf(a net.Addr) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
-// handle speaks the protocol on one control connection.
-func (s *Server) handle(ctx context.Context, conn net.Conn) error {
-	c := newCtl(conn)
-	if err := s.hello(c); err != nil {
-		if codeOf(err) != "" {
-			// Not for a connection that failed or went silent.
-			_ = c.write(errorMessage(err))
-		}
-		return fmt.Errorf("hello: %w", err)
-	}
+// handle speaks the protocol on one authenticated control connection.
+func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn) error {
 	local, peer := addrOf(conn.LocalAddr()), addrOf(conn.RemoteAddr())
 	for {
 		m, err := c.read(idleTimeout)
@@ -219,25 +264,6 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) error {
 			return err
 		}
 	}
-}
-
-// hello reads the client's hello and welcomes it, or says what is wrong.
-func (s *Server) hello(c *ctl) error {
-	m, err := c.read(helloTimeout)
-	if err != nil {
-		return err
-	}
-	if m.Type != msgHello {
-		return fmt.Errorf("%w: first message %q, want hello", errProtocol, m.Type)
-	}
-	if m.Version != ProtocolVersion {
-		return fmt.Errorf("%w %d, this server speaks %d (linerate %s)", ErrVersion, m.Version, ProtocolVersion, version.Version)
-	}
-	if s.Token != "" && subtle.ConstantTimeCompare([]byte(m.Token), []byte(s.Token)) != 1 {
-		return fmt.Errorf("%w: the server requires the token it was given (serve --token)", ErrWrongToken)
-	}
-	lim := s.Limits
-	return c.write(&Message{Type: msgWelcome, Version: ProtocolVersion, Linerate: version.Version, Limits: &lim, ServerID: s.id})
 }
 
 // test runs one test the client asked for; a test the server will not run

@@ -52,6 +52,10 @@ func dialRaw(t *testing.T, addr string) *rawClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	return newRawClient(t, c)
+}
+
+func newRawClient(t *testing.T, c net.Conn) *rawClient {
 	return &rawClient{t: t, c: c, r: bufio.NewReader(c)}
 }
 
@@ -83,23 +87,60 @@ func (rc *rawClient) closed() bool {
 	return err != nil
 }
 
-const helloV1 = `{"type":"hello","version":1}`
+// handshake says hello and proves it knows secret (any proof when the
+// server is open), as a client does, and returns the server's answer to
+// its proof: a welcome, or an error.
+func (rc *rawClient) handshake(secret string) *Message {
+	rc.t.Helper()
+	nc := newNonce()
+	rc.send(fmt.Sprintf(`{"type":"hello","version":%d,"nonce":%q}`, ProtocolVersion, nc))
+	ch := rc.next()
+	if ch == nil || ch.Type != msgChallenge {
+		return ch
+	}
+	rc.send(fmt.Sprintf(`{"type":"auth","proof":%q}`, proof(secret, "client", ch.Nonce, nc)))
+	return rc.next()
+}
+
+// welcome does the handshake and fails the test unless it is welcomed.
+func (rc *rawClient) welcome(secret string) {
+	rc.t.Helper()
+	if m := rc.handshake(secret); m == nil || m.Type != msgWelcome {
+		rc.t.Fatalf("welcome: %+v", m)
+	}
+}
 
 func TestServerRefusesWrongToken(t *testing.T) {
-	addr := startServer(t, &Server{Token: "s3cret"})
+	now := time.Unix(1e9, 0)
+	s := &Server{Token: "s3cret", door: newDoor(func() time.Time { return now })}
+	addr := startServer(t, s)
 	rc := dialRaw(t, addr)
-	rc.send(`{"type":"hello","version":1,"token":"guess"}`)
-	m := rc.next()
+	m := rc.handshake("guess")
 	if m == nil || m.Type != msgError || m.Code != "wrong-token" || !strings.HasPrefix(m.Error, "wrong token") {
 		t.Fatalf("got %+v, want a wrong-token error", m)
 	}
 	if !rc.closed() {
 		t.Fatal("connection left open after a wrong token")
 	}
+	// The source waits a second before it may try again; the next failure
+	// doubles that.
 	rc = dialRaw(t, addr)
-	rc.send(`{"type":"hello","version":1,"token":"s3cret"}`)
-	if m := rc.next(); m == nil || m.Type != msgWelcome {
-		t.Fatalf("right token: got %+v", m)
+	if m := rc.next(); m == nil || m.Code != "slow-down" || !strings.Contains(m.Error, "try again in 1s") {
+		t.Fatalf("right after a failure: %+v, want slow-down for 1s", m)
+	}
+	now = now.Add(time.Second)
+	if m := dialRaw(t, addr).handshake("guess again"); m == nil || m.Code != "wrong-token" {
+		t.Fatalf("second guess: %+v", m)
+	}
+	now = now.Add(time.Second)
+	if m := dialRaw(t, addr).next(); m == nil || m.Code != "slow-down" || !strings.Contains(m.Error, "try again in 1s") {
+		t.Fatalf("1 s into a 2 s pause: %+v", m)
+	}
+	now = now.Add(time.Second)
+	dialRaw(t, addr).welcome("s3cret")
+	// The right secret forgets the failures.
+	if m := dialRaw(t, addr).handshake("wrong"); m == nil || !strings.Contains(m.Error, "must now wait 1s") {
+		t.Fatalf("after a success, a failure: %+v, want the first pause again", m)
 	}
 }
 
@@ -116,7 +157,8 @@ func TestServerSurvivesGarbage(t *testing.T) {
 	addr := startServer(t, &Server{})
 	for _, junk := range []struct{ line, code string }{
 		{"GET / HTTP/1.1", "protocol"},
-		{`{"type":"hello","version":99}`, "version"},
+		{`{"type":"hello","version":1,"token":"s3cret"}`, "version"},
+		{`{"type":"hello","version":2}`, "protocol"},
 		{`{"type":"start"}`, "protocol"},
 		{`{"version":1}`, "protocol"},
 		{strings.Repeat("x", 100000), "protocol"},
@@ -134,10 +176,7 @@ func TestServerSurvivesGarbage(t *testing.T) {
 	// Garbage after a good hello, and a test the server refuses but
 	// survives on the same connection.
 	rc := dialRaw(t, addr)
-	rc.send(helloV1)
-	if m := rc.next(); m == nil || m.Type != msgWelcome {
-		t.Fatalf("welcome: %+v", m)
-	}
+	rc.welcome("")
 	rc.send(`{"type":"test","spec":{"proto":"icmp","direction":"forward","duration":1}}`)
 	if m := rc.next(); m == nil || m.Type != msgError || m.Code != "test-refused" || !strings.Contains(m.Error, "test refused: proto") {
 		t.Fatalf("bad spec: %+v", m)
@@ -155,24 +194,17 @@ func TestServerSurvivesGarbage(t *testing.T) {
 		t.Fatal("connection left open after a broken message")
 	}
 	// Still serving.
-	rc = dialRaw(t, addr)
-	rc.send(helloV1)
-	if m := rc.next(); m == nil || m.Type != msgWelcome {
-		t.Fatalf("after garbage: %+v", m)
-	}
+	dialRaw(t, addr).welcome("")
 }
 
 func TestServerBoundsConnections(t *testing.T) {
 	addr := startServer(t, &Server{MaxConns: 2})
 	a, b := dialRaw(t, addr), dialRaw(t, addr)
 	for _, rc := range []*rawClient{a, b} {
-		rc.send(helloV1)
-		if m := rc.next(); m == nil || m.Type != msgWelcome {
-			t.Fatalf("welcome: %+v", m)
-		}
+		rc.welcome("")
 	}
 	c := dialRaw(t, addr)
-	m := c.next()
+	m := c.handshake("")
 	if m == nil || m.Type != msgError || m.Code != "busy" || !strings.HasPrefix(m.Error, "busy: ") {
 		t.Fatalf("third connection: %+v, want busy", m)
 	}
@@ -180,9 +212,7 @@ func TestServerBoundsConnections(t *testing.T) {
 	// The slot frees once the server sees the close.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		d := dialRaw(t, addr)
-		d.send(helloV1)
-		m := d.next()
+		m := dialRaw(t, addr).handshake("")
 		if m != nil && m.Type == msgWelcome {
 			break
 		}
@@ -200,8 +230,7 @@ func TestServerSurvivesVanishedClient(t *testing.T) {
 	addr := startServer(t, &Server{})
 	// A client that asks for a reverse test, starts it and vanishes.
 	rc := dialRaw(t, addr)
-	rc.send(helloV1)
-	rc.next()
+	rc.welcome("")
 	sink, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -253,8 +282,7 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 func TestServerDataHelloWrongDirection(t *testing.T) {
 	addr := startServer(t, &Server{})
 	rc := dialRaw(t, addr)
-	rc.send(helloV1)
-	rc.next()
+	rc.welcome("")
 	rc.send(`{"type":"test","spec":{"proto":"tcp","direction":"reverse","duration":1,"streams":1,"ports":1,"threads":1}}`)
 	m := rc.next()
 	if m == nil || m.Type != msgAccept {
@@ -278,11 +306,7 @@ func TestServerDataHelloWrongDirection(t *testing.T) {
 		t.Fatal("a data connection for the wrong direction was kept")
 	}
 	// Still serving.
-	rc = dialRaw(t, addr)
-	rc.send(helloV1)
-	if m := rc.next(); m == nil || m.Type != msgWelcome {
-		t.Fatalf("after a wrong data connection: %+v", m)
-	}
+	dialRaw(t, addr).welcome("")
 }
 
 // TestPeerErrorCodes: an error message's code is what the client tests

@@ -87,7 +87,7 @@ func (t *serverTest) open() error {
 
 func (t *serverTest) openUDPReceiver() error {
 	sp := &t.spec
-	r, err := newUDPReceiver(sp.udpReceiver(t.local, t.srv.CPUs))
+	r, err := newUDPReceiver(sp.udpReceiver(t.local, t.peer, t.srv.CPUs))
 	if err != nil {
 		return err
 	}
@@ -218,6 +218,7 @@ func (t *serverTest) report(c *ctl, tm Timing) error {
 func (t *serverTest) result() *ServerResult {
 	res := &ServerResult{Seconds: t.sess.seconds(), Threads: t.sess.threads()}
 	for _, e := range t.sess.entries {
+		res.Foreign += e.res.foreign
 		if e.role == receiving {
 			res.Received = append(res.Received, e.res.counts...)
 		} else {

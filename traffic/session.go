@@ -53,6 +53,9 @@ type flowResult struct {
 	counts  []Count
 	tcp     []TCPStat
 	threads []ThreadCPU
+	// foreign is the test datagrams a receiver got from an address other
+	// than its peer's: not counted.
+	foreign uint64
 	err     error
 }
 

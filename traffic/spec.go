@@ -108,8 +108,8 @@ func (s *Spec) Check() error {
 		return fmt.Errorf("duration %s: must be more than 0", s.Duration.D())
 	case s.Warmup < 0:
 		return fmt.Errorf("warmup %s: negative", s.Warmup.D())
-	case s.Rate.PPS < 0 || s.Rate.BPS < 0:
-		return fmt.Errorf("rate %s: negative", s.Rate)
+	case s.Rate.check() != nil:
+		return s.Rate.check()
 	case s.Streams < 1 || s.Streams > maxStreams:
 		return fmt.Errorf("streams %d: want 1 to %d", s.Streams, maxStreams)
 	case s.Ports < 1 || s.Ports > maxPorts:
@@ -153,9 +153,10 @@ func (s *Spec) tcpSender() tcpSendConfig {
 	return tcpSendConfig{mss: s.MSS, payload: s.Payload, rate: s.Rate, zeroCopy: s.ZeroCopy}
 }
 
-// udpReceiver is this test's UDP receiver on local.
-func (s *Spec) udpReceiver(local netip.Addr, cpus []int) udpRecvConfig {
-	return udpRecvConfig{local: local, ports: s.Ports, threads: s.Threads, rcvbuf: s.RecvBuf, cpus: cpus}
+// udpReceiver is this test's UDP receiver on local, counting what comes
+// from peer.
+func (s *Spec) udpReceiver(local, peer netip.Addr, cpus []int) udpRecvConfig {
+	return udpRecvConfig{local: local, peer: peer, ports: s.Ports, threads: s.Threads, rcvbuf: s.RecvBuf, cpus: cpus}
 }
 
 // flows is the number of UDP flows (or TCP connections) per direction.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"linerate/internal/usage"
-	"linerate/internal/version"
 )
 
 // target is one --to on the client side: its control connection, the test
@@ -169,10 +168,7 @@ func (t *target) connect(ctx context.Context, cfg *Config) error {
 	_ = watchPeer(conn, peerTimeout)
 	t.ctl = newCtl(conn)
 	t.local = addrOf(conn.LocalAddr())
-	if err := t.ctl.write(&Message{Type: msgHello, Version: ProtocolVersion, Linerate: version.Version, Token: cfg.Token}); err != nil {
-		return fmt.Errorf("%s: %w", t.name, err)
-	}
-	m, err := t.ctl.expect(helloTimeout, msgWelcome)
+	m, err := clientHandshake(t.ctl, cfg.Token)
 	if errors.Is(err, ErrWrongToken) {
 		return usage.Errorf("%s: %w", t.name, err)
 	}
@@ -231,7 +227,7 @@ func (t *target) openUDPReceiver(r *clientRun, sp Spec) ([]uint16, error) {
 	var recv *udpReceiver
 	err := r.cfg.setup(func() error {
 		var err error
-		recv, err = newUDPReceiver(sp.udpReceiver(t.local, r.cfg.CPUs))
+		recv, err = newUDPReceiver(sp.udpReceiver(t.local, t.addr.Addr(), r.cfg.CPUs))
 		return err
 	})
 	if err != nil {

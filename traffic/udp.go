@@ -214,8 +214,9 @@ func (s *udpSender) close() error {
 }
 
 func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
+	// Never unlocked: the thread, pinned or not, ends with the goroutine
+	// instead of waiting in the runtime's pool for good.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	t.usage = ThreadCPU{Role: "udp-send", CPU: t.cpu}
 	if err := pin(t.cpu); err != nil {
 		t.err = err
@@ -394,6 +395,8 @@ type recvThread struct {
 	packets atomic.Uint64 // live total, warmup included
 	bytes   atomic.Uint64
 	other   uint64 // datagrams without linerate's header
+	peer    *from  // when set, datagrams from elsewhere are foreign
+	foreign uint64 // datagrams from elsewhere: not counted
 	usage   ThreadCPU
 	err     error
 }
@@ -411,6 +414,9 @@ type udpRecvConfig struct {
 	threads int
 	rcvbuf  int   // SO_RCVBUF of each socket (0: 4 MiB)
 	cpus    []int // pinning, round robin; empty = none
+	// peer, when valid, is the only source counted: test datagrams from
+	// any other address are foreign (counted apart, reported).
+	peer netip.Addr
 }
 
 // newUDPReceiver binds the ports and starts the threads. With at least as
@@ -427,7 +433,12 @@ func newUDPReceiver(c udpRecvConfig) (*udpReceiver, error) {
 		if len(c.cpus) > 0 {
 			cpu = c.cpus[i%len(c.cpus)]
 		}
-		r.threads = append(r.threads, &recvThread{cpu: cpu})
+		t := &recvThread{cpu: cpu}
+		if c.peer.IsValid() {
+			f := fromAddr(c.peer)
+			t.peer = &f
+		}
+		r.threads = append(r.threads, t)
 	}
 	for p := range c.ports {
 		var port uint16
@@ -487,6 +498,7 @@ func (r *udpReceiver) collect() flowResult {
 	for _, t := range r.threads {
 		res.err = errors.Join(res.err, t.err)
 		res.threads = append(res.threads, t.usage)
+		res.foreign += t.foreign
 		for id, s := range t.streams {
 			if s == nil {
 				continue
@@ -536,8 +548,7 @@ func (t *recvThread) stream(id uint16) *streamRecv {
 }
 
 func (t *recvThread) run(stop *atomic.Bool) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	runtime.LockOSThread() // never unlocked, as sendThread.run
 	t.usage = ThreadCPU{Role: "udp-recv", CPU: t.cpu}
 	if err := pin(t.cpu); err != nil {
 		t.err = err
@@ -551,6 +562,9 @@ func (t *recvThread) run(stop *atomic.Bool) {
 		}
 	}()
 	b := newBatch(recvBatch, recvSlot)
+	if t.peer != nil {
+		b.withNames()
+	}
 	var pfds []unix.PollFd
 	for _, fd := range t.fds {
 		pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
@@ -597,8 +611,14 @@ func (t *recvThread) count(b *batch, n int) {
 		return
 	}
 	var bytes uint64
+	counted := n
 	for i := range n {
 		l := int(b.hdrs[i].n)
+		if t.peer != nil && !t.peer.is(&b.names[i]) {
+			t.foreign++
+			counted--
+			continue
+		}
 		bytes += uint64(l)
 		h, ok := parseHeader(b.packet(i)[:min(l, recvSlot)])
 		if !ok || h.flags&(flagProbe|flagReply) != 0 {
@@ -612,6 +632,6 @@ func (t *recvThread) count(b *batch, n int) {
 		}
 		s.add(h.seq, l)
 	}
-	t.packets.Add(uint64(n))
+	t.packets.Add(uint64(counted))
 	t.bytes.Add(bytes)
 }

@@ -53,6 +53,8 @@ type benchOptions struct {
 	mss       int
 	zerocopy  bool
 	writeSize int
+	// warnings found while reading the flags, for stderr
+	warnings []string
 }
 
 func newBenchCmd() *cobra.Command { return (&benchOptions{}).command() }
@@ -112,8 +114,8 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	p.BoolVar(&o.bidir, "bidir", false, "both directions at once")
 	p.StringVarP(&o.bind, "bind", "B", "", "local source address")
 	p.StringVar(&o.cpus, "cpus", "", "pin sender and receiver threads to these CPUs, round robin (\"0,1\" or \"2-3\")")
-	p.StringVar(&o.token, "token", "", "shared secret the servers require (serve --token)")
-	p.StringVar(&o.tokenFile, "token-file", "", "read the shared secret from this file (first line)")
+	p.StringVar(&o.token, "token", "", "shared secret the servers require (visible in ps: prefer --token-file or $LINERATE_TOKEN)")
+	p.StringVar(&o.tokenFile, "token-file", "", "read the shared secret from this file (first line; chmod 600)")
 	p.BoolVarP(&o.json, "json", "J", false, "print the final result as JSON (docs/bench.md)")
 	p.BoolVar(&o.jsonStream, "json-stream", false, "print one JSON event per line, as iperf3 does: start, each interval, end (or error)")
 	p.StringVarP(&o.out, "out", "o", "", "also save the JSON result to this file (partial on Ctrl-C)")
@@ -284,7 +286,7 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 	if cfg.CPUs, err = parseCPUs(o.cpus); err != nil {
 		return cfg, err
 	}
-	if cfg.Token, err = readToken(o.token, o.tokenFile); err != nil {
+	if cfg.Token, o.warnings, err = readSecret(o.token, changed("token"), o.tokenFile); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
@@ -301,6 +303,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 		stream.Error(err)
 		return err
 	}
+	warn(cmd.ErrOrStderr(), o.warnings)
 	cfg.Sampling = liveSampling()
 	stream.Start(cfg)
 	var show func(traffic.IntervalStats)

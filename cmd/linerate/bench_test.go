@@ -45,6 +45,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "udp", "--to", "127.0.0.1", "--engine", "warp"}, "want socket or ring"},
 		{[]string{"bench", "udp", "--to", "127.0.0.1:99999"}, "HOST or HOST:PORT"},
 		{[]string{"bench", "udp", "--to", "127.0.0.1", "--json", "--json-stream"}, "give one"},
+		{[]string{"bench", "udp", "--to", "127.0.0.1", "--token", ""}, "--token is empty"},
+		{[]string{"bench", "udp", "--to", "127.0.0.1", "--rate", "1e30pps"}, "faster than any Ethernet link"},
 		{[]string{"bench", "tcp", "--to", "127.0.0.1", "--mss", "40"}, "smallest MSS"},
 		{[]string{"bench", "udp", "--to", "127.0.0.1", "--token-file", "/nonexistent/token"}, "--token-file"},
 	} {
@@ -70,6 +72,7 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--max-clients", "0"}, "--max-clients"},
 		{[]string{"serve", "--peer-timeout", "10ms"}, "--peer-timeout"},
 		{[]string{"serve", "--token", "a", "--token-file", "b"}, "give one"},
+		{[]string{"serve", "--token", ""}, "--token is empty"},
 		{[]string{"serve", "extra"}, "unknown command"},
 	} {
 		_, err := runArgs(t, []*cobra.Command{serveCmd}, c.args...)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,11 +43,19 @@ It only ever sends to the address of a client's control connection, caps
 each test's duration and rate (--max-duration, --max-rate), refuses more
 than --max-clients control connections at once with a reason, and gives up
 on a client that sends garbage or vanishes: at once when its connection
-closes, after --peer-timeout when its host or network went silent. --token (or --token-file)
-requires a shared secret from clients. The protocol is in docs/bench.md.`,
+closes, after --peer-timeout when its host or network went silent.
+
+With a shared secret (--token-file FILE, or $LINERATE_TOKEN), every client
+must prove it knows it by challenge and response: the secret never crosses
+the wire, and a client checks the server knows it too. Connections still
+authenticating have their own few slots, apart from --max-clients; a source
+that fails waits longer after each failure. Without a secret, anyone who
+reaches the port may run tests (a warning says so). docs/agents.md has the
+handshake, docs/security.md the limits; the protocol is in docs/bench.md.`,
 	Example: `  linerate serve                                  # every address, port 7557
   linerate serve --listen 10.0.1.1 --listen 10.0.2.1 --listen 10.0.3.1
   linerate serve --listen 192.168.6.2:9000 --token-file /etc/linerate.token
+  LINERATE_TOKEN=$(cat /root/secret) linerate serve
   linerate serve --max-duration 60s --max-rate 500Mbps --cpus 2,3
   linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link`,
 	Args: argsWith(cobra.NoArgs),
@@ -58,8 +65,8 @@ requires a shared secret from clients. The protocol is in docs/bench.md.`,
 func init() {
 	f := serveCmd.Flags()
 	f.StringArrayVar(&serveOpts.listen, "listen", nil, "ADDR[:PORT] to listen on (repeatable; default every address, port 7557)")
-	f.StringVar(&serveOpts.token, "token", "", "shared secret clients must present (see also --token-file)")
-	f.StringVar(&serveOpts.tokenFile, "token-file", "", "read the shared secret from this file (first line)")
+	f.StringVar(&serveOpts.token, "token", "", "shared secret clients must prove they know (visible in ps: prefer --token-file or $LINERATE_TOKEN)")
+	f.StringVar(&serveOpts.tokenFile, "token-file", "", "read the shared secret from this file (first line; chmod 600)")
 	f.DurationVar(&serveOpts.maxDuration, "max-duration", 5*time.Minute, "longest test (warmup included) this server runs; longer ones are shortened")
 	f.StringVar(&serveOpts.maxRate, "max-rate", "0", "fastest rate per direction a test may ask (\"500Mbps\", \"200kpps\"; 0: no cap)")
 	f.IntVar(&serveOpts.maxClients, "max-clients", 8, "control connections open at once; more are refused with a reason")
@@ -88,31 +95,15 @@ func listenAddr(s string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// readToken returns --token or the first line of --token-file.
-func readToken(token, file string) (string, error) {
-	if token != "" && file != "" {
-		return "", usage.Errorf("--token and --token-file: give one")
-	}
-	if file == "" {
-		return token, nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", usage.Errorf("--token-file: %w", err)
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	t := strings.TrimSpace(line)
-	if t == "" {
-		return "", usage.Errorf("--token-file %s: empty", file)
-	}
-	return t, nil
-}
-
 func runServe(cmd *cobra.Command, _ []string) error {
-	token, err := readToken(serveOpts.token, serveOpts.tokenFile)
+	token, warnings, err := readSecret(serveOpts.token, cmd.Flags().Changed("token"), serveOpts.tokenFile)
 	if err != nil {
 		return err
 	}
+	if token == "" {
+		warnings = append(warnings, fmt.Sprintf("no secret (--token-file or $%s): any host that reaches this port may run tests", traffic.TokenEnv))
+	}
+	warn(cmd.ErrOrStderr(), warnings)
 	rate, err := traffic.ParseRate(serveOpts.maxRate)
 	if err != nil {
 		return usage.Errorf("--max-rate: %w", err)
