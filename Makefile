@@ -11,7 +11,7 @@ BIN      := bin/linerate
 DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils
 TEST_TIMEOUT ?= 12m
 
-.PHONY: all build deps test test-short demo demo-smoke release bench clean
+.PHONY: all build deps test test-short demo demo-smoke release bench soak clean
 
 all: build
 
@@ -63,6 +63,11 @@ release:
 
 bench: build
 	bash bench/compare.sh
+
+# soak runs one serve under repeated benches for SOAK_MINUTES (default 10)
+# and prints its memory and thread count every 30 s (bench/soak.sh).
+soak: build
+	bash bench/soak.sh
 
 clean:
 	rm -rf bin dist
