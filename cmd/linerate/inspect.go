@@ -82,6 +82,9 @@ func runInspect(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return sourceErr(src, inspectOpts.root, err)
 	}
+	if n := len(b.Warnings); n > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "linerate: warning: %d thing(s) in capture %s could not be read and are unknown (see \"warnings\" in the output)\n", n, inspectOpts.root)
+	}
 	if inspectOpts.json {
 		return report.JSON(cmd.OutOrStdout(), b)
 	}

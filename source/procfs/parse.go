@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"linerate/source/tree"
 )
 
 // maxLine bounds one line of a /proc file. The "intr" line of /proc/stat
@@ -16,7 +18,7 @@ import (
 const maxLine = 16 << 20
 
 // lines calls fn for each line of r with its 1-based number; an error from
-// fn is returned prefixed with the line number.
+// fn is returned as a *tree.ParseError holding the line number.
 func lines(r io.Reader, fn func(n int, line string) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
@@ -24,7 +26,7 @@ func lines(r io.Reader, fn func(n int, line string) error) error {
 	for sc.Scan() {
 		n++
 		if err := fn(n, sc.Text()); err != nil {
-			return fmt.Errorf("line %d: %w", n, err)
+			return &tree.ParseError{Line: n, Err: err}
 		}
 	}
 	return sc.Err()
