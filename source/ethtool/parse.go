@@ -459,9 +459,8 @@ func ParseLinkInfo(r io.Reader) (LinkInfo, []Warning, error) {
 		}
 	}
 	if e := values["PHYAD"]; e != nil {
-		n, err := strconv.Atoi(e.value)
-		if err != nil {
-			ws.add(e.l.n, "PHYAD", "want a number, got %q", clip(e.value))
+		if n, err := parsePHYAD(e.value); err != nil {
+			ws.add(e.l.n, "PHYAD", "%v", err)
 		} else {
 			li.PHYAD = n
 		}
@@ -475,6 +474,22 @@ func ParseLinkInfo(r io.Reader) (LinkInfo, []Warning, error) {
 		}
 	}
 	return li, ws, nil
+}
+
+// parsePHYAD reads the PHY address. ethtool 6.10 and later print it in
+// hexadecimal, older releases in decimal (layouts.md): one digit reads the
+// same either way, a digit a-f means hex, and two or more decimal digits
+// could be either.
+func parsePHYAD(v string) (int, error) {
+	h, err := strconv.ParseUint(v, 16, 8)
+	if err != nil {
+		return 0, fmt.Errorf("want a number, got %q", clip(v))
+	}
+	d, err := strconv.ParseUint(v, 10, 8)
+	if err != nil || d == h { // hex digits, or one decimal digit ("0", "07")
+		return int(h), nil
+	}
+	return 0, fmt.Errorf("%q is %d in decimal (ethtool up to 6.9) but %d in hexadecimal (6.10 and later); which one printed it is unknown", v, d, h)
 }
 
 // ParseFeatures reads `ethtool -k IFACE` (ethtool before 3.5 titled it
