@@ -40,7 +40,10 @@ func parseFile(file string, text []byte) parsed {
 		return wrap(ParseStats(r))
 	}
 	ft, h, err := ParseFlowHash(r)
-	return parsed{v: [2]any{ft, h}, err: err}
+	if err != nil {
+		return parsed{err: err}
+	}
+	return parsed{v: [2]any{ft, h}}
 }
 
 // warnedAt lists "LINE FIELD" of each warning, for comparing.
