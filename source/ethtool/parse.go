@@ -149,11 +149,12 @@ func readLinesFrom(r io.Reader, title string) ([]line, error) {
 
 // joinContinuations folds the second line of ethtool 4.x's perror output
 // ("Cannot get device channel parameters" then ": Operation not supported")
-// into the first.
+// into the first. Only that: an indented ": off" is a value (an RSS hash
+// function with no name), not a continuation.
 func joinContinuations(ls []line) []line {
 	out := ls[:0:0]
 	for _, l := range ls {
-		if strings.HasPrefix(l.text, ": ") && len(out) > 0 && out[len(out)-1].text != "" {
+		if strings.HasPrefix(l.raw, ": ") && len(out) > 0 && strings.HasPrefix(out[len(out)-1].text, "Cannot ") {
 			prev := &out[len(out)-1]
 			prev.text += l.text
 			prev.raw += l.raw
