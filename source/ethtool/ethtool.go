@@ -13,6 +13,9 @@
 //
 // Anything a driver does not implement is reported as an error wrapping
 // ErrNotSupported; callers show it to the user as "unsupported", never crash.
+// The parsers degrade rather than fail: a line they do not understand makes
+// the one value it held unknown and is a Warning naming the line (Capture
+// keeps them per file); layouts.md says what each ethtool release prints.
 package ethtool
 
 import (

@@ -1,8 +1,10 @@
 // Package procfs reads the files under /proc that linerate uses: CPU times,
 // interrupts, softirqs, softnet statistics, interface and UDP counters, IRQ
 // affinities and sysctls. Every reader is a method on an FS made from a mount
-// point, so tests and captures point it at a copy of the tree. Parsers take
-// an io.Reader and are pure; errors name the file they came from.
+// point, so tests and captures point it at a copy of the tree; files are
+// read through a tree.Tree (beneath the root, regular files only, capped).
+// Parsers take an io.Reader and are pure; their errors are
+// *tree.ParseErrors naming the file and line.
 //
 // The parsers are written here rather than taken from prometheus/procfs
 // because linerate needs what that library does not give: the chip, hwirq

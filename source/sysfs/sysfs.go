@@ -9,6 +9,8 @@
 // holds relative links such as class/net/eth1 →
 // ../../devices/pci0000:00/0000:00:00.0/0000:01:00.0/net/eth1, and they are
 // resolved against the FS root as the kernel resolves them against /sys.
+// Files are read through a tree.Tree: beneath the root, regular files only,
+// under its size limits.
 package sysfs
 
 import (
