@@ -347,86 +347,48 @@ func TestParseUnsupported(t *testing.T) {
 // A line a parser does not understand makes the value it held unknown
 // and is a warning naming it; the rest of the text is read.
 func TestParseDegrades(t *testing.T) {
-	type result struct {
-		v  any
-		ws []Warning
-	}
-	parse := map[string]func(string) (result, error){
-		"i": func(s string) (result, error) {
-			v, ws, err := ParseDriverInfo(strings.NewReader(s))
-			return result{v, ws}, err
-		},
-		"link": func(s string) (result, error) {
-			v, ws, err := ParseLinkInfo(strings.NewReader(s))
-			return result{v, ws}, err
-		},
-		"k": func(s string) (result, error) {
-			v, ws, err := ParseFeatures(strings.NewReader(s))
-			return result{v, ws}, err
-		},
-		"g": func(s string) (result, error) {
-			v, ws, err := ParseRings(strings.NewReader(s))
-			return result{v, ws}, err
-		},
-		"l": func(s string) (result, error) {
-			v, ws, err := ParseChannels(strings.NewReader(s))
-			return result{v, ws}, err
-		},
-		"c": func(s string) (result, error) {
-			v, ws, err := ParseCoalesce(strings.NewReader(s))
-			return result{v, ws}, err
-		},
-		"x": func(s string) (result, error) {
-			v, ws, err := ParseRSS(strings.NewReader(s))
-			return result{v, ws}, err
-		},
-		"S": func(s string) (result, error) {
-			v, ws, err := ParseStats(strings.NewReader(s))
-			return result{v, ws}, err
-		},
-	}
 	for _, tc := range []struct {
-		name, item, text string
+		name, file, text string
 		want             any
 		line             int
 		field            string
 	}{
-		{"driver line without colon", "i", "driver: igb\nhello world\nbus-info: 0000:01:00.0\n",
+		{"driver line without colon", "i.txt", "driver: igb\nhello world\nbus-info: 0000:01:00.0\n",
 			DriverInfo{Driver: "igb", BusInfo: "0000:01:00.0"}, 2, ""},
-		{"driver flag", "i", "driver: igb\nsupports-test: perhaps\nsupports-statistics: yes\n",
+		{"driver flag", "i.txt", "driver: igb\nsupports-test: perhaps\nsupports-statistics: yes\n",
 			DriverInfo{Driver: "igb", SupportsStatistics: true}, 2, "supports-test"},
-		{"link speed", "link", "Settings for e:\n\tSpeed: fast\n\tDuplex: Full\n\tLink detected: yes\n",
+		{"link speed", "link.txt", "Settings for e:\n\tSpeed: fast\n\tDuplex: Full\n\tLink detected: yes\n",
 			LinkInfo{Duplex: "Full", Link: true}, 2, "Speed"},
-		{"link stray line", "link", "Settings for e:\nsomething else\n\tLink detected: yes\n",
+		{"link stray line", "link.txt", "Settings for e:\nsomething else\n\tLink detected: yes\n",
 			LinkInfo{Link: true}, 2, ""},
-		{"feature state", "k", "Features for e:\nrx-checksumming: maybe\ntx-checksumming: on\n",
+		{"feature state", "k.txt", "Features for e:\nrx-checksumming: maybe\ntx-checksumming: on\n",
 			Features{{Name: "tx-checksumming", On: true}}, 2, "rx-checksumming"},
-		{"feature marker", "k", "Features for e:\nrx-gro-list: on [sometimes]\n",
+		{"feature marker", "k.txt", "Features for e:\nrx-gro-list: on [sometimes]\n",
 			Features{{Name: "rx-gro-list", On: true}}, 2, "rx-gro-list"},
-		{"orphan child", "k", "Features for e:\n\ttx-checksum-ipv4: on\n",
+		{"orphan child", "k.txt", "Features for e:\n\ttx-checksum-ipv4: on\n",
 			Features{{Name: "tx-checksum-ipv4", On: true}}, 2, "tx-checksum-ipv4"},
-		{"rings value", "g", "Ring parameters for e:\nPre-set maximums:\nRX:\t\tlots\nTX:\t\t4096\nCurrent hardware settings:\nRX:\t\t256\nTX:\t\t256\n",
+		{"rings value", "g.txt", "Ring parameters for e:\nPre-set maximums:\nRX:\t\tlots\nTX:\t\t4096\nCurrent hardware settings:\nRX:\t\t256\nTX:\t\t256\n",
 			Rings{TXMax: 4096, RX: 256, TX: 256}, 3, "Pre-set maximums RX"},
-		{"rings one section", "g", "Ring parameters for e:\nCurrent hardware settings:\nRX:\t\t256\n",
+		{"rings one section", "g.txt", "Ring parameters for e:\nCurrent hardware settings:\nRX:\t\t256\n",
 			Rings{RX: 256}, 0, "Pre-set maximums"},
-		{"channels before section", "l", "Channel parameters for e:\nRX:\t\t1\nPre-set maximums:\nCombined:\t4\nCurrent hardware settings:\nCombined:\t2\n",
+		{"channels before section", "l.txt", "Channel parameters for e:\nRX:\t\t1\nPre-set maximums:\nCombined:\t4\nCurrent hardware settings:\nCombined:\t2\n",
 			Channels{MaxCombined: 4, Combined: 2}, 2, ""},
-		{"coalesce value", "c", "Coalesce parameters for e:\nAdaptive RX: off  TX: off\nrx-usecs: -3\nrx-frames: 4\n",
+		{"coalesce value", "c.txt", "Coalesce parameters for e:\nAdaptive RX: off  TX: off\nrx-usecs: -3\nrx-frames: 4\n",
 			Coalesce{Params: map[string]uint32{"rx-frames": 4}}, 3, "rx-usecs"},
-		{"coalesce adaptive", "c", "Coalesce parameters for e:\nAdaptive RX: sometimes  TX: off\nrx-usecs: 3\n",
+		{"coalesce adaptive", "c.txt", "Coalesce parameters for e:\nAdaptive RX: sometimes  TX: off\nrx-usecs: 3\n",
 			Coalesce{Params: map[string]uint32{"rx-usecs": 3}}, 2, "Adaptive RX"},
-		{"rss row", "x", "RX flow hash indirection table for e with 2 RX ring(s):\n    0:      0     1\n    4:      0\nRSS hash function:\n    toeplitz: on\n",
+		{"rss row", "x.txt", "RX flow hash indirection table for e with 2 RX ring(s):\n    0:      0     1\n    4:      0\nRSS hash function:\n    toeplitz: on\n",
 			RSS{RXRings: 2, HashFuncs: map[string]bool{"toeplitz": true}}, 3, "indirection table"},
-		{"rss key", "x", "RX flow hash indirection table for e with 1 RX ring(s):\n    0:      0\nRSS hash key:\nzz:top\n",
+		{"rss key", "x.txt", "RX flow hash indirection table for e with 1 RX ring(s):\n    0:      0\nRSS hash key:\nzz:top\n",
 			RSS{RXRings: 1, Indirection: []uint32{0}}, 4, "RSS hash key"},
-		{"stats value", "S", "NIC statistics:\n     rx_packets: many\n     tx_packets: 7\n",
+		{"stats value", "S.txt", "NIC statistics:\n     rx_packets: many\n     tx_packets: 7\n",
 			Stats{{"tx_packets", 7}}, 2, "rx_packets"},
-		{"stats stray line", "S", "NIC statistics:\n     rx_packets 5\n     tx_packets: 7\n",
+		{"stats stray line", "S.txt", "NIC statistics:\n     rx_packets 5\n     tx_packets: 7\n",
 			Stats{{"tx_packets", 7}}, 2, ""},
 	} {
-		got, err := parse[tc.item](tc.text)
-		if err != nil {
-			t.Errorf("%s: %v, want the rest read", tc.name, err)
+		got := parseFile(tc.file, []byte(tc.text))
+		if got.err != nil {
+			t.Errorf("%s: %v, want the rest read", tc.name, got.err)
 			continue
 		}
 		if !reflect.DeepEqual(got.v, tc.want) {
@@ -442,31 +404,20 @@ func TestParseDegrades(t *testing.T) {
 // *SyntaxError naming the line.
 func TestParseUnusable(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		parse func(string) error
-		text  string
-		line  int
+		name, file, text string
+		line             int
 	}{
-		{"rings no sections", func(s string) error { _, _, err := ParseRings(strings.NewReader(s)); return err },
-			"RX: 4\n", 1},
-		{"driver", func(s string) error { _, _, err := ParseDriverInfo(strings.NewReader(s)); return err },
-			"hello world\n", 1},
-		{"features", func(s string) error { _, _, err := ParseFeatures(strings.NewReader(s)); return err },
-			"Features for e:\nnothing here\n", 2},
-		{"coalesce", func(s string) error { _, _, err := ParseCoalesce(strings.NewReader(s)); return err },
-			"Coalesce parameters for e:\n", 1},
-		{"rss title", func(s string) error { _, _, err := ParseRSS(strings.NewReader(s)); return err },
-			"    0:      0     1\n", 1},
-		{"flow field", func(s string) error { _, _, err := ParseFlowHash(strings.NewReader(s)); return err },
-			"TCP over IPV4 flows use these fields for computing Hash flow key:\nIP SA\nthe moon\n", 3},
-		{"stats title", func(s string) error { _, _, err := ParseStats(strings.NewReader(s)); return err },
-			"     rx_packets: 5\n", 1},
-		{"link title", func(s string) error { _, _, err := ParseLinkInfo(strings.NewReader(s)); return err },
-			"\tSpeed: 1000Mb/s\n", 1},
-		{"empty", func(s string) error { _, _, err := ParseStats(strings.NewReader(s)); return err },
-			"\n\n", 1},
+		{"rings no sections", "g.txt", "RX: 4\n", 1},
+		{"driver", "i.txt", "hello world\n", 1},
+		{"features", "k.txt", "Features for e:\nnothing here\n", 2},
+		{"coalesce", "c.txt", "Coalesce parameters for e:\n", 1},
+		{"rss title", "x.txt", "    0:      0     1\n", 1},
+		{"flow field", "n-tcp4.txt", "TCP over IPV4 flows use these fields for computing Hash flow key:\nIP SA\nthe moon\n", 3},
+		{"stats title", "S.txt", "     rx_packets: 5\n", 1},
+		{"link title", "link.txt", "\tSpeed: 1000Mb/s\n", 1},
+		{"empty", "S.txt", "\n\n", 1},
 	} {
-		err := tc.parse(tc.text)
+		err := parseFile(tc.file, []byte(tc.text)).err
 		var se *SyntaxError
 		if !errors.As(err, &se) || se.Line != tc.line {
 			t.Errorf("%s: got %v, want a syntax error at line %d", tc.name, err, tc.line)
