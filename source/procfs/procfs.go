@@ -54,6 +54,19 @@ func (fs FS) WithNetDir(dir string) FS {
 // Root is the mount point the FS was made from, as a path of this machine.
 func (fs FS) Root() string { return fs.t.Path("") }
 
+// Tree is the tree the FS reads its files through, for a reader of files
+// it has no method for (the capture writer copies them).
+func (fs FS) Tree() tree.Tree { return fs.t }
+
+// NetTree is the tree of the per-namespace files (root/net unless
+// WithNetDir).
+func (fs FS) NetTree() tree.Tree {
+	if fs.net != nil {
+		return *fs.net
+	}
+	return fs.t.Sub("net")
+}
+
 // Path joins elements below the root, as a path of this machine.
 func (fs FS) Path(elem ...string) string { return fs.t.Path(path.Join(elem...)) }
 
@@ -65,10 +78,7 @@ func (fs FS) NetPath(elem ...string) string {
 
 // netFile is the tree and path of a per-namespace file.
 func (fs FS) netFile(elem ...string) (tree.Tree, string) {
-	if fs.net != nil {
-		return *fs.net, path.Join(elem...)
-	}
-	return fs.t, path.Join(append([]string{"net"}, elem...)...)
+	return fs.NetTree(), path.Join(elem...)
 }
 
 // Interrupts is /proc/interrupts.

@@ -42,6 +42,10 @@ func NewTreeFS(t tree.Tree) FS { return FS{t: t} }
 // Root is the mount point the FS was made from, as a path of this machine.
 func (fs FS) Root() string { return fs.t.Path("") }
 
+// Tree is the tree the FS reads its files through, for a reader of files
+// it has no method for (the capture writer copies them).
+func (fs FS) Tree() tree.Tree { return fs.t }
+
 // host turns a slash path below the root into a path of this machine, for
 // messages.
 func (fs FS) host(rel string) string { return fs.t.Path(rel) }
