@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,13 @@ const tmpPrefix = "linerate-capture-"
 // extracted to a temporary directory that Close removes. Anything wrong
 // with the capture itself is bad input (usage.Is) naming the path.
 func OpenCapture(path string) (Source, error) {
+	return OpenCaptureContext(context.Background(), path)
+}
+
+// OpenCaptureContext is OpenCapture, stopping between the entries of a
+// tarball when ctx ends (a tarball of 200000 entries takes seconds to
+// unpack): the error then wraps ctx's, and the directory is removed.
+func OpenCaptureContext(ctx context.Context, path string) (Source, error) {
 	bad := func(format string, args ...any) error {
 		return usage.Errorf("capture %s: %s", path, fmt.Sprintf(format, args...))
 	}
@@ -85,8 +93,11 @@ func OpenCapture(path string) (Source, error) {
 			return nil, fmt.Errorf("capture %s: %w", path, err)
 		}
 		c.tmp = tmp
-		if err := extractFile(path, tmp); err != nil {
+		if err := extractFile(ctx, path, tmp); err != nil {
 			os.RemoveAll(tmp)
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return nil, fmt.Errorf("capture %s: unpacking stopped: %w", path, err)
+			}
 			return nil, usage.Errorf("capture %s: %w", path, err)
 		}
 		c.dir = tmp
@@ -285,7 +296,7 @@ func (g gzipErrs) Read(p []byte) (int, error) {
 }
 
 // extractFile unpacks the .tar.gz at path into dst.
-func extractFile(path, dst string) error {
+func extractFile(ctx context.Context, path, dst string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return unwrapPath(err)
@@ -302,18 +313,21 @@ func extractFile(path, dst string) error {
 		}
 		return err
 	}
-	return extract(tar.NewReader(gzipErrs{zr}), dst)
+	return extract(ctx, tar.NewReader(gzipErrs{zr}), dst)
 }
 
 // extract writes a tar stream below dst. It refuses absolute names, names
 // that climb out with "..", entries written through a symlink, absolute
 // symlinks and symlinks that resolve outside dst; it keeps relative
 // symlinks (sysfs is made of them). Modes are not kept: directories are
-// 0755 and files 0644.
-func extract(tr *tar.Reader, dst string) error {
+// 0755 and files 0644. It stops with ctx's error when ctx ends.
+func extract(ctx context.Context, tr *tar.Reader, dst string) error {
 	var total int64
 	var links []string
 	for n := 0; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		h, err := tr.Next()
 		if err == io.EOF {
 			break

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -349,5 +351,35 @@ func TestParseIPLink(t *testing.T) {
 		if _, err := ParseIPLink(strings.NewReader(bad)); err == nil {
 			t.Errorf("ParseIPLink(%q) gave no error", bad)
 		}
+	}
+}
+
+// stopAfter is a context that ends once Err has been asked n times: a
+// signal arriving in the middle of unpacking, at a known entry.
+type stopAfter struct {
+	context.Context
+	n int
+}
+
+func (c *stopAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Ctrl-C or SIGTERM while a tarball is unpacked stops the unpacking at the
+// next entry and removes what was unpacked; the error is the interruption,
+// not bad input.
+func TestOpenCaptureInterrupted(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	p := writeTemp(t, "box.tar.gz", tarGz(t, goodEntries))
+	_, err := OpenCaptureContext(&stopAfter{Context: context.Background(), n: 3}, p)
+	if !errors.Is(err, context.Canceled) || usage.Is(err) || !strings.Contains(err.Error(), "unpacking stopped") {
+		t.Errorf("err = %v, want the interruption", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "linerate-capture-*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

@@ -3,6 +3,7 @@ package source
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -84,7 +85,7 @@ func FuzzExtract(f *testing.F) {
 		if err := os.Mkdir(dst, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		err := extract(tar.NewReader(bytes.NewReader(data)), dst)
+		err := extract(context.Background(), tar.NewReader(bytes.NewReader(data)), dst)
 		if ents, _ := os.ReadDir(parent); len(ents) != 1 {
 			t.Fatalf("wrote outside the destination: %v", ents)
 		}

@@ -114,7 +114,7 @@ func gatherEvidence(cmd *cobra.Command, args []string) (*diagnose.Evidence, stri
 	ctx := cmd.Context()
 	switch {
 	case diagnoseFlags.root != "":
-		src, err := inspectSource(diagnoseFlags.root, "")
+		src, err := inspectSource(ctx, diagnoseFlags.root, "")
 		if err != nil {
 			return nil, "", err
 		}
