@@ -127,19 +127,30 @@ func OpenCaptureContext(ctx context.Context, path string) (Source, error) {
 // removeStale removes the extraction directories of linerate processes
 // that no longer run (killed before they could clean up: SIGKILL, a power
 // cut). One that belongs to another user, or whose process id was reused,
-// is left alone.
+// is left alone, and so is anything not named exactly as OpenCapture names
+// them (PREFIX PID - DIGITS, a directory): `linerate capture` run in /tmp
+// on a host named "10-0-0-1" writes linerate-capture-10-0-0-1-TIME.tar.gz,
+// which is the user's.
 func removeStale() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tmpPrefix+"*"))
 	for _, d := range dirs {
-		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), tmpPrefix), "-")
+		pid, rnd, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), tmpPrefix), "-")
 		n, err := strconv.Atoi(pid)
-		if !ok || err != nil || n <= 0 || n == os.Getpid() {
+		if !ok || err != nil || n <= 0 || n == os.Getpid() || !digits(pid) || !digits(rnd) {
+			continue
+		}
+		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
 			continue
 		}
 		if err := syscall.Kill(n, 0); errors.Is(err, syscall.ESRCH) {
 			os.RemoveAll(d)
 		}
 	}
+}
+
+// digits reports whether s is a non-empty run of decimal digits.
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // findCaptureRoot accepts the capture's files at the top of dir or inside

@@ -266,6 +266,14 @@ func TestOpenCaptureRemovesStale(t *testing.T) {
 	for _, d := range []string{stale, live} {
 		os.MkdirAll(filepath.Join(d, "proc"), 0o755)
 	}
+	// `linerate capture` run in TMPDIR on a host named like an address:
+	// the user's tarball and directory, whatever the number in their name.
+	users := []string{
+		filepath.Join(tmp, fmt.Sprintf("linerate-capture-%d-0-0-1-20261124T101010Z.tar.gz", dead.Process.Pid)),
+		filepath.Join(tmp, fmt.Sprintf("linerate-capture-%d-0-0-1-20261124T101010Z", dead.Process.Pid)),
+	}
+	os.WriteFile(users[0], []byte("a capture"), 0o644)
+	os.MkdirAll(filepath.Join(users[1], "proc"), 0o755)
 	src, err := OpenCapture(writeTemp(t, "box.tar.gz", tarGz(t, goodEntries)))
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +285,12 @@ func TestOpenCaptureRemovesStale(t *testing.T) {
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("%s of a live process was removed: %v", live, err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(tmp, "linerate-capture-*")); len(left) != 1 {
+	for _, u := range users {
+		if _, err := os.Stat(u); err != nil {
+			t.Errorf("the user's %s was removed: %v", u, err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "linerate-capture-*")); len(left) != 3 {
 		t.Errorf("left: %v", left)
 	}
 }
