@@ -666,7 +666,7 @@ func speed(s string, prev error) (float64, error) {
 	}
 	v, err := pci.ParseSpeed(s)
 	if err != nil {
-		return 0, fmt.Errorf("link speed %q: %w", s, err)
+		return 0, err // names the text
 	}
 	return v, nil
 }
@@ -677,7 +677,7 @@ func width(s string, prev error) (int, error) {
 	}
 	v, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
-		return 0, fmt.Errorf("link width %q: %w", s, err)
+		return 0, fmt.Errorf("link width %q: %w", tree.Clip(s), errors.Unwrap(err))
 	}
 	return v, nil
 }

@@ -249,7 +249,7 @@ func (c *Capture) Samples() ([]Sample, error) {
 		}
 		t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
 		if err != nil {
-			return nil, usage.Errorf("capture %s: %s/time: want an RFC 3339 time, got %q", c.path, sd, clip(strings.TrimSpace(string(b))))
+			return nil, usage.Errorf("capture %s: %s/time: want an RFC 3339 time, got %q", c.path, sd, tree.Clip(strings.TrimSpace(string(b))))
 		}
 		out = append(out, Sample{
 			Time:    t,
@@ -258,14 +258,6 @@ func (c *Capture) Samples() ([]Sample, error) {
 		})
 	}
 	return out, nil
-}
-
-// clip shortens text quoted in a message.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
 }
 
 // unwrapPath drops the absolute temporary path an *fs.PathError carries.
@@ -369,18 +361,18 @@ func extract(ctx context.Context, tr *tar.Reader, dst string) error {
 			// Refused from the header, before anything is unpacked: a
 			// small tarball can hold a gigabyte of zeros.
 			if h.Size > maxEntryBytes {
-				return fmt.Errorf("entry %s: %d bytes, more than the %d a capture file may hold", h.Name, h.Size, maxEntryBytes)
+				return fmt.Errorf("entry %s: %d bytes, more than the %d a capture file may hold", entryText(h.Name), h.Size, maxEntryBytes)
 			}
 			if total += h.Size; total > maxCaptureBytes {
-				return fmt.Errorf("entry %s: the files add up to more than %d bytes", h.Name, maxCaptureBytes)
+				return fmt.Errorf("entry %s: the files add up to more than %d bytes", entryText(h.Name), maxCaptureBytes)
 			}
 			if err := writeEntry(target, tr); err != nil {
-				return fmt.Errorf("%s: %w", h.Name, unwrapPath(err))
+				return fmt.Errorf("%s: %w", entryText(h.Name), unwrapPath(err))
 			}
 		case tar.TypeLink:
 			from, err := entryName(h.Linkname)
 			if err != nil {
-				return fmt.Errorf("%s: hard link: %w", h.Name, err)
+				return fmt.Errorf("%s: hard link: %w", entryText(h.Name), err)
 			}
 			if err := checkParents(dst, from); err != nil {
 				return err
@@ -390,29 +382,29 @@ func extract(ctx context.Context, tr *tar.Reader, dst string) error {
 			// regular file.
 			b, err := tree.New(dst, tree.Limits{File: maxEntryBytes}).ReadFile(from)
 			if err != nil {
-				return fmt.Errorf("%s: hard link to %s: %w", h.Name, h.Linkname, unwrapPath(err))
+				return fmt.Errorf("%s: hard link to %s: %w", entryText(h.Name), entryText(h.Linkname), unwrapPath(err))
 			}
 			// A copy counts as much as the file it copies.
 			if total += int64(len(b)); total > maxCaptureBytes {
-				return fmt.Errorf("entry %s: the files add up to more than %d bytes", h.Name, maxCaptureBytes)
+				return fmt.Errorf("entry %s: the files add up to more than %d bytes", entryText(h.Name), maxCaptureBytes)
 			}
 			err = writeEntry(target, bytes.NewReader(b))
 			if err != nil {
-				return fmt.Errorf("%s: %w", h.Name, unwrapPath(err))
+				return fmt.Errorf("%s: %w", entryText(h.Name), unwrapPath(err))
 			}
 		case tar.TypeSymlink:
 			t := h.Linkname
 			if filepath.IsAbs(t) {
-				return fmt.Errorf("%s: absolute symlink to %s (only relative links are kept)", h.Name, t)
+				return fmt.Errorf("%s: absolute symlink to %s (only relative links are kept)", entryText(h.Name), entryText(t))
 			}
 			if rel := filepath.Join(filepath.Dir(name), t); rel == ".." || strings.HasPrefix(rel, "../") {
-				return fmt.Errorf("%s: symlink to %s leaves the capture", h.Name, t)
+				return fmt.Errorf("%s: symlink to %s leaves the capture", entryText(h.Name), entryText(t))
 			}
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return unwrapPath(err)
 			}
 			if err := os.Symlink(t, target); err != nil {
-				return fmt.Errorf("%s: %w", h.Name, unwrapPath(err))
+				return fmt.Errorf("%s: %w", entryText(h.Name), unwrapPath(err))
 			}
 			links = append(links, name)
 		default:
@@ -431,20 +423,24 @@ func extract(ctx context.Context, tr *tar.Reader, dst string) error {
 			continue // dangling: reads through it fail, nothing escapes
 		}
 		if r != realDst && !strings.HasPrefix(r, realDst+string(filepath.Separator)) {
-			return fmt.Errorf("%s: symlink resolves outside the capture", l)
+			return fmt.Errorf("%s: symlink resolves outside the capture", entryText(l))
 		}
 	}
 	return nil
 }
 
+// entryText is a tar entry's name or link target, for a message: a PAX
+// header can make one a megabyte long.
+func entryText(s string) string { return tree.ClipTo(s, 4096) }
+
 // entryName cleans a tar entry name and refuses absolute or escaping ones.
 func entryName(n string) (string, error) {
 	if filepath.IsAbs(n) || strings.HasPrefix(n, "/") {
-		return "", fmt.Errorf("entry %s: absolute path", n)
+		return "", fmt.Errorf("entry %s: absolute path", entryText(n))
 	}
 	c := filepath.Clean(n)
 	if c == ".." || strings.HasPrefix(c, "../") {
-		return "", fmt.Errorf("entry %s: leaves the capture", n)
+		return "", fmt.Errorf("entry %s: leaves the capture", entryText(n))
 	}
 	return c, nil
 }
@@ -467,7 +463,7 @@ func checkParents(dst, name string) error {
 			return unwrapPath(err)
 		}
 		if st.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("entry %s: goes through the symlink %s", name, strings.TrimPrefix(p, dst+"/"))
+			return fmt.Errorf("entry %s: goes through the symlink %s", entryText(name), entryText(strings.TrimPrefix(p, dst+"/")))
 		}
 	}
 	return nil

@@ -26,6 +26,9 @@ func FuzzIPLink(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text []byte) {
 		links, err := ParseIPLink(bytes.NewReader(text))
 		if err != nil {
+			if len(err.Error()) > 512 {
+				t.Errorf("a message of %d bytes", len(err.Error()))
+			}
 			return
 		}
 		var buf bytes.Buffer

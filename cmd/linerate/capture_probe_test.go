@@ -256,6 +256,34 @@ func testHostile(t *testing.T, bin string) {
 			t.Errorf("diagnose: exit %d:\n%s%s", d.code, d.stdout, d.stderr)
 		}
 	})
+	t.Run("long lines", func(t *testing.T) {
+		// A line of megabytes in a file of each parser: the item is
+		// unknown, the warning names the line, and quotes little of it.
+		dir, iface := freshCapture(t, bin)
+		long := strings.Repeat("X", 5<<20)
+		for rel, text := range map[string]string{
+			"proc/softirqs":               "                    CPU0\n" + long + "\n",
+			"ethtool/" + iface + "/x.txt": "RX flow hash indirection table for " + iface + " with 1 RX ring(s):\n" + long + "\n",
+			"ethtool/" + iface + "/g.txt": "Ring parameters for " + iface + ":\nPre-set maximums:\nRX:\t\t" + long + "\n",
+			"ip/link.txt":                 long + "\n",
+		} {
+			replace(t, dir, rel, func(p string) error { return os.WriteFile(p, []byte(text), 0o644) })
+		}
+		p := runProbe(t, bin, "inspect", "--root", dir)
+		if p.code != 0 || len(p.stdout) > 64<<10 {
+			t.Fatalf("exit %d, %d bytes of output", p.code, len(p.stdout))
+		}
+		for _, want := range []string{
+			"warning: proc/softirqs:2: counters: no \"NAME:\" label in \"XXXX",
+			"warning: ethtool/" + iface + "/x.txt:2: " + iface + " rss: a line longer than 4194304 bytes",
+			"warning: ethtool/" + iface + "/g.txt:3: " + iface + " rings: a line longer than 4194304 bytes",
+			"warning: ip/link.txt:1: " + iface + " MTU range: a line longer than 1048576 bytes",
+		} {
+			if !strings.Contains(p.stdout, want) {
+				t.Errorf("output lacks %q:\n%s", want, p.stdout)
+			}
+		}
+	})
 	t.Run("tar bomb", func(t *testing.T) {
 		// A 1 MB tarball holding a 1000 MB sysctl file.
 		bomb := filepath.Join(t.TempDir(), "bomb.tar.gz")

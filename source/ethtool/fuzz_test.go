@@ -30,9 +30,12 @@ func FuzzParsers(f *testing.F) {
 		for _, file := range append(CaptureFileNames[:8:8], "n-tcp4.txt") {
 			p := parseFile(file, text)
 			for _, w := range p.ws {
-				if w.Line < 0 || w.Line > lines || w.Why == "" {
+				if w.Line < 0 || w.Line > lines || w.Why == "" || len(w.Why) > 512 {
 					t.Errorf("%s: warning %+v for a text of %d lines", file, w, lines)
 				}
+			}
+			if p.err != nil && len(p.err.Error()) > 512 {
+				t.Errorf("%s: a message of %d bytes", file, len(p.err.Error()))
 			}
 			if p.err != nil {
 				if p.ws != nil || (p.v != nil && !reflect.ValueOf(p.v).IsZero()) {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"linerate/source/tree"
 )
 
 // The Parse functions read the text the ethtool command prints, as a person
@@ -59,16 +61,7 @@ func (ws *warnings) add(line int, field, format string, args ...any) {
 
 // unknownLine records a line in none of the forms a parser knows.
 func (ws *warnings) unknownLine(l line) {
-	ws.add(l.n, "", "not a line ethtool prints here: %q", clip(l.text))
-}
-
-// clip shortens text quoted in a warning.
-func clip(s string) string {
-	const max = 80
-	if len(s) > max {
-		return s[:max] + "..."
-	}
-	return s
+	ws.add(l.n, "", "not a line ethtool prints here: %q", tree.Clip(l.text))
 }
 
 // SyntaxError is text that is not what ethtool prints.
@@ -108,14 +101,17 @@ func readLines(r io.Reader) ([]line, error) {
 // ethtool writes them unbuffered to stderr while its stdout waits in a
 // buffer, so a capture of both streams can start with them.
 func readLinesFrom(r io.Reader, title string) ([]line, error) {
+	const maxLine = 4 << 20
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
 	var out []line
 	for sc.Scan() {
 		raw := strings.TrimRight(sc.Text(), "\r")
 		out = append(out, line{n: len(out) + 1, raw: raw, text: strings.TrimSpace(raw)})
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, syntaxf(len(out)+1, "a line longer than %d bytes", maxLine)
+	} else if err != nil {
 		return nil, err
 	}
 	out = joinContinuations(out)
@@ -207,6 +203,7 @@ func errorLine(s string) error {
 	if msg == "" {
 		return nil
 	}
+	msg = tree.ClipTo(msg, 200)
 	if strings.HasSuffix(msg, "Operation not supported") {
 		return fmt.Errorf("%s: %w", msg, ErrNotSupported)
 	}
@@ -315,7 +312,7 @@ func ParseDriverInfo(r io.Reader) (DriverInfo, []Warning, error) {
 		if flag != nil {
 			var ok bool
 			if *flag, ok = parseYesNo(v); !ok {
-				ws.add(l.n, k, "want yes or no, got %q", clip(v))
+				ws.add(l.n, k, "want yes or no, got %q", tree.Clip(v))
 			}
 		}
 	}
@@ -351,7 +348,7 @@ func ParseLinkInfo(r io.Reader) (LinkInfo, []Warning, error) {
 	}
 	ls = nonBlank(ls)
 	if !strings.HasPrefix(ls[0].text, "Settings for ") {
-		return LinkInfo{}, nil, syntaxf(ls[0].n, "want \"Settings for IFACE:\", got %q", clip(ls[0].text))
+		return LinkInfo{}, nil, syntaxf(ls[0].n, "want \"Settings for IFACE:\", got %q", tree.Clip(ls[0].text))
 	}
 	var ws warnings
 	// Gather key -> value, joining continuation lines (wrapped link modes).
@@ -431,14 +428,14 @@ func ParseLinkInfo(r io.Reader) (LinkInfo, []Warning, error) {
 		if e := values[x.k]; e != nil {
 			var ok bool
 			if *x.dst, ok = parseYesNo(e.value); !ok {
-				ws.add(e.l.n, x.k, "want Yes or No, got %q", clip(e.value))
+				ws.add(e.l.n, x.k, "want Yes or No, got %q", tree.Clip(e.value))
 			}
 		}
 	}
 	if e := values["Speed"]; e != nil && !strings.HasPrefix(e.value, "Unknown") {
 		n, err := strconv.Atoi(strings.TrimSuffix(e.value, "Mb/s"))
 		if err != nil || n < 0 {
-			ws.add(e.l.n, "Speed", "want NMb/s or Unknown!, got %q", clip(e.value))
+			ws.add(e.l.n, "Speed", "want NMb/s or Unknown!, got %q", tree.Clip(e.value))
 		} else {
 			li.SpeedMbps = n
 		}
@@ -450,13 +447,13 @@ func ParseLinkInfo(r io.Reader) (LinkInfo, []Warning, error) {
 		case strings.HasPrefix(e.value, "Unknown"):
 			li.Duplex = "Unknown"
 		default:
-			ws.add(e.l.n, "Duplex", "want Full, Half or Unknown!, got %q", clip(e.value))
+			ws.add(e.l.n, "Duplex", "want Full, Half or Unknown!, got %q", tree.Clip(e.value))
 		}
 	}
 	if e := values["Auto-negotiation"]; e != nil {
 		var ok bool
 		if li.Autoneg, ok = parseOnOff(e.value); !ok {
-			ws.add(e.l.n, "Auto-negotiation", "want on or off, got %q", clip(e.value))
+			ws.add(e.l.n, "Auto-negotiation", "want on or off, got %q", tree.Clip(e.value))
 		}
 	}
 	if e := values["PHYAD"]; e != nil {
@@ -471,7 +468,7 @@ func ParseLinkInfo(r io.Reader) (LinkInfo, []Warning, error) {
 		v, _, _ := strings.Cut(e.value, " ")
 		var ok bool
 		if li.Link, ok = parseYesNo(v); !ok {
-			ws.add(e.l.n, "Link detected", "want yes or no, got %q", clip(e.value))
+			ws.add(e.l.n, "Link detected", "want yes or no, got %q", tree.Clip(e.value))
 		}
 	}
 	return li, ws, nil
@@ -484,13 +481,13 @@ func ParseLinkInfo(r io.Reader) (LinkInfo, []Warning, error) {
 func parsePHYAD(v string) (int, error) {
 	h, err := strconv.ParseUint(v, 16, 8)
 	if err != nil {
-		return 0, fmt.Errorf("want a number, got %q", clip(v))
+		return 0, fmt.Errorf("want a number, got %q", tree.Clip(v))
 	}
 	d, err := strconv.ParseUint(v, 10, 8)
 	if err != nil || d == h { // hex digits, or one decimal digit ("0", "07")
 		return int(h), nil
 	}
-	return 0, fmt.Errorf("%q is %d in decimal (ethtool up to 6.9) but %d in hexadecimal (6.10 and later); which one printed it is unknown", v, d, h)
+	return 0, fmt.Errorf("%q is %d in decimal (ethtool up to 6.9) but %d in hexadecimal (6.10 and later); which one printed it is unknown", tree.Clip(v), d, h)
 }
 
 // ParseFeatures reads `ethtool -k IFACE` (ethtool before 3.5 titled it
@@ -518,7 +515,7 @@ func ParseFeatures(r io.Reader) (Features, []Warning, error) {
 			f.On = true
 		case "off":
 		default:
-			ws.add(l.n, name, "want on or off, got %q", clip(rest))
+			ws.add(l.n, name, "want on or off, got %q", tree.Clip(rest))
 			continue
 		}
 		switch strings.TrimSpace(suffix) {
@@ -531,7 +528,7 @@ func ParseFeatures(r io.Reader) (Features, []Warning, error) {
 			f.Requested = "off"
 		default:
 			// The state is known; what the marker says is not.
-			ws.add(l.n, name, "unknown marker %q (read as changeable)", clip(suffix))
+			ws.add(l.n, name, "unknown marker %q (read as changeable)", tree.Clip(suffix))
 		}
 		if l.indented() && parent != "" {
 			f.Parent = parent
@@ -603,7 +600,7 @@ func maxCur(r io.Reader, title string, keys map[string]int) (max, cur []uint32, 
 		}
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil {
-			ws.add(l.n, section+" "+k, "want a number or n/a, got %q", clip(v))
+			ws.add(l.n, section+" "+k, "want a number or n/a, got %q", tree.Clip(v))
 			continue
 		}
 		dst[i] = uint32(n)
@@ -687,13 +684,13 @@ func ParseCoalesce(r io.Reader) (Coalesce, []Warning, error) {
 			f := strings.Fields(l.text)
 			n := len(f)
 			if n < 4 || f[n-2] != "TX:" {
-				ws.add(l.n, label, "want \"%s: on|off  TX: on|off\", got %q", label, clip(l.text))
+				ws.add(l.n, label, "want \"%s: on|off  TX: on|off\", got %q", label, tree.Clip(l.text))
 				continue
 			}
 			rx, ok1 := parseOnOff(f[n-3])
 			tx, ok2 := parseOnOff(f[n-1])
 			if !ok1 || !ok2 {
-				ws.add(l.n, label, "want on, off or n/a, got %q", clip(l.text))
+				ws.add(l.n, label, "want on, off or n/a, got %q", tree.Clip(l.text))
 				continue
 			}
 			if label == "Adaptive RX" {
@@ -715,7 +712,7 @@ func ParseCoalesce(r io.Reader) (Coalesce, []Warning, error) {
 		}
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil {
-			ws.add(l.n, k, "want a number or n/a, got %q", clip(v))
+			ws.add(l.n, k, "want a number or n/a, got %q", tree.Clip(v))
 			continue
 		}
 		c.Params[name] = uint32(n)
@@ -749,10 +746,10 @@ func ParseRSS(r io.Reader) (RSS, []Warning, error) {
 	head := ls[0].text
 	_, rings, ok := strings.Cut(head, " with ")
 	if !strings.HasPrefix(head, rssPre) || !ok || !strings.HasSuffix(rings, rssPost) {
-		return RSS{}, nil, syntaxf(ls[0].n, "want %q, got %q", rssPre+"IFACE with N"+rssPost, clip(head))
+		return RSS{}, nil, syntaxf(ls[0].n, "want %q, got %q", rssPre+"IFACE with N"+rssPost, tree.Clip(head))
 	}
 	if rss.RXRings, err = strconv.Atoi(strings.TrimSuffix(rings, rssPost)); err != nil {
-		ws.add(ls[0].n, "RX ring(s)", "bad ring count in %q", clip(head))
+		ws.add(ls[0].n, "RX ring(s)", "bad ring count in %q", tree.Clip(head))
 	}
 	section := "table"
 	badTable := false
@@ -771,7 +768,7 @@ func ParseRSS(r io.Reader) (RSS, []Warning, error) {
 			continue // the driver has no such part
 		}
 		if !l.indented() && strings.HasSuffix(l.text, ":") && !strings.Contains(strings.TrimSuffix(l.text, ":"), ":") {
-			ws.add(l.n, "", "unknown section %q skipped", clip(l.text))
+			ws.add(l.n, "", "unknown section %q skipped", tree.Clip(l.text))
 			section = "other"
 			continue
 		}
@@ -783,14 +780,14 @@ func ParseRSS(r io.Reader) (RSS, []Warning, error) {
 			idx, vals, ok := strings.Cut(l.text, ":")
 			start, err := strconv.Atoi(idx)
 			if !ok || err != nil || start != len(rss.Indirection) {
-				ws.add(l.n, "indirection table", "want row %d, got %q (the table is unknown)", len(rss.Indirection), clip(l.text))
+				ws.add(l.n, "indirection table", "want row %d, got %q (the table is unknown)", len(rss.Indirection), tree.Clip(l.text))
 				badTable = true
 				continue
 			}
 			for _, f := range strings.Fields(vals) {
 				q, err := strconv.ParseUint(f, 10, 32)
 				if err != nil {
-					ws.add(l.n, "indirection table", "bad queue %q (the table is unknown)", clip(f))
+					ws.add(l.n, "indirection table", "bad queue %q (the table is unknown)", tree.Clip(f))
 					badTable = true
 					break
 				}
@@ -799,7 +796,7 @@ func ParseRSS(r io.Reader) (RSS, []Warning, error) {
 		case "key":
 			k, err := hex.DecodeString(strings.ReplaceAll(l.text, ":", ""))
 			if err != nil || len(rss.Key) > 0 || len(k) == 0 {
-				ws.add(l.n, "RSS hash key", "want one line like 6d:5a:..., got %q (the key is unknown)", clip(l.text))
+				ws.add(l.n, "RSS hash key", "want one line like 6d:5a:..., got %q (the key is unknown)", tree.Clip(l.text))
 				rss.Key = nil
 				section = "other"
 				continue
@@ -809,7 +806,7 @@ func ParseRSS(r io.Reader) (RSS, []Warning, error) {
 			name, v, ok := keyValue(l.text)
 			on, okv := parseOnOff(v)
 			if !ok || !okv {
-				ws.add(l.n, "RSS hash function", "want \"name: on|off\", got %q", clip(l.text))
+				ws.add(l.n, "RSS hash function", "want \"name: on|off\", got %q", tree.Clip(l.text))
 				continue
 			}
 			if rss.HashFuncs == nil {
@@ -842,17 +839,17 @@ func ParseFlowHash(r io.Reader) (FlowType, FlowHash, error) {
 		}
 	}
 	if ft == "" {
-		return "", 0, syntaxf(ls[0].n, "want \"TCP|UDP over IPV4|IPV6 flows ...\", got %q", clip(ls[0].text))
+		return "", 0, syntaxf(ls[0].n, "want \"TCP|UDP over IPV4|IPV6 flows ...\", got %q", tree.Clip(ls[0].text))
 	}
 	switch head {
 	case "- All matching flows discarded on RX":
 		if len(ls) > 1 {
-			return "", 0, syntaxf(ls[1].n, "unexpected %q after discard", clip(ls[1].text))
+			return "", 0, syntaxf(ls[1].n, "unexpected %q after discard", tree.Clip(ls[1].text))
 		}
 		return ft, HashDiscard, nil
 	case "use these fields for computing Hash flow key:":
 	default:
-		return "", 0, syntaxf(ls[0].n, "unexpected %q", clip(ls[0].text))
+		return "", 0, syntaxf(ls[0].n, "unexpected %q", tree.Clip(ls[0].text))
 	}
 	var h FlowHash
 	for i, l := range ls[1:] {
@@ -861,7 +858,7 @@ func ParseFlowHash(r io.Reader) (FlowType, FlowHash, error) {
 		}
 		bit, ok := ParseFlowHashLine(l.text)
 		if !ok {
-			return "", 0, syntaxf(l.n, "unknown hash field %q (the hashed fields are unknown)", clip(l.text))
+			return "", 0, syntaxf(l.n, "unknown hash field %q (the hashed fields are unknown)", tree.Clip(l.text))
 		}
 		h |= bit
 	}
@@ -878,7 +875,7 @@ func ParseStats(r io.Reader) (Stats, []Warning, error) {
 	}
 	ls = nonBlank(ls)
 	if ls[0].text != "NIC statistics:" {
-		return nil, nil, syntaxf(ls[0].n, "want \"NIC statistics:\", got %q", clip(ls[0].text))
+		return nil, nil, syntaxf(ls[0].n, "want \"NIC statistics:\", got %q", tree.Clip(ls[0].text))
 	}
 	var out Stats
 	var ws warnings
@@ -895,7 +892,7 @@ func ParseStats(r io.Reader) (Stats, []Warning, error) {
 		}
 		v, err := strconv.ParseUint(strings.TrimSpace(l.text[i+2:]), 10, 64)
 		if err != nil {
-			ws.add(l.n, l.text[:i], "want a count, got %q", clip(l.text[i+2:]))
+			ws.add(l.n, l.text[:i], "want a count, got %q", tree.Clip(l.text[i+2:]))
 			continue
 		}
 		out = append(out, Stat{Name: l.text[:i], Value: v})

@@ -416,6 +416,7 @@ func TestParseUnusable(t *testing.T) {
 		{"stats title", "S.txt", "     rx_packets: 5\n", 1},
 		{"link title", "link.txt", "\tSpeed: 1000Mb/s\n", 1},
 		{"empty", "S.txt", "\n\n", 1},
+		{"a line of 5 MiB", "S.txt", "NIC statistics:\n     rx_packets: 5\n" + strings.Repeat("x", 5<<20) + "\n", 3},
 	} {
 		err := parseFile(tc.file, []byte(tc.text)).err
 		var se *SyntaxError

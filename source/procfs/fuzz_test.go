@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzParsers runs every /proc parser on each input: none may panic, and
-// an error names a line of the input.
+// an error names a line of the input and quotes little of it.
 func FuzzParsers(f *testing.F) {
 	for _, g := range []string{"testdata/vm/*", "testdata/vm/net/*", "../../testdata/captures/*/proc/*", "../../testdata/captures/*/proc/net/*"} {
 		files, _ := filepath.Glob(g)
@@ -27,6 +27,9 @@ func FuzzParsers(f *testing.F) {
 			var pe *tree.ParseError
 			if errors.As(err, &pe) && (pe.Line < 0 || pe.Line > lines) {
 				t.Errorf("%s: %v for a text of %d lines", name, err, lines)
+			}
+			if err != nil && len(err.Error()) > 512 {
+				t.Errorf("%s: a message of %d bytes", name, len(err.Error()))
 			}
 		}
 		r := func() *bytes.Reader { return bytes.NewReader(text) }

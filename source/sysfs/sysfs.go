@@ -155,7 +155,7 @@ func (fs FS) optionalInt(rel string) (n int64, ok bool, err error) {
 	}
 	n, err = strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, false, &tree.ParseError{Path: fs.host(rel), Err: fmt.Errorf("%q is not a number", s)}
+		return 0, false, &tree.ParseError{Path: fs.host(rel), Err: fmt.Errorf("%q is not a number", tree.Clip(s))}
 	}
 	return n, true, nil
 }
@@ -687,7 +687,7 @@ func ParseThrottled(s string) (uint32, error) {
 	t = strings.TrimPrefix(strings.TrimPrefix(t, "0x"), "0X")
 	v, err := strconv.ParseUint(t, 16, 32)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a hex throttle value", s)
+		return 0, fmt.Errorf("%q is not a hex throttle value", tree.Clip(s))
 	}
 	return uint32(v), nil
 }

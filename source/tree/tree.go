@@ -311,6 +311,20 @@ func size(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// Clip shortens text of a file for quoting in a message: the first 80
+// bytes and "...". A line of a hostile file can be megabytes long, and the
+// message is printed, perhaps more than once.
+func Clip(s string) string { return ClipTo(s, 80) }
+
+// ClipTo is Clip to max bytes, for text that is longer when legitimate (a
+// path in a tarball: PATH_MAX is 4096).
+func ClipTo(s string, max int) string {
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}
+
 // ParseError is text in a file that a reader's parser could not use. Line
 // is 1-based, 0 when the file as a whole is wrong; Path is empty when the
 // text did not come from a file (a parser given a reader).
