@@ -255,6 +255,15 @@ func testHostile(t *testing.T, bin string) {
 		if d.code != 2 || !strings.Contains(d.stderr, "samples/000/proc/stat: refused: a named pipe") {
 			t.Errorf("diagnose: exit %d:\n%s%s", d.code, d.stdout, d.stderr)
 		}
+		// A saved bench result is read by the same rules.
+		fifo := filepath.Join(dir, "result.json")
+		unix.Mkfifo(fifo, 0o644)
+		for _, f := range []string{fifo, "/dev/zero"} {
+			r := runProbe(t, bin, "diagnose", f)
+			if r.code != 2 || !strings.Contains(r.stderr, f+": refused: a ") {
+				t.Errorf("diagnose %s: exit %d:\n%s%s", f, r.code, r.stdout, r.stderr)
+			}
+		}
 	})
 	t.Run("long lines", func(t *testing.T) {
 		// A line of megabytes in a file of each parser: the item is

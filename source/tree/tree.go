@@ -311,6 +311,19 @@ func size(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// ReadNamed reads the one file a user named on the command line (a saved
+// bench result, a findings file) by the rules a Tree reads by: a regular
+// file only (a named pipe, socket or device is refused, and nothing
+// blocks), at most max bytes. Links in path are followed: the path is the
+// user's word, as New's directory is.
+func ReadNamed(path string, max int64) ([]byte, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	return New(filepath.Dir(real), Limits{File: max}).ReadFile(filepath.Base(real))
+}
+
 // Clip shortens text of a file for quoting in a message: the first 80
 // bytes and "...". A line of a hostile file can be megabytes long, and the
 // message is printed, perhaps more than once.

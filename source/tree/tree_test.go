@@ -241,3 +241,26 @@ func TestLive(t *testing.T) {
 		t.Errorf("self/exe: %v, want refused", err)
 	}
 }
+
+// A file named on the command line: links followed, a pipe or device
+// refused without blocking, the size capped.
+func TestReadNamed(t *testing.T) {
+	dir := mkTree(t, map[string]string{"result.json": "{}", "link": "->result.json", "big": strings.Repeat("x", 101)})
+	unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644)
+	for _, name := range []string{"result.json", "link"} {
+		if b, err := ReadNamed(filepath.Join(dir, name), 100); err != nil || string(b) != "{}" {
+			t.Errorf("%s: %q, %v", name, b, err)
+		}
+	}
+	within(t, func() {
+		_, err := ReadNamed(filepath.Join(dir, "fifo"), 100)
+		refused(t, err, "named pipe")
+		_, err = ReadNamed("/dev/zero", 100)
+		refused(t, err, "character device")
+	})
+	_, err := ReadNamed(filepath.Join(dir, "big"), 100)
+	refused(t, err, "more than the 100 bytes")
+	if _, err := ReadNamed(filepath.Join(dir, "nope"), 100); !errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+}
