@@ -164,6 +164,8 @@ func TestReleaseLayouts(t *testing.T) {
 			Rings{RXMax: 4096, TXMax: 4096, RX: 256, TX: 256}, nil},
 		{"ring 6.1 netlink, tcp-data-split unknown(3)", "g.txt", "Ring parameters for eth0:\nPre-set maximums:\nRX:\t\t4096\nRX Mini:\tn/a\nRX Jumbo:\tn/a\nTX:\t\t4096\nCurrent hardware settings:\nRX:\t\t1024\nRX Mini:\tn/a\nRX Jumbo:\tn/a\nTX:\t\t1024\nRX Buf Len:\t\t2048\nCQE Size:\t\tn/a\nTX Push:\toff\nTCP data split:\tunknown(3)\n\n",
 			Rings{RXMax: 4096, TXMax: 4096, RX: 1024, TX: 1024}, nil},
+		{"ring after 6.11, HDS thresh in both sections", "g.txt", "Ring parameters for eth0:\nPre-set maximums:\nRX:\t\t\t4096\nRX Mini:\t\tn/a\nRX Jumbo:\t\tn/a\nTX:\t\t\t4096\nTX push buff len:\tn/a\nHDS thresh:\t\t1023\nCurrent hardware settings:\nRX:\t\t\t1024\nRX Mini:\t\tn/a\nRX Jumbo:\t\tn/a\nTX:\t\t\t512\nRX Buf Len:\t\tn/a\nCQE Size:\t\tn/a\nTX Push:\t\toff\nRX Push:\t\toff\nTX push buff len:\tn/a\nTCP data split:\t\ton\nHDS thresh:\t\t0\n",
+			Rings{RXMax: 4096, TXMax: 4096, RX: 1024, TX: 512}, nil},
 		{"coalesce 6.3-6.8, tx-aggr-time-usecs without its colon", "c.txt", "Coalesce parameters for eth0:\nAdaptive RX: off  TX: off\nrx-usecs:\t50\n\nCQE mode RX: n/a  TX: n/a\n\ntx-aggr-max-bytes:\tn/a\ntx-aggr-max-frames:\tn/a\ntx-aggr-time-usecs\tn/a\n\n",
 			Coalesce{Params: map[string]uint32{"rx-usecs": 50}}, nil},
 		{"coalesce 5.0 ioctl, rx-frames-low", "c.txt", "Coalesce parameters for eth0:\nAdaptive RX: off  TX: off\nrx-frames-low: 7\nrx-frames-high: 9\n",
