@@ -11,7 +11,7 @@ BIN      := bin/linerate
 DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils
 TEST_TIMEOUT ?= 12m
 
-.PHONY: all build deps test test-short demo demo-smoke release bench soak clean
+.PHONY: all build deps test test-short fuzz fuzz-short demo demo-smoke release bench soak clean
 
 all: build
 
@@ -33,7 +33,33 @@ deps:
 test: deps build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory fuzz-short
 	$(MAKE) --no-print-directory release OUT=$$(mktemp -d)
+
+# Fuzz targets (PACKAGE:TARGET): every text parser, the capture reader and
+# the control protocol decoder.
+# Their seed corpora are the real outputs under testdata/ (f.Add) and the
+# crashers found so far (testdata/fuzz/TARGET/, run by every go test).
+FUZZ_TARGETS := ./source/ethtool:FuzzParsers ./source/procfs:FuzzParsers \
+	./source/sysfs:FuzzThrottled ./source/sysfs:FuzzResolve ./source/pci:FuzzConfig \
+	./source/cpuset:FuzzSets ./source:FuzzIPLink ./source:FuzzExtract \
+	./traffic:FuzzControlRead ./traffic:FuzzServerHandshake
+FUZZTIME ?= 1m
+FUZZTIME_SHORT ?= 2s
+
+# fuzz-short runs each target for FUZZTIME_SHORT (make test); fuzz for
+# FUZZTIME (make fuzz FUZZTIME=10m). A crasher lands in the package's
+# testdata/fuzz/: keep it there as a regression seed once fixed.
+# -fuzzminimizetime is short: minimising a new 4 KiB input for the default
+# minute would take the whole run.
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t#*:}; echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+	  out=$$($(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
+	done
 
 # test-short runs only the tests that need neither root nor namespaces.
 test-short:

@@ -18,6 +18,7 @@ import (
 	"linerate/source/pci"
 	"linerate/source/procfs"
 	"linerate/source/sysfs"
+	"linerate/source/tree"
 )
 
 // Collect builds the model of the box a source describes. ifaces limits the
@@ -25,9 +26,12 @@ import (
 //
 // What the source cannot tell (the driver lacks it, it needs root, a
 // capture does not hold the file) lands in the Unsupported map nearest to
-// the item, with the reason. A file that a capture holds but that cannot be
-// parsed is an error naming the file: the capture is broken, and saying
-// "unsupported" would hide it.
+// the item, with the reason. A capture is read as untrusted input that
+// degrades rather than fails: a file it holds that cannot be parsed, or
+// that is refused (a link out of the capture, a named pipe, a file over the
+// size limit: docs/security.md), makes that item unknown, and a line a
+// parser did not understand makes that one value unknown; each is also a
+// Warning naming the file and line, so that nothing is hidden.
 func Collect(ctx context.Context, src source.Source, ifaces ...string) (*Box, error) {
 	c := &collector{
 		src:     src,
@@ -74,9 +78,7 @@ func Collect(ctx context.Context, src source.Source, ifaces ...string) (*Box, er
 
 	irqs, err := c.proc.Interrupts()
 	if err != nil {
-		if err := c.unsupported(b.Unsupported, "interrupts", err); err != nil {
-			return nil, err
-		}
+		c.unsupported(b.Unsupported, "interrupts", "interrupts", err)
 	}
 	c.interrupts = irqs
 	if ll, ok := src.(source.LinkLister); ok {
@@ -110,6 +112,67 @@ func Collect(ctx context.Context, src source.Source, ifaces ...string) (*Box, er
 	return b, nil
 }
 
+// ethtoolItems names the box item of each file of a capture's ethtool/IFACE/.
+var ethtoolItems = map[string]string{
+	"i.txt": "driver", "link.txt": "link", "k.txt": "features", "g.txt": "rings",
+	"l.txt": "channels", "c.txt": "coalesce", "x.txt": "rss", "S.txt": "stats",
+	"n-tcp4.txt": "flow_hash.tcp4", "n-udp4.txt": "flow_hash.udp4",
+	"n-tcp6.txt": "flow_hash.tcp6", "n-udp6.txt": "flow_hash.udp6",
+}
+
+// warn records a warning about what, from err: the file and line of a
+// *tree.ParseError or the file of a refusal, below the capture's top.
+func (c *collector) warn(what string, err error) {
+	w := Warning{Item: what, Why: err.Error()}
+	var pe *tree.ParseError
+	var re *tree.RefusedError
+	switch {
+	case errors.As(err, &pe):
+		w.File, w.Line, w.Why = c.rel(pe.Path), pe.Line, pe.Err.Error()
+	case errors.As(err, &re):
+		w.File, w.Why = c.rel(re.Path), "refused: "+re.Why
+	default:
+		w.Why = c.strip(w.Why)
+	}
+	c.box.Warnings = append(c.box.Warnings, w)
+}
+
+// ethtoolWarnings records the lines of iface's ethtool files that a parser
+// did not understand.
+func (c *collector) ethtoolWarnings(iface string) {
+	cp, ok := c.src.(*source.Capture)
+	if !ok {
+		return
+	}
+	for _, fw := range cp.EthtoolWarnings(iface) {
+		for _, w := range fw.Warnings {
+			c.box.Warnings = append(c.box.Warnings, Warning{
+				Item: iface + " " + ethtoolItems[fw.File], Value: w.Field,
+				File: c.rel(fw.Path), Line: w.Line, Why: w.Why,
+			})
+		}
+	}
+}
+
+// rel is path below the capture's top.
+func (c *collector) rel(path string) string {
+	if cp, ok := c.src.(*source.Capture); ok {
+		if r, ok := strings.CutPrefix(path, cp.Dir()+"/"); ok {
+			return r
+		}
+	}
+	return path
+}
+
+// strip drops the capture's directory from a message, which for a tarball
+// is a temporary directory that means nothing to the user.
+func (c *collector) strip(msg string) string {
+	if cp, ok := c.src.(*source.Capture); ok {
+		return strings.ReplaceAll(msg, cp.Dir()+"/", "")
+	}
+	return msg
+}
+
 type collector struct {
 	src        source.Source
 	proc       procfs.FS
@@ -139,6 +202,13 @@ func (c *collector) reason(err error) string {
 		return "not present on this system"
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EPERM):
 		return "needs root"
+	case errors.Is(err, tree.ErrRefused):
+		var re *tree.RefusedError
+		if errors.As(err, &re) {
+			return "refused: " + c.rel(re.Path) + ": " + re.Why
+		}
+	case errors.As(err, new(*tree.ParseError)):
+		return "unreadable: " + c.strip(err.Error())
 	case errors.Is(err, ethtool.ErrFailed):
 		// The capture holds ethtool's own failure; keep its words, not the
 		// file's path.
@@ -151,7 +221,7 @@ func (c *collector) reason(err error) string {
 		}
 		return msg
 	}
-	return err.Error()
+	return c.strip(err.Error())
 }
 
 // absent reports whether err means the item could not be had rather than
@@ -164,20 +234,27 @@ func absent(err error) bool {
 		errors.Is(err, pci.ErrShort) || errors.Is(err, pci.ErrNoExpress)
 }
 
-// unsupported records err under item in m. For a capture, an error other
-// than "absent" means a file is there but broken, which is returned.
-func (c *collector) unsupported(m map[string]string, item string, err error) error {
+// unsupported records err under key in m. For a capture, an error other
+// than "absent" means a file is there but broken or refused: what (a name
+// for the item the user can read, "eth0 rings") is unknown, and a warning
+// says where.
+func (c *collector) unsupported(m map[string]string, key, what string, err error) {
+	m[key] = c.reason(err)
 	if c.capture && !absent(err) {
-		return err
+		c.warn(what, err)
 	}
-	m[item] = c.reason(err)
-	return nil
 }
 
 func (c *collector) nic(name string) (NIC, error) {
 	nd, err := c.sys.NetDevice(name)
+	sysErr := err
 	if err != nil {
-		return NIC{}, fmt.Errorf("interface %s: %w", name, err)
+		if !c.capture || absent(err) {
+			return NIC{}, fmt.Errorf("interface %s: %w", name, err)
+		}
+		// A capture whose sysfs files for the interface are broken: what
+		// sysfs says is unknown, what ethtool says is still read.
+		nd = sysfs.NetDevice{Name: name}
 	}
 	n := NIC{
 		Name: name, Index: nd.Ifindex, MAC: nd.Address, OperState: nd.OperState,
@@ -186,6 +263,9 @@ func (c *collector) nic(name string) (NIC, error) {
 		Unsupported: map[string]string{},
 	}
 	u := n.Unsupported
+	if sysErr != nil {
+		c.unsupported(u, "sysfs", name+" sysfs", sysErr)
+	}
 	if nd.Carrier != nil {
 		n.Carrier = *nd.Carrier
 	} else {
@@ -193,9 +273,7 @@ func (c *collector) nic(name string) (NIC, error) {
 	}
 
 	if c.linksErr != nil {
-		if err := c.unsupported(u, "max_mtu", c.linksErr); err != nil {
-			return n, err
-		}
+		c.unsupported(u, "max_mtu", name+" MTU range", c.linksErr)
 	} else if l, ok := c.links[name]; ok {
 		n.MinMTU, n.MaxMTU = l.MinMTU, l.MaxMTU
 		if l.MaxMTU == 0 {
@@ -206,80 +284,53 @@ func (c *collector) nic(name string) (NIC, error) {
 	}
 
 	// Every ethtool item: a value, or a reason.
-	item := func(key string, err error) error {
-		if err == nil {
-			return nil
+	item := func(key string, err error) bool {
+		if err != nil {
+			c.unsupported(u, key, name+" "+key, err)
 		}
-		if err := c.unsupported(u, key, err); err != nil {
-			return fmt.Errorf("%s: ethtool %s: %w", name, key, err)
-		}
-		return nil
+		return err == nil
 	}
-	if d, err := c.et.DriverInfo(name); err == nil {
+	if d, err := c.et.DriverInfo(name); item("driver", err) {
 		n.Driver = &d
-	} else if err := item("driver", err); err != nil {
-		return n, err
 	}
-	if l, err := c.et.LinkInfo(name); err == nil {
+	if l, err := c.et.LinkInfo(name); item("link", err) {
 		n.Link = &l
-	} else if err := item("link", err); err != nil {
-		return n, err
 	}
-	if f, err := c.et.Features(name); err == nil {
+	if f, err := c.et.Features(name); item("features", err) {
 		n.Features = f
-	} else if err := item("features", err); err != nil {
-		return n, err
 	}
-	if ch, err := c.et.Channels(name); err == nil {
+	if ch, err := c.et.Channels(name); item("channels", err) {
 		n.Channels = &ch
-	} else if err := item("channels", err); err != nil {
-		return n, err
 	}
-	if r, err := c.et.Rings(name); err == nil {
+	if r, err := c.et.Rings(name); item("rings", err) {
 		n.Rings = &r
-	} else if err := item("rings", err); err != nil {
-		return n, err
 	}
-	if co, err := c.et.Coalesce(name); err == nil {
+	if co, err := c.et.Coalesce(name); item("coalesce", err) {
 		n.Coalesce = &co
-	} else if err := item("coalesce", err); err != nil {
-		return n, err
 	}
-	if r, err := c.et.RSS(name); err == nil {
+	if r, err := c.et.RSS(name); item("rss", err) {
 		n.RSS = &r
-	} else if err := item("rss", err); err != nil {
-		return n, err
 	}
 	for _, ft := range ethtool.FlowTypes {
-		h, err := c.et.FlowHash(name, ft)
-		if err != nil {
-			if err := item("flow_hash."+string(ft), err); err != nil {
-				return n, err
+		if h, err := c.et.FlowHash(name, ft); item("flow_hash."+string(ft), err) {
+			if n.FlowHash == nil {
+				n.FlowHash = map[string]string{}
 			}
-			continue
+			n.FlowHash[string(ft)] = h.Letters()
 		}
-		if n.FlowHash == nil {
-			n.FlowHash = map[string]string{}
-		}
-		n.FlowHash[string(ft)] = h.Letters()
 	}
-	if s, err := c.et.Stats(name); err == nil {
+	if s, err := c.et.Stats(name); item("stats", err) {
 		n.Stats = s
-	} else if err := item("stats", err); err != nil {
-		return n, err
 	}
+	c.ethtoolWarnings(name)
 
 	n.Kind = kind(nd, n.Driver)
-	if err := c.queues(&n, nd); err != nil {
-		return n, err
-	}
+	c.queues(&n, nd)
 	c.nicIRQs(&n, nd)
 	if nd.PCIAddr != "" {
 		path, err := c.sys.PCIPath(nd.PCIAddr)
 		if err != nil {
-			if err := c.unsupported(u, "pcie_path", err); err != nil {
-				return n, fmt.Errorf("%s: PCIe path: %w", name, err)
-			}
+			c.unsupported(u, "pcie_path", name+" PCIe path", err)
 		}
 		n.PCIePath = path
 	}
@@ -311,8 +362,9 @@ func kind(nd sysfs.NetDevice, d *ethtool.DriverInfo) string {
 }
 
 // queues fills the rx and tx queues from sysfs and the driver's per-queue
-// counters.
-func (c *collector) queues(n *NIC, nd sysfs.NetDevice) error {
+// counters. A CPU mask that cannot be read leaves that queue's CPU list
+// empty, with a warning.
+func (c *collector) queues(n *NIC, nd sysfs.NetDevice) {
 	driver := ""
 	if n.Driver != nil {
 		driver = n.Driver.Driver
@@ -323,7 +375,7 @@ func (c *collector) queues(n *NIC, nd sysfs.NetDevice) error {
 		if q.RPSCPUs != "" {
 			l, err := cpuset.ParseMask(q.RPSCPUs)
 			if err != nil {
-				return fmt.Errorf("%s: queues/rx-%d/rps_cpus: %w", n.Name, q.Index, err)
+				c.maskWarning(n.Name, fmt.Sprintf("queues/rx-%d/rps_cpus", q.Index), err)
 			}
 			if l != nil {
 				r.RPSCPUList = l
@@ -339,7 +391,7 @@ func (c *collector) queues(n *NIC, nd sysfs.NetDevice) error {
 		if q.XPSCPUs != "" {
 			l, err := cpuset.ParseMask(q.XPSCPUs)
 			if err != nil {
-				return fmt.Errorf("%s: queues/tx-%d/xps_cpus: %w", n.Name, q.Index, err)
+				c.maskWarning(n.Name, fmt.Sprintf("queues/tx-%d/xps_cpus", q.Index), err)
 			}
 			if l != nil {
 				t.XPSCPUList = l
@@ -353,7 +405,13 @@ func (c *collector) queues(n *NIC, nd sysfs.NetDevice) error {
 	if len(nd.RXQueues) > 0 && len(rx) == 0 && n.Stats != nil {
 		n.Unsupported["queue_counters"] = "the driver has no per-queue packet counters"
 	}
-	return nil
+}
+
+// maskWarning records a queue's CPU mask that could not be read. On a live
+// box it cannot happen (the kernel prints the masks); in a capture it is a
+// file the capture holds.
+func (c *collector) maskWarning(iface, file string, err error) {
+	c.warn(iface+" "+file, &tree.ParseError{Path: c.sys.Root() + "/class/net/" + iface + "/" + file, Err: err})
 }
 
 type queueStat struct{ packets, bytes *uint64 }
@@ -508,9 +566,7 @@ func (c *collector) irqs() error {
 			}
 			a, err := c.proc.IRQAffinity(num)
 			if err != nil {
-				if err := c.unsupported(q.Unsupported, "affinity", err); err != nil {
-					return fmt.Errorf("irq %d: %w", num, err)
-				}
+				c.unsupported(q.Unsupported, "affinity", fmt.Sprintf("irq %d affinity", num), err)
 			} else {
 				q.SMPAffinity, q.Effective = a.Mask, a.Effective
 				if a.List != nil {
@@ -552,9 +608,7 @@ func (c *collector) pciDevice(addr string, top bool) (PCIeDevice, error) {
 	u := d.Unsupported
 	p, err := c.sys.PCIDevice(addr)
 	if err != nil {
-		if err := c.unsupported(u, "sysfs", err); err != nil {
-			return d, fmt.Errorf("PCI device %s: %w", addr, err)
-		}
+		c.unsupported(u, "sysfs", "PCI device "+addr, err)
 	} else {
 		d.Vendor, d.Device, d.Class, d.Driver, d.Upstream = p.Vendor, p.Device, p.Class, p.Driver, p.Upstream
 		var perr error
@@ -563,7 +617,11 @@ func (c *collector) pciDevice(addr string, top bool) (PCIeDevice, error) {
 		d.CurWidth, perr = width(p.CurrentLinkWidth, perr)
 		d.MaxWidth, perr = width(p.MaxLinkWidth, perr)
 		if perr != nil {
-			return d, fmt.Errorf("PCI device %s: %w", addr, perr)
+			if !c.capture {
+				return d, fmt.Errorf("PCI device %s: %w", addr, perr)
+			}
+			d.CurSpeedGTs, d.MaxSpeedGTs, d.CurWidth, d.MaxWidth = 0, 0, 0, 0
+			c.unsupported(u, "link", "PCI device "+addr+" link", &tree.ParseError{Path: c.sys.Root() + "/bus/pci/devices/" + addr, Err: perr})
 		}
 		if p.CurrentLinkSpeed == "" && p.MaxLinkSpeed == "" {
 			u["link"] = "no link attributes in sysfs"
@@ -578,9 +636,7 @@ func (c *collector) pciDevice(addr string, top bool) (PCIeDevice, error) {
 		if errors.Is(err, pci.ErrNoExpress) {
 			u["mps"], u["mrrs"] = "not a PCI Express function", "not a PCI Express function"
 		} else {
-			if err := c.unsupported(u, "mps", err); err != nil {
-				return d, fmt.Errorf("PCI device %s: config: %w", addr, err)
-			}
+			c.unsupported(u, "mps", "PCI device "+addr+" config", err)
 			u["mrrs"] = u["mps"]
 		}
 		// Without the capability, a bridge at the top of the path with no
@@ -610,7 +666,7 @@ func speed(s string, prev error) (float64, error) {
 	}
 	v, err := pci.ParseSpeed(s)
 	if err != nil {
-		return 0, fmt.Errorf("link speed %q: %w", s, err)
+		return 0, err // names the text
 	}
 	return v, nil
 }
@@ -621,7 +677,7 @@ func width(s string, prev error) (int, error) {
 	}
 	v, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
-		return 0, fmt.Errorf("link width %q: %w", s, err)
+		return 0, fmt.Errorf("link width %q: %w", tree.Clip(s), errors.Unwrap(err))
 	}
 	return v, nil
 }
@@ -629,7 +685,8 @@ func width(s string, prev error) (int, error) {
 func (c *collector) cpus() error {
 	cpus, err := c.sys.CPUs()
 	if err != nil {
-		return c.unsupported(c.box.Unsupported, "cpus", err)
+		c.unsupported(c.box.Unsupported, "cpus", "cpus", err)
+		return nil
 	}
 	for _, x := range cpus {
 		cpu := CPU{ID: x.ID, Online: x.Online}
@@ -646,7 +703,8 @@ func (c *collector) cpus() error {
 func (c *collector) thermal() error {
 	zones, err := c.sys.ThermalZones()
 	if err != nil {
-		return c.unsupported(c.box.Unsupported, "thermal", err)
+		c.unsupported(c.box.Unsupported, "thermal", "thermal", err)
+		return nil
 	}
 	if len(zones) == 0 {
 		c.box.Unsupported["thermal"] = "no thermal zones"
@@ -693,7 +751,8 @@ func (c *collector) throttle() error {
 			c.box.Unsupported["throttle"] = "no Raspberry Pi firmware get_throttled"
 			return nil
 		}
-		return c.unsupported(c.box.Unsupported, "throttle", err)
+		c.unsupported(c.box.Unsupported, "throttle", "throttle", err)
+		return nil
 	}
 	c.box.Throttle = DecodeThrottle(raw, path)
 	return nil
@@ -702,7 +761,8 @@ func (c *collector) throttle() error {
 func (c *collector) irqbalance() error {
 	on, err := c.proc.Running("irqbalance")
 	if err != nil {
-		return c.unsupported(c.box.Unsupported, "irqbalance", err)
+		c.unsupported(c.box.Unsupported, "irqbalance", "irqbalance", err)
+		return nil
 	}
 	c.box.IRQBalance = &on
 	return nil
@@ -713,10 +773,10 @@ func (c *collector) sysctls() error {
 		v, err := source.Sysctl(c.src, name)
 		s := Sysctl{Name: name, Value: v}
 		if err != nil {
-			if c.capture && !absent(err) {
-				return fmt.Errorf("sysctl %s: %w", name, err)
-			}
 			s.Value, s.Err = "", c.reason(err)
+			if c.capture && !absent(err) {
+				c.warn("sysctl "+name, err)
+			}
 		}
 		c.box.Sysctls = append(c.box.Sysctls, s)
 	}
@@ -728,7 +788,8 @@ func (c *collector) sysctls() error {
 func (c *collector) counters() error {
 	cs, err := ReadCounters(c.proc, nil, nil)
 	if err != nil {
-		return c.unsupported(c.box.Unsupported, "counters", err)
+		c.unsupported(c.box.Unsupported, "counters", "counters", err)
+		return nil
 	}
 	ReadGauges(c.sys, &cs)
 	if c.capture || !c.box.Meta.Time.IsZero() {

@@ -12,6 +12,8 @@
 package box
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"linerate/source/ethtool"
@@ -41,6 +43,45 @@ type Box struct {
 	// Unsupported maps a box-level item ("thermal", "throttle", ...) to the
 	// reason it could not be read.
 	Unsupported map[string]string `json:"unsupported,omitempty"`
+	// Warnings lists what a capture holds that linerate could not read:
+	// the values and items it left unknown because of it.
+	Warnings []Warning `json:"warnings,omitempty"`
+}
+
+// Warning is something in a capture that linerate could not read: a line
+// of a file that a parser did not understand (the one value it held is
+// unknown), a file it could not use at all or refused to read (that item
+// is unknown, and its Unsupported entry says so too).
+type Warning struct {
+	// Item is what is unknown: "eth0 rings", "sysctl net.core.rmem_max",
+	// "interrupts".
+	Item string `json:"item"`
+	// Value narrows Item to one value when only that one is unknown
+	// ("Pre-set maximums RX", "rx-usecs").
+	Value string `json:"value,omitempty"`
+	// File is the file below the capture's top; Line its 1-based line, 0
+	// when the file as a whole is at fault.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	Why  string `json:"why"`
+}
+
+// String is "FILE:LINE: ITEM, VALUE: WHY".
+func (w Warning) String() string {
+	var b strings.Builder
+	if w.File != "" {
+		b.WriteString(w.File)
+		if w.Line > 0 {
+			fmt.Fprintf(&b, ":%d", w.Line)
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(w.Item)
+	if w.Value != "" {
+		b.WriteString(", " + w.Value)
+	}
+	b.WriteString(": " + w.Why)
+	return b.String()
 }
 
 // Meta says where and when the facts were gathered.

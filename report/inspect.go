@@ -24,9 +24,10 @@ func JSON(w io.Writer, b *box.Box) error {
 }
 
 // Inspect writes the box as tables a person can scan: one block per NIC,
-// then the CPUs, thermal state, irqbalance and sysctls. An item that could
-// not be read shows "unsupported: <reason>" (the driver or hardware lacks
-// it) or "unknown: <reason>" (linerate could not tell).
+// then the CPUs, thermal state, irqbalance and sysctls, then the warnings
+// about a capture. An item that could not be read shows "unsupported:
+// <reason>" (the driver or hardware lacks it) or "unknown: <reason>"
+// (linerate could not tell).
 func Inspect(w io.Writer, b *box.Box) error {
 	p := &printer{w: w}
 	p.header(b)
@@ -34,7 +35,20 @@ func Inspect(w io.Writer, b *box.Box) error {
 		p.nic(b, &b.NICs[i])
 	}
 	p.machine(b)
+	p.warnings(b)
 	return p.err
+}
+
+// warnings lists, last, what a capture held that linerate could not read:
+// each names the file and line, and the value or item left unknown.
+func (p *printer) warnings(b *box.Box) {
+	if len(b.Warnings) == 0 {
+		return
+	}
+	p.f("\nwarnings: the capture holds text linerate could not read; those values are unknown\n")
+	for _, w := range b.Warnings {
+		p.f("  warning: %s\n", w)
+	}
 }
 
 type printer struct {

@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,40 +14,62 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"linerate/internal/usage"
 	"linerate/source/ethtool"
 	"linerate/source/procfs"
 	"linerate/source/sysfs"
+	"linerate/source/tree"
 )
 
 // ErrNotCaptured is wrapped by errors for items a capture does not hold.
 var ErrNotCaptured = ethtool.ErrNotCaptured
 
 // Capture reads a capture: a directory or a .tar.gz (docs/capture.md).
+// Everything in it is untrusted input: its files are read through a
+// tree.Tree (beneath the capture, regular files only, under
+// tree.CaptureLimits), and a tarball is unpacked under the same limits.
 type Capture struct {
 	path string // as the user gave it
 	dir  string // the directory holding proc/, sys/, ...
 	tmp  string // extraction directory removed by Close, "" for a directory
+	t    tree.Tree
 	meta Meta
 	proc procfs.FS
 	sys  sysfs.FS
-	et   ethtool.Client
+	et   *ethtool.Capture
 }
 
 // Limits on what OpenCapture extracts from a tarball, so that a hostile or
-// broken archive cannot fill the disk. A real capture is a few megabytes.
-const (
-	maxCaptureBytes   = 1 << 30
-	maxCaptureEntries = 200000
+// broken archive can neither fill the disk nor, read back, the memory: the
+// limits of the tree the capture is read through, and a cap on the number
+// of entries.
+var (
+	maxEntryBytes   = tree.CaptureLimits.File
+	maxCaptureBytes = tree.CaptureLimits.Total
 )
+
+const maxCaptureEntries = 200000
+
+// tmpPrefix names the extraction directories; the process id follows, so
+// that one left by a killed process can be told from one in use.
+const tmpPrefix = "linerate-capture-"
 
 // OpenCapture opens the capture at path: a directory, or a .tar.gz that is
 // extracted to a temporary directory that Close removes. Anything wrong
 // with the capture itself is bad input (usage.Is) naming the path.
 func OpenCapture(path string) (Source, error) {
+	return OpenCaptureContext(context.Background(), path)
+}
+
+// OpenCaptureContext is OpenCapture, stopping between the entries of a
+// tarball when ctx ends (a tarball of 200000 entries takes seconds to
+// unpack): the error then wraps ctx's, and the directory is removed.
+func OpenCaptureContext(ctx context.Context, path string) (Source, error) {
 	bad := func(format string, args ...any) error {
 		return usage.Errorf("capture %s: %s", path, fmt.Sprintf(format, args...))
 	}
@@ -58,16 +81,23 @@ func OpenCapture(path string) (Source, error) {
 		return nil, usage.Errorf("capture %s: %w", path, err)
 	}
 	c := &Capture{path: path}
-	if st.IsDir() {
+	switch {
+	case st.IsDir():
 		c.dir = path
-	} else {
-		tmp, err := os.MkdirTemp("", "linerate-capture-")
+	case !st.Mode().IsRegular():
+		return nil, bad("%s (want a directory or a .tar.gz)", tree.Kind(st.Mode()))
+	default:
+		removeStale()
+		tmp, err := os.MkdirTemp("", tmpPrefix+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
 			return nil, fmt.Errorf("capture %s: %w", path, err)
 		}
 		c.tmp = tmp
-		if err := extractFile(path, tmp); err != nil {
+		if err := extractFile(ctx, path, tmp); err != nil {
 			os.RemoveAll(tmp)
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return nil, fmt.Errorf("capture %s: unpacking stopped: %w", path, err)
+			}
 			return nil, usage.Errorf("capture %s: %w", path, err)
 		}
 		c.dir = tmp
@@ -78,39 +108,71 @@ func OpenCapture(path string) (Source, error) {
 		return nil, usage.Errorf("capture %s: %w", path, err)
 	}
 	c.dir = root
-	if b, err := os.ReadFile(filepath.Join(root, "meta.json")); err == nil {
+	c.t = tree.New(root, tree.CaptureLimits).Named("the capture")
+	if b, err := c.t.ReadFile("meta.json"); err == nil {
 		if err := json.Unmarshal(b, &c.meta); err != nil {
 			c.Close()
 			return nil, bad("meta.json: %v", err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		c.Close()
-		return nil, usage.Errorf("capture %s: meta.json: %w", path, err)
+		return nil, usage.Errorf("capture %s: meta.json: %w", path, unwrapPath(err))
 	}
-	c.proc = procfs.NewFS(filepath.Join(root, "proc"))
-	c.sys = sysfs.NewFS(filepath.Join(root, "sys"))
-	c.et = ethtool.NewCapture(filepath.Join(root, "ethtool"))
+	c.proc = procfs.NewTreeFS(c.t.Sub("proc"))
+	c.sys = sysfs.NewTreeFS(c.t.Sub("sys"))
+	c.et = ethtool.NewCaptureTree(c.t.Sub("ethtool"))
 	return c, nil
 }
 
+// removeStale removes the extraction directories of linerate processes
+// that no longer run (killed before they could clean up: SIGKILL, a power
+// cut). One that belongs to another user, or whose process id was reused,
+// is left alone, and so is anything not named exactly as OpenCapture names
+// them (PREFIX PID - DIGITS, a directory): `linerate capture` run in /tmp
+// on a host named "10-0-0-1" writes linerate-capture-10-0-0-1-TIME.tar.gz,
+// which is the user's.
+func removeStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tmpPrefix+"*"))
+	for _, d := range dirs {
+		pid, rnd, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), tmpPrefix), "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil || n <= 0 || n == os.Getpid() || !digits(pid) || !digits(rnd) {
+			continue
+		}
+		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
+			continue
+		}
+		if err := syscall.Kill(n, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
+}
+
+// digits reports whether s is a non-empty run of decimal digits.
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
 // findCaptureRoot accepts the capture's files at the top of dir or inside
-// a single top-level directory.
+// a single top-level directory. It looks through a tree, so a proc/ that
+// is a link out of dir does not count.
 func findCaptureRoot(dir string) (string, error) {
-	if isDir(filepath.Join(dir, "proc")) {
+	t := tree.New(dir, tree.CaptureLimits)
+	if isDir(t, "proc") {
 		return dir, nil
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := t.ReadDir("")
 	if err != nil {
-		return "", err
+		return "", unwrapPath(err)
 	}
-	if len(ents) == 1 && ents[0].IsDir() && isDir(filepath.Join(dir, ents[0].Name(), "proc")) {
+	if len(ents) == 1 && ents[0].IsDir() && isDir(t, ents[0].Name()+"/proc") {
 		return filepath.Join(dir, ents[0].Name()), nil
 	}
 	return "", errors.New("no proc/ directory (is it a linerate capture?)")
 }
 
-func isDir(p string) bool {
-	st, err := os.Stat(p)
+func isDir(t tree.Tree, rel string) bool {
+	st, err := t.Stat(rel)
 	return err == nil && st.IsDir()
 }
 
@@ -123,32 +185,40 @@ func (c *Capture) Ethtool() ethtool.Client { return c.et }
 // Dir is the directory the capture's files are read from.
 func (c *Capture) Dir() string { return c.dir }
 
+// EthtoolWarnings returns the lines of iface's ethtool files, read so far,
+// that could not be read (ethtool.Capture.Warnings).
+func (c *Capture) EthtoolWarnings(iface string) []ethtool.FileWarnings { return c.et.Warnings(iface) }
+
 // PCIConfig reads pci/ADDR/config.
 func (c *Capture) PCIConfig(addr string) ([]byte, error) {
-	if addr == "" || addr != filepath.Base(addr) || addr == ".." {
+	if addr == "" || addr != filepath.Base(addr) || addr == ".." || addr == "." {
 		return nil, fmt.Errorf("pci config of %q: not a PCI address", addr)
 	}
-	p := filepath.Join(c.dir, "pci", addr, "config")
-	b, err := os.ReadFile(p)
+	rel := "pci/" + addr + "/config"
+	b, err := c.t.ReadFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("pci/%s/config: %w (%w)", addr, ErrNotCaptured, err)
+		return nil, fmt.Errorf("%s: %w (%w)", rel, ErrNotCaptured, unwrapPath(err))
 	}
 	return b, err
 }
 
 // Links reads ip/link.txt (`ip -d link show`).
 func (c *Capture) Links() (map[string]Link, error) {
-	f, err := os.Open(filepath.Join(c.dir, "ip", "link.txt"))
+	const rel = "ip/link.txt"
+	b, err := c.t.ReadFile(rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("ip/link.txt: %w (%w)", ErrNotCaptured, err)
+			return nil, fmt.Errorf("%s: %w (%w)", rel, ErrNotCaptured, unwrapPath(err))
 		}
 		return nil, err
 	}
-	defer f.Close()
-	links, err := ParseIPLink(bufio.NewReader(f))
+	links, err := ParseIPLink(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("ip/link.txt: %w", err)
+		var pe *tree.ParseError
+		if errors.As(err, &pe) {
+			return nil, &tree.ParseError{Path: c.t.Path(rel), Line: pe.Line, Err: pe.Err}
+		}
+		return nil, &tree.ParseError{Path: c.t.Path(rel), Err: err}
 	}
 	return links, nil
 }
@@ -156,13 +226,12 @@ func (c *Capture) Links() (map[string]Link, error) {
 // Samples lists samples/NNN in order. A sample without a readable time
 // file is an error naming it.
 func (c *Capture) Samples() ([]Sample, error) {
-	dir := filepath.Join(c.dir, "samples")
-	ents, err := os.ReadDir(dir)
+	ents, err := c.t.ReadDir("samples")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, usage.Errorf("capture %s: samples: %w", c.path, err)
+		return nil, usage.Errorf("capture %s: samples: %w", c.path, unwrapPath(err))
 	}
 	var names []string
 	for _, e := range ents {
@@ -173,19 +242,19 @@ func (c *Capture) Samples() ([]Sample, error) {
 	sort.Strings(names)
 	out := make([]Sample, 0, len(names))
 	for _, n := range names {
-		sd := filepath.Join(dir, n)
-		b, err := os.ReadFile(filepath.Join(sd, "time"))
+		sd := "samples/" + n
+		b, err := c.t.ReadFile(sd + "/time")
 		if err != nil {
-			return nil, usage.Errorf("capture %s: samples/%s/time: %w", c.path, n, unwrapPath(err))
+			return nil, usage.Errorf("capture %s: %s/time: %w", c.path, sd, unwrapPath(err))
 		}
 		t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
 		if err != nil {
-			return nil, usage.Errorf("capture %s: samples/%s/time: want an RFC 3339 time, got %q", c.path, n, strings.TrimSpace(string(b)))
+			return nil, usage.Errorf("capture %s: %s/time: want an RFC 3339 time, got %q", c.path, sd, tree.Clip(strings.TrimSpace(string(b))))
 		}
 		out = append(out, Sample{
 			Time:    t,
-			Proc:    procfs.NewFS(filepath.Join(sd, "proc")),
-			Ethtool: ethtool.NewCapture(filepath.Join(sd, "ethtool")),
+			Proc:    procfs.NewTreeFS(c.t.Sub(sd + "/proc")),
+			Ethtool: ethtool.NewCaptureTree(c.t.Sub(sd + "/ethtool")),
 		})
 	}
 	return out, nil
@@ -196,6 +265,10 @@ func unwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
+	}
+	var re *tree.RefusedError
+	if errors.As(err, &re) {
+		return fmt.Errorf("%w: %s", tree.ErrRefused, re.Why)
 	}
 	return err
 }
@@ -226,7 +299,7 @@ func (g gzipErrs) Read(p []byte) (int, error) {
 }
 
 // extractFile unpacks the .tar.gz at path into dst.
-func extractFile(path, dst string) error {
+func extractFile(ctx context.Context, path, dst string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return unwrapPath(err)
@@ -243,18 +316,21 @@ func extractFile(path, dst string) error {
 		}
 		return err
 	}
-	return extract(tar.NewReader(gzipErrs{zr}), dst)
+	return extract(ctx, tar.NewReader(gzipErrs{zr}), dst)
 }
 
 // extract writes a tar stream below dst. It refuses absolute names, names
 // that climb out with "..", entries written through a symlink, absolute
 // symlinks and symlinks that resolve outside dst; it keeps relative
 // symlinks (sysfs is made of them). Modes are not kept: directories are
-// 0755 and files 0644.
-func extract(tr *tar.Reader, dst string) error {
+// 0755 and files 0644. It stops with ctx's error when ctx ends.
+func extract(ctx context.Context, tr *tar.Reader, dst string) error {
 	var total int64
 	var links []string
 	for n := 0; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		h, err := tr.Next()
 		if err == io.EOF {
 			break
@@ -282,42 +358,53 @@ func extract(tr *tar.Reader, dst string) error {
 				return unwrapPath(err)
 			}
 		case tar.TypeReg:
+			// Refused from the header, before anything is unpacked: a
+			// small tarball can hold a gigabyte of zeros.
+			if h.Size > maxEntryBytes {
+				return fmt.Errorf("entry %s: %d bytes, more than the %d a capture file may hold", entryText(h.Name), h.Size, maxEntryBytes)
+			}
 			if total += h.Size; total > maxCaptureBytes {
-				return fmt.Errorf("more than %d bytes", maxCaptureBytes)
+				return fmt.Errorf("entry %s: the files add up to more than %d bytes", entryText(h.Name), maxCaptureBytes)
 			}
 			if err := writeEntry(target, tr); err != nil {
-				return fmt.Errorf("%s: %w", h.Name, unwrapPath(err))
+				return fmt.Errorf("%s: %w", entryText(h.Name), unwrapPath(err))
 			}
 		case tar.TypeLink:
 			from, err := entryName(h.Linkname)
 			if err != nil {
-				return fmt.Errorf("%s: hard link: %w", h.Name, err)
+				return fmt.Errorf("%s: hard link: %w", entryText(h.Name), err)
 			}
 			if err := checkParents(dst, from); err != nil {
 				return err
 			}
-			src, err := os.Open(filepath.Join(dst, from))
+			// Read beneath dst, as a capture's files are: a chain of
+			// links cannot lead the copy out, nor to anything but a
+			// regular file.
+			b, err := tree.New(dst, tree.Limits{File: maxEntryBytes}).ReadFile(from)
 			if err != nil {
-				return fmt.Errorf("%s: hard link to %s: %w", h.Name, h.Linkname, unwrapPath(err))
+				return fmt.Errorf("%s: hard link to %s: %w", entryText(h.Name), entryText(h.Linkname), unwrapPath(err))
 			}
-			err = writeEntry(target, src)
-			src.Close()
+			// A copy counts as much as the file it copies.
+			if total += int64(len(b)); total > maxCaptureBytes {
+				return fmt.Errorf("entry %s: the files add up to more than %d bytes", entryText(h.Name), maxCaptureBytes)
+			}
+			err = writeEntry(target, bytes.NewReader(b))
 			if err != nil {
-				return fmt.Errorf("%s: %w", h.Name, unwrapPath(err))
+				return fmt.Errorf("%s: %w", entryText(h.Name), unwrapPath(err))
 			}
 		case tar.TypeSymlink:
 			t := h.Linkname
 			if filepath.IsAbs(t) {
-				return fmt.Errorf("%s: absolute symlink to %s (only relative links are kept)", h.Name, t)
+				return fmt.Errorf("%s: absolute symlink to %s (only relative links are kept)", entryText(h.Name), entryText(t))
 			}
 			if rel := filepath.Join(filepath.Dir(name), t); rel == ".." || strings.HasPrefix(rel, "../") {
-				return fmt.Errorf("%s: symlink to %s leaves the capture", h.Name, t)
+				return fmt.Errorf("%s: symlink to %s leaves the capture", entryText(h.Name), entryText(t))
 			}
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return unwrapPath(err)
 			}
 			if err := os.Symlink(t, target); err != nil {
-				return fmt.Errorf("%s: %w", h.Name, unwrapPath(err))
+				return fmt.Errorf("%s: %w", entryText(h.Name), unwrapPath(err))
 			}
 			links = append(links, name)
 		default:
@@ -336,20 +423,24 @@ func extract(tr *tar.Reader, dst string) error {
 			continue // dangling: reads through it fail, nothing escapes
 		}
 		if r != realDst && !strings.HasPrefix(r, realDst+string(filepath.Separator)) {
-			return fmt.Errorf("%s: symlink resolves outside the capture", l)
+			return fmt.Errorf("%s: symlink resolves outside the capture", entryText(l))
 		}
 	}
 	return nil
 }
 
+// entryText is a tar entry's name or link target, for a message: a PAX
+// header can make one a megabyte long.
+func entryText(s string) string { return tree.ClipTo(s, 4096) }
+
 // entryName cleans a tar entry name and refuses absolute or escaping ones.
 func entryName(n string) (string, error) {
 	if filepath.IsAbs(n) || strings.HasPrefix(n, "/") {
-		return "", fmt.Errorf("entry %s: absolute path", n)
+		return "", fmt.Errorf("entry %s: absolute path", entryText(n))
 	}
 	c := filepath.Clean(n)
 	if c == ".." || strings.HasPrefix(c, "../") {
-		return "", fmt.Errorf("entry %s: leaves the capture", n)
+		return "", fmt.Errorf("entry %s: leaves the capture", entryText(n))
 	}
 	return c, nil
 }
@@ -372,7 +463,7 @@ func checkParents(dst, name string) error {
 			return unwrapPath(err)
 		}
 		if st.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("entry %s: goes through the symlink %s", name, strings.TrimPrefix(p, dst+"/"))
+			return fmt.Errorf("entry %s: goes through the symlink %s", entryText(name), entryText(strings.TrimPrefix(p, dst+"/")))
 		}
 	}
 	return nil
@@ -392,7 +483,7 @@ func writeEntry(target string, r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, io.LimitReader(r, maxCaptureBytes)); err != nil {
+	if _, err := io.Copy(f, io.LimitReader(r, maxEntryBytes)); err != nil {
 		f.Close()
 		return err
 	}

@@ -4,9 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +21,8 @@ import (
 type entry struct {
 	name, body, link string
 	dir              bool
+	hard             bool // link is a hard link
+	size             int64
 }
 
 func tarGz(t *testing.T, entries []entry) []byte {
@@ -28,8 +35,19 @@ func tarGz(t *testing.T, entries []entry) []byte {
 		switch {
 		case e.dir:
 			h.Typeflag, h.Size, h.Mode = tar.TypeDir, 0, 0o755
+		case e.hard:
+			h.Typeflag, h.Linkname, h.Size = tar.TypeLink, e.link, 0
 		case e.link != "":
 			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, e.link, 0
+		case e.size > 0:
+			// A header that promises more than follows: the reader must
+			// refuse it from the header alone.
+			h.Size = e.size
+			if err := tw.WriteHeader(h); err != nil {
+				t.Fatal(err)
+			}
+			zw.Close()
+			return buf.Bytes()
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			t.Fatal(err)
@@ -159,8 +177,21 @@ func TestOpenCaptureBad(t *testing.T) {
 			{name: "l/proc/stat", body: "x"},
 		}), want: "goes through the symlink"},
 		{name: "no proc", file: tarGz(t, []entry{{name: "box/meta.json", body: "{}"}}), want: "no proc/ directory"},
+		{name: "entry over the file cap", file: tarGz(t, []entry{{name: "proc/", dir: true}, {name: "proc/sys/net/core/rmem_max", size: 1000 << 20}}),
+			want: "entry proc/sys/net/core/rmem_max: 1048576000 bytes, more than the 16777216 a capture file may hold"},
+		{name: "hard link out through a chain", file: tarGz(t, []entry{
+			{name: "proc/", dir: true},
+			{name: "up", link: "."},
+			{name: "c/f", link: "../up/../etc/passwd"}, // lexically "etc/passwd", inside
+			{name: "proc/stat", link: "c/f", hard: true},
+		}), want: "proc/stat: hard link to c/f: refused: a symbolic link on the way leads out of"},
+		{name: "hard link to a directory", file: tarGz(t, []entry{
+			{name: "proc/", dir: true},
+			{name: "proc/stat", link: "proc", hard: true},
+		}), want: "proc/stat: hard link to proc: is a directory"},
 		{name: "dir without proc", dir: map[string]string{"sys/x": "1"}, want: "no proc/ directory"},
 		{name: "bad meta", dir: map[string]string{"proc/stat": "", "meta.json": "{host: routerpi"}, want: "meta.json: invalid character"},
+		{name: "fifo", want: "a named pipe (FIFO), not a regular file (want a directory or a .tar.gz)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -174,6 +205,11 @@ func TestOpenCaptureBad(t *testing.T) {
 				}
 			case c.file != nil:
 				p = writeTemp(t, "box.tar.gz", c.file)
+			case c.name == "fifo":
+				p = filepath.Join(t.TempDir(), "box.tar.gz")
+				if err := syscall.Mkfifo(p, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			default:
 				p = filepath.Join(t.TempDir(), "nope.tar.gz")
 			}
@@ -197,6 +233,65 @@ func TestOpenCaptureBad(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The files of a tarball add up to at most maxCaptureBytes.
+func TestOpenCaptureTotalCap(t *testing.T) {
+	defer func(n int64) { maxCaptureBytes = n }(maxCaptureBytes)
+	maxCaptureBytes = 15
+	p := writeTemp(t, "box.tar.gz", tarGz(t, []entry{{name: "proc/stat", body: "0123456789"}, {name: "proc/softirqs", body: "0123456789"}}))
+	_, err := OpenCapture(p)
+	if err == nil || !strings.Contains(err.Error(), "entry proc/softirqs: the files add up to more than 15 bytes") {
+		t.Errorf("err = %v", err)
+	}
+	// A hard link counts as much as a copy.
+	p = writeTemp(t, "box.tar.gz", tarGz(t, []entry{{name: "proc/stat", body: "0123456789"}, {name: "proc/x", link: "proc/stat", hard: true}}))
+	if _, err := OpenCapture(p); err == nil || !strings.Contains(err.Error(), "entry proc/x: the files add up to more than 15 bytes") {
+		t.Errorf("hard link: err = %v", err)
+	}
+}
+
+// An extraction directory left by a process that is gone (killed with
+// SIGKILL) is removed by the next OpenCapture; one of a live process is not.
+func TestOpenCaptureRemovesStale(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(tmp, fmt.Sprintf("linerate-capture-%d-1", dead.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("linerate-capture-%d-2", os.Getppid()))
+	for _, d := range []string{stale, live} {
+		os.MkdirAll(filepath.Join(d, "proc"), 0o755)
+	}
+	// `linerate capture` run in TMPDIR on a host named like an address:
+	// the user's tarball and directory, whatever the number in their name.
+	users := []string{
+		filepath.Join(tmp, fmt.Sprintf("linerate-capture-%d-0-0-1-20261124T101010Z.tar.gz", dead.Process.Pid)),
+		filepath.Join(tmp, fmt.Sprintf("linerate-capture-%d-0-0-1-20261124T101010Z", dead.Process.Pid)),
+	}
+	os.WriteFile(users[0], []byte("a capture"), 0o644)
+	os.MkdirAll(filepath.Join(users[1], "proc"), 0o755)
+	src, err := OpenCapture(writeTemp(t, "box.tar.gz", tarGz(t, goodEntries)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("%s is still there", stale)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("%s of a live process was removed: %v", live, err)
+	}
+	for _, u := range users {
+		if _, err := os.Stat(u); err != nil {
+			t.Errorf("the user's %s was removed: %v", u, err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "linerate-capture-*")); len(left) != 3 {
+		t.Errorf("left: %v", left)
 	}
 }
 
@@ -269,5 +364,35 @@ func TestParseIPLink(t *testing.T) {
 		if _, err := ParseIPLink(strings.NewReader(bad)); err == nil {
 			t.Errorf("ParseIPLink(%q) gave no error", bad)
 		}
+	}
+}
+
+// stopAfter is a context that ends once Err has been asked n times: a
+// signal arriving in the middle of unpacking, at a known entry.
+type stopAfter struct {
+	context.Context
+	n int
+}
+
+func (c *stopAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Ctrl-C or SIGTERM while a tarball is unpacked stops the unpacking at the
+// next entry and removes what was unpacked; the error is the interruption,
+// not bad input.
+func TestOpenCaptureInterrupted(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	p := writeTemp(t, "box.tar.gz", tarGz(t, goodEntries))
+	_, err := OpenCaptureContext(&stopAfter{Context: context.Background(), n: 3}, p)
+	if !errors.Is(err, context.Canceled) || usage.Is(err) || !strings.Contains(err.Error(), "unpacking stopped") {
+		t.Errorf("err = %v, want the interruption", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "linerate-capture-*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

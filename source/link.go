@@ -3,6 +3,7 @@ package source
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"linerate/source/tree"
 )
 
 // Link is what rtnetlink says about an interface that sysfs does not: the
@@ -108,9 +111,11 @@ func ParseIPLink(r io.Reader) (map[string]Link, error) {
 			links[cur.Name] = *cur
 		}
 	}
+	const maxLine = 1 << 20
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for n := 1; sc.Scan(); n++ {
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	n := 1
+	for ; sc.Scan(); n++ {
 		line := sc.Text()
 		if strings.TrimSpace(line) == "" {
 			continue
@@ -119,11 +124,11 @@ func ParseIPLink(r io.Reader) (map[string]Link, error) {
 		if line[0] != ' ' && line[0] != '\t' {
 			// "4: eth0: <BROADCAST,...> mtu 1400 ..."
 			if len(f) < 2 || !strings.HasSuffix(f[0], ":") || !strings.HasSuffix(f[1], ":") {
-				return nil, fmt.Errorf("line %d: want \"INDEX: NAME: ...\", got %q", n, line)
+				return nil, &tree.ParseError{Line: n, Err: fmt.Errorf("want \"INDEX: NAME: ...\", got %q", tree.Clip(line))}
 			}
 			idx, err := strconv.Atoi(strings.TrimSuffix(f[0], ":"))
 			if err != nil {
-				return nil, fmt.Errorf("line %d: interface index %q: %w", n, f[0], err)
+				return nil, &tree.ParseError{Line: n, Err: fmt.Errorf("interface index %q: %w", tree.Clip(f[0]), errors.Unwrap(err))}
 			}
 			flush()
 			name := strings.TrimSuffix(f[1], ":")
@@ -132,7 +137,7 @@ func ParseIPLink(r io.Reader) (map[string]Link, error) {
 			}
 			cur = &Link{Name: name, Index: idx}
 		} else if cur == nil {
-			return nil, fmt.Errorf("line %d: details before any interface line", n)
+			return nil, &tree.ParseError{Line: n, Err: errors.New("details before any interface line")}
 		}
 		for i := 0; i+1 < len(f); i++ {
 			var dst *int
@@ -148,13 +153,15 @@ func ParseIPLink(r io.Reader) (map[string]Link, error) {
 			}
 			v, err := strconv.Atoi(f[i+1])
 			if err != nil {
-				return nil, fmt.Errorf("line %d: %s %q: %w", n, f[i], f[i+1], err)
+				return nil, &tree.ParseError{Line: n, Err: fmt.Errorf("%s %q: %w", f[i], tree.Clip(f[i+1]), errors.Unwrap(err))}
 			}
 			*dst = v
 			i++
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, &tree.ParseError{Line: n, Err: fmt.Errorf("a line longer than %d bytes", maxLine)}
+	} else if err != nil {
 		return nil, err
 	}
 	flush()

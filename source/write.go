@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"linerate/source/tree"
 )
 
 // CaptureOptions says what WriteCapture records.
@@ -273,11 +275,12 @@ func (cw *captureWriter) ifaces() ([]string, error) {
 	return cw.opts.Ifaces, nil
 }
 
-// copyFile copies the file at from into the capture as to; a file that
+// copyFile copies the file rel of t into the capture as to; a file that
 // does not exist or cannot be read in the machine's current state is left
-// out.
-func (cw *captureWriter) copyFile(from, to string) error {
-	b, err := os.ReadFile(from)
+// out. Reading goes through the source's tree, so a capture copied from a
+// capture is read under the same rules as one inspected (package tree).
+func (cw *captureWriter) copyFile(t tree.Tree, rel, to string) error {
+	b, err := t.ReadFile(rel)
 	if err != nil {
 		if skippable(err) {
 			return nil
@@ -288,10 +291,12 @@ func (cw *captureWriter) copyFile(from, to string) error {
 }
 
 // skippable errors leave a file out of the capture instead of failing it:
-// absent files, and attributes the kernel refuses to read in the current
-// state (carrier and speed of a down link answer EINVAL).
+// absent files, attributes the kernel refuses to read in the current state
+// (carrier and speed of a down link answer EINVAL), and, when the source is
+// itself a capture, files its reader refuses (a link out of it, a named
+// pipe: package tree), which the copy then does not hold.
 func skippable(err error) bool {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, tree.ErrRefused) {
 		return true
 	}
 	var pe *fs.PathError
@@ -301,7 +306,8 @@ func skippable(err error) bool {
 func (cw *captureWriter) procFiles() error {
 	proc := cw.src.Proc()
 	for _, f := range counterFiles {
-		if err := cw.copyFile(procPath(cw.src, f), "proc/"+f); err != nil {
+		t, rel := procFile(cw.src, f)
+		if err := cw.copyFile(t, rel, "proc/"+f); err != nil {
 			return err
 		}
 	}
@@ -313,7 +319,7 @@ func (cw *captureWriter) procFiles() error {
 			}
 			n := strconv.Itoa(r.Number)
 			for _, f := range []string{"smp_affinity", "smp_affinity_list", "effective_affinity_list"} {
-				if err := cw.copyFile(proc.Path("irq", n, f), "proc/irq/"+n+"/"+f); err != nil {
+				if err := cw.copyFile(proc.Tree(), "irq/"+n+"/"+f, "proc/irq/"+n+"/"+f); err != nil {
 					return err
 				}
 			}
@@ -329,15 +335,15 @@ func (cw *captureWriter) procFiles() error {
 		}
 	}
 	// irqbalance's comm, if it runs.
-	ents, err := os.ReadDir(proc.Root())
+	ents, err := proc.Tree().ReadDir("")
 	if err != nil {
-		return fmt.Errorf("%s: %w", proc.Root(), err)
+		return err
 	}
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		b, err := os.ReadFile(proc.Path(e.Name(), "comm"))
+		b, err := proc.Tree().ReadFile(e.Name() + "/comm")
 		if err == nil && strings.TrimSpace(string(b)) == "irqbalance" {
 			return cw.w.WriteFile("proc/"+e.Name()+"/comm", b)
 		}
@@ -345,13 +351,13 @@ func (cw *captureWriter) procFiles() error {
 	return nil
 }
 
-// procPath is where a counter file lives: net/ files in the source's
-// network namespace.
-func procPath(src Source, f string) string {
+// procFile is the tree and path of a counter file: net/ files in the
+// source's network namespace.
+func procFile(src Source, f string) (tree.Tree, string) {
 	if rest, ok := strings.CutPrefix(f, "net/"); ok {
-		return src.Proc().NetPath(rest)
+		return src.Proc().NetTree(), rest
 	}
-	return src.Proc().Path(f)
+	return src.Proc().Tree(), f
 }
 
 // copySys copies the file or directory rel (slash-separated, below the sys
@@ -359,8 +365,8 @@ func procPath(src Source, f string) string {
 // as the same relative symlink, and copying goes on at its target, so the
 // capture resolves as the live tree does. A missing file is left out.
 func (cw *captureWriter) copySys(rel string) error {
-	root := cw.src.Sys().Root()
-	resolved, err := cw.resolve(root, rel)
+	sys := cw.src.Sys().Tree()
+	resolved, err := cw.resolve(sys, rel)
 	if err != nil || resolved == "" {
 		return err
 	}
@@ -368,8 +374,7 @@ func (cw *captureWriter) copySys(rel string) error {
 		return nil
 	}
 	cw.done[resolved] = true
-	p := filepath.Join(root, filepath.FromSlash(resolved))
-	st, err := os.Stat(p)
+	st, err := sys.Stat(resolved)
 	if err != nil {
 		if skippable(err) {
 			return nil
@@ -380,19 +385,19 @@ func (cw *captureWriter) copySys(rel string) error {
 		// A link's target directory (a driver), kept so the link resolves.
 		return cw.w.Mkdir("sys/" + resolved)
 	}
-	return cw.copyFile(p, "sys/"+resolved)
+	return cw.copyFile(sys, resolved, "sys/"+resolved)
 }
 
-// resolve walks rel below root component by component. Each symlink is
-// written to the capture (once) and replaced by its target. It returns the
-// symlink-free path, or "" when a component does not exist.
-func (cw *captureWriter) resolve(root, rel string) (string, error) {
+// resolve walks rel below the top of sys component by component. Each
+// symlink is written to the capture (once) and replaced by its target. It
+// returns the symlink-free path, or "" when a component does not exist.
+func (cw *captureWriter) resolve(sys tree.Tree, rel string) (string, error) {
 	parts := strings.Split(rel, "/")
 	cur := ""
 	for i := 0; i < len(parts); i++ {
 		next := path.Join(cur, parts[i])
-		p := filepath.Join(root, filepath.FromSlash(next))
-		st, err := os.Lstat(p)
+		p := sys.Path(next)
+		st, err := sys.Lstat(next)
 		if err != nil {
 			if skippable(err) {
 				return "", nil
@@ -403,7 +408,7 @@ func (cw *captureWriter) resolve(root, rel string) (string, error) {
 			cur = next
 			continue
 		}
-		target, err := os.Readlink(p)
+		target, err := sys.Readlink(next)
 		if err != nil {
 			return "", err
 		}
@@ -418,7 +423,7 @@ func (cw *captureWriter) resolve(root, rel string) (string, error) {
 		}
 		dest := path.Join(path.Dir(next), target)
 		if dest == ".." || strings.HasPrefix(dest, "../") {
-			return "", fmt.Errorf("%s: symlink leaves %s", p, root)
+			return "", fmt.Errorf("%s: symlink leaves %s", p, sys.Path(""))
 		}
 		// Go on from the target, which may hold further links.
 		rest := append(strings.Split(dest, "/"), parts[i+1:]...)
@@ -435,8 +440,7 @@ func (cw *captureWriter) iface(iface string) error {
 			return err
 		}
 	}
-	qdir := filepath.Join(sys.Root(), "class", "net", iface, "queues")
-	ents, err := os.ReadDir(qdir)
+	ents, err := sys.Tree().ReadDir(base + "/queues")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -485,7 +489,7 @@ func (cw *captureWriter) iface(iface string) error {
 }
 
 func (cw *captureWriter) msiIRQs(dev string) error {
-	ents, err := os.ReadDir(filepath.Join(cw.src.Sys().Root(), filepath.FromSlash(dev), "msi_irqs"))
+	ents, err := cw.src.Sys().Tree().ReadDir(dev + "/msi_irqs")
 	if err != nil {
 		return nil // no MSI: inspect falls back to /proc/interrupts
 	}
@@ -524,6 +528,19 @@ func (cw *captureWriter) pciDevice(addr string) error {
 	return cw.w.WriteFile("pci/"+addr+"/config", cfg)
 }
 
+// sysNames lists the names in the directory dir of sys that match the
+// shell pattern pattern, sorted; none when dir cannot be listed.
+func (cw *captureWriter) sysNames(dir, pattern string) []string {
+	ents, _ := cw.src.Sys().Tree().ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		if ok, _ := path.Match(pattern, e.Name()); ok {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 func (cw *captureWriter) machineFiles() error {
 	sys := cw.src.Sys()
 	for _, f := range []string{"present", "online", "possible"} {
@@ -531,23 +548,21 @@ func (cw *captureWriter) machineFiles() error {
 			return err
 		}
 	}
-	cpus, _ := filepath.Glob(filepath.Join(sys.Root(), "devices", "system", "cpu", "cpu[0-9]*"))
-	for _, c := range cpus {
+	for _, c := range cw.sysNames("devices/system/cpu", "cpu[0-9]*") {
 		// cpu0 of a PC has no online file and may have no cpufreq: its
 		// directory alone says it is there.
-		if err := cw.copySys("devices/system/cpu/" + filepath.Base(c)); err != nil {
+		if err := cw.copySys("devices/system/cpu/" + c); err != nil {
 			return err
 		}
 		for _, f := range cpuFiles {
-			if err := cw.copySys("devices/system/cpu/" + filepath.Base(c) + "/" + f); err != nil {
+			if err := cw.copySys("devices/system/cpu/" + c + "/" + f); err != nil {
 				return err
 			}
 		}
 	}
-	zones, _ := filepath.Glob(filepath.Join(sys.Root(), "class", "thermal", "thermal_zone*"))
-	for _, z := range zones {
+	for _, z := range cw.sysNames("class/thermal", "thermal_zone*") {
 		for _, f := range []string{"type", "temp"} {
-			if err := cw.copySys("class/thermal/" + filepath.Base(z) + "/" + f); err != nil {
+			if err := cw.copySys("class/thermal/" + z + "/" + f); err != nil {
 				return err
 			}
 		}
@@ -687,7 +702,8 @@ func (cw *captureWriter) samples(ctx context.Context, ifaces []string) error {
 		dir := fmt.Sprintf("samples/%03d", i)
 		now := time.Now()
 		for _, f := range counterFiles {
-			if err := cw.copyFile(procPath(cw.src, f), dir+"/proc/"+f); err != nil {
+			t, rel := procFile(cw.src, f)
+			if err := cw.copyFile(t, rel, dir+"/proc/"+f); err != nil {
 				return err
 			}
 		}

@@ -3,10 +3,12 @@ package source
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -120,5 +122,58 @@ func compareTrees(t *testing.T, want, got string, sysctls []string) {
 	}
 	if n < 50 {
 		t.Errorf("compared only %d files", n)
+	}
+}
+
+// Copying a capture reads it under the rules inspect reads it by (package
+// tree): a file linked out of it, a named pipe and a file over the size
+// limit are left out of the copy, and nothing blocks.
+func TestWriteCaptureOfHostileCapture(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "box")
+	if err := os.CopyFS(dir, os.DirFS(thisMachine)); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("do-not-copy-me\n"), 0o600)
+	swap := func(rel string, make func(p string) error) {
+		p := filepath.Join(dir, rel)
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := make(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	swap("proc/softirqs", func(p string) error { return os.Symlink(secret, p) })
+	swap("proc/net/snmp", func(p string) error { return syscall.Mkfifo(p, 0o644) })
+	swap("proc/interrupts", func(p string) error {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			return err
+		}
+		return os.Truncate(p, 3<<30)
+	})
+	src, err := OpenCapture(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	out := filepath.Join(t.TempDir(), "copy")
+	sink, err := DirSink(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCapture(context.Background(), src, sink, CaptureOptions{Samples: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"proc/softirqs", "proc/net/snmp", "proc/interrupts", "samples/000/proc/softirqs"} {
+		if _, err := os.Lstat(filepath.Join(out, rel)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is in the copy (%v)", rel, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "proc/stat")); err != nil || len(b) == 0 {
+		t.Errorf("proc/stat: %v", err)
 	}
 }

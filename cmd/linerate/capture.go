@@ -58,7 +58,7 @@ func runCapture(cmd *cobra.Command, args []string) error {
 	if captureOpts.samples > 1 && captureOpts.interval <= 0 {
 		return usage.Errorf("--interval %s: want a positive duration", captureOpts.interval)
 	}
-	src, err := inspectSource("", captureOpts.netns)
+	src, err := inspectSource(cmd.Context(), "", captureOpts.netns)
 	if err != nil {
 		return err
 	}

@@ -230,7 +230,7 @@ func ceilingBox(cmd *cobra.Command) error {
 		err error
 	)
 	if ceilingOpts.root != "" {
-		src, err = source.OpenCapture(ceilingOpts.root)
+		src, err = source.OpenCaptureContext(cmd.Context(), ceilingOpts.root)
 	} else {
 		src, err = source.NewLive()
 	}

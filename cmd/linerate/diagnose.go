@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +13,7 @@ import (
 	"linerate/report"
 	"linerate/sample"
 	"linerate/source"
+	"linerate/source/tree"
 	"linerate/traffic"
 )
 
@@ -114,7 +114,7 @@ func gatherEvidence(cmd *cobra.Command, args []string) (*diagnose.Evidence, stri
 	ctx := cmd.Context()
 	switch {
 	case diagnoseFlags.root != "":
-		src, err := inspectSource(diagnoseFlags.root, "")
+		src, err := inspectSource(ctx, diagnoseFlags.root, "")
 		if err != nil {
 			return nil, "", err
 		}
@@ -163,7 +163,9 @@ func resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string
 	if diagnoseFlags.side != "client" && diagnoseFlags.side != "server" {
 		return nil, "", usage.Errorf("--side %q: want client or server", diagnoseFlags.side)
 	}
-	data, err := os.ReadFile(path)
+	// A result someone sent: a regular file of at most 64 MiB (an hour of
+	// samples is a few MiB), read without blocking (docs/security.md).
+	data, err := tree.ReadNamed(path, 64<<20)
 	if err != nil {
 		return nil, "", usage.Wrap(err)
 	}

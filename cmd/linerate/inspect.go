@@ -73,7 +73,7 @@ func runInspect(cmd *cobra.Command, args []string) error {
 		}
 		inspectOpts.netns = ns
 	}
-	src, err := inspectSource(inspectOpts.root, inspectOpts.netns)
+	src, err := inspectSource(cmd.Context(), inspectOpts.root, inspectOpts.netns)
 	if err != nil {
 		return err
 	}
@@ -82,6 +82,9 @@ func runInspect(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return sourceErr(src, inspectOpts.root, err)
 	}
+	if n := len(b.Warnings); n > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "linerate: warning: %d thing(s) in capture %s could not be read and are unknown (see \"warnings\" in the output)\n", n, inspectOpts.root)
+	}
 	if inspectOpts.json {
 		return report.JSON(cmd.OutOrStdout(), b)
 	}
@@ -89,13 +92,14 @@ func runInspect(cmd *cobra.Command, args []string) error {
 }
 
 // inspectSource opens the source the --root and --netns flags name: a
-// capture, a network namespace, or this machine.
-func inspectSource(root, netns string) (source.Source, error) {
+// capture, a network namespace, or this machine. ctx ends the unpacking of
+// a tarball (Ctrl-C, SIGTERM).
+func inspectSource(ctx context.Context, root, netns string) (source.Source, error) {
 	switch {
 	case root != "" && netns != "":
 		return nil, usage.Errorf("--root and --netns exclude each other: a capture has no namespaces to enter")
 	case root != "":
-		return source.OpenCapture(root)
+		return source.OpenCaptureContext(ctx, root)
 	case netns != "":
 		return source.NewLiveNetns(netns)
 	}

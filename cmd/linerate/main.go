@@ -24,6 +24,7 @@ const (
 	exitFailure     = 1   // the machine or the network failed us
 	exitBadInput    = 2   // bad flags, names, files or captures
 	exitInterrupted = 130 // Ctrl-C / SIGTERM: partial results were printed
+	exitBrokenPipe  = 141 // whoever read the output went away (`| head`), as a SIGPIPE death reads in a shell
 )
 
 // errInterrupted is returned by commands stopped by a signal after they
@@ -64,6 +65,11 @@ func init() {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A write to a closed pipe (`linerate inspect --root x.tar.gz | head`)
+	// fails with EPIPE rather than killing the process, so that deferred
+	// clean-ups run (a capture's extraction directory). Notify rather than
+	// Ignore: children must not inherit an ignored SIGPIPE.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	err := rootCmd.ExecuteContext(ctx)
 	stop()
 	os.Exit(exitCode(err))
@@ -73,6 +79,9 @@ func main() {
 func exitCode(err error) int {
 	if err == nil {
 		return exitOK
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		return exitBrokenPipe // nobody is left to read a message
 	}
 	fmt.Fprintln(os.Stderr, "linerate:", err)
 	switch {

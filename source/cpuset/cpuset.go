@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"linerate/source/tree"
 )
 
 // MaxCPU bounds the CPU ids the parsers accept. The kernel's NR_CPUS tops
@@ -36,17 +38,17 @@ func ParseMask(s string) ([]int, error) {
 	}
 	words := strings.Split(s, ",")
 	if len(words)*wordBits > MaxCPU {
-		return nil, fmt.Errorf("cpu mask %q: more than %d CPUs", s, MaxCPU)
+		return nil, fmt.Errorf("cpu mask %q: more than %d CPUs", tree.Clip(s), MaxCPU)
 	}
 	// Walk from the least significant word (the last) up.
 	for i := len(words) - 1; i >= 0; i-- {
 		w := words[i]
 		if w == "" || len(w) > 8 {
-			return nil, fmt.Errorf("cpu mask %q: word %q is not 1 to 8 hex digits", s, w)
+			return nil, fmt.Errorf("cpu mask %q: word %q is not 1 to 8 hex digits", tree.Clip(s), tree.Clip(w))
 		}
 		v, err := strconv.ParseUint(w, 16, 32)
 		if err != nil {
-			return nil, fmt.Errorf("cpu mask %q: word %q is not hex", s, w)
+			return nil, fmt.Errorf("cpu mask %q: word %q is not hex", tree.Clip(s), w)
 		}
 		base := (len(words) - 1 - i) * wordBits
 		for bit := 0; bit < wordBits; bit++ {
@@ -99,15 +101,15 @@ func ParseList(s string) ([]int, error) {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := parseID(lo)
 		if err != nil {
-			return nil, fmt.Errorf("cpu list %q: %w", s, err)
+			return nil, fmt.Errorf("cpu list %q: %w", tree.Clip(s), err)
 		}
 		b := a
 		if isRange {
 			if b, err = parseID(hi); err != nil {
-				return nil, fmt.Errorf("cpu list %q: %w", s, err)
+				return nil, fmt.Errorf("cpu list %q: %w", tree.Clip(s), err)
 			}
 			if b < a {
-				return nil, fmt.Errorf("cpu list %q: range %q runs backwards", s, part)
+				return nil, fmt.Errorf("cpu list %q: range %q runs backwards", tree.Clip(s), tree.Clip(part))
 			}
 		}
 		for c := a; c <= b; c++ {
@@ -121,7 +123,7 @@ func ParseList(s string) ([]int, error) {
 func parseID(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a CPU number", s)
+		return 0, fmt.Errorf("%q is not a CPU number", tree.Clip(s))
 	}
 	if n >= MaxCPU {
 		return 0, fmt.Errorf("CPU %d is beyond %d", n, MaxCPU-1)

@@ -6,62 +6,93 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
+
+	"linerate/source/tree"
 )
 
 // Capture is the Client of a capture's ethtool/ directory: one directory
 // per interface holding the text of each ethtool command (docs/capture.md).
+// Files are read through a tree.Tree: beneath the capture, regular files
+// only, under its size limits.
 type Capture struct {
-	fsys fs.FS
-	name string // how error messages name the directory
+	t tree.Tree
+
+	mu       sync.Mutex
+	warnings map[string]FileWarnings // by file, from its last read
 }
 
 var _ Client = (*Capture)(nil)
 
-// NewCapture reads the ethtool/ directory of a capture: dir/IFACE/i.txt is
-// `ethtool -i IFACE`, and likewise k, c, g, l, x, S, link and n-tcp4,
-// n-udp4, n-tcp6, n-udp6. A missing file is an error wrapping
-// ErrNotCaptured; a file holding ethtool's "not supported" line, one
-// wrapping ErrNotSupported; text that is not ethtool's output, an error
-// naming the file and line.
-func NewCapture(dir string) Client {
-	return &Capture{fsys: os.DirFS(dir), name: dir}
+// FileWarnings are the Warnings of one file of a capture.
+type FileWarnings struct {
+	// Path is the file as a path of this machine.
+	Path string
+	// Iface and File name it inside ethtool/: "eth0", "g.txt".
+	Iface, File string
+	Warnings    []Warning
 }
 
-// NewCaptureFS is NewCapture over a file system whose root is the ethtool/
-// directory (for captures read from an archive); name is how error
-// messages refer to that directory.
-func NewCaptureFS(fsys fs.FS, name string) *Capture {
-	return &Capture{fsys: fsys, name: name}
+// NewCapture reads the directory dir as a capture's ethtool/ directory,
+// under tree.CaptureLimits: dir/IFACE/i.txt is `ethtool -i IFACE`, and
+// likewise k, c, g, l, x, S, link and n-tcp4, n-udp4, n-tcp6, n-udp6.
+func NewCapture(dir string) *Capture { return NewCaptureTree(tree.New(dir, tree.CaptureLimits)) }
+
+// NewCaptureTree reads t as a capture's ethtool/ directory. A missing file
+// is an error wrapping ErrNotCaptured; a file holding ethtool's "not
+// supported" line, one wrapping ErrNotSupported; a file refused by the tree,
+// one wrapping tree.ErrRefused; text with nothing a parser can use, a
+// *tree.ParseError naming the file and line. Lines a parser could not read
+// in a file it otherwise read are Warnings.
+func NewCaptureTree(t tree.Tree) *Capture {
+	return &Capture{t: t, warnings: map[string]FileWarnings{}}
 }
 
 // Close does nothing: a capture holds no resources.
 func (c *Capture) Close() error { return nil }
 
-// read opens IFACE/item.txt and parses it; errors name the file.
-func read[T any](c *Capture, iface, item string, parse func(io.Reader) (T, error)) (T, error) {
+// Warnings returns the warnings of the files of iface read so far, by file.
+func (c *Capture) Warnings(iface string) []FileWarnings {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []FileWarnings
+	for _, w := range c.warnings {
+		if w.Iface == iface && len(w.Warnings) > 0 {
+			out = append(out, w)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+// read reads IFACE/item.txt and parses it; errors name the file.
+func read[T any](c *Capture, iface, item string, parse func(io.Reader) (T, []Warning, error)) (T, error) {
 	var zero T
-	display := filepath.Join(c.name, iface, item+".txt")
+	file := item + ".txt"
+	rel := path.Join(iface, file)
 	if iface == "" || iface == "." || iface == ".." || strings.ContainsAny(iface, "/\\\x00") {
 		return zero, fmt.Errorf("interface name %q: %w", iface, ErrNoInterface)
 	}
-	data, err := fs.ReadFile(c.fsys, path.Join(iface, item+".txt"))
+	data, err := c.t.ReadFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
-		return zero, fmt.Errorf("%s: %w", display, ErrNotCaptured)
+		return zero, fmt.Errorf("%s: %w", c.t.Path(rel), ErrNotCaptured)
 	}
 	if err != nil {
-		return zero, fmt.Errorf("%s: %w", display, err)
+		return zero, err
 	}
-	v, err := parse(bytes.NewReader(data))
+	v, ws, err := parse(bytes.NewReader(data))
+	c.mu.Lock()
+	c.warnings[rel] = FileWarnings{Path: c.t.Path(rel), Iface: iface, File: file, Warnings: ws}
+	c.mu.Unlock()
 	if err != nil {
 		var se *SyntaxError
 		if errors.As(err, &se) {
-			return zero, fmt.Errorf("%s %w", display, err)
+			return zero, &tree.ParseError{Path: c.t.Path(rel), Line: se.Line, Err: errors.New(se.Msg)}
 		}
-		return zero, fmt.Errorf("%s: %w", display, err)
+		return zero, fmt.Errorf("%s: %w", c.t.Path(rel), err)
 	}
 	return v, nil
 }
@@ -106,15 +137,15 @@ func (c *Capture) FlowHash(iface string, ft FlowType) (FlowHash, error) {
 		return 0, fmt.Errorf("%s: unknown flow type %q (want tcp4, udp4, tcp6 or udp6)", iface, ft)
 	}
 	item := "n-" + string(ft)
-	return read(c, iface, item, func(r io.Reader) (FlowHash, error) {
+	return read(c, iface, item, func(r io.Reader) (FlowHash, []Warning, error) {
 		got, h, err := ParseFlowHash(r)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if got != ft {
-			return 0, syntaxf(1, "file is about %s flows, not %s", got, ft)
+			return 0, nil, syntaxf(1, "file is about %s flows, not %s", got, ft)
 		}
-		return h, nil
+		return h, nil, nil
 	})
 }
 

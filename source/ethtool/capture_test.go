@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+
+	"linerate/source/tree"
 )
 
 // testdata/ is laid out as a capture's ethtool/ directory, with one
@@ -94,23 +97,64 @@ func writeFile(t *testing.T, path, text string) {
 
 func TestCaptureGarbageNamesFileAndLine(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ethtool")
-	writeFile(t, filepath.Join(dir, "eth0", "g.txt"), "Ring parameters for eth0:\nPre-set maximums:\nRX:\t\tplenty\n")
+	writeFile(t, filepath.Join(dir, "eth0", "g.txt"), "Ring parameters for eth0:\nPre-set maximums:\nRX:\t\tplenty\nTX:\t\t512\nCurrent hardware settings:\nRX:\t\t256\nTX:\t\t256\n")
+	writeFile(t, filepath.Join(dir, "eth0", "l.txt"), "Channel parameters for eth0:\nthis is not ethtool\n")
 	writeFile(t, filepath.Join(dir, "eth0", "n-tcp4.txt"), "UDP over IPV4 flows use these fields for computing Hash flow key:\nIP SA\n")
 	writeFile(t, filepath.Join(dir, "eth0", "i.txt"), "Cannot get driver information: Operation not permitted\n")
 	c := NewCapture(dir)
-	_, err := c.Rings("eth0")
-	if err == nil || !strings.Contains(err.Error(), filepath.Join("ethtool", "eth0", "g.txt")+" line 3: ") {
-		t.Errorf("garbage: %v", err)
+
+	// One bad value: the rest of the file is read, the warning names the line.
+	r, err := c.Rings("eth0")
+	if err != nil || r != (Rings{TXMax: 512, RX: 256, TX: 256}) {
+		t.Errorf("rings with one bad value: %+v, %v", r, err)
 	}
-	var se *SyntaxError
-	if !errors.As(err, &se) || se.Line != 3 {
-		t.Errorf("garbage is not a syntax error at line 3: %v", err)
+	ws := c.Warnings("eth0")
+	if len(ws) != 1 || ws[0].File != "g.txt" || ws[0].Path != filepath.Join(dir, "eth0", "g.txt") ||
+		len(ws[0].Warnings) != 1 || ws[0].Warnings[0].Line != 3 || ws[0].Warnings[0].Field != "Pre-set maximums RX" {
+		t.Errorf("warnings: %+v", ws)
 	}
-	if _, err := c.FlowHash("eth0", TCP4); err == nil || !strings.Contains(err.Error(), "n-tcp4.txt line 1: ") {
+	// Read again: the warnings of a file are those of its last read.
+	c.Rings("eth0")
+	if ws := c.Warnings("eth0"); len(ws) != 1 || len(ws[0].Warnings) != 1 {
+		t.Errorf("warnings after a second read: %+v", ws)
+	}
+	if ws := c.Warnings("eth1"); ws != nil {
+		t.Errorf("warnings of another interface: %+v", ws)
+	}
+
+	// Nothing usable: a parse error at file:line.
+	_, err = c.Channels("eth0")
+	var pe *tree.ParseError
+	if !errors.As(err, &pe) || pe.Line != 1 || !strings.Contains(err.Error(), filepath.Join("ethtool", "eth0", "l.txt")+":1: ") {
+		t.Errorf("no section: %v", err)
+	}
+	if _, err := c.FlowHash("eth0", TCP4); !errors.As(err, &pe) || !strings.Contains(err.Error(), "n-tcp4.txt:1: ") {
 		t.Errorf("udp4 text in n-tcp4.txt: %v", err)
 	}
 	if _, err := c.DriverInfo("eth0"); !errors.Is(err, ErrFailed) || errors.Is(err, ErrNotSupported) {
 		t.Errorf("permission error: %v", err)
+	}
+}
+
+// A capture's ethtool files are read through a tree: a link out of it or
+// a named pipe is refused, not read.
+func TestCaptureRefusesLinksOutAndFIFOs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ethtool")
+	outside := filepath.Join(t.TempDir(), "secret")
+	writeFile(t, outside, "NIC statistics:\n     secret: 1\n")
+	writeFile(t, filepath.Join(dir, "eth0", "i.txt"), "driver: igb\n")
+	if err := os.Symlink(outside, filepath.Join(dir, "eth0", "S.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "eth0", "g.txt"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCapture(dir)
+	if st, err := c.Stats("eth0"); !errors.Is(err, tree.ErrRefused) || st != nil {
+		t.Errorf("link out: %v, %v", st, err)
+	}
+	if _, err := c.Rings("eth0"); !errors.Is(err, tree.ErrRefused) || !strings.Contains(err.Error(), "named pipe") {
+		t.Errorf("fifo: %v", err)
 	}
 }
 

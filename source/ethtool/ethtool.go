@@ -13,6 +13,9 @@
 //
 // Anything a driver does not implement is reported as an error wrapping
 // ErrNotSupported; callers show it to the user as "unsupported", never crash.
+// The parsers degrade rather than fail: a line they do not understand makes
+// the one value it held unknown and is a Warning naming the line (Capture
+// keeps them per file); layouts.md says what each ethtool release prints.
 package ethtool
 
 import (
@@ -218,6 +221,7 @@ const (
 	HashIPDst   FlowHash = 1 << 5 // d: IP destination address
 	HashL4B01   FlowHash = 1 << 6 // f: L4 bytes 0 & 1 (source port)
 	HashL4B23   FlowHash = 1 << 7 // n: L4 bytes 2 & 3 (destination port)
+	HashGTPTEID FlowHash = 1 << 8 // e: the TEID of GTP (ethtool and Linux 6.9+)
 	HashDiscard FlowHash = 1 << 31
 )
 
@@ -233,6 +237,7 @@ var hashLetters = []struct {
 	{HashIPDst, 'd', "IP DA"},
 	{HashL4B01, 'f', "L4 bytes 0 & 1 [TCP/UDP src port]"},
 	{HashL4B23, 'n', "L4 bytes 2 & 3 [TCP/UDP dst port]"},
+	{HashGTPTEID, 'e', "GTP TEID"},
 }
 
 // Letters renders the set as `ethtool -N ... rx-flow-hash T LETTERS` does,
@@ -270,7 +275,7 @@ func ParseFlowHashLetters(s string) (FlowHash, error) {
 			}
 		}
 		if !found {
-			return 0, errors.New("unknown rx-flow-hash letter " + string(s[i]) + " (want some of m v t s d f n)")
+			return 0, errors.New("unknown rx-flow-hash letter " + string(s[i]) + " (want some of m v t s d f n e)")
 		}
 	}
 	return h, nil

@@ -66,7 +66,7 @@ func loadRawFeatures(t *testing.T, file string) ([]string, []featureState) {
 func TestArrangeFeaturesLikeEthtool(t *testing.T) {
 	for _, dir := range []string{"virtio_net", "veth"} {
 		names, states := loadRawFeatures(t, dir+"/features-raw.txt")
-		want, err := ParseFeatures(open(t, dir+"/k.txt"))
+		want, _, err := ParseFeatures(open(t, dir+"/k.txt"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -175,32 +175,38 @@ func crossCheck(t *testing.T, l *Live, ns *testenv.NetNS, iface string) {
 		return strings.NewReader(ethtoolCmd(t, ns, args...))
 	}
 	{
-		p, perr := ParseDriverInfo(run("-i", iface))
+		p, ws, perr := ParseDriverInfo(run("-i", iface))
+		noWarnings(t, "ParseDriverInfo", ws)
 		v, err := l.DriverInfo(iface)
 		check("driver", v, err, p, perr)
 	}
 	{
-		p, perr := ParseLinkInfo(run(iface))
+		p, ws, perr := ParseLinkInfo(run(iface))
+		noWarnings(t, "ParseLinkInfo", ws)
 		v, err := l.LinkInfo(iface)
 		check("link", v, err, p, perr)
 	}
 	{
-		p, perr := ParseFeatures(run("-k", iface))
+		p, ws, perr := ParseFeatures(run("-k", iface))
+		noWarnings(t, "ParseFeatures", ws)
 		v, err := l.Features(iface)
 		check("features", v, err, p, perr)
 	}
 	{
-		p, perr := ParseRings(run("-g", iface))
+		p, ws, perr := ParseRings(run("-g", iface))
+		noWarnings(t, "ParseRings", ws)
 		v, err := l.Rings(iface)
 		check("rings", v, err, p, perr)
 	}
 	{
-		p, perr := ParseChannels(run("-l", iface))
+		p, ws, perr := ParseChannels(run("-l", iface))
+		noWarnings(t, "ParseChannels", ws)
 		v, err := l.Channels(iface)
 		check("channels", v, err, p, perr)
 	}
 	{
-		p, perr := ParseCoalesce(run("-c", iface))
+		p, ws, perr := ParseCoalesce(run("-c", iface))
+		noWarnings(t, "ParseCoalesce", ws)
 		v, err := l.Coalesce(iface)
 		if err == nil && perr == nil {
 			for name, val := range v.Params {
@@ -217,7 +223,8 @@ func crossCheck(t *testing.T, l *Live, ns *testenv.NetNS, iface string) {
 		check("coalesce", v, err, p, perr)
 	}
 	{
-		p, perr := ParseRSS(run("-x", iface))
+		p, ws, perr := ParseRSS(run("-x", iface))
+		noWarnings(t, "ParseRSS", ws)
 		v, err := l.RSS(iface)
 		check("rss", v, err, p, perr)
 	}
@@ -227,7 +234,8 @@ func crossCheck(t *testing.T, l *Live, ns *testenv.NetNS, iface string) {
 		check("flow hash "+string(ft), v, err, p, perr)
 	}
 	{
-		p, perr := ParseStats(run("-S", iface))
+		p, ws, perr := ParseStats(run("-S", iface))
+		noWarnings(t, "ParseStats", ws)
 		v, err := l.Stats(iface)
 		if ns == nil && err == nil && perr == nil {
 			check("stats names", v.Names(), nil, p.Names(), nil)
@@ -287,7 +295,7 @@ func TestLiveSetChannels(t *testing.T) {
 	if got != want {
 		t.Errorf("after set: %+v, want %+v", got, want)
 	}
-	printed, err := ParseChannels(strings.NewReader(ethtoolCmd(t, ns, "-l", "va")))
+	printed, _, err := ParseChannels(strings.NewReader(ethtoolCmd(t, ns, "-l", "va")))
 	if err != nil || printed != got {
 		t.Errorf("ethtool -l says %+v (%v), live says %+v", printed, err, got)
 	}
@@ -329,7 +337,7 @@ func TestLiveSetFeatures(t *testing.T) {
 			if f, ok := fs.Get(name); !ok || f.On != on {
 				t.Errorf("%s: asked %v, reads %+v", name, on, f)
 			}
-			printed, err := ParseFeatures(strings.NewReader(ethtoolCmd(t, ns, "-k", "va")))
+			printed, _, err := ParseFeatures(strings.NewReader(ethtoolCmd(t, ns, "-k", "va")))
 			if err != nil || !reflect.DeepEqual(printed, fs) {
 				t.Errorf("%s %v: ethtool -k differs from live (%v)", name, on, err)
 			}

@@ -45,28 +45,28 @@ func renderFile(iface, item, text string) (string, error) {
 	r := strings.NewReader(text)
 	switch item {
 	case "i.txt":
-		v, err := ParseDriverInfo(r)
+		v, _, err := ParseDriverInfo(r)
 		return RenderDriverInfo(iface, v), err
 	case "link.txt":
-		v, err := ParseLinkInfo(r)
+		v, _, err := ParseLinkInfo(r)
 		return RenderLinkInfo(iface, v), err
 	case "k.txt":
-		v, err := ParseFeatures(r)
+		v, _, err := ParseFeatures(r)
 		return RenderFeatures(iface, v), err
 	case "l.txt":
-		v, err := ParseChannels(r)
+		v, _, err := ParseChannels(r)
 		return RenderChannels(iface, v), err
 	case "g.txt":
-		v, err := ParseRings(r)
+		v, _, err := ParseRings(r)
 		return RenderRings(iface, v), err
 	case "c.txt":
-		v, err := ParseCoalesce(r)
+		v, _, err := ParseCoalesce(r)
 		return RenderCoalesce(iface, v), err
 	case "x.txt", "x-equal2.txt":
-		v, err := ParseRSS(r)
+		v, _, err := ParseRSS(r)
 		return RenderRSS(iface, v), err
 	case "S.txt":
-		v, err := ParseStats(r)
+		v, _, err := ParseStats(r)
 		return RenderStats(iface, v), err
 	}
 	ft, h, err := ParseFlowHash(r)
@@ -111,7 +111,7 @@ func TestRoundTrip(t *testing.T) {
 		MDIX: "on (auto)",
 	}
 	for _, l := range []LinkInfo{igbLink, {Link: true}, {Duplex: "Unknown", Port: "Other", SupportedPause: "No", AdvertisedPause: "No", Transceiver: "internal"}} {
-		got, err := ParseLinkInfo(strings.NewReader(RenderLinkInfo(iface, l)))
+		got, _, err := ParseLinkInfo(strings.NewReader(RenderLinkInfo(iface, l)))
 		if err != nil || !reflect.DeepEqual(got, l) {
 			t.Errorf("link: %v\n got %+v\nwant %+v\n%s", err, got, l, RenderLinkInfo(iface, l))
 		}
@@ -122,7 +122,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 
 	drv := DriverInfo{Driver: "igb", Version: "5.4.0-k", Firmware: "0. 6-1", BusInfo: "0000:04:00.0", SupportsStatistics: true, SupportsTest: true, SupportsEEPROM: true, SupportsRegisterDump: true}
-	if got, err := ParseDriverInfo(strings.NewReader(RenderDriverInfo(iface, drv))); err != nil || got != drv {
+	if got, _, err := ParseDriverInfo(strings.NewReader(RenderDriverInfo(iface, drv))); err != nil || got != drv {
 		t.Errorf("driver: %+v, %v", got, err)
 	}
 
@@ -134,17 +134,17 @@ func TestRoundTrip(t *testing.T) {
 		{Name: "generic-receive-offload", Requested: "on"},
 		{Name: "highdma", On: true, Fixed: true},
 	}
-	if got, err := ParseFeatures(strings.NewReader(RenderFeatures(iface, feats))); err != nil || !reflect.DeepEqual(got, feats) {
+	if got, _, err := ParseFeatures(strings.NewReader(RenderFeatures(iface, feats))); err != nil || !reflect.DeepEqual(got, feats) {
 		t.Errorf("features: %v\n got %+v\nwant %+v", err, got, feats)
 	}
 
 	for _, r := range []Rings{{RXMax: 4096, TXMax: 4096, RX: 256, TX: 256}, {RXMax: 511, RXJumboMax: 255, TXMax: 511, RX: 200, RXJumbo: 100, TX: 511}, {}} {
-		if got, err := ParseRings(strings.NewReader(RenderRings(iface, r))); err != nil || got != r {
+		if got, _, err := ParseRings(strings.NewReader(RenderRings(iface, r))); err != nil || got != r {
 			t.Errorf("rings: %+v, %v; want %+v", got, err, r)
 		}
 	}
 	for _, c := range []Channels{{MaxOther: 1, MaxCombined: 2, Other: 1, Combined: 2}, {MaxRX: 8, MaxTX: 8, RX: 1, TX: 8}} {
-		if got, err := ParseChannels(strings.NewReader(RenderChannels(iface, c))); err != nil || got != c {
+		if got, _, err := ParseChannels(strings.NewReader(RenderChannels(iface, c))); err != nil || got != c {
 			t.Errorf("channels: %+v, %v; want %+v", got, err, c)
 		}
 	}
@@ -154,7 +154,7 @@ func TestRoundTrip(t *testing.T) {
 		full.Params[p] = uint32(100 + i)
 	}
 	for _, c := range []Coalesce{full, {AdaptiveTX: true, Params: map[string]uint32{"rx-usecs": 3, "tx-frames-low": 9}}, {Params: map[string]uint32{}}} {
-		if got, err := ParseCoalesce(strings.NewReader(RenderCoalesce(iface, c))); err != nil || !reflect.DeepEqual(got, c) {
+		if got, _, err := ParseCoalesce(strings.NewReader(RenderCoalesce(iface, c))); err != nil || !reflect.DeepEqual(got, c) {
 			t.Errorf("coalesce: %v\n got %+v\nwant %+v", err, got, c)
 		}
 	}
@@ -164,7 +164,7 @@ func TestRoundTrip(t *testing.T) {
 		{RXRings: 3, Indirection: EqualTable(13, 3), HashFuncs: map[string]bool{"toeplitz": false, "xor": true}},
 		{RXRings: 1},
 	} {
-		if got, err := ParseRSS(strings.NewReader(RenderRSS(iface, r))); err != nil || !reflect.DeepEqual(got, r) {
+		if got, _, err := ParseRSS(strings.NewReader(RenderRSS(iface, r))); err != nil || !reflect.DeepEqual(got, r) {
 			t.Errorf("rss: %v\n got %+v\nwant %+v\n%s", err, got, r, RenderRSS(iface, r))
 		}
 	}
@@ -179,10 +179,10 @@ func TestRoundTrip(t *testing.T) {
 	}
 
 	stats := Stats{{"rx_packets", 1}, {"rx_queue_0_packets", 3808489796}, {"[0]: tx_bytes", 18446744073709551615}}
-	if got, err := ParseStats(strings.NewReader(RenderStats(iface, stats))); err != nil || !reflect.DeepEqual(got, stats) {
+	if got, _, err := ParseStats(strings.NewReader(RenderStats(iface, stats))); err != nil || !reflect.DeepEqual(got, stats) {
 		t.Errorf("stats: %+v, %v", got, err)
 	}
-	if _, err := ParseStats(strings.NewReader(RenderStats(iface, nil))); !errors.Is(err, ErrNotSupported) {
+	if _, _, err := ParseStats(strings.NewReader(RenderStats(iface, nil))); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("no stats: %v, want ErrNotSupported", err)
 	}
 }
@@ -199,7 +199,7 @@ func TestRenderError(t *testing.T) {
 		{errorsJoin("eth0: ETHTOOL_GCOALESCE", ErrNotSupported), ErrNotSupported},
 		{errorsJoin("eth0", ErrNoInterface), ErrFailed},
 	} {
-		_, err := ParseCoalesce(strings.NewReader(RenderError(tc.err)))
+		_, _, err := ParseCoalesce(strings.NewReader(RenderError(tc.err)))
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%v: read back as %v, want %v", tc.err, err, tc.want)
 		}

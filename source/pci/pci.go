@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"linerate/source/tree"
 )
 
 // ErrShort means the config space was cut before the PCIe capability (an
@@ -132,11 +134,11 @@ func decodeExpress(b []byte, at int) (Express, error) {
 func ParseSpeed(s string) (float64, error) {
 	f := strings.Fields(s)
 	if len(f) < 2 || f[1] != "GT/s" {
-		return 0, fmt.Errorf("link speed %q is not \"N GT/s\"", s)
+		return 0, fmt.Errorf("link speed %q is not \"N GT/s\"", tree.Clip(s))
 	}
 	v, err := strconv.ParseFloat(f[0], 64)
 	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("link speed %q is not \"N GT/s\"", s)
+		return 0, fmt.Errorf("link speed %q is not \"N GT/s\"", tree.Clip(s))
 	}
 	return v, nil
 }

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"linerate/source/tree"
 )
 
 // maxLine bounds one line of a /proc file. The "intr" line of /proc/stat
@@ -16,7 +18,7 @@ import (
 const maxLine = 16 << 20
 
 // lines calls fn for each line of r with its 1-based number; an error from
-// fn is returned prefixed with the line number.
+// fn is returned as a *tree.ParseError holding the line number.
 func lines(r io.Reader, fn func(n int, line string) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
@@ -24,10 +26,15 @@ func lines(r io.Reader, fn func(n int, line string) error) error {
 	for sc.Scan() {
 		n++
 		if err := fn(n, sc.Text()); err != nil {
-			return fmt.Errorf("line %d: %w", n, err)
+			return &tree.ParseError{Line: n, Err: err}
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return &tree.ParseError{Line: n + 1, Err: fmt.Errorf("a line longer than %d bytes", maxLine)}
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // ParseStat parses /proc/stat and returns its per-CPU lines ("cpu0 ...",
@@ -46,7 +53,7 @@ func ParseStat(r io.Reader) ([]CPUTimes, error) {
 			return nil // some other line that starts with "cpu"
 		}
 		if len(f) < 5 {
-			return fmt.Errorf("%s has %d columns, want at least 4", f[0], len(f)-1)
+			return fmt.Errorf("%s has %d columns, want at least 4", tree.Clip(f[0]), len(f)-1)
 		}
 		c := CPUTimes{ID: id}
 		dst := []*uint64{&c.User, &c.Nice, &c.System, &c.Idle, &c.IOWait, &c.IRQ, &c.SoftIRQ, &c.Steal}
@@ -56,7 +63,7 @@ func ParseStat(r io.Reader) ([]CPUTimes, error) {
 			}
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return fmt.Errorf("%s column %d: %q is not a number", f[0], i+1, s)
+				return fmt.Errorf("%s column %d: %q is not a number", tree.Clip(f[0]), i+1, tree.Clip(s))
 			}
 			*dst[i] = v
 		}
@@ -106,7 +113,7 @@ func parseCPUHeader(line string) ([]int, error) {
 	for _, s := range f {
 		id, err := strconv.Atoi(strings.TrimPrefix(s, "CPU"))
 		if !strings.HasPrefix(s, "CPU") || err != nil || id < 0 {
-			return nil, fmt.Errorf("header word %q is not CPUn", s)
+			return nil, fmt.Errorf("header word %q is not CPUn", tree.Clip(s))
 		}
 		cpus = append(cpus, id)
 	}
@@ -192,7 +199,7 @@ func ParseInterrupts(r io.Reader) (Interrupts, error) {
 		label, after, ok := strings.Cut(line, ":")
 		label = strings.TrimSpace(label)
 		if !ok || label == "" {
-			return fmt.Errorf("no \"N:\" label in %q", line)
+			return fmt.Errorf("no \"N:\" label in %q", tree.Clip(line))
 		}
 		row := InterruptRow{Label: label, Number: -1}
 		if v, err := strconv.Atoi(label); err == nil && v >= 0 {
@@ -246,17 +253,17 @@ func ParseSoftIRQs(r io.Reader) (map[string][]uint64, error) {
 		name, after, ok := strings.Cut(line, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
-			return fmt.Errorf("no \"NAME:\" label in %q", line)
+			return fmt.Errorf("no \"NAME:\" label in %q", tree.Clip(line))
 		}
 		f := strings.Fields(after)
 		if len(f) != len(cpus) {
-			return fmt.Errorf("%s has %d counts for %d CPUs", name, len(f), len(cpus))
+			return fmt.Errorf("%s has %d counts for %d CPUs", tree.Clip(name), len(f), len(cpus))
 		}
 		counts := make([]uint64, len(f))
 		for i, s := range f {
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return fmt.Errorf("%s: %q is not a number", name, s)
+				return fmt.Errorf("%s: %q is not a number", tree.Clip(name), tree.Clip(s))
 			}
 			counts[i] = v
 		}
@@ -289,7 +296,7 @@ func ParseSoftnet(r io.Reader) ([]Softnet, error) {
 		for i, s := range f {
 			v, err := strconv.ParseUint(s, 16, 64)
 			if err != nil {
-				return fmt.Errorf("column %d: %q is not hex", i+1, s)
+				return fmt.Errorf("column %d: %q is not hex", i+1, tree.Clip(s))
 			}
 			col[i] = v
 		}
@@ -335,11 +342,11 @@ func ParseNetDev(r io.Reader) (map[string]NetDev, error) {
 		name, after, ok := strings.Cut(line, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
-			return fmt.Errorf("no \"IFACE:\" in %q", line)
+			return fmt.Errorf("no \"IFACE:\" in %q", tree.Clip(line))
 		}
 		f := strings.Fields(after)
 		if len(f) != netDevColumns {
-			return fmt.Errorf("%s has %d columns, want %d", name, len(f), netDevColumns)
+			return fmt.Errorf("%s has %d columns, want %d", tree.Clip(name), len(f), netDevColumns)
 		}
 		var d NetDev
 		dst := []*uint64{
@@ -349,7 +356,7 @@ func ParseNetDev(r io.Reader) (map[string]NetDev, error) {
 		for i, s := range f {
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return fmt.Errorf("%s column %d: %q is not a number", name, i+1, s)
+				return fmt.Errorf("%s column %d: %q is not a number", tree.Clip(name), i+1, tree.Clip(s))
 			}
 			*dst[i] = v
 		}
@@ -374,7 +381,7 @@ func ParseSNMP(r io.Reader) (map[string]map[string]uint64, error) {
 		}
 		sec, after, ok := strings.Cut(line, ":")
 		if !ok || strings.TrimSpace(sec) == "" {
-			return fmt.Errorf("no \"Section:\" in %q", line)
+			return fmt.Errorf("no \"Section:\" in %q", tree.Clip(line))
 		}
 		f := strings.Fields(after)
 		if names == nil {
@@ -385,10 +392,10 @@ func ParseSNMP(r io.Reader) (map[string]map[string]uint64, error) {
 			return nil
 		}
 		if sec != section {
-			return fmt.Errorf("%s: header line is followed by %s", section, sec)
+			return fmt.Errorf("%s: header line is followed by %s", tree.Clip(section), tree.Clip(sec))
 		}
 		if len(f) != len(names) {
-			return fmt.Errorf("%s: %d values for %d names", sec, len(f), len(names))
+			return fmt.Errorf("%s: %d values for %d names", tree.Clip(sec), len(f), len(names))
 		}
 		m := out[sec]
 		if m == nil {
@@ -398,13 +405,13 @@ func ParseSNMP(r io.Reader) (map[string]map[string]uint64, error) {
 		for i, s := range f {
 			if strings.HasPrefix(s, "-") {
 				if _, err := strconv.ParseInt(s, 10, 64); err != nil {
-					return fmt.Errorf("%s %s: %q is not a number", sec, names[i], s)
+					return fmt.Errorf("%s %s: %q is not a number", tree.Clip(sec), tree.Clip(names[i]), tree.Clip(s))
 				}
 				continue
 			}
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return fmt.Errorf("%s %s: %q is not a number", sec, names[i], s)
+				return fmt.Errorf("%s %s: %q is not a number", tree.Clip(sec), tree.Clip(names[i]), tree.Clip(s))
 			}
 			m[names[i]] = v
 		}
@@ -412,7 +419,7 @@ func ParseSNMP(r io.Reader) (map[string]map[string]uint64, error) {
 		return nil
 	})
 	if err == nil && names != nil {
-		err = fmt.Errorf("%s: header line without values", section)
+		err = fmt.Errorf("%s: header line without values", tree.Clip(section))
 	}
 	return out, err
 }

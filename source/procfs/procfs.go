@@ -1,8 +1,10 @@
 // Package procfs reads the files under /proc that linerate uses: CPU times,
 // interrupts, softirqs, softnet statistics, interface and UDP counters, IRQ
 // affinities and sysctls. Every reader is a method on an FS made from a mount
-// point, so tests and captures point it at a copy of the tree. Parsers take
-// an io.Reader and are pure; errors name the file they came from.
+// point, so tests and captures point it at a copy of the tree; files are
+// read through a tree.Tree (beneath the root, regular files only, capped).
+// Parsers take an io.Reader and are pure; their errors are
+// *tree.ParseErrors naming the file and line.
 //
 // The parsers are written here rather than taken from prometheus/procfs
 // because linerate needs what that library does not give: the chip, hwirq
@@ -12,45 +14,71 @@
 package procfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 
 	"linerate/source/cpuset"
+	"linerate/source/tree"
 )
 
-// FS is a /proc tree at some root ("/proc", or a capture's "proc").
+// FS is a /proc tree at some root ("/proc", or a capture's "proc"). Every
+// file is read through a tree.Tree: beneath the root, regular files only,
+// under size limits (package tree).
 type FS struct {
-	root   string
-	netDir string
+	t tree.Tree
+	// net is where the per-namespace files are, when not t's net/.
+	net *tree.Tree
 }
 
-// NewFS returns an FS rooted at the proc mount point root.
-func NewFS(root string) FS { return FS{root: root} }
+// NewFS returns an FS rooted at the proc mount point root, read under
+// tree.LiveLimits.
+func NewFS(root string) FS { return FS{t: tree.New(root, tree.LiveLimits)} }
+
+// NewTreeFS returns an FS over t (a capture's proc/, under its limits).
+func NewTreeFS(t tree.Tree) FS { return FS{t: t} }
 
 // WithNetDir returns a copy that reads the per-namespace files normally
 // under root/net from dir instead (for a live netns: "/proc/thread-self/net").
-func (fs FS) WithNetDir(dir string) FS { fs.netDir = dir; return fs }
-
-// Root is the mount point the FS was made from.
-func (fs FS) Root() string { return fs.root }
-
-// Path joins elements below the root.
-func (fs FS) Path(elem ...string) string {
-	return filepath.Join(append([]string{fs.root}, elem...)...)
+func (fs FS) WithNetDir(dir string) FS {
+	n := tree.New(dir, fs.t.Limits())
+	fs.net = &n
+	return fs
 }
+
+// Root is the mount point the FS was made from, as a path of this machine.
+func (fs FS) Root() string { return fs.t.Path("") }
+
+// Tree is the tree the FS reads its files through, for a reader of files
+// it has no method for (the capture writer copies them).
+func (fs FS) Tree() tree.Tree { return fs.t }
+
+// NetTree is the tree of the per-namespace files (root/net unless
+// WithNetDir).
+func (fs FS) NetTree() tree.Tree {
+	if fs.net != nil {
+		return *fs.net
+	}
+	return fs.t.Sub("net")
+}
+
+// Path joins elements below the root, as a path of this machine.
+func (fs FS) Path(elem ...string) string { return fs.t.Path(path.Join(elem...)) }
 
 // NetPath joins elements below the net directory (root/net unless WithNetDir).
 func (fs FS) NetPath(elem ...string) string {
-	if fs.netDir != "" {
-		return filepath.Join(append([]string{fs.netDir}, elem...)...)
-	}
-	return fs.Path(append([]string{"net"}, elem...)...)
+	t, rel := fs.netFile(elem...)
+	return t.Path(rel)
+}
+
+// netFile is the tree and path of a per-namespace file.
+func (fs FS) netFile(elem ...string) (tree.Tree, string) {
+	return fs.NetTree(), path.Join(elem...)
 }
 
 // Interrupts is /proc/interrupts.
@@ -97,52 +125,54 @@ type IRQAffinity struct {
 	Effective []int
 }
 
-// parseFile opens path and hands it to parse; parse errors are prefixed
-// with the path (open errors already name it).
-func parseFile[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
-	f, err := os.Open(path)
+// parseFile reads rel from t and hands it to parse; parse errors are
+// prefixed with the file's path (read errors already name it).
+func parseFile[T any](t tree.Tree, rel string, parse func(io.Reader) (T, error)) (T, error) {
+	b, err := t.ReadFile(rel)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	defer f.Close()
-	v, err := parse(f)
+	v, err := parse(bytes.NewReader(b))
 	if err != nil {
-		var pe *iofs.PathError
-		if errors.As(err, &pe) {
-			return v, err
+		var pe *tree.ParseError
+		if errors.As(err, &pe) && pe.Path == "" {
+			return v, &tree.ParseError{Path: t.Path(rel), Line: pe.Line, Err: pe.Err}
 		}
-		return v, fmt.Errorf("%s: %w", path, err)
+		return v, &tree.ParseError{Path: t.Path(rel), Err: err}
 	}
 	return v, nil
 }
 
 // Stat returns the per-CPU lines of /proc/stat (the aggregate "cpu" line is dropped).
-func (fs FS) Stat() ([]CPUTimes, error) { return parseFile(fs.Path("stat"), ParseStat) }
+func (fs FS) Stat() ([]CPUTimes, error) { return parseFile(fs.t, "stat", ParseStat) }
 
 // Interrupts reads /proc/interrupts.
 func (fs FS) Interrupts() (Interrupts, error) {
-	return parseFile(fs.Path("interrupts"), ParseInterrupts)
+	return parseFile(fs.t, "interrupts", ParseInterrupts)
 }
 
 // SoftIRQs reads /proc/softirqs: row name → count per CPU.
 func (fs FS) SoftIRQs() (map[string][]uint64, error) {
-	return parseFile(fs.Path("softirqs"), ParseSoftIRQs)
+	return parseFile(fs.t, "softirqs", ParseSoftIRQs)
 }
 
 // Softnet reads net/softnet_stat.
 func (fs FS) Softnet() ([]Softnet, error) {
-	return parseFile(fs.NetPath("softnet_stat"), ParseSoftnet)
+	t, rel := fs.netFile("softnet_stat")
+	return parseFile(t, rel, ParseSoftnet)
 }
 
 // NetDev reads net/dev.
 func (fs FS) NetDev() (map[string]NetDev, error) {
-	return parseFile(fs.NetPath("dev"), ParseNetDev)
+	t, rel := fs.netFile("dev")
+	return parseFile(t, rel, ParseNetDev)
 }
 
 // SNMP reads net/snmp: section ("Ip", "Tcp", "Udp", ...) → field → value.
 func (fs FS) SNMP() (map[string]map[string]uint64, error) {
-	return parseFile(fs.NetPath("snmp"), ParseSNMP)
+	t, rel := fs.netFile("snmp")
+	return parseFile(t, rel, ParseSNMP)
 }
 
 // SysctlPath is the file behind a sysctl name: dots become slashes
@@ -150,6 +180,15 @@ func (fs FS) SNMP() (map[string]map[string]uint64, error) {
 // taken as a path already, as sysctl(8) does, so that an interface name
 // with a dot can be written ("net/ipv4/conf/eth0.100/rp_filter").
 func (fs FS) SysctlPath(name string) (string, error) {
+	rel, err := sysctlRel(name)
+	if err != nil {
+		return "", err
+	}
+	return fs.t.Path(rel), nil
+}
+
+// sysctlRel is SysctlPath below the root.
+func sysctlRel(name string) (string, error) {
 	sep := "."
 	if strings.Contains(name, "/") {
 		sep = "/"
@@ -160,18 +199,18 @@ func (fs FS) SysctlPath(name string) (string, error) {
 			return "", fmt.Errorf("sysctl %q: not a sysctl name", name)
 		}
 	}
-	return fs.Path(append([]string{"sys"}, parts...)...), nil
+	return path.Join(append([]string{"sys"}, parts...)...), nil
 }
 
 // Sysctl reads sys/NAME with dots turned into slashes, white space folded to
 // single spaces ("4096\t131072\t6291456" → "4096 131072 6291456"). A sysctl
 // that does not exist gives an error wrapping fs.ErrNotExist.
 func (fs FS) Sysctl(name string) (string, error) {
-	p, err := fs.SysctlPath(name)
+	rel, err := sysctlRel(name)
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(p)
+	b, err := fs.t.ReadFile(rel)
 	if err != nil {
 		return "", err
 	}
@@ -179,8 +218,8 @@ func (fs FS) Sysctl(name string) (string, error) {
 }
 
 // readOptional reads a file that may be absent: ok is false then.
-func readOptional(path string) (s string, ok bool, err error) {
-	b, err := os.ReadFile(path)
+func (fs FS) readOptional(rel string) (s string, ok bool, err error) {
+	b, err := fs.t.ReadFile(rel)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return "", false, nil
 	}
@@ -194,41 +233,41 @@ func readOptional(path string) (s string, ok bool, err error) {
 // enough (each is derived from the other when missing); an IRQ with neither
 // gives an error wrapping fs.ErrNotExist.
 func (fs FS) IRQAffinity(n int) (IRQAffinity, error) {
-	dir := fs.Path("irq", strconv.Itoa(n))
+	dir := path.Join("irq", strconv.Itoa(n))
 	var a IRQAffinity
-	maskPath, listPath := filepath.Join(dir, "smp_affinity"), filepath.Join(dir, "smp_affinity_list")
-	mask, haveMask, err := readOptional(maskPath)
+	maskRel, listRel := path.Join(dir, "smp_affinity"), path.Join(dir, "smp_affinity_list")
+	mask, haveMask, err := fs.readOptional(maskRel)
 	if err != nil {
 		return a, err
 	}
-	list, haveList, err := readOptional(listPath)
+	list, haveList, err := fs.readOptional(listRel)
 	if err != nil {
 		return a, err
 	}
 	switch {
 	case haveList:
 		if a.List, err = cpuset.ParseList(list); err != nil {
-			return a, fmt.Errorf("%s: %w", listPath, err)
+			return a, &tree.ParseError{Path: fs.t.Path(listRel), Err: err}
 		}
 	case haveMask:
 		if a.List, err = cpuset.ParseMask(mask); err != nil {
-			return a, fmt.Errorf("%s: %w", maskPath, err)
+			return a, &tree.ParseError{Path: fs.t.Path(maskRel), Err: err}
 		}
 	default:
-		return a, fmt.Errorf("%s: %w", maskPath, iofs.ErrNotExist)
+		return a, fmt.Errorf("%s: %w", fs.t.Path(maskRel), iofs.ErrNotExist)
 	}
 	a.Mask = mask
 	if !haveMask {
 		a.Mask = cpuset.FormatMask(a.List)
 	}
-	effPath := filepath.Join(dir, "effective_affinity_list")
-	eff, haveEff, err := readOptional(effPath)
+	effRel := path.Join(dir, "effective_affinity_list")
+	eff, haveEff, err := fs.readOptional(effRel)
 	if err != nil {
 		return a, err
 	}
 	if haveEff {
 		if a.Effective, err = cpuset.ParseList(eff); err != nil {
-			return a, fmt.Errorf("%s: %w", effPath, err)
+			return a, &tree.ParseError{Path: fs.t.Path(effRel), Err: err}
 		}
 	}
 	return a, nil
@@ -244,7 +283,7 @@ func (fs FS) Running(name string) (bool, error) {
 	if len(name) > commLen {
 		name = name[:commLen]
 	}
-	entries, err := os.ReadDir(fs.root)
+	entries, err := fs.t.ReadDir("")
 	if err != nil {
 		return false, err
 	}
@@ -252,8 +291,9 @@ func (fs FS) Running(name string) (bool, error) {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		// A process can exit between ReadDir and ReadFile; that is not an error.
-		b, err := os.ReadFile(filepath.Join(fs.root, e.Name(), "comm"))
+		// A process can exit between ReadDir and ReadFile; that is not an
+		// error, nor is a comm file a capture holds but that is refused.
+		b, err := fs.t.ReadFile(path.Join(e.Name(), "comm"))
 		if err != nil {
 			continue
 		}
@@ -269,7 +309,7 @@ func (fs FS) Hostname() (string, error) { return fs.readTrim("sys", "kernel", "h
 func (fs FS) Kernel() (string, error)   { return fs.readTrim("sys", "kernel", "osrelease") }
 
 func (fs FS) readTrim(elem ...string) (string, error) {
-	b, err := os.ReadFile(fs.Path(elem...))
+	b, err := fs.t.ReadFile(path.Join(elem...))
 	if err != nil {
 		return "", err
 	}

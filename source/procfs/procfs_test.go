@@ -95,7 +95,7 @@ func TestFixtureCounters(t *testing.T) {
 		t.Error("Tcp MaxConn (-1) was kept")
 	}
 	// net/netstat has the same shape as net/snmp.
-	ext, err := parseFile(vm.NetPath("netstat"), ParseSNMP)
+	ext, err := parseFile(vm.t, "net/netstat", ParseSNMP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestFixtureErrorsNameTheFile(t *testing.T) {
 	}
 	write("interrupts", "  CPU0 CPU1\n 41: 1\n")
 	write("net/dev", "eth0: 1 2\n")
-	if _, err := bad.Interrupts(); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "interrupts")+": line 2") {
+	if _, err := bad.Interrupts(); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "interrupts")+":2: ") {
 		t.Errorf("Interrupts error = %v", err)
 	}
 	if _, err := bad.NetDev(); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "net/dev")) {

@@ -9,15 +9,15 @@
 // holds relative links such as class/net/eth1 →
 // ../../devices/pci0000:00/0000:00:00.0/0000:01:00.0/net/eth1, and they are
 // resolved against the FS root as the kernel resolves them against /sys.
+// Files are read through a tree.Tree: beneath the root, regular files only,
+// under its size limits.
 package sysfs
 
 import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -25,19 +25,30 @@ import (
 	"syscall"
 
 	"linerate/source/cpuset"
+	"linerate/source/tree"
 )
 
-// FS is a /sys tree at some root.
-type FS struct{ root string }
+// FS is a /sys tree at some root. Every file is read through a tree.Tree:
+// beneath the root, regular files only, under size limits (package tree).
+type FS struct{ t tree.Tree }
 
-// NewFS returns an FS rooted at the sysfs mount point root.
-func NewFS(root string) FS { return FS{root: root} }
+// NewFS returns an FS rooted at the sysfs mount point root, read under
+// tree.LiveLimits.
+func NewFS(root string) FS { return FS{t: tree.New(root, tree.LiveLimits)} }
 
-// Root is the mount point the FS was made from.
-func (fs FS) Root() string { return fs.root }
+// NewTreeFS returns an FS over t (a capture's sys/, under its limits).
+func NewTreeFS(t tree.Tree) FS { return FS{t: t} }
 
-// host turns a slash path below the root into a path of this machine.
-func (fs FS) host(rel string) string { return filepath.Join(fs.root, filepath.FromSlash(rel)) }
+// Root is the mount point the FS was made from, as a path of this machine.
+func (fs FS) Root() string { return fs.t.Path("") }
+
+// Tree is the tree the FS reads its files through, for a reader of files
+// it has no method for (the capture writer copies them).
+func (fs FS) Tree() tree.Tree { return fs.t }
+
+// host turns a slash path below the root into a path of this machine, for
+// messages.
+func (fs FS) host(rel string) string { return fs.t.Path(rel) }
 
 // maxLinks bounds how many symbolic links one resolution follows, as the
 // kernel's MAXSYMLINKS (40) does.
@@ -66,13 +77,16 @@ func (fs FS) resolve(rel string) (string, error) {
 			continue
 		}
 		done = append(done, c)
-		p := fs.host(strings.Join(done, "/"))
-		fi, err := os.Lstat(p)
+		p := strings.Join(done, "/")
+		fi, err := fs.t.Lstat(p)
 		if err != nil {
 			// Name the path asked for, not the component that failed.
 			var pe *iofs.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err
+			}
+			if errors.Is(err, tree.ErrRefused) {
+				return "", err
 			}
 			return "", &iofs.PathError{Op: "open", Path: fs.host(rel), Err: err}
 		}
@@ -82,12 +96,11 @@ func (fs FS) resolve(rel string) (string, error) {
 		if links++; links > maxLinks {
 			return "", fmt.Errorf("%s: %w", fs.host(rel), syscall.ELOOP)
 		}
-		target, err := os.Readlink(p)
+		target, err := fs.t.Readlink(p)
 		if err != nil {
 			return "", err
 		}
 		done = done[:len(done)-1]
-		target = filepath.ToSlash(target)
 		if strings.HasPrefix(target, "/") {
 			done = nil
 			if target == "/sys" || strings.HasPrefix(target, "/sys/") {
@@ -115,7 +128,7 @@ func (fs FS) read(rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(fs.host(p))
+	b, err := fs.t.ReadFile(p)
 	if err != nil {
 		return "", err
 	}
@@ -142,7 +155,7 @@ func (fs FS) optionalInt(rel string) (n int64, ok bool, err error) {
 	}
 	n, err = strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, false, fmt.Errorf("%s: %q is not a number", fs.host(rel), s)
+		return 0, false, &tree.ParseError{Path: fs.host(rel), Err: fmt.Errorf("%q is not a number", tree.Clip(s))}
 	}
 	return n, true, nil
 }
@@ -167,14 +180,14 @@ func (fs FS) linkBase(rel string) (string, error) {
 		}
 		return "", err
 	}
-	target, err := os.Readlink(fs.host(path.Join(dir, path.Base(rel))))
+	target, err := fs.t.Readlink(path.Join(dir, path.Base(rel)))
 	if err != nil {
 		if absent(err) {
 			return "", nil // missing, or not a link
 		}
 		return "", err
 	}
-	return path.Base(filepath.ToSlash(target)), nil
+	return path.Base(target), nil
 }
 
 // validName rejects names that would leave the directory they name an entry of.
@@ -251,7 +264,7 @@ func (fs FS) entries(rel string) ([]iofs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadDir(fs.host(p))
+	return fs.t.ReadDir(p)
 }
 
 // NetDevices lists class/net, sorted. Regular files there (bonding_masters)
@@ -283,7 +296,7 @@ func (fs FS) NetDevice(name string) (NetDevice, error) {
 	if err != nil {
 		return d, err
 	}
-	if fi, err := os.Stat(fs.host(dir)); err != nil {
+	if fi, err := fs.t.Stat(dir); err != nil {
 		return d, err
 	} else if !fi.IsDir() {
 		return d, fmt.Errorf("%s: not a directory: %w", fs.host(rel), iofs.ErrNotExist)
@@ -480,7 +493,7 @@ func (fs FS) PCIConfig(addr string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(fs.host(p))
+	return fs.t.ReadFile(p)
 }
 
 // CPU is devices/system/cpu/cpuN.
@@ -511,7 +524,7 @@ func (fs FS) CPUs() ([]CPU, error) {
 		return nil, err
 	} else if ok {
 		if onlineList, err = cpuset.ParseList(s); err != nil {
-			return nil, fmt.Errorf("%s: %w", fs.host(dir+"/online"), err)
+			return nil, &tree.ParseError{Path: fs.host(dir + "/online"), Err: err}
 		}
 	}
 	var cpus []CPU
@@ -625,10 +638,8 @@ func (fs FS) RPiThrottled() (uint32, string, error) {
 	rel := throttledRel
 	if _, err := fs.resolve(rel); errors.Is(err, iofs.ErrNotExist) {
 		// A board whose SoC node has another name.
-		if m, _ := filepath.Glob(fs.host("devices/platform/*/*:firmware/get_throttled")); len(m) > 0 {
-			if r, err := filepath.Rel(fs.root, m[0]); err == nil {
-				rel = filepath.ToSlash(r)
-			}
+		if r, ok := fs.findThrottled(); ok {
+			rel = r
 		}
 	}
 	p := fs.host(rel)
@@ -638,9 +649,34 @@ func (fs FS) RPiThrottled() (uint32, string, error) {
 	}
 	v, err := ParseThrottled(s)
 	if err != nil {
-		return 0, p, fmt.Errorf("%s: %w", p, err)
+		return 0, p, &tree.ParseError{Path: p, Err: err}
 	}
 	return v, p, nil
+}
+
+// findThrottled looks for devices/platform/*/*:firmware/get_throttled.
+func (fs FS) findThrottled() (string, bool) {
+	const platform = "devices/platform"
+	socs, err := fs.entries(platform)
+	if err != nil {
+		return "", false
+	}
+	for _, soc := range socs {
+		kids, err := fs.entries(platform + "/" + soc.Name())
+		if err != nil {
+			continue
+		}
+		for _, k := range kids {
+			if !strings.HasSuffix(k.Name(), ":firmware") {
+				continue
+			}
+			rel := platform + "/" + soc.Name() + "/" + k.Name() + "/get_throttled"
+			if _, err := fs.resolve(rel); err == nil {
+				return rel, true
+			}
+		}
+	}
+	return "", false
 }
 
 // ParseThrottled parses get_throttled text: hex, with or without "0x" and
@@ -651,7 +687,7 @@ func ParseThrottled(s string) (uint32, error) {
 	t = strings.TrimPrefix(strings.TrimPrefix(t, "0x"), "0X")
 	v, err := strconv.ParseUint(t, 16, 32)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a hex throttle value", s)
+		return 0, fmt.Errorf("%q is not a hex throttle value", tree.Clip(s))
 	}
 	return uint32(v), nil
 }
