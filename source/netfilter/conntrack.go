@@ -34,6 +34,9 @@ type ConntrackStat struct {
 	// Max is net.netfilter.nf_conntrack_max, 0 when unknown (it is not in
 	// this file: the reader of the sysctl fills it in).
 	Max uint64 `json:"max,omitempty"`
+	// Buckets is net.netfilter.nf_conntrack_buckets (the hash size), 0
+	// when unknown; filled in as Max is.
+	Buckets uint64 `json:"buckets,omitempty"`
 }
 
 // Columns that mean a packet was dropped by the connection tracker itself
@@ -54,10 +57,10 @@ func (s ConntrackStat) Dropped() uint64 {
 	return s.Counters[ColumnDrop] + s.Counters[ColumnInsertFailed]
 }
 
-// Sub returns the counters of s − a (Entries and Max stay s's). A counter
+// Sub returns the counters of s − a (Entries, Max and Buckets stay s's). A counter
 // that went backwards gives 0; one that a lacks is taken whole.
 func (s ConntrackStat) Sub(a ConntrackStat) ConntrackStat {
-	d := ConntrackStat{Entries: s.Entries, Max: s.Max, Counters: make(map[string]uint64, len(s.Counters))}
+	d := ConntrackStat{Entries: s.Entries, Max: s.Max, Buckets: s.Buckets, Counters: make(map[string]uint64, len(s.Counters))}
 	for k, v := range s.Counters {
 		if p := a.Counters[k]; v > p {
 			d.Counters[k] = v - p
