@@ -67,7 +67,7 @@ func (d *Drops) unavailable(src, why string) {
 	d.Unavailable[src] = why
 }
 
-// DropOptions say what a DropReader reads beyond the kernel's counters.
+// DropOptions say what a NetnsReader reads beyond the kernel's counters.
 type DropOptions struct {
 	// Ifaces limits the ethtool statistics read (every interface when
 	// empty).
@@ -79,10 +79,10 @@ type DropOptions struct {
 	ReasonsUnavailable string
 }
 
-// DropReader takes Drops snapshots of one live network namespace: the one
-// its source reads. It holds an rtnetlink socket and the namespace open
-// until Close.
-type DropReader struct {
+// NetnsReader reads one live network namespace (the one its source
+// reads): Drops snapshots, and what limits the interfaces of a test's path
+// (Path). It holds an rtnetlink socket and the namespace open until Close.
+type NetnsReader struct {
 	src     source.Source
 	proc    procfs.FS
 	et      ethtool.Client
@@ -93,9 +93,9 @@ type DropReader struct {
 	opt     DropOptions
 }
 
-// NewDropReader opens the network namespace src reads. src must be live
+// NewNetnsReader opens the network namespace src reads. src must be live
 // (source.NewLive or NewLiveNetns); a capture gives source.ErrNotLive.
-func NewDropReader(src source.Source, opt DropOptions) (*DropReader, error) {
+func NewNetnsReader(src source.Source, opt DropOptions) (*NetnsReader, error) {
 	f, inode, err := source.OpenNetns(src)
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func NewDropReader(src source.Source, opt DropOptions) (*DropReader, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", src.Name(), err)
 	}
-	r := &DropReader{src: src, proc: src.Proc(), et: src.Ethtool(), ns: f, rt: rt, netns: inode, opt: opt}
+	r := &NetnsReader{src: src, proc: src.Proc(), et: src.Ethtool(), ns: f, rt: rt, netns: inode, opt: opt}
 	if b, err := os.ReadFile(r.proc.Path("sys", "kernel", "random", "boot_id")); err == nil {
 		r.machine = strings.TrimSpace(string(b))
 	}
@@ -113,12 +113,12 @@ func NewDropReader(src source.Source, opt DropOptions) (*DropReader, error) {
 }
 
 // Netns is the inode number of the namespace read.
-func (r *DropReader) Netns() uint64 { return r.netns }
+func (r *NetnsReader) Netns() uint64 { return r.netns }
 
-// Read takes one snapshot. Counters every kernel has (rtnetlink, snmp)
+// Drops takes one snapshot. Counters every kernel has (rtnetlink, snmp)
 // must be readable; conntrack, nftables and drop reasons are recorded as
 // unavailable, with why, when they are not.
-func (r *DropReader) Read() (Drops, error) {
+func (r *NetnsReader) Drops() (Drops, error) {
 	d := Drops{Time: time.Now(), Netns: r.netns, Machine: r.machine}
 	links, err := r.rt.Links()
 	if err != nil {
@@ -203,7 +203,7 @@ func procfsNetstat(proc procfs.FS) (map[string]map[string]uint64, error) {
 	return m, nil
 }
 
-func (r *DropReader) sysctlUint(name string) uint64 {
+func (r *NetnsReader) sysctlUint(name string) uint64 {
 	s, err := source.Sysctl(r.src, name)
 	if err != nil {
 		return 0
@@ -213,7 +213,7 @@ func (r *DropReader) sysctlUint(name string) uint64 {
 }
 
 // Close releases the rtnetlink socket and the namespace.
-func (r *DropReader) Close() error {
+func (r *NetnsReader) Close() error {
 	return errors.Join(r.rt.Close(), r.ns.Close())
 }
 

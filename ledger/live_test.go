@@ -22,7 +22,7 @@ import (
 // 10.80.2.1), with a drop-counter reader on each.
 type routed struct {
 	client, router, server *testenv.NetNS
-	readers                []*box.DropReader
+	readers                []*box.NetnsReader
 	hosts                  []Host
 	flush                  *testenv.Flush
 }
@@ -68,7 +68,7 @@ func newRouted(t *testing.T, reasons *skbdrop.Counter) *routed {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { src.Close() })
-		rd, err := box.NewDropReader(src, opt)
+		rd, err := box.NewNetnsReader(src, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func (r *routed) snapshot(t *testing.T) []box.Drops {
 	t.Helper()
 	var out []box.Drops
 	for _, rd := range r.readers {
-		d, err := rd.Read()
+		d, err := rd.Drops()
 		if err != nil {
 			t.Fatal(err)
 		}
