@@ -23,6 +23,8 @@ import (
 // counts between them.
 type Drops struct {
 	Time time.Time `json:"time"`
+	// Seconds is the time a DropDelta covers; 0 in a snapshot.
+	Seconds float64 `json:"seconds,omitempty"`
 	// Netns is the namespace's inode number (ns.inum), the key of drop
 	// reasons; 0 when unknown.
 	Netns uint64 `json:"netns,omitempty"`
@@ -224,6 +226,9 @@ func (r *NetnsReader) Close() error {
 // counted from zero; those b lacks are left out.
 func DropDelta(a, b Drops) Drops {
 	d := Drops{Time: b.Time, Netns: b.Netns, Machine: b.Machine, Unavailable: b.Unavailable}
+	if !a.Time.IsZero() && b.Time.After(a.Time) {
+		d.Seconds = b.Time.Sub(a.Time).Seconds()
+	}
 	d.Links = make(map[string]rtnl.Link, len(b.Links))
 	for name, l := range b.Links {
 		if p, ok := a.Links[name]; ok && p.Index == l.Index {

@@ -22,9 +22,9 @@ type MixPart struct {
 }
 
 // SimpleIMIX is the "simple IMIX" of 64-, 570- and 1518-byte frames (FCS
-// included) in the proportion 7:4:1, as FD.io CSIT defines IMIX_v4_1
-// (28 × 64 B, 16 × 570 B, 4 × 1518 B; CSIT report, "Packet Throughput",
-// IMIX). Its mean frame is 353.83 bytes.
+// included) in the proportion 7:4:1, as FD.io CSIT defines IMIX_v4_1 in
+// its TRex traffic profiles (sizes 64, 570 and 1518 at 28, 16 and 4
+// packets per second each; CSIT takes the mean frame as 353.83333 bytes).
 var SimpleIMIX = Mix{Name: "imix", Parts: []MixPart{{64, 7}, {570, 4}, {1518, 1}}}
 
 // SingleFrame is the mix of one frame size.

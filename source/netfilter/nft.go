@@ -51,6 +51,9 @@ type Ruleset struct {
 	Rules []RuleCounter `json:"rules,omitempty"`
 	// DropPolicies names the base chains with policy drop: "inet filter input".
 	DropPolicies []string `json:"drop_policies,omitempty"`
+	// NATChains names the chains of type nat: "ip nat postrouting". A box
+	// with any translates addresses and keeps mappings in conntrack.
+	NATChains []string `json:"nat_chains,omitempty"`
 }
 
 // Sub returns each rule's counts in r minus those in a, matched by Key; a
@@ -60,7 +63,7 @@ func (r Ruleset) Sub(a Ruleset) Ruleset {
 	for _, x := range a.Rules {
 		prev[x.Key()] = x
 	}
-	d := Ruleset{DropPolicies: r.DropPolicies}
+	d := Ruleset{DropPolicies: r.DropPolicies, NATChains: r.NATChains}
 	for _, x := range r.Rules {
 		if p, ok := prev[x.Key()]; ok && x.Packets >= p.Packets && x.Bytes >= p.Bytes {
 			x.Packets -= p.Packets
@@ -89,6 +92,9 @@ func ReadRuleset(netnsFD int) (Ruleset, error) {
 	var rs Ruleset
 	for _, ch := range chains {
 		fam := family(ch.Table.Family)
+		if ch.Type == nftables.ChainTypeNAT {
+			rs.NATChains = append(rs.NATChains, fam+" "+ch.Table.Name+" "+ch.Name)
+		}
 		hook := ""
 		if ch.Hooknum != nil {
 			hook = hookName(ch.Table.Family, uint32(*ch.Hooknum))

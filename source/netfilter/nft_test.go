@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 
 	"linerate/internal/testenv"
@@ -54,9 +55,23 @@ func TestLiveRuleset(t *testing.T) {
 	ns.DropUDP(t, testenv.HookInput, 7100, 10)
 	flush := &testenv.Flush{Sink: ns.ListenUDP(t, "127.0.0.1:7101", 0)}
 	sent := ns.SendUDP(t, netip.MustParseAddrPort("127.0.0.1:7100"), 500, 32, flush)
+	// A NAT chain, as a router that masquerades has.
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nat := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: "nat"})
+	c.AddChain(&nftables.Chain{Name: "postrouting", Table: nat, Type: nftables.ChainTypeNAT,
+		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource})
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	rs, err := ReadRuleset(int(ns.Handle))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(rs.NATChains) != 1 || rs.NATChains[0] != "ip nat postrouting" {
+		t.Errorf("nat chains = %v", rs.NATChains)
 	}
 	if len(rs.Rules) != 1 {
 		t.Fatalf("rules = %+v", rs.Rules)
