@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"linerate/ledger"
+	"linerate/search"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite report/testdata from the current output")
@@ -51,4 +53,22 @@ func golden(t *testing.T, name string, write func(*bytes.Buffer) error) {
 	if !bytes.Equal(b.Bytes(), want) {
 		t.Errorf("%s differs:\n%s\nwant:\n%s", name, b.String(), want)
 	}
+}
+
+func TestSearch(t *testing.T) {
+	// The figures of search's benchmark over a 100 Mbit/s tbf (1518 B), and
+	// of a 64-byte search on a 1 Gb/s line.
+	trials := func(n int, d time.Duration) []search.Record {
+		out := make([]search.Record, n)
+		for i := range out {
+			out[i].Spec.Duration = d
+		}
+		return out
+	}
+	rs := []search.SizeResult{
+		{Size: "64", FrameBytes: 64, NDRPPS: 812000, NDRBps: 812000 * 64 * 8, PDRPPS: 818000, PDRBps: 818000 * 64 * 8, PDRLoss: 0.005, CeilingPPS: 1488095, Trials: trials(9, time.Second)},
+		{Size: "1518", FrameBytes: 1518, NDRPPS: 8221, NDRBps: 8221 * 1518 * 8, PDRPPS: 8263, PDRBps: 8263 * 1518 * 8, PDRLoss: 0.005, CeilingPPS: 8256, Trials: trials(10, 1220*time.Millisecond)},
+		{Size: "imix", FrameBytes: 353.83, NDRPPS: 30000, NDRBps: 30000 * 353.83 * 8, Trials: trials(3, time.Second)},
+	}
+	golden(t, "search.txt", func(b *bytes.Buffer) error { return Search(b, rs) })
 }
