@@ -6,14 +6,12 @@ import (
 	"net/netip"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/vishvananda/netlink"
 
 	"linerate/box"
 	"linerate/internal/testenv"
 	"linerate/source"
-	"linerate/source/rtnl"
 	"linerate/source/skbdrop"
 )
 
@@ -76,43 +74,10 @@ func newRouted(t *testing.T, reasons *skbdrop.Counter) *routed {
 		r.readers = append(r.readers, rd)
 		r.hosts = append(r.hosts, Host{Name: h.name, Side: h.side, Ifaces: h.ifaces})
 	}
-	r.flush = &testenv.Flush{Sink: r.server.ListenUDP(t, "10.80.2.1:5300", 0), Before: r.drained}
+	r.flush = &testenv.Flush{Sink: r.server.ListenUDP(t, "10.80.2.1:5300", 0), Before: testenv.QdiscsDrained(t, r.client, r.router)}
 	// Resolve every neighbour before anything is counted.
 	r.client.SendUDP(t, r.flush.Sink.Addr, 1, 8, r.flush)
 	return r
-}
-
-// drained waits until no qdisc of the client or router holds a packet, so
-// the flush marker cannot be dropped behind the test's datagrams.
-func (r *routed) drained() error {
-	for _, ns := range []*testenv.NetNS{r.client, r.router} {
-		c, err := rtnl.Dial(int(ns.Handle))
-		if err != nil {
-			return err
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			qs, err := c.Qdiscs()
-			if err != nil {
-				c.Close()
-				return err
-			}
-			busy := false
-			for _, q := range qs {
-				busy = busy || q.Stats.Qlen > 0
-			}
-			if !busy {
-				break
-			}
-			if time.Now().After(deadline) {
-				c.Close()
-				return fmt.Errorf("qdiscs of %s still busy after 10 s", ns.Name)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		c.Close()
-	}
-	return nil
 }
 
 func (r *routed) snapshot(t *testing.T) []box.Drops {

@@ -13,7 +13,6 @@ import (
 	"linerate/ceiling"
 	"linerate/internal/testenv"
 	"linerate/source"
-	"linerate/source/rtnl"
 )
 
 // BenchmarkSearchShapedVeth searches the NDR and PDR of 1518-byte frames
@@ -63,29 +62,8 @@ func BenchmarkSearchShapedVeth(b *testing.B) {
 	if !ok {
 		b.Fatal("no ceiling")
 	}
-	rt, err := rtnl.Dial(int(a.Handle))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close()
-	drained := func() error {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			qs, err := rt.Qdiscs()
-			if err != nil {
-				return err
-			}
-			busy := false
-			for _, q := range qs {
-				busy = busy || q.Stats.Qlen > 0
-			}
-			if !busy {
-				return nil
-			}
-		}
-		return context.DeadlineExceeded
-	}
 	sink := z.ListenUDP(b, "10.78.0.2:5201", 32<<20)
-	flush := &testenv.Flush{Sink: z.ListenUDP(b, "10.78.0.2:5202", 0), Before: drained}
+	flush := &testenv.Flush{Sink: z.ListenUDP(b, "10.78.0.2:5202", 0), Before: testenv.QdiscsDrained(b, a)}
 	a.SendUDP(b, flush.Sink.Addr, 1, 8, flush)
 	payload := 1518 - 14 - 20 - 8 - 4
 	trial := func(ctx context.Context, spec TrialSpec) (TrialResult, error) {

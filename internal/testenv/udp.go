@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -161,4 +162,40 @@ func sockaddr(ap netip.AddrPort) unix.Sockaddr {
 		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
 	}
 	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+}
+
+// QdiscsDrained returns a Flush.Before hook that waits (up to 10 s) until
+// no qdisc of the namespaces holds a packet, so that a shaper cannot drop
+// the flush marker behind the test's datagrams.
+func QdiscsDrained(t testing.TB, nss ...*NetNS) func() error {
+	t.Helper()
+	handles := make([]*netlink.Handle, len(nss))
+	for i, ns := range nss {
+		handles[i] = ns.Netlink(t)
+	}
+	return func() error {
+		deadline := time.Now().Add(10 * time.Second)
+		for i, h := range handles {
+			for {
+				qs, err := h.QdiscList(nil)
+				if err != nil {
+					return fmt.Errorf("qdiscs of %s: %w", nss[i].Name, err)
+				}
+				busy := false
+				for _, q := range qs {
+					if st := q.Attrs().Statistics; st != nil && st.Queue != nil && st.Queue.Qlen > 0 {
+						busy = true
+					}
+				}
+				if !busy {
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("qdiscs of %s still hold packets after 10 s", nss[i].Name)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		return nil
+	}
 }

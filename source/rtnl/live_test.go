@@ -1,10 +1,8 @@
 package rtnl
 
 import (
-	"fmt"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -37,29 +35,6 @@ func shapedPair(t *testing.T, rate uint64, limit uint32) (a, b *testenv.NetNS) {
 // second, in the psched ticks of 64 ns the kernel reads it in
 // (PSCHED_TICKS2NS in include/net/pkt_sched.h).
 func burstTicks(n, rate uint64) uint32 { return uint32(n * 1e9 / rate / 64) }
-
-// waitEmpty returns a flush hook that waits for the qdiscs of c to hold
-// nothing, so that the flush marker is not dropped.
-func waitEmpty(c *Conn) func() error {
-	return func() error {
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			qs, err := c.Qdiscs()
-			if err != nil {
-				return err
-			}
-			busy := false
-			for _, q := range qs {
-				busy = busy || q.Stats.Qlen > 0
-			}
-			if !busy {
-				return nil
-			}
-			time.Sleep(time.Millisecond)
-		}
-		return fmt.Errorf("qdiscs still hold packets after 10 s")
-	}
-}
 
 func TestLiveTbfDrops(t *testing.T) {
 	testenv.RequireRoot(t)
@@ -103,7 +78,7 @@ func TestLiveTbfDrops(t *testing.T) {
 		t.Fatalf("tbf read back as %+v rate %+v on %+v", q0, q0.Rate, l0)
 	}
 	sink := b.ListenUDP(t, "10.77.0.2:6000", 4<<20)
-	flush := &testenv.Flush{Sink: b.ListenUDP(t, "10.77.0.2:6001", 0), Before: waitEmpty(c)}
+	flush := &testenv.Flush{Sink: b.ListenUDP(t, "10.77.0.2:6001", 0), Before: testenv.QdiscsDrained(t, a)}
 	a.SendUDP(t, netip.MustParseAddrPort("10.77.0.2:6001"), 1, 8, flush) // resolve ARP first
 	q1, l1 := find()
 	sent := a.SendUDP(t, sink.Addr, 300, 1000, flush)
