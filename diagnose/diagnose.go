@@ -107,6 +107,9 @@ type Evidence struct {
 	// first; empty when the box was only inspected.
 	Rates []box.Rates
 	Load  *Load
+	// Drops are the drop counters over the same window (box.DropDelta);
+	// nil when they were not read.
+	Drops *box.Drops
 
 	// mean caches Mean for the rules of one Run.
 	mean *box.Rates
@@ -127,6 +130,7 @@ func Rules() []Rule {
 		coalescingOff{}, ringOverflow{}, backlogDrop{}, budgetSqueeze{},
 		socketBufferOverflow{}, pcieBottleneck{}, linkDegraded{},
 		cpuThrottled{}, irqbalanceConflict{}, generatorLimited{},
+		netfilterDrop{}, conntrackDrop{}, qdiscDrop{}, udpClosedPort{},
 	}
 }
 
