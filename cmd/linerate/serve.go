@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"linerate/internal/usage"
+	"linerate/remote"
 	"linerate/traffic"
 )
 
@@ -28,6 +29,7 @@ var serveOpts struct {
 	peerTimeout time.Duration
 	cpus        string
 	quiet       bool
+	stdio       bool
 }
 
 var serveCmd = &cobra.Command{
@@ -50,7 +52,8 @@ requires a shared secret from clients. The protocol is in docs/bench.md.`,
   linerate serve --listen 10.0.1.1 --listen 10.0.2.1 --listen 10.0.3.1
   linerate serve --listen 192.168.6.2:9000 --token-file /etc/linerate.token
   linerate serve --max-duration 60s --max-rate 500Mbps --cpus 2,3
-  linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link`,
+  linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link
+  ssh pi@cm4 linerate serve --stdio                # one controller on stdin/stdout (what ssh:// hosts run)`,
 	Args: argsWith(cobra.NoArgs),
 	RunE: runServe,
 }
@@ -66,6 +69,7 @@ func init() {
 	f.DurationVar(&serveOpts.peerTimeout, "peer-timeout", 10*time.Second, "end a client's test once it has been silent this long (nothing acknowledged, no keepalive answer): its host or network vanished")
 	f.StringVar(&serveOpts.cpus, "cpus", "", "pin the server's sender and receiver threads to these CPUs, round robin (\"2,3\" or \"0-3\")")
 	f.BoolVarP(&serveOpts.quiet, "quiet", "q", false, "do not log clients and tests to stderr")
+	f.BoolVar(&serveOpts.stdio, "stdio", false, "serve one controller on standard input and output instead of listening (a controller starts it over ssh); stdout carries nothing but the protocol, logs go to stderr")
 	rootCmd.AddCommand(serveCmd)
 }
 
@@ -130,9 +134,8 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	addrs := serveOpts.listen
-	if len(addrs) == 0 {
-		addrs = []string{":" + strconv.Itoa(traffic.DefaultPort)}
+	if serveOpts.stdio && len(serveOpts.listen) > 0 {
+		return usage.Errorf("--stdio and --listen: give one")
 	}
 	stderr := cmd.ErrOrStderr()
 	srv := &traffic.Server{
@@ -150,6 +153,17 @@ func runServe(cmd *cobra.Command, _ []string) error {
 			defer mu.Unlock()
 			fmt.Fprintf(stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 		}
+	}
+	if serveOpts.stdio {
+		conn, err := remote.Stdio()
+		if err != nil {
+			return err
+		}
+		return srv.ServeConn(cmd.Context(), conn)
+	}
+	addrs := serveOpts.listen
+	if len(addrs) == 0 {
+		addrs = []string{":" + strconv.Itoa(traffic.DefaultPort)}
 	}
 	var lns []net.Listener
 	for _, a := range addrs {
