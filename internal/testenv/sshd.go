@@ -256,6 +256,20 @@ func (s *SSHD) ClientArgs(key string) []string {
 	return []string{"-F", filepath.Join(s.dir, "ssh_config"), "-i", key}
 }
 
+// ClientConfig writes an ssh client config that reaches this server with
+// key (ClientArgs' config with an IdentityFile line), for a program that
+// takes only -F, and returns its path.
+func (s *SSHD) ClientConfig(t testing.TB, key string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.dir, "ssh_config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "ssh_config")
+	write(t, p, string(b)+"  IdentityFile "+key+"\n")
+	return p
+}
+
 // Log is what sshd logged so far.
 func (s *SSHD) Log() string { return s.log.String() }
 
