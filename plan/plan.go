@@ -81,6 +81,13 @@ type Port struct {
 	Line     int
 }
 
+// Options are base with what the plan says about reaching h (its copy and
+// binary): what remote.Dial takes for this host.
+func (h *Host) Options(base remote.Options) remote.Options {
+	base.Copy, base.Binary = h.Copy, h.Binary
+	return base
+}
+
 // Port is the port of h that holds addr, nil when none does.
 func (h *Host) Port(addr string) *Port {
 	for i := range h.Ports {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,6 +55,10 @@ func selfArch() string {
 	return ""
 }
 
+// errDynamic is an executable that needs a dynamic loader and the host's
+// libraries.
+var errDynamic = errors.New("not a static binary (it has a dynamic loader)")
+
 // elfArch reads which release architecture an executable is built for and
 // refuses one that is not static (it would need the host's libraries).
 func elfArch(path string) (string, error) {
@@ -64,7 +69,7 @@ func elfArch(path string) (string, error) {
 	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return "", fmt.Errorf("%s: not a static binary (it has a dynamic loader): build it with CGO_ENABLED=0, as make release does", path)
+			return "", fmt.Errorf("%s: %w: build it with CGO_ENABLED=0, as make release does", path, errDynamic)
 		}
 	}
 	switch {
@@ -100,7 +105,14 @@ func (o *Options) binaryFor(arch string) (string, error) {
 		self = exe
 	}
 	if mine == arch {
-		return self, nil
+		_, err := elfArch(self)
+		if err == nil {
+			return self, nil
+		}
+		if !errors.Is(err, errDynamic) {
+			return "", err
+		}
+		mine += ", dynamically linked (built without CGO_ENABLED=0)"
 	}
 	name := "linerate-linux-" + arch
 	dir := filepath.Dir(self)

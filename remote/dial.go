@@ -70,7 +70,8 @@ func (o *Options) timeout() time.Duration { return cmp.Or(o.Timeout, 10*time.Sec
 // fails (it could not connect or log in, linerate is missing there), the
 // first Read or Write on the channel returns an *Error that says so.
 // Failures before the channel exists (an agent that does not answer, the
-// copy) are returned here, as an *Error too.
+// copy) are returned here, as an *Error too. ctx bounds dialling and the
+// copy; the channel lives until Close.
 func Dial(ctx context.Context, h Host, o Options) (net.Conn, error) {
 	switch h.Kind {
 	case Agent:

@@ -189,6 +189,9 @@ func TestBinaryFor(t *testing.T) {
 		{&Options{Binary: filepath.Join(dir, "other", "linerate-arm")}, ARMv7, filepath.Join(dir, "other", "linerate-arm"), ""},
 		{&Options{Binary: filepath.Join(dir, "other", "linerate-arm")}, ARM64, "", filepath.Join(dir, "other", "linerate-arm") + " is built for armv7, the host is arm64"},
 		{&Options{Binary: "/bin/sh"}, AMD64, "", "/bin/sh: not a static binary (it has a dynamic loader): build it with CGO_ENABLED=0, as make release does"},
+		// This program built with cgo: not copied; a release binary beside it would be.
+		{&Options{Self: "/bin/sh", SelfArch: AMD64}, AMD64, "", "the host is amd64, this linerate is amd64, dynamically linked (built without CGO_ENABLED=0), and there is no " +
+			"/bin/linerate-linux-amd64 or /bin/dist/linerate-linux-amd64 or /dist/linerate-linux-amd64 (make release builds it into dist/; or give the binary to copy)"},
 	} {
 		got, err := tc.o.binaryFor(tc.arch)
 		switch {

@@ -136,11 +136,11 @@ func (o *runOptions) reachHosts(cmd *cobra.Command, pl *plan.Plan) error {
 	for i := range pl.Hosts {
 		wg.Go(func() {
 			h := &pl.Hosts[i]
-			opts := remote.Options{Copy: h.Copy, Binary: h.Binary}
+			var base remote.Options
 			if o.sshConfig != "" {
-				opts.SSHArgs = []string{"-F", o.sshConfig}
+				base.SSHArgs = []string{"-F", o.sshConfig}
 			}
-			c, err := remote.Dial(cmd.Context(), h.Reach, opts)
+			c, err := remote.Dial(cmd.Context(), h.Reach, h.Options(base))
 			if err != nil {
 				answers[i].err = err
 				return
