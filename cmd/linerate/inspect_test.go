@@ -32,7 +32,9 @@ const repoRoot = "../.."
 func buildLinerate(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "linerate")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make release builds it
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

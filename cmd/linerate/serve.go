@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"linerate/internal/usage"
+	"linerate/remote"
 	"linerate/traffic"
 )
 
@@ -27,6 +28,7 @@ var serveOpts struct {
 	peerTimeout time.Duration
 	cpus        string
 	quiet       bool
+	stdio       bool
 }
 
 var serveCmd = &cobra.Command{
@@ -57,7 +59,8 @@ handshake, docs/security.md the limits; the protocol is in docs/bench.md.`,
   linerate serve --listen 192.168.6.2:9000 --token-file /etc/linerate.token
   LINERATE_TOKEN=$(cat /root/secret) linerate serve
   linerate serve --max-duration 60s --max-rate 500Mbps --cpus 2,3
-  linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link`,
+  linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link
+  ssh pi@cm4 linerate serve --stdio                # one controller on stdin/stdout (what ssh:// hosts run)`,
 	Args: argsWith(cobra.NoArgs),
 	RunE: runServe,
 }
@@ -73,6 +76,7 @@ func init() {
 	f.DurationVar(&serveOpts.peerTimeout, "peer-timeout", 10*time.Second, "end a client's test once it has been silent this long (nothing acknowledged, no keepalive answer): its host or network vanished")
 	f.StringVar(&serveOpts.cpus, "cpus", "", "pin the server's sender and receiver threads to these CPUs, round robin (\"2,3\" or \"0-3\")")
 	f.BoolVarP(&serveOpts.quiet, "quiet", "q", false, "do not log clients and tests to stderr")
+	f.BoolVar(&serveOpts.stdio, "stdio", false, "serve one controller on standard input and output instead of listening (a controller starts it over ssh); stdout carries nothing but the protocol, logs go to stderr")
 	rootCmd.AddCommand(serveCmd)
 }
 
@@ -100,7 +104,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if token == "" {
+	if token == "" && !serveOpts.stdio {
 		warnings = append(warnings, fmt.Sprintf("no secret (--token-file or $%s): any host that reaches this port may run tests", traffic.TokenEnv))
 	}
 	warn(cmd.ErrOrStderr(), warnings)
@@ -121,9 +125,8 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	addrs := serveOpts.listen
-	if len(addrs) == 0 {
-		addrs = []string{":" + strconv.Itoa(traffic.DefaultPort)}
+	if serveOpts.stdio && len(serveOpts.listen) > 0 {
+		return usage.Errorf("--stdio and --listen: give one")
 	}
 	stderr := cmd.ErrOrStderr()
 	srv := &traffic.Server{
@@ -141,6 +144,17 @@ func runServe(cmd *cobra.Command, _ []string) error {
 			defer mu.Unlock()
 			fmt.Fprintf(stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 		}
+	}
+	if serveOpts.stdio {
+		conn, err := remote.Stdio()
+		if err != nil {
+			return err
+		}
+		return srv.ServeConn(cmd.Context(), conn)
+	}
+	addrs := serveOpts.listen
+	if len(addrs) == 0 {
+		addrs = []string{":" + strconv.Itoa(traffic.DefaultPort)}
 	}
 	var lns []net.Listener
 	for _, a := range addrs {

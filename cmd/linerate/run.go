@@ -1,0 +1,197 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"linerate/box"
+	"linerate/ceiling"
+	"linerate/internal/usage"
+	"linerate/plan"
+	"linerate/remote"
+	"linerate/report"
+	"linerate/source"
+	"linerate/traffic"
+)
+
+// runOptions are the flags and argument of `linerate run`.
+type runOptions struct {
+	file      string
+	check     bool
+	reach     bool
+	sshConfig string
+	token     string
+	tokenFile string
+	// tokenGiven: --token was on the command line; warnings about the
+	// secret go to stderr before anything runs.
+	tokenGiven bool
+	warnings   []string
+}
+
+func newRunCmd() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run PLAN.yaml --check",
+		Short: "Check a plan: flows between many hosts at once, the hosts to sample, the ceiling to reach",
+		Long: `run takes a plan: a YAML file naming the hosts of a test and how each is
+reached (an agent already running, HOST[:PORT], or ssh://[user@]host[:port]
+where linerate starts one over ssh), the flows between them (from, to,
+address, proto, size, streams, rate, direction ...), the hosts to sample,
+duration, warmup and rounds, and the ceiling to hold the total against (a
+host's PCIe bus, given as a link or read from a capture). The format is in
+docs/plans.md; examples/ holds the seeds' three setups.
+
+--check reads the plan, reports the first mistake as file:line (exit 2),
+and prints the plan as it will run: each host and how it is reached, each
+flow with the frame it sends, what each port and the whole plan can carry
+at line rate, and what the ceiling leaves of it. Nothing is reached or
+sent, unless --reach: then each host is reached as the run will reach it
+(a TCP connection to its agent, or ssh starting 'linerate serve --stdio'
+there, copied first with copy:) and says hello. A host that cannot be
+reached is one line naming it and the cause (ssh's exit code and last line
+of stderr), exit 1. Running a plan comes with the agents' third-party
+flows; until then run needs --check.`,
+		Example: `  linerate run examples/cm4-fan-in.yaml --check        # five hosts into a CM4's four-port NIC
+  linerate run examples/routerpi-bidir.yaml --check     # a NAT router, both directions at once
+  linerate run examples/apu4-mars-venus.yaml --check    # mars to four addresses of venus
+  linerate run plan.yaml --check --reach                # and reach every host: ssh, keys, linerate there`,
+		Args: argsWith(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.file = args[0]
+			o.tokenGiven = cmd.Flags().Changed("token")
+			if err := o.validate(); err != nil {
+				return err
+			}
+			warn(cmd.ErrOrStderr(), o.warnings)
+			return o.run(cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.check, "check", false, "read and check the plan and print it as it will run, without reaching any host")
+	f.BoolVar(&o.reach, "reach", false, "with --check: also reach every host (its agent, or over ssh) and exchange hello with it")
+	f.StringVar(&o.sshConfig, "ssh-config", "", "ssh client config file for ssh:// hosts (ssh -F; default: ssh's own, ~/.ssh/config)")
+	f.StringVar(&o.token, "token", "", "shared secret the agents require; visible in ps, prefer --token-file or $LINERATE_TOKEN")
+	f.StringVar(&o.tokenFile, "token-file", "", "read the shared secret from this file (first line)")
+	return cmd
+}
+
+func init() { rootCmd.AddCommand(newRunCmd()) }
+
+func (o *runOptions) validate() error {
+	if !o.check {
+		return usage.Errorf("run %s: give --check: running a plan comes with the agents' third-party flows; --check reads it and prints what will run", o.file)
+	}
+	if o.sshConfig != "" {
+		if _, err := os.Stat(o.sshConfig); err != nil {
+			return usage.Errorf("--ssh-config: %w", err)
+		}
+	}
+	var err error
+	o.token, o.warnings, err = readSecret(o.token, o.tokenGiven, o.tokenFile)
+	return err
+}
+
+func (o *runOptions) run(cmd *cobra.Command) error {
+	pl, err := plan.Load(o.file)
+	if err != nil {
+		var pe *plan.Error
+		if errors.As(err, &pe) {
+			return usage.Wrap(err)
+		}
+		return err
+	}
+	var bus *ceiling.Bus
+	if c := pl.Ceiling; c != nil {
+		bus = c.Bus
+		if c.Root != "" {
+			if bus, err = captureBus(cmd.Context(), c.Root); err != nil {
+				return usage.Errorf("%s:%d: ceiling: %w", pl.File, c.Line, err)
+			}
+		}
+	}
+	e, err := pl.Expect(bus)
+	if err != nil {
+		return usage.Errorf("%s: %w", pl.File, err)
+	}
+	if err := report.Plan(cmd.OutOrStdout(), pl, e); err != nil {
+		return err
+	}
+	if !o.reach {
+		return nil
+	}
+	return o.reachHosts(cmd, pl)
+}
+
+// reachHosts reaches every host of the plan at once, as a run will, says
+// hello to its agent and prints what answered; the first host that could
+// not be reached is the error.
+func (o *runOptions) reachHosts(cmd *cobra.Command, pl *plan.Plan) error {
+	type answer struct {
+		welcome *traffic.Message
+		err     error
+	}
+	answers := make([]answer, len(pl.Hosts))
+	var wg sync.WaitGroup
+	for i := range pl.Hosts {
+		wg.Go(func() {
+			h := &pl.Hosts[i]
+			var base remote.Options
+			if o.sshConfig != "" {
+				base.SSHArgs = []string{"-F", o.sshConfig}
+			}
+			c, err := remote.Dial(cmd.Context(), h.Reach, h.Options(base))
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			defer c.Close()
+			answers[i].welcome, answers[i].err = traffic.Greet(c, o.token, reachTimeout)
+			var pe *traffic.PeerError
+			if errors.As(answers[i].err, &pe) {
+				answers[i].err = fmt.Errorf("%s: the agent refused: %w", h.Reach, pe)
+			}
+		})
+	}
+	wg.Wait()
+	out := cmd.OutOrStdout()
+	fmt.Fprintln(out)
+	var first error
+	for i, a := range answers {
+		h := &pl.Hosts[i]
+		if a.err != nil {
+			fmt.Fprintf(out, "%-8s NOT REACHED: %v\n", h.Name, a.err)
+			first = cmp.Or(first, a.err)
+			continue
+		}
+		fmt.Fprintf(out, "%-8s reached: linerate %s, protocol %d, agent %s\n", h.Name, a.welcome.Linerate, a.welcome.Version, a.welcome.ServerID)
+	}
+	return first
+}
+
+// reachTimeout bounds ssh's login and the agent's start on a slow host.
+const reachTimeout = 30 * time.Second
+
+// captureBus reads the bus of the box a capture holds.
+func captureBus(ctx context.Context, root string) (*ceiling.Bus, error) {
+	src, err := source.OpenCapture(root)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	b, err := box.Collect(ctx, src)
+	if err != nil {
+		return nil, sourceErr(src, root, err)
+	}
+	bus, err := plan.BusFromReport(ceiling.ForBox(b))
+	if err != nil {
+		return nil, fmt.Errorf("capture %s: %w", root, err)
+	}
+	return bus, nil
+}

@@ -1,0 +1,338 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"linerate/ceiling"
+	"linerate/traffic"
+)
+
+// settings are what a flow may take from defaults: each value given, and
+// the node that gave it (for errors at its line).
+type settings struct {
+	proto, direction, engine                    string
+	rate                                        traffic.Rate
+	size, payload, streams, ports, threads, mss int
+	at                                          map[string]*yaml.Node
+}
+
+func (s *settings) clone() *settings {
+	c := *s
+	c.at = maps.Clone(s.at)
+	return &c
+}
+
+// settings reads the keys of fs into s, over what s holds.
+func (p *parser) settings(fs []*field, s *settings) error {
+	for _, f := range fs {
+		var err error
+		switch f.key {
+		case "proto":
+			s.proto, err = p.oneOf(f.v, "proto", "udp", "tcp")
+		case "direction":
+			s.direction, err = p.oneOf(f.v, "direction", traffic.Forward, traffic.Reverse, traffic.Bidir)
+		case "engine":
+			s.engine, err = p.oneOf(f.v, "engine", "socket", "ring")
+		case "rate":
+			var v string
+			if v, err = p.scalar(f.v, "rate"); err == nil {
+				if s.rate, err = traffic.ParseRate(v); err != nil {
+					err = p.errorf(f.v, "%v", err)
+				}
+			}
+		default:
+			err = p.count(f, s)
+		}
+		if err != nil {
+			return err
+		}
+		s.at[f.key] = f.v
+	}
+	return nil
+}
+
+// count reads one of the whole-number settings; the upper limits are the
+// agents' (traffic.Spec.Check, run on every flow).
+func (p *parser) count(f *field, s *settings) error {
+	v, err := p.integer(f.v, f.key)
+	if err != nil {
+		return err
+	}
+	low, ptr := 1, (*int)(nil)
+	switch f.key {
+	case "size":
+		low, ptr = ceiling.MinFrameBytes, &s.size
+	case "payload":
+		low, ptr = 0, &s.payload
+	case "streams":
+		ptr = &s.streams
+	case "ports":
+		ptr = &s.ports
+	case "threads":
+		ptr = &s.threads
+	case "mss":
+		low, ptr = 88, &s.mss // the kernel's TCP_MIN_MSS (include/net/tcp.h)
+	}
+	if v < low {
+		return p.errorf(f.v, "%s %d: want at least %d", f.key, v, low)
+	}
+	*ptr = v
+	return nil
+}
+
+func (p *parser) oneOf(n *yaml.Node, what string, allowed ...string) (string, error) {
+	s, err := p.scalar(n, what)
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(allowed, s) {
+		return "", p.errorf(n, "%s %q: want %s", what, s, orList(allowed))
+	}
+	return s, nil
+}
+
+func orList(s []string) string {
+	switch len(s) {
+	case 1:
+		return s[0]
+	case 2:
+		return s[0] + " or " + s[1]
+	}
+	out := ""
+	for i, w := range s {
+		switch {
+		case i == len(s)-1:
+			out += " or " + w
+		case i > 0:
+			out += ", " + w
+		default:
+			out = w
+		}
+	}
+	return out
+}
+
+func (p *parser) flows(f *field, defaults *settings, pl *Plan) error {
+	n := f.v
+	if n.Kind != yaml.SequenceNode {
+		return p.errorf(n, "flows: want a list of flows (- {from: pi1, to: cm4, proto: tcp}), not %s", kindOf(n))
+	}
+	if len(n.Content) == 0 {
+		return p.errorf(n, "flows: none given")
+	}
+	for i, c := range n.Content {
+		if err := p.flow(i+1, resolve(c), defaults, pl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flow reads flow number idx and adds it to pl, once per address.
+func (p *parser) flow(idx int, n *yaml.Node, defaults *settings, pl *Plan) error {
+	what := fmt.Sprintf("flow %d", idx)
+	fs, err := p.mapping(n, what, flowKeys)
+	if err != nil {
+		return err
+	}
+	s := defaults.clone()
+	var (
+		ends      [2]string
+		endNodes  [2]*yaml.Node
+		addrs     []string
+		addrNodes []*yaml.Node
+		own       []*field
+	)
+	for _, ff := range fs {
+		switch ff.key {
+		case "from", "to":
+			i := 0
+			if ff.key == "to" {
+				i = 1
+			}
+			if ends[i], err = p.scalar(ff.v, what+": "+ff.key); err != nil {
+				return err
+			}
+			endNodes[i] = ff.v
+		case "address":
+			items := []*yaml.Node{ff.v}
+			if ff.v.Kind == yaml.SequenceNode {
+				items = ff.v.Content
+				if len(items) == 0 {
+					return p.errorf(ff.v, "%s: address: an empty list", what)
+				}
+			}
+			for _, a := range items {
+				a = resolve(a)
+				s, err := p.address(a, what+": address")
+				if err != nil {
+					return err
+				}
+				if slices.Contains(addrs, s) {
+					return p.errorf(a, "%s: address %s given twice", what, s)
+				}
+				addrs, addrNodes = append(addrs, s), append(addrNodes, a)
+			}
+		default:
+			own = append(own, ff)
+		}
+	}
+	if err := p.settings(own, s); err != nil {
+		return err
+	}
+	for i, key := range []string{"from", "to"} {
+		if endNodes[i] == nil {
+			return p.errorf(n, "%s: no %s: name the %s host", what, key, map[string]string{"from": "sending", "to": "receiving"}[key])
+		}
+		if err := p.knownHost(endNodes[i], pl, what+": "+key, ends[i]); err != nil {
+			return err
+		}
+	}
+	if ends[0] == ends[1] {
+		return p.errorf(endNodes[1], "%s: from and to are both %s: a flow runs between two hosts", what, ends[0])
+	}
+	if s.proto == "" {
+		return p.errorf(n, "%s: no proto: give udp or tcp (here or under defaults)", what)
+	}
+	fl := Flow{Index: idx, Line: n.Line, From: ends[0], To: ends[1], Proto: s.proto,
+		Direction: cmp.Or(s.direction, traffic.Forward), Rate: s.rate,
+		Streams: cmp.Or(s.streams, 1), Threads: cmp.Or(s.threads, 1), Ports: 1, MTU: defaultMTU}
+	if err := p.protoSettings(what, s, defaults, &fl); err != nil {
+		return err
+	}
+	to := pl.Host(fl.To)
+	if len(addrs) == 0 {
+		addrs = []string{to.DataAddress()}
+		addrNodes = []*yaml.Node{n}
+	}
+	for i, a := range addrs {
+		if len(pl.Flows) == maxFlows {
+			return p.errorf(addrNodes[i], "%s: more than %d flows in the plan", what, maxFlows)
+		}
+		f := fl
+		f.Address = a
+		if pt := to.Port(a); pt != nil {
+			f.Port, f.SpeedBps, f.MTU = pt.Name, pt.SpeedBps, pt.MTU
+		} else if len(to.Ports) > 0 {
+			return p.errorf(addrNodes[i], "%s: %s has no port with address %s (its ports: %s)", what, to.Name, a, portList(to))
+		}
+		pl.Flows = append(pl.Flows, f)
+	}
+	return nil
+}
+
+func portList(h *Host) string {
+	var s []string
+	for _, pt := range h.Ports {
+		s = append(s, pt.Name+" "+strings.Join(pt.Addresses, " "))
+	}
+	return strings.Join(s, ", ")
+}
+
+// protoSettings fills what depends on the protocol and refuses keys that
+// do not apply to it: a key for the other protocol in the flow itself is a
+// mistake; under defaults it is meant for the flows of that protocol.
+func (p *parser) protoSettings(what string, s, defaults *settings, fl *Flow) error {
+	refuse := func(key, why string) error {
+		if n := s.at[key]; n != nil && n != defaults.at[key] {
+			return p.errorf(n, "%s: %s", what, why)
+		}
+		delete(s.at, key)
+		return nil
+	}
+	if fl.Proto == "tcp" {
+		for _, r := range [][2]string{
+			{"size", "size is a udp frame size: a tcp flow takes mss (the segment) or payload (the bytes of each write)"},
+			{"ports", "ports spreads udp flows over destination ports: a tcp flow takes streams (connections)"},
+			{"engine", "engine is the udp send engine: a tcp flow has none to choose"},
+		} {
+			if err := refuse(r[0], r[1]); err != nil {
+				return err
+			}
+		}
+		fl.Payload, fl.MSS = s.payload, s.mss
+		return nil
+	}
+	if err := refuse("mss", "mss is a tcp segment size: a udp flow sets its packets with size (the frame) or payload"); err != nil {
+		return err
+	}
+	if s.at["size"] != nil && s.at["payload"] != nil {
+		ownSize, ownPayload := s.at["size"] != defaults.at["size"], s.at["payload"] != defaults.at["payload"]
+		switch {
+		case ownSize == ownPayload:
+			return p.errorf(s.at["payload"], "%s: size and payload: give one", what)
+		case ownSize: // the flow's own size wins over a default payload
+			delete(s.at, "payload")
+			s.payload = 0
+		default:
+			delete(s.at, "size")
+			s.size = 0
+		}
+	}
+	fl.Size, fl.Payload = s.size, s.payload
+	if fl.Size == 0 && s.at["payload"] == nil {
+		fl.Payload = defaultUDPPayload
+	}
+	fl.Ports = cmp.Or(s.ports, fl.Threads)
+	fl.Engine = cmp.Or(s.engine, "socket")
+	if fl.Engine == "ring" && fl.Direction != traffic.Forward {
+		return p.errorf(s.at["engine"], "%s: engine ring sends forward only (AF_PACKET TX_RING on the sending host): direction %s needs the socket engine", what, fl.Direction)
+	}
+	return nil
+}
+
+// IPv4 reports whether the flow goes over IPv4: its address is an IPv4
+// address, or a name (taken as IPv4 until it is resolved).
+func (f *Flow) IPv4() bool {
+	a, err := netip.ParseAddr(f.Address)
+	return err != nil || a.Unmap().Is4()
+}
+
+// PayloadFor is the flow's UDP payload or TCP write size; a UDP frame size
+// leaves the payload to the address family.
+func (f *Flow) PayloadFor(v4 bool) int {
+	if f.Size > 0 {
+		return f.Size - traffic.UDPOverhead(v4)
+	}
+	return f.Payload
+}
+
+// Spec is the test the flow asks of its agents, for a round of duration
+// after warmup. The runner adds the receiving end's ports (ClientPorts,
+// here zeros, one per port, for UDP that comes back) and latency probes.
+func (f *Flow) Spec(duration, warmup time.Duration, v4 bool) traffic.Spec {
+	sp := traffic.Spec{Proto: f.Proto, Direction: f.Direction, Duration: traffic.Seconds(duration), Warmup: traffic.Seconds(warmup),
+		Rate: f.Rate, Payload: f.PayloadFor(v4), Streams: f.Streams, Ports: f.Ports, Threads: f.Threads, MSS: f.MSS}
+	if f.Proto == "udp" && f.Direction != traffic.Forward {
+		sp.ClientPorts = make([]uint16, f.Ports)
+	}
+	return sp
+}
+
+// tcpTimestamps is the TCP timestamps option Linux puts on every segment
+// (RFC 7323; net.ipv4.tcp_timestamps=1 by default): 10 bytes padded to 12.
+const tcpTimestamps = 12
+
+// Frame is the Ethernet frame the flow sends: a UDP datagram of its
+// payload, a full TCP segment at its MTU, or a segment of its MSS. Linux
+// sends timestamps on every segment and counts them in TCP_MAXSEG, so a
+// segment carries MSS − 12 bytes: --mss 88 is a 146-byte frame.
+func (f *Flow) Frame() (ceiling.Frame, error) {
+	v4 := f.IPv4()
+	if f.Proto == "udp" {
+		return ceiling.PayloadFrame(f.PayloadFor(v4), ceiling.Headers{Proto: ceiling.UDP, IPv6: !v4})
+	}
+	h := ceiling.Headers{Proto: ceiling.TCP, IPv6: !v4, TCPTimestamps: true}
+	if f.MSS > 0 {
+		return ceiling.PayloadFrame(f.MSS-tcpTimestamps, h)
+	}
+	return ceiling.MTUFrame(f.MTU, h)
+}
