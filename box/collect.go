@@ -77,7 +77,9 @@ func Collect(ctx context.Context, src source.Source, ifaces ...string) (*Box, er
 	}
 
 	irqs, err := c.proc.Interrupts()
-	if err != nil {
+	if lines, ok := tree.Skipped(err); ok {
+		c.warnLines("interrupts", lines)
+	} else if err != nil {
 		c.unsupported(b.Unsupported, "interrupts", "interrupts", err)
 	}
 	c.interrupts = irqs
@@ -135,6 +137,14 @@ func (c *collector) warn(what string, err error) {
 		w.Why = c.strip(w.Why)
 	}
 	c.box.Warnings = append(c.box.Warnings, w)
+}
+
+// warnLines records each line that a parser of what left out. On a live
+// machine they are warnings too: a kernel printing something new.
+func (c *collector) warnLines(what string, lines []*tree.ParseError) {
+	for _, l := range lines {
+		c.warn(what, l)
+	}
 }
 
 // ethtoolWarnings records the lines of iface's ethtool files that a parser
@@ -791,6 +801,14 @@ func (c *collector) counters() error {
 		c.unsupported(c.box.Unsupported, "counters", "counters", err)
 		return nil
 	}
+	// /proc/interrupts' left-out lines were told when it was read first.
+	var others []*tree.ParseError
+	for _, l := range cs.Skipped {
+		if !strings.HasSuffix(l.Path, "/interrupts") {
+			others = append(others, l)
+		}
+	}
+	c.warnLines("counters", others)
 	ReadGauges(c.sys, &cs)
 	if c.capture || !c.box.Meta.Time.IsZero() {
 		cs.Time = c.box.Meta.Time

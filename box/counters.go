@@ -1,6 +1,7 @@
 package box
 
 import (
+	"linerate/source/tree"
 	"time"
 
 	"linerate/source/procfs"
@@ -34,6 +35,9 @@ type Counters struct {
 	Celsius map[string]float64 `json:"celsius,omitempty"`
 	// CurKHz is each CPU's current frequency (instantaneous), by CPU id.
 	CurKHz map[int]int64 `json:"cur_khz,omitempty"`
+	// Skipped holds the lines of the files read that a parser left out
+	// (an IRQ, a CPU, an interface): what they said is missing above.
+	Skipped []*tree.ParseError `json:"-"`
 }
 
 // CPUTimes, Softnet and NetDev are defined by the reader that parses them.

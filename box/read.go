@@ -9,6 +9,7 @@ import (
 	"linerate/source/ethtool"
 	"linerate/source/procfs"
 	"linerate/source/sysfs"
+	"linerate/source/tree"
 )
 
 // ReadCounters takes one snapshot of every counter. et may be nil (no
@@ -17,21 +18,32 @@ import (
 //
 // /proc/stat and net/dev must be readable; interrupts, softirqs,
 // softnet_stat and snmp are left empty when their file is absent (a capture
-// may lack them) but a file that is present and unparsable is an error.
+// may lack them) but a file that is present and unparsable is an error. A
+// line that a parser cannot use (one IRQ, one CPU, one interface) is left
+// out and listed in Skipped; the rest of its file is kept.
 // Interfaces whose driver has no statistics are left out of Ethtool.
 //
 // ReadCounters is called once a second by the sampler during runs: it reads
 // each file once and asks the ethtool client only for statistics.
 func ReadCounters(proc procfs.FS, et ethtool.Client, ifaces []string) (Counters, error) {
 	c := Counters{Time: time.Now()}
+	// keep takes what a parser read and the lines it left out; any other
+	// error is returned.
+	keep := func(err error) error {
+		if lines, ok := tree.Skipped(err); ok {
+			c.Skipped = append(c.Skipped, lines...)
+			return nil
+		}
+		return err
+	}
 	var err error
-	if c.CPU, err = proc.Stat(); err != nil {
+	if c.CPU, err = proc.Stat(); keep(err) != nil {
 		return c, err
 	}
-	if c.NetDev, err = proc.NetDev(); err != nil {
+	if c.NetDev, err = proc.NetDev(); keep(err) != nil {
 		return c, err
 	}
-	if irqs, err := proc.Interrupts(); err == nil {
+	if irqs, err := proc.Interrupts(); keep(err) == nil {
 		c.Interrupts = make(map[string][]uint64, len(irqs.Rows))
 		for _, r := range irqs.Rows {
 			c.Interrupts[r.Label] = r.Counts
@@ -39,14 +51,14 @@ func ReadCounters(proc procfs.FS, et ethtool.Client, ifaces []string) (Counters,
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return c, err
 	}
-	if c.SoftIRQs, err = proc.SoftIRQs(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if c.SoftIRQs, err = proc.SoftIRQs(); keep(err) != nil && !errors.Is(err, fs.ErrNotExist) {
 		return c, err
 	}
-	if c.Softnet, err = proc.Softnet(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if c.Softnet, err = proc.Softnet(); keep(err) != nil && !errors.Is(err, fs.ErrNotExist) {
 		return c, err
 	}
 	snmp, err := proc.SNMP()
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if keep(err) != nil && !errors.Is(err, fs.ErrNotExist) {
 		return c, err
 	}
 	c.UDP, c.TCP = snmp["Udp"], snmp["Tcp"]

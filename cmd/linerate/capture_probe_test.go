@@ -116,9 +116,10 @@ func symlinkTo(target string) func(string) error {
 	return func(p string) error { return os.Symlink(target, p) }
 }
 
-// testDegrade: a mangled ethtool file and a truncated /proc file make those
-// values unknown; inspect prints everything else, exits 0 and names the
-// file and line of each.
+// testDegrade: a mangled ethtool file and a truncated /proc line make those
+// values unknown (the truncated line of net/dev: that one interface's
+// counters); inspect prints everything else, exits 0 and names the file and
+// line of each.
 func testDegrade(t *testing.T, bin string) {
 	dir, iface := freshCapture(t, bin)
 	replace(t, dir, "ethtool/"+iface+"/g.txt", func(p string) error {
@@ -143,7 +144,6 @@ func testDegrade(t *testing.T, bin string) {
 		"rings       rx 512/4096, tx 512/0",
 		"\nbox\n", "net.core.rmem_max",
 		"offloads    unknown: unreadable: ethtool/" + iface + "/k.txt:1: no \"feature: on|off\" line",
-		"counters    unknown: unreadable: proc/net/dev:",
 		// The warnings, by file and line.
 		"warning: ethtool/" + iface + "/g.txt:4: " + iface + " rings, Pre-set maximums TX: want a number or n/a, got \"lots\"",
 		"warning: ethtool/" + iface + "/g.txt:7: " + iface + " rings: not a line ethtool prints here",
@@ -168,6 +168,16 @@ func testDegrade(t *testing.T, bin string) {
 	}
 	if len(got.Warnings) != 4 || !found {
 		t.Errorf("JSON warnings = %+v", got.Warnings)
+	}
+	// The last line of net/dev was cut: its interface is left out, the
+	// others are counted.
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	cut, _, _ := strings.Cut(strings.TrimSpace(lines[len(lines)-1]), ":")
+	if got.Counters == nil || len(got.Counters.NetDev) != len(lines)-3 {
+		t.Fatalf("counters = %+v, want net/dev's %d interfaces but %s", got.Counters, len(lines)-3, cut)
+	}
+	if _, ok := got.Counters.NetDev[cut]; ok {
+		t.Errorf("counters of %s were read from a cut line", cut)
 	}
 }
 

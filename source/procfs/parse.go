@@ -17,15 +17,25 @@ import (
 // machines.
 const maxLine = 16 << 20
 
-// lines calls fn for each line of r with its 1-based number; an error from
-// fn is returned as a *tree.ParseError holding the line number.
+// lines calls fn for each line of r with its 1-based number. An error from
+// fn is returned as a *tree.ParseError holding the line number, and ends the
+// reading; an error that fn marks with skip leaves that one line out and the
+// reading goes on: those lines come back together as a *tree.SkippedError
+// once the file is read.
 func lines(r io.Reader, fn func(n int, line string) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	n := 0
+	var skipped []*tree.ParseError
 	for sc.Scan() {
 		n++
-		if err := fn(n, sc.Text()); err != nil {
+		err := fn(n, sc.Text())
+		var sl skipLine
+		switch {
+		case err == nil:
+		case errors.As(err, &sl):
+			skipped = append(skipped, &tree.ParseError{Line: n, Err: sl.err})
+		default:
 			return &tree.ParseError{Line: n, Err: err}
 		}
 	}
@@ -34,8 +44,23 @@ func lines(r io.Reader, fn func(n int, line string) error) error {
 	} else if err != nil {
 		return err
 	}
+	if len(skipped) > 0 {
+		return &tree.SkippedError{Lines: skipped}
+	}
 	return nil
 }
+
+// skipLine marks an error about one row of a file that the rest of the file
+// does not depend on (an IRQ, a CPU, an interface): the row is left out.
+type skipLine struct{ err error }
+
+func (s skipLine) Error() string { return s.err.Error() }
+
+// skip marks err as one row's: see skipLine.
+func skip(err error) error { return skipLine{err} }
+
+// skipf is skip(fmt.Errorf(...)).
+func skipf(format string, a ...any) error { return skip(fmt.Errorf(format, a...)) }
 
 // ParseStat parses /proc/stat and returns its per-CPU lines ("cpu0 ...",
 // "cpu1 ..."), dropping the aggregate "cpu" line and everything else.
@@ -53,7 +78,7 @@ func ParseStat(r io.Reader) ([]CPUTimes, error) {
 			return nil // some other line that starts with "cpu"
 		}
 		if len(f) < 5 {
-			return fmt.Errorf("%s has %d columns, want at least 4", tree.Clip(f[0]), len(f)-1)
+			return skipf("%s has %d columns, want at least 4", tree.Clip(f[0]), len(f)-1)
 		}
 		c := CPUTimes{ID: id}
 		dst := []*uint64{&c.User, &c.Nice, &c.System, &c.Idle, &c.IOWait, &c.IRQ, &c.SoftIRQ, &c.Steal}
@@ -63,15 +88,15 @@ func ParseStat(r io.Reader) ([]CPUTimes, error) {
 			}
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return fmt.Errorf("%s column %d: %q is not a number", tree.Clip(f[0]), i+1, tree.Clip(s))
+				return skipf("%s column %d: %q is not a number", tree.Clip(f[0]), i+1, tree.Clip(s))
 			}
 			*dst[i] = v
 		}
 		out = append(out, c)
 		return nil
 	})
-	if err == nil && len(out) == 0 {
-		err = errors.New("no cpuN lines")
+	if len(out) == 0 && (err == nil || errors.As(err, new(*tree.SkippedError))) {
+		err = errors.New("no usable cpuN lines")
 	}
 	return out, err
 }
@@ -199,7 +224,7 @@ func ParseInterrupts(r io.Reader) (Interrupts, error) {
 		label, after, ok := strings.Cut(line, ":")
 		label = strings.TrimSpace(label)
 		if !ok || label == "" {
-			return fmt.Errorf("no \"N:\" label in %q", tree.Clip(line))
+			return skipf("no \"N:\" label in %q", tree.Clip(line))
 		}
 		row := InterruptRow{Label: label, Number: -1}
 		if v, err := strconv.Atoi(label); err == nil && v >= 0 {
@@ -221,7 +246,7 @@ func ParseInterrupts(r io.Reader) (Interrupts, error) {
 		rest := after[tail:]
 		if row.Number >= 0 {
 			if len(row.Counts) != len(out.CPUs) {
-				return fmt.Errorf("irq %d has %d counts for %d CPUs", row.Number, len(row.Counts), len(out.CPUs))
+				return skipf("irq %d has %d counts for %d CPUs", row.Number, len(row.Counts), len(out.CPUs))
 			}
 			row.Chip, row.HWIRQ, row.Trigger, row.Actions = splitIRQTail(rest)
 		} else {
@@ -253,17 +278,17 @@ func ParseSoftIRQs(r io.Reader) (map[string][]uint64, error) {
 		name, after, ok := strings.Cut(line, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
-			return fmt.Errorf("no \"NAME:\" label in %q", tree.Clip(line))
+			return skipf("no \"NAME:\" label in %q", tree.Clip(line))
 		}
 		f := strings.Fields(after)
 		if len(f) != len(cpus) {
-			return fmt.Errorf("%s has %d counts for %d CPUs", tree.Clip(name), len(f), len(cpus))
+			return skipf("%s has %d counts for %d CPUs", tree.Clip(name), len(f), len(cpus))
 		}
 		counts := make([]uint64, len(f))
 		for i, s := range f {
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return fmt.Errorf("%s: %q is not a number", tree.Clip(name), tree.Clip(s))
+				return skipf("%s: %q is not a number", tree.Clip(name), tree.Clip(s))
 			}
 			counts[i] = v
 		}
@@ -284,19 +309,21 @@ func ParseSoftIRQs(r io.Reader) (map[string][]uint64, error) {
 // offline.
 func ParseSoftnet(r io.Reader) ([]Softnet, error) {
 	var out []Softnet
+	row := 0 // rows seen, those left out included: the CPU of old kernels' rows
 	err := lines(r, func(_ int, line string) error {
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			return nil
 		}
+		row++
 		if len(f) < 9 {
-			return fmt.Errorf("%d columns, want at least 9", len(f))
+			return skipf("%d columns, want at least 9", len(f))
 		}
 		col := make([]uint64, len(f))
 		for i, s := range f {
 			v, err := strconv.ParseUint(s, 16, 64)
 			if err != nil {
-				return fmt.Errorf("column %d: %q is not hex", i+1, tree.Clip(s))
+				return skipf("column %d: %q is not hex", i+1, tree.Clip(s))
 			}
 			col[i] = v
 		}
@@ -307,7 +334,7 @@ func ParseSoftnet(r io.Reader) ([]Softnet, error) {
 			return 0
 		}
 		s := Softnet{
-			CPU:         len(out),
+			CPU:         row - 1,
 			Processed:   col[0],
 			Dropped:     col[1],
 			TimeSqueeze: col[2],
@@ -342,11 +369,11 @@ func ParseNetDev(r io.Reader) (map[string]NetDev, error) {
 		name, after, ok := strings.Cut(line, ":")
 		name = strings.TrimSpace(name)
 		if !ok || name == "" {
-			return fmt.Errorf("no \"IFACE:\" in %q", tree.Clip(line))
+			return skipf("no \"IFACE:\" in %q", tree.Clip(line))
 		}
 		f := strings.Fields(after)
 		if len(f) != netDevColumns {
-			return fmt.Errorf("%s has %d columns, want %d", tree.Clip(name), len(f), netDevColumns)
+			return skipf("%s has %d columns, want %d", tree.Clip(name), len(f), netDevColumns)
 		}
 		var d NetDev
 		dst := []*uint64{
@@ -356,7 +383,7 @@ func ParseNetDev(r io.Reader) (map[string]NetDev, error) {
 		for i, s := range f {
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return fmt.Errorf("%s column %d: %q is not a number", tree.Clip(name), i+1, tree.Clip(s))
+				return skipf("%s column %d: %q is not a number", tree.Clip(name), i+1, tree.Clip(s))
 			}
 			*dst[i] = v
 		}
@@ -375,51 +402,66 @@ func ParseSNMP(r io.Reader) (map[string]map[string]uint64, error) {
 	out := map[string]map[string]uint64{}
 	var names []string
 	var section string
-	err := lines(r, func(_ int, line string) error {
+	header := 0 // the line of names
+	err := lines(r, func(n int, line string) error {
 		if strings.TrimSpace(line) == "" {
 			return nil
 		}
 		sec, after, ok := strings.Cut(line, ":")
 		if !ok || strings.TrimSpace(sec) == "" {
-			return fmt.Errorf("no \"Section:\" in %q", tree.Clip(line))
+			return skipf("no \"Section:\" in %q", tree.Clip(line))
 		}
 		f := strings.Fields(after)
 		if names == nil {
-			names, section = f, sec
+			names, section, header = f, sec, n
 			if names == nil {
 				names = []string{}
 			}
 			return nil
 		}
 		if sec != section {
-			return fmt.Errorf("%s: header line is followed by %s", tree.Clip(section), tree.Clip(sec))
+			// The header before had no values: this line starts anew.
+			prev := section
+			names, section, header = f, sec, n
+			return skipf("%s: header line is followed by %s", tree.Clip(prev), tree.Clip(sec))
 		}
+		defer func() { names = nil }()
 		if len(f) != len(names) {
-			return fmt.Errorf("%s: %d values for %d names", tree.Clip(sec), len(f), len(names))
+			return skipf("%s: %d values for %d names", tree.Clip(sec), len(f), len(names))
 		}
 		m := out[sec]
 		if m == nil {
 			m = map[string]uint64{}
 			out[sec] = m
 		}
+		var bad error // the first value that is not a number; the others are kept
 		for i, s := range f {
 			if strings.HasPrefix(s, "-") {
-				if _, err := strconv.ParseInt(s, 10, 64); err != nil {
-					return fmt.Errorf("%s %s: %q is not a number", tree.Clip(sec), tree.Clip(names[i]), tree.Clip(s))
+				if _, err := strconv.ParseInt(s, 10, 64); err != nil && bad == nil {
+					bad = skipf("%s %s: %q is not a number", tree.Clip(sec), tree.Clip(names[i]), tree.Clip(s))
 				}
 				continue
 			}
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return fmt.Errorf("%s %s: %q is not a number", tree.Clip(sec), tree.Clip(names[i]), tree.Clip(s))
+				if bad == nil {
+					bad = skipf("%s %s: %q is not a number", tree.Clip(sec), tree.Clip(names[i]), tree.Clip(s))
+				}
+				continue
 			}
 			m[names[i]] = v
 		}
-		names = nil
-		return nil
+		return bad
 	})
-	if err == nil && names != nil {
-		err = fmt.Errorf("%s: header line without values", tree.Clip(section))
+	if names != nil {
+		last := &tree.ParseError{Line: header, Err: fmt.Errorf("%s: header line without values", tree.Clip(section))}
+		var sk *tree.SkippedError
+		switch {
+		case err == nil:
+			err = &tree.SkippedError{Lines: []*tree.ParseError{last}}
+		case errors.As(err, &sk):
+			sk.Lines = append(sk.Lines, last)
+		}
 	}
 	return out, err
 }

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"bytes"
+	"linerate/source/tree"
 	"os"
 	"reflect"
 	"strings"
@@ -338,4 +339,78 @@ func BenchmarkParseSNMP(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestParsersLeaveOutBadLines: a line that one row of a file stands on (an
+// IRQ, a CPU, an interface, a counter) is left out with its line number;
+// the rows around it are kept. A header the whole file depends on still
+// fails it.
+func TestParsersLeaveOutBadLines(t *testing.T) {
+	skippedAt := func(t *testing.T, err error, want ...int) {
+		t.Helper()
+		lines, ok := tree.Skipped(err)
+		if !ok {
+			t.Fatalf("err = %v, want lines left out", err)
+		}
+		var got []int
+		for _, l := range lines {
+			got = append(got, l.Line)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("left out lines %v, want %v (%v)", got, want, err)
+		}
+	}
+	t.Run("interrupts", func(t *testing.T) {
+		in, err := ParseInterrupts(strings.NewReader("           CPU0       CPU1\n" +
+			" 11:    23x2676     300012 garbage\n" +
+			" 41:        100        200   PCI-MSI 524288-edge      eth0-rx-0\n" +
+			"no label here\n" +
+			"LOC:        5          6   Local timer interrupts\n"))
+		skippedAt(t, err, 2, 4)
+		if len(in.Rows) != 2 || in.Rows[0].Number != 41 || in.Rows[0].Actions != "eth0-rx-0" || in.Rows[1].Label != "LOC" {
+			t.Fatalf("rows = %+v", in.Rows)
+		}
+		if _, err := ParseInterrupts(strings.NewReader("CPU0 CPUx\n 41: 1 2 chip 3 x\n")); err == nil {
+			t.Fatal("a bad header was read")
+		} else if _, ok := tree.Skipped(err); ok {
+			t.Fatalf("a bad header left one line out: %v", err)
+		}
+	})
+	t.Run("stat", func(t *testing.T) {
+		cpus, err := ParseStat(strings.NewReader("cpu 1 2 3 4\ncpu0 12 zz 3 4\ncpu1 1 2 3 4 5 6 7 8\n"))
+		skippedAt(t, err, 2)
+		if len(cpus) != 1 || cpus[0].ID != 1 || cpus[0].Steal != 8 {
+			t.Fatalf("cpus = %+v", cpus)
+		}
+		if _, err := ParseStat(strings.NewReader("cpu0 12 zz 3 4\n")); err == nil {
+			t.Fatal("a file with no usable CPU line was read")
+		} else if _, ok := tree.Skipped(err); ok {
+			t.Fatalf("no usable CPU line is only lines left out: %v", err)
+		}
+	})
+	t.Run("softnet keeps CPU numbers of old kernels", func(t *testing.T) {
+		row := "00000001 00000002 00000003 00000000 00000000 00000000 00000000 00000000 00000000 00000004 00000005\n"
+		sn, err := ParseSoftnet(strings.NewReader(row + "zz 1 2\n" + row))
+		skippedAt(t, err, 2)
+		if len(sn) != 2 || sn[0].CPU != 0 || sn[1].CPU != 2 {
+			t.Fatalf("softnet = %+v", sn)
+		}
+	})
+	t.Run("net/dev", func(t *testing.T) {
+		nd, err := ParseNetDev(strings.NewReader("Inter-|   Receive\n face |bytes\n" +
+			"    lo: 1 2 0 0 0 0 0 0 1 2 0 0 0 0 0 0\n  eth0: 1 2 3\n"))
+		skippedAt(t, err, 4)
+		if _, ok := nd["lo"]; !ok || len(nd) != 1 {
+			t.Fatalf("net/dev = %+v", nd)
+		}
+	})
+	t.Run("snmp keeps the other values", func(t *testing.T) {
+		m, err := ParseSNMP(strings.NewReader("Udp: InDatagrams NoPorts InErrors\nUdp: 51 x 3\n" +
+			"Tcp: RtoMin\nIcmp: InMsgs\nIcmp: 7\nIp: Forwarding\n"))
+		skippedAt(t, err, 2, 4, 6)
+		want := map[string]map[string]uint64{"Udp": {"InDatagrams": 51, "InErrors": 3}, "Icmp": {"InMsgs": 7}}
+		if !reflect.DeepEqual(m, want) {
+			t.Fatalf("snmp = %v, want %v", m, want)
+		}
+	})
 }

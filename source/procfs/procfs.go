@@ -126,7 +126,9 @@ type IRQAffinity struct {
 }
 
 // parseFile reads rel from t and hands it to parse; parse errors are
-// prefixed with the file's path (read errors already name it).
+// prefixed with the file's path (read errors already name it). Lines the
+// parser left out come back as a *tree.SkippedError with the value of the
+// rest of the file.
 func parseFile[T any](t tree.Tree, rel string, parse func(io.Reader) (T, error)) (T, error) {
 	b, err := t.ReadFile(rel)
 	if err != nil {
@@ -135,6 +137,13 @@ func parseFile[T any](t tree.Tree, rel string, parse func(io.Reader) (T, error))
 	}
 	v, err := parse(bytes.NewReader(b))
 	if err != nil {
+		var sk *tree.SkippedError
+		if errors.As(err, &sk) {
+			for _, l := range sk.Lines {
+				l.Path = t.Path(rel)
+			}
+			return v, sk
+		}
 		var pe *tree.ParseError
 		if errors.As(err, &pe) && pe.Path == "" {
 			return v, &tree.ParseError{Path: t.Path(rel), Line: pe.Line, Err: pe.Err}

@@ -360,3 +360,59 @@ func (e *ParseError) Error() string {
 }
 
 func (e *ParseError) Unwrap() error { return e.Err }
+
+// SkippedError lists the lines of a file that a parser could not use and
+// left out; the value returned with it holds everything else the file
+// says. Each line is its own *ParseError with the file's path and line.
+type SkippedError struct {
+	Lines []*ParseError
+}
+
+func (e *SkippedError) Error() string {
+	if len(e.Lines) == 1 {
+		return e.Lines[0].Error() + " (line left out)"
+	}
+	return fmt.Sprintf("%v (and %d more lines left out)", e.Lines[0], len(e.Lines)-1)
+}
+
+func (e *SkippedError) Unwrap() []error {
+	out := make([]error, len(e.Lines))
+	for i, l := range e.Lines {
+		out[i] = l
+	}
+	return out
+}
+
+// Skipped says whether err only reports lines left out (a *SkippedError,
+// possibly wrapped or joined with others of its kind) and returns them all.
+// A value returned with such an error is good to use.
+func Skipped(err error) ([]*ParseError, bool) {
+	if err == nil {
+		return nil, false
+	}
+	var out []*ParseError
+	var walk func(error) bool
+	walk = func(err error) bool {
+		switch e := err.(type) {
+		case *SkippedError:
+			out = append(out, e.Lines...)
+			return true
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				if !walk(x) {
+					return false
+				}
+			}
+			return true
+		case interface{ Unwrap() error }:
+			if x := e.Unwrap(); x != nil {
+				return walk(x)
+			}
+		}
+		return false
+	}
+	if !walk(err) {
+		return nil, false
+	}
+	return out, true
+}
