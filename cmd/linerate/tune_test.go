@@ -19,6 +19,7 @@ func TestTuneCommand(t *testing.T) {
 	t.Run("help", func(t *testing.T) { tuneHelp(t, bin) })
 	t.Run("persist", func(t *testing.T) { tunePersist(t, bin) })
 	t.Run("netns", func(t *testing.T) { tuneNetns(t, bin) })
+	t.Run("killed at any moment", func(t *testing.T) { tuneKilled(t, bin) })
 }
 
 // tuneBadInput: every mistake is exit 2 with one line naming it.
@@ -100,14 +101,7 @@ func tuneNetns(t *testing.T, bin string) {
 	}
 	ns := testenv.NewNetNS(t)
 	testenv.Veth(t, ns, "a", ns, "b", 4)
-	look := func() string {
-		out, err := exec.Command("ip", "netns", "exec", ns.Name, "sh", "-c",
-			"cat /sys/class/net/a/queues/rx-*/rps_cpus /sys/class/net/a/queues/tx-0/xps_cpus; ethtool -l b; ethtool -k a; ip -o link show dev a; sysctl -n net.ipv4.ip_forward").CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		return string(out)
-	}
+	look := nsLook(t, ns, "cat /sys/class/net/a/queues/rx-*/rps_cpus /sys/class/net/a/queues/tx-0/xps_cpus; ethtool -l b; ethtool -k a; ip -o link show dev a; sysctl -n net.ipv4.ip_forward")
 	before := look()
 	state := t.TempDir()
 	args := []string{"tune", "apply", "--netns", ns.Name, "--state-dir", state,
@@ -153,5 +147,17 @@ func tuneNetns(t *testing.T, bin string) {
 	}
 	if got := look(); got != before {
 		t.Errorf("after kill and rollback:\n%s\nwant:\n%s", got, before)
+	}
+}
+
+// nsLook returns a function printing what script shows inside ns: the
+// independent view of what tune changed.
+func nsLook(t *testing.T, ns *testenv.NetNS, script string) func() string {
+	return func() string {
+		out, err := exec.Command("ip", "netns", "exec", ns.Name, "sh", "-c", script).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return string(out)
 	}
 }
