@@ -480,7 +480,11 @@ func TestTCPSmallMSS(t *testing.T) {
 	if !closeTo(s.ReceivedPackets, rx, 0.05) {
 		t.Errorf("%d segments received in the window, lrb received %d packets in it", s.ReceivedPackets, rx)
 	}
-	if segs := s.SentBytes / uint64(mss); !closeTo(s.SentPackets, segs+s.Retransmits, 0.05) {
+	// Bytes written are counted when the write returns, segments when the
+	// stack sends them: the send queue between the two (up to tcp_wmem,
+	// hundreds of kilobytes at this rate) moves the edges by more than the
+	// samples do, so this check allows 10%.
+	if segs := s.SentBytes / uint64(mss); !closeTo(s.SentPackets, segs+s.Retransmits, 0.10) {
 		t.Errorf("%d segments sent in the window for %d bytes written in it (%d segments, %d retransmits)", s.SentPackets, s.SentBytes, segs, s.Retransmits)
 	}
 	if s.ReceivedBytes > s.SentBytes+tcpBuffers(t, l.a) {
