@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"linerate/autotune"
 	"linerate/internal/usage"
 	"linerate/lab"
 	"linerate/report"
@@ -85,9 +86,9 @@ func init() {
 	o := &tuneAutoOpts
 	f := tuneAutoCmd.Flags()
 	f.StringVar(&o.lab, "lab", "", "run in this lab (made by 'linerate lab up') and tune its --dut node")
-	f.StringVar(&o.client, "client", tune.DefaultLabNodes.Client, "with --lab: the node the load is sent from")
-	f.StringVar(&o.server, "server", tune.DefaultLabNodes.Server, "with --lab: the node it is sent to")
-	f.StringVar(&o.dut, "dut", tune.DefaultLabNodes.DUT, "with --lab: the node to tune (the device under test)")
+	f.StringVar(&o.client, "client", autotune.DefaultLabNodes.Client, "with --lab: the node the load is sent from")
+	f.StringVar(&o.server, "server", autotune.DefaultLabNodes.Server, "with --lab: the node it is sent to")
+	f.StringVar(&o.dut, "dut", autotune.DefaultLabNodes.DUT, "with --lab: the node to tune (the device under test)")
 	f.StringVar(&o.to, "to", "", "bench against 'linerate serve' at HOST[:PORT] and tune this host")
 	f.StringVar(&o.token, "token", "", "with --to: the shared secret the server requires (serve --token)")
 	f.BoolVar(&o.reverse, "reverse", false, "with --to: the server sends and this host receives")
@@ -100,12 +101,12 @@ func init() {
 	f.IntVar(&o.ports, "ports", 0, "udp: destination ports the flows are spread over (default: --threads)")
 	f.IntVar(&o.streams, "streams", 1, "flows per port (udp) or connections (tcp)")
 	f.StringVar(&o.cpus, "cpus", "", "pin the load generator's threads to these CPUs (\"0\", \"2-3\"); in a lab the far end's too")
-	f.StringVar(&o.goal, "goal", string(tune.GoalThroughput), "what to improve: throughput (received pps, or bit/s for tcp), loss (udp), or cpu (CPU seconds per million packets)")
-	f.IntVar(&o.rounds, "rounds", tune.DefaultAutoRounds, "bench rounds of the baseline and of each change")
-	f.Float64Var(&o.minGain, "min-gain", tune.DefaultMinGain*100, "smallest gain in percent worth keeping a change for")
+	f.StringVar(&o.goal, "goal", string(autotune.GoalThroughput), "what to improve: throughput (received pps, or bit/s for tcp), loss (udp), or cpu (CPU seconds per million packets)")
+	f.IntVar(&o.rounds, "rounds", autotune.DefaultAutoRounds, "bench rounds of the baseline and of each change")
+	f.Float64Var(&o.minGain, "min-gain", autotune.DefaultMinGain*100, "smallest gain in percent worth keeping a change for")
 	f.StringArrayVar(&o.try, "try", nil, "also try this change, KIND:TARGET=VALUE as for 'tune plan --set' (repeatable; tried first)")
 	f.BoolVar(&o.noFixes, "no-fixes", false, "try only the --try changes, not diagnose's fixes")
-	f.IntVar(&o.passes, "passes", tune.DefaultAutoPasses, "after keeping a change, diagnose again and try new fixes, up to this many passes")
+	f.IntVar(&o.passes, "passes", autotune.DefaultAutoPasses, "after keeping a change, diagnose again and try new fixes, up to this many passes")
 	f.BoolVar(&o.dryRun, "dry-run", false, "bench the baseline, diagnose and list the candidates; change nothing")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON (progress lines still go to stderr)")
 	f.StringVar(&o.stateDir, "state-dir", defState, "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
@@ -157,7 +158,7 @@ func tuneAutoBench(cmd *cobra.Command) (traffic.Config, error) {
 
 // tuneAutoRig makes the rig the flags name: a lab's nodes, or this host
 // against a server.
-func tuneAutoRig(cmd *cobra.Command, bench traffic.Config) (*tune.Rig, error) {
+func tuneAutoRig(cmd *cobra.Command, bench traffic.Config) (*autotune.Rig, error) {
 	o := &tuneAutoOpts
 	labOnly := []string{"client", "server", "dut"}
 	toOnly := []string{"token", "reverse"}
@@ -180,7 +181,7 @@ func tuneAutoRig(cmd *cobra.Command, bench traffic.Config) (*tune.Rig, error) {
 		if err != nil {
 			return nil, err
 		}
-		return tune.LabRig(l, tune.LabNodes{Client: o.client, Server: o.server, DUT: o.dut}, bench)
+		return autotune.LabRig(l, autotune.LabNodes{Client: o.client, Server: o.server, DUT: o.dut}, bench)
 	}
 	for _, n := range labOnly {
 		if cmd.Flags().Changed(n) {
@@ -191,16 +192,16 @@ func tuneAutoRig(cmd *cobra.Command, bench traffic.Config) (*tune.Rig, error) {
 		return nil, usage.Errorf("tune auto changes this host's settings: run it as root (or look first with --dry-run)")
 	}
 	bench.Targets = []string{o.to}
-	return tune.HostRig(bench)
+	return autotune.HostRig(bench)
 }
 
 func runTuneAuto(cmd *cobra.Command, _ []string) error {
 	o := &tuneAutoOpts
-	goal, err := tune.ParseGoal(o.goal)
+	goal, err := autotune.ParseGoal(o.goal)
 	if err != nil {
 		return err
 	}
-	if goal == tune.GoalLoss && o.proto == "tcp" {
+	if goal == autotune.GoalLoss && o.proto == "tcp" {
 		return usage.Errorf("--goal loss is for udp: tcp retransmits what it loses")
 	}
 	if o.minGain <= 0 || o.minGain >= 100 {
@@ -234,7 +235,7 @@ func runTuneAuto(cmd *cobra.Command, _ []string) error {
 	}
 	defer rig.Close()
 
-	rep, err := tune.Auto(cmd.Context(), tune.AutoConfig{Rig: rig, Store: tune.NewStore(o.stateDir), Goal: goal,
+	rep, err := autotune.Auto(cmd.Context(), autotune.AutoConfig{Rig: rig, Store: tune.NewStore(o.stateDir), Goal: goal,
 		Rounds: o.rounds, MinGain: o.minGain / 100, Try: try, NoFixes: o.noFixes, Passes: o.passes,
 		DryRun: o.dryRun, Progress: cmd.ErrOrStderr()})
 	if rep != nil && (err == nil || len(rep.Baseline) > 0) {

@@ -22,11 +22,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"linerate/autotune"
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
 	"linerate/lab"
 	"linerate/traffic"
-	"linerate/tune"
 )
 
 // autoArgs runs linerate ARGS in process, with tune auto's flags reset
@@ -69,7 +69,7 @@ func TestTuneAutoHostDryRun(t *testing.T) {
 	if err := rootCmd.Execute(); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	var rep tune.AutoReport
+	var rep autotune.AutoReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, stdout.String())
 	}
@@ -204,7 +204,7 @@ func TestTuneAutoLab(t *testing.T) {
 		if err := c.Run(); err != nil {
 			t.Fatalf("tune auto: %v\n%s", err, errb.String())
 		}
-		var rep tune.AutoReport
+		var rep autotune.AutoReport
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatalf("report: %v\n%s", err, out.String())
 		}
@@ -213,7 +213,7 @@ func TestTuneAutoLab(t *testing.T) {
 		}
 		tr := rep.Trials[0]
 		switch tr.Outcome {
-		case tune.Kept:
+		case autotune.Kept:
 			if got := rps(); got == "" || len(rep.Records) != 1 {
 				t.Errorf("kept, but rps_cpus %q, records %v", got, rep.Records)
 			}
@@ -221,7 +221,7 @@ func TestTuneAutoLab(t *testing.T) {
 			if out, err := rb.CombinedOutput(); err != nil {
 				t.Fatalf("rollback: %v\n%s", err, out)
 			}
-		case tune.RolledBack:
+		case autotune.RolledBack:
 			if !tr.Restored {
 				t.Errorf("rolled back but not restored: %+v", tr)
 			}

@@ -1,4 +1,4 @@
-package tune
+package autotune
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"linerate/diagnose"
 	"linerate/internal/usage"
 	"linerate/traffic"
+	"linerate/tune"
 )
 
 // `tune auto` closes the loop: bench a baseline, diagnose the device
@@ -45,7 +46,7 @@ type AutoConfig struct {
 	Rig *Rig
 	// Store journals every trial; a kept change stays in it, as after
 	// `tune apply`, for `tune rollback`.
-	Store Store
+	Store tune.Store
 	Goal  Goal
 	// Rounds is the number of bench rounds of the baseline and of each
 	// trial (DefaultAutoRounds when 0).
@@ -55,7 +56,7 @@ type AutoConfig struct {
 	MinGain float64
 	// Try are explicit candidates, tried first, in order. Each must be
 	// possible on the system (checked before the baseline runs).
-	Try []Item
+	Try []tune.Item
 	// NoFixes leaves diagnose's fixes out: only Try is tried.
 	NoFixes bool
 	// Passes bounds how often the loop diagnoses again after keeping a
@@ -94,7 +95,7 @@ type AutoReport struct {
 	Diagnosed  bool               `json:"diagnosed"`
 	Findings   []diagnose.Finding `json:"findings"`
 	Candidates []Candidate        `json:"candidates"`
-	Skipped    []Skip             `json:"skipped"`
+	Skipped    []tune.Skip        `json:"skipped"`
 	Trials     []Trial            `json:"trials"`
 	// Before is the median of the first baseline's rounds, After of the
 	// last (the rounds of the last change kept).
@@ -109,11 +110,11 @@ type AutoReport struct {
 
 // Candidate is one change the loop tries.
 type Candidate struct {
-	Item Item `json:"item"`
+	Item tune.Item `json:"item"`
 	// Source is "--try" or "diagnose RULE".
 	Source string `json:"source"`
 	// Changes are what it changes, from what, to what, when planned.
-	Changes []Change `json:"changes"`
+	Changes []tune.Change `json:"changes"`
 }
 
 // Trial is one candidate tried.
@@ -147,7 +148,7 @@ func (r *AutoReport) Kept() []Trial {
 type auto struct {
 	cfg    AutoConfig
 	rig    *Rig
-	sys    System
+	sys    tune.System
 	rep    *AutoReport
 	metric string
 	// base is the current baseline: its measurements and rounds.
@@ -172,7 +173,7 @@ func Auto(ctx context.Context, cfg AutoConfig) (*AutoReport, error) {
 	a := &auto{cfg: cfg, rig: cfg.Rig, sys: cfg.Rig.System}
 	a.rep = &AutoReport{Schema: AutoSchema, Rig: a.rig.Name, DUT: a.rig.DUT, Netns: a.sys.Netns(), Goal: cfg.Goal,
 		Rounds: cfg.Rounds, MinGain: cfg.MinGain, DryRun: cfg.DryRun,
-		Baseline: []Round{}, Findings: []diagnose.Finding{}, Candidates: []Candidate{}, Skipped: []Skip{},
+		Baseline: []Round{}, Findings: []diagnose.Finding{}, Candidates: []Candidate{}, Skipped: []tune.Skip{},
 		Trials: []Trial{}, Records: []string{}}
 	err := a.run(ctx)
 	if len(a.rounds) > 0 {
@@ -232,7 +233,7 @@ func (a *auto) run(ctx context.Context) error {
 	// Explicit candidates are checked before anything runs: a typo is bad
 	// input, not a trial.
 	if len(cfg.Try) > 0 {
-		if _, err := NewPlan(a.sys, cfg.Try); err != nil {
+		if _, err := tune.NewPlan(a.sys, cfg.Try); err != nil {
 			return err
 		}
 	}
@@ -272,7 +273,7 @@ func (a *auto) run(ctx context.Context) error {
 
 	tried := map[string]bool{}
 	for pass := 1; pass <= cfg.Passes; pass++ {
-		var fixes []Item
+		var fixes []tune.Item
 		var sources map[string]string
 		if !cfg.NoFixes {
 			var err error
@@ -281,7 +282,7 @@ func (a *auto) run(ctx context.Context) error {
 				return err
 			}
 		}
-		var explicit []Item
+		var explicit []tune.Item
 		if pass == 1 {
 			explicit = cfg.Try
 		}
@@ -391,7 +392,7 @@ func (a *auto) evidence(b *box.Box) *diagnose.Evidence {
 // diagnose reads the device under test and runs the rules over the
 // current baseline; it returns the fixes as items, with the rule each
 // came from.
-func (a *auto) diagnose(ctx context.Context, pass int) ([]Item, map[string]string, error) {
+func (a *auto) diagnose(ctx context.Context, pass int) ([]tune.Item, map[string]string, error) {
 	b, err := a.rig.Inspect(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", a.rig.DUT, err)
@@ -431,18 +432,18 @@ func (a *auto) diagnose(ctx context.Context, pass int) ([]Item, map[string]strin
 			}
 		}
 	}
-	return ItemsFromFindings(fs), sources, nil
+	return tune.ItemsFromFindings(fs), sources, nil
 }
 
 // candidates plans each item on its own: explicit ones must be possible
 // (they were checked before the baseline); fixes this system cannot
 // take, advice (boot items, bench advice), changes already in place and
 // targets already tried are skipped, with the reason.
-func (a *auto) candidates(explicit, fixes []Item, sources map[string]string, tried map[string]bool) ([]Candidate, error) {
+func (a *auto) candidates(explicit, fixes []tune.Item, sources map[string]string, tried map[string]bool) ([]Candidate, error) {
 	var out []Candidate
 	have := map[string]bool{}
-	add := func(it Item, src string, strict bool) error {
-		k := it.key()
+	add := func(it tune.Item, src string, strict bool) error {
+		k := itemKey(it)
 		if have[k] {
 			return nil // an explicit item wins over a fix for the same thing
 		}
@@ -451,12 +452,12 @@ func (a *auto) candidates(explicit, fixes []Item, sources map[string]string, tri
 			a.skip(it, "already tried")
 			return nil
 		}
-		var p *Plan
+		var p *tune.Plan
 		var err error
 		if strict {
-			p, err = NewPlan(a.sys, []Item{it})
+			p, err = tune.NewPlan(a.sys, []tune.Item{it})
 		} else {
-			p, err = PlanFixes(a.sys, []Item{it})
+			p, err = tune.PlanFixes(a.sys, []tune.Item{it})
 		}
 		if err != nil {
 			return err
@@ -497,7 +498,7 @@ func (a *auto) candidates(explicit, fixes []Item, sources map[string]string, tri
 		}
 	}
 	for _, it := range fixes {
-		src := sources[it.key()]
+		src := sources[itemKey(it)]
 		if src == "" {
 			src = "diagnose"
 		}
@@ -511,8 +512,8 @@ func (a *auto) candidates(explicit, fixes []Item, sources map[string]string, tri
 	return out, nil
 }
 
-func (a *auto) skip(it Item, why string) {
-	a.rep.Skipped = append(a.rep.Skipped, Skip{Item: it, Reason: why})
+func (a *auto) skip(it tune.Item, why string) {
+	a.rep.Skipped = append(a.rep.Skipped, tune.Skip{Item: it, Reason: why})
 	a.logf("skipped: %s: %s", it, why)
 }
 
@@ -522,7 +523,7 @@ func (a *auto) skip(it Item, why string) {
 func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
 	tr := Trial{Candidate: c, Rounds: []Round{}}
 	// Planned again now: a change kept before may have moved the values.
-	p, err := NewPlan(a.sys, []Item{c.Item})
+	p, err := tune.NewPlan(a.sys, []tune.Item{c.Item})
 	if err != nil {
 		tr.Outcome, tr.Why = Refused, err.Error()
 		a.logf("  refused: %s", tr.Why)
@@ -542,7 +543,7 @@ func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
 		return tr, nil
 	}
 	if err := tx.Apply(ctx); err != nil {
-		var ae *ApplyError
+		var ae *tune.ApplyError
 		if errors.As(err, &ae) && len(ae.Unrestored) > 0 {
 			tr.Outcome, tr.Why = Refused, err.Error()
 			return tr, err
@@ -609,7 +610,7 @@ func (a *auto) judge(rounds []Round) Verdict {
 // rollback restores a trial's transaction (also when ctx has ended:
 // Ctrl-C must leave nothing of the trial behind) and checks every value
 // reads back as before.
-func (a *auto) rollback(ctx context.Context, tx *Transaction, tr *Trial) error {
+func (a *auto) rollback(ctx context.Context, tx *tune.Transaction, tr *Trial) error {
 	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("roll back %s: %w; the journal keeps it for 'linerate tune rollback'", tr.Item, err)
 	}
@@ -625,12 +626,12 @@ func (a *auto) mustHold(tr Trial) error {
 }
 
 // holdsBefore reports whether the system holds every change's old value.
-func (a *auto) holdsBefore(cs []Change) bool {
+func (a *auto) holdsBefore(cs []tune.Change) bool {
 	for _, c := range cs {
 		if c.Restore == nil {
 			return false
 		}
-		acts, err := Build(a.sys, *c.Restore)
+		acts, err := tune.Build(a.sys, *c.Restore)
 		if err != nil || len(acts) == 0 {
 			return false
 		}
@@ -716,7 +717,7 @@ func (a *auto) summaryLine() string {
 }
 
 // describeChanges is "rps lan/rx-0 none → 1, ..." for a progress line.
-func describeChanges(cs []Change) string {
+func describeChanges(cs []tune.Change) string {
 	var parts []string
 	for _, c := range cs {
 		parts = append(parts, fmt.Sprintf("%s %s %s → %s", c.Kind, c.Target, c.From, c.To))
@@ -730,3 +731,7 @@ func plural(n int) string {
 	}
 	return "s"
 }
+
+// itemKey names what an item changes (its kind and target), so a fix and
+// a --try for the same thing count once.
+func itemKey(it tune.Item) string { return it.Kind + ":" + it.Target }

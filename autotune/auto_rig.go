@@ -1,4 +1,4 @@
-package tune
+package autotune
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"linerate/sample"
 	"linerate/source"
 	"linerate/traffic"
+	"linerate/tune"
 )
 
 // Rig is where `tune auto` measures and what it tunes: the traffic of one
@@ -34,7 +35,7 @@ type Rig struct {
 	// (diagnose then knows the generator competes with it for CPU).
 	Local bool
 	// System is the device under test: every trial changes it.
-	System System
+	System tune.System
 	// Inspect reads the device under test's configuration, for diagnose.
 	Inspect func(ctx context.Context) (*box.Box, error)
 	// Measure runs one round of traffic. When ctx ends it returns what it
@@ -240,7 +241,7 @@ func LabRig(l *nslab.Lab, nodes LabNodes, bench traffic.Config) (rig *Rig, err e
 		}
 	}()
 
-	sys, err := NewLiveNetns(dut.Netns)
+	sys, err := tune.NewLiveNetns(dut.Netns)
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +329,7 @@ func HostRig(bench traffic.Config) (*Rig, error) {
 		return nil, err
 	}
 	read := sample.Live(src.Proc(), src.Ethtool(), nil)
-	sys := NewLive()
+	sys := tune.NewLive()
 	return &Rig{
 		Name:   "this host → " + bench.Targets[0],
 		DUT:    "this host",
