@@ -22,10 +22,10 @@ import (
 // when the goal metric improved beyond the noise (it then stays applied
 // and its rounds become the new baseline), roll it back otherwise.
 
-// Defaults of an AutoConfig.
+// Defaults of an Config.
 const (
-	DefaultAutoRounds = 3
-	DefaultAutoPasses = 2
+	DefaultRounds = 3
+	DefaultPasses = 2
 	// autoLockWait bounds the wait for another linerate changing the
 	// system, as tune apply waits.
 	autoLockWait = 30 * time.Second
@@ -40,8 +40,8 @@ const (
 	InPlace     = "in-place"    // a change kept earlier already made it
 )
 
-// AutoConfig says what `tune auto` does.
-type AutoConfig struct {
+// Config says what `tune auto` does.
+type Config struct {
 	// Rig runs the traffic and holds the device under test.
 	Rig *Rig
 	// Store journals every trial; a kept change stays in it, as after
@@ -49,7 +49,7 @@ type AutoConfig struct {
 	Store tune.Store
 	Goal  Goal
 	// Rounds is the number of bench rounds of the baseline and of each
-	// trial (DefaultAutoRounds when 0).
+	// trial (DefaultRounds when 0).
 	Rounds int
 	// MinGain is the smallest relative gain worth keeping
 	// (DefaultMinGain when 0).
@@ -61,7 +61,7 @@ type AutoConfig struct {
 	NoFixes bool
 	// Passes bounds how often the loop diagnoses again after keeping a
 	// change, to try the fixes of what the new baseline shows
-	// (DefaultAutoPasses when 0).
+	// (DefaultPasses when 0).
 	Passes int
 	// DryRun benches the baseline, diagnoses and lists the candidates
 	// with their current and new values, changing nothing.
@@ -70,11 +70,11 @@ type AutoConfig struct {
 	Progress io.Writer
 }
 
-// AutoSchema is the version of AutoReport's JSON form.
-const AutoSchema = 1
+// Schema is the version of Report's JSON form.
+const Schema = 1
 
-// AutoReport is what `tune auto` did and measured.
-type AutoReport struct {
+// Report is what `tune auto` did and measured.
+type Report struct {
 	Schema int    `json:"schema"`
 	Rig    string `json:"rig"`
 	DUT    string `json:"dut"`
@@ -134,7 +134,7 @@ type Trial struct {
 }
 
 // Kept lists the trials whose change stays applied.
-func (r *AutoReport) Kept() []Trial {
+func (r *Report) Kept() []Trial {
 	var out []Trial
 	for _, t := range r.Trials {
 		if t.Outcome == Kept {
@@ -146,10 +146,10 @@ func (r *AutoReport) Kept() []Trial {
 
 // auto is one run of the loop.
 type auto struct {
-	cfg    AutoConfig
+	cfg    Config
 	rig    *Rig
 	sys    tune.System
-	rep    *AutoReport
+	rep    *Report
 	metric string
 	// base is the current baseline: its measurements and rounds.
 	base   []Measurement
@@ -160,18 +160,18 @@ func (a *auto) logf(format string, args ...any) {
 	fmt.Fprintf(a.cfg.Progress, format+"\n", args...)
 }
 
-// Auto runs the loop and returns its report, also when it fails or is
+// Run runs the loop and returns its report, also when it fails or is
 // interrupted part way (then with what was kept so far). Every trial is a
 // journalled transaction: a trial that does not help, fails, or is
 // interrupted (ctx ends) is rolled back and read back; a process killed
 // during a trial leaves a journal record that `tune rollback` restores.
 // Interrupted, the error wraps ctx's.
-func Auto(ctx context.Context, cfg AutoConfig) (*AutoReport, error) {
+func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	a := &auto{cfg: cfg, rig: cfg.Rig, sys: cfg.Rig.System}
-	a.rep = &AutoReport{Schema: AutoSchema, Rig: a.rig.Name, DUT: a.rig.DUT, Netns: a.sys.Netns(), Goal: cfg.Goal,
+	a.rep = &Report{Schema: Schema, Rig: a.rig.Name, DUT: a.rig.DUT, Netns: a.sys.Netns(), Goal: cfg.Goal,
 		Rounds: cfg.Rounds, MinGain: cfg.MinGain, DryRun: cfg.DryRun,
 		Baseline: []Round{}, Findings: []diagnose.Finding{}, Candidates: []Candidate{}, Skipped: []tune.Skip{},
 		Trials: []Trial{}, Records: []string{}}
@@ -188,9 +188,9 @@ func Auto(ctx context.Context, cfg AutoConfig) (*AutoReport, error) {
 	return a.rep, err
 }
 
-func (c *AutoConfig) check() error {
-	if c.Rig == nil || c.Rig.System == nil || c.Rig.Measure == nil || c.Rig.Inspect == nil {
-		return errors.New("tune auto: the rig lacks a system, a bench or a reader of the device under test")
+func (c *Config) check() error {
+	if c.Rig == nil || c.Rig.System == nil || c.Rig.Driver == nil || c.Rig.Inspect == nil {
+		return errors.New("tune auto: the rig lacks a system, a driver of the traffic or a reader of the device under test")
 	}
 	if !c.DryRun && c.Store.Dir == "" {
 		return errors.New("tune auto: no journal to record the trials in")
@@ -202,7 +202,7 @@ func (c *AutoConfig) check() error {
 		return err
 	}
 	if c.Rounds == 0 {
-		c.Rounds = DefaultAutoRounds
+		c.Rounds = DefaultRounds
 	}
 	if c.Rounds < 1 || c.Rounds > 100 {
 		return usage.Errorf("--rounds %d: want 1 to 100", c.Rounds)
@@ -214,7 +214,7 @@ func (c *AutoConfig) check() error {
 		return usage.Errorf("--min-gain %g%%: want more than 0 and less than 100", c.MinGain*100)
 	}
 	if c.Passes == 0 {
-		c.Passes = DefaultAutoPasses
+		c.Passes = DefaultPasses
 	}
 	if c.Passes < 1 {
 		return usage.Errorf("--passes %d: want 1 or more", c.Passes)

@@ -66,7 +66,7 @@ func TestAutoRouterLab(t *testing.T) {
 		{Kind: "rps", Target: "lan/rx-0", Value: other},
 		{Kind: "feature", Target: "lan/generic-receive-offload", Value: flip(before["feature:lan/generic-receive-offload"])},
 	}
-	rep, err := Auto(ctx, AutoConfig{Rig: rig, Store: store, Rounds: 2, Try: try, Passes: 1, Progress: testLog{t}})
+	rep, err := Run(ctx, Config{Rig: rig, Store: store, Rounds: 2, Try: try, Passes: 1, Progress: testLog{t}})
 	if err != nil {
 		t.Fatalf("tune auto: %v", err)
 	}

@@ -3,31 +3,23 @@ package autotune
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/netip"
-	"strconv"
-	"sync"
 	"time"
 
 	"linerate/box"
-	"linerate/internal/usage"
-	// Named apart: the package's tests have a helper called lab.
-	nslab "linerate/lab"
 	"linerate/sample"
-	"linerate/source"
 	"linerate/traffic"
 	"linerate/tune"
 )
 
-// Rig is where `tune auto` measures and what it tunes: the traffic of one
-// round, and the device under test (DUT) — its System (changed), its
-// configuration (read for diagnose) and its counters (sampled during each
-// round). LabRig and HostRig make the two rigs the command line offers;
-// tests and the demo may fill one in themselves.
+// Rig is where `tune auto` measures and what it tunes: the device under
+// test (DUT) — its System (changed by each trial), its configuration
+// (read for diagnose) and its counters (Sample, read during each round) —
+// and the Driver that runs the traffic of one round. LabRig and HostRig
+// make the rigs the command line offers; tests and the demo may fill one
+// in themselves.
 type Rig struct {
 	// Name says where the traffic runs ("lab demo: lan → router → wan",
-	// "this host → 10.0.0.2").
+	// "this host → 10.0.0.2"): the driver's name.
 	Name string
 	// DUT names the device under test ("router (netns lr-demo-router)").
 	DUT string
@@ -38,22 +30,54 @@ type Rig struct {
 	System tune.System
 	// Inspect reads the device under test's configuration, for diagnose.
 	Inspect func(ctx context.Context) (*box.Box, error)
-	// Measure runs one round of traffic. When ctx ends it returns what it
-	// has (the partial result) and no error.
-	Measure func(ctx context.Context) (Measurement, error)
-	// Release frees what the rig holds (nil: nothing); Close calls it.
+	// Sample reads the device under test's counters; the driver samples
+	// them over each round's measured window.
+	Sample sample.Reader
+	// Driver runs the traffic; Close closes it.
+	Driver Driver
+	// Release frees what the rig holds of the device under test (nil:
+	// nothing); Close calls it after closing the driver.
 	Release func() error
 }
 
-// Close frees what the rig holds: its system, its reader of the device
-// under test, the server it started.
+// Driver runs the traffic of one round of `tune auto`. The loop owns the
+// device under test; a driver only makes the traffic flow and samples the
+// device under test, with the reader it is given, over the round's
+// measured window. Bench is the driver whose client runs in this process
+// (on this host, or with its sockets in a lab node) against a `linerate
+// serve` agent or a server it started; a driver of third-party flows
+// (agent A sends to agent B while this host, between them, samples
+// itself) is another.
+type Driver interface {
+	// Name says where the traffic runs.
+	Name() string
+	// Measure runs one round and returns its result with the device under
+	// test's samples (read with dut; nil: the driver has its own). When
+	// ctx ends it returns what it has (the partial result) and no error.
+	Measure(ctx context.Context, dut sample.Reader) (Measurement, error)
+	// Close stops what the driver started (a server, a connection).
+	Close() error
+}
+
+// Measure runs one round through the rig's driver, sampling the device
+// under test.
+func (r *Rig) Measure(ctx context.Context) (Measurement, error) {
+	return r.Driver.Measure(ctx, r.Sample)
+}
+
+// Close frees what the rig holds: its driver (and the server or agents it
+// uses), its system, its reader of the device under test.
 func (r *Rig) Close() error {
-	if r.Release == nil {
-		return nil
+	var errs []error
+	if r.Driver != nil {
+		errs = append(errs, r.Driver.Close())
+		r.Driver = nil
 	}
-	err := r.Release()
-	r.Release = nil
-	return err
+	if r.Release != nil {
+		errs = append(errs, r.Release())
+		r.Release = nil
+	}
+	return errors.Join(errs...)
 }
 
 // Measurement is one round: the bench's result and the device under
@@ -148,199 +172,4 @@ func (m Measurement) round() (Round, error) {
 		}
 	}
 	return r, nil
-}
-
-// dutSampling returns a traffic.Sampling that records the device under
-// test (read) over the measured window — the traffic engine starts it
-// when the window starts and stops it after the run — and hands the
-// rates to keep. With client true the device under test is the client
-// and the rates go into the result as the client's samples too.
-func dutSampling(read sample.Reader, client bool, keep func([]box.Rates, error)) traffic.Sampling {
-	return func(each func(box.Rates)) func() ([]box.Rates, error) {
-		var fwd func(box.Rates)
-		if client {
-			fwd = each
-		}
-		loop := sample.Start(read, time.Second, fwd)
-		return func() ([]box.Rates, error) {
-			rates, err := loop.Stop()
-			keep(rates, err)
-			if client {
-				return rates, err
-			}
-			return nil, nil
-		}
-	}
-}
-
-// measureWith runs traffic.Run with the device under test sampled.
-func measureWith(ctx context.Context, cfg traffic.Config, read sample.Reader, client bool) (Measurement, error) {
-	var mu sync.Mutex
-	var m Measurement
-	cfg.Sampling = dutSampling(read, client, func(r []box.Rates, err error) {
-		mu.Lock()
-		m.DUT, m.DUTErr = r, err
-		mu.Unlock()
-	})
-	res, err := traffic.Run(ctx, cfg)
-	mu.Lock()
-	defer mu.Unlock()
-	m.Result = res
-	return m, err
-}
-
-// LabNodes names the nodes of a lab that `tune auto --lab` uses.
-type LabNodes struct {
-	// Client runs the bench's sender; Server the far end.
-	Client, Server string
-	// DUT is the device under test: tuned, sampled and diagnosed. In the
-	// router lab it is the router, between Client and Server.
-	DUT string
-	// Serve is the control address (HOST:PORT) of a `linerate serve`
-	// already running in Server; empty starts a server in this process,
-	// inside Server, for the rig's lifetime.
-	Serve string
-}
-
-// DefaultLabNodes are the router lab's: lan → router → wan.
-var DefaultLabNodes = LabNodes{Client: "lan", Server: "wan", DUT: "router"}
-
-// LabRig measures traffic from one lab node to another and tunes a third
-// (or one of the two): the bench's client runs in this process with its
-// sockets in Client (traffic.Config.Setup), the far end is Serve or a
-// traffic.Server started in Server, and the device under test is read,
-// sampled and changed inside its namespace (source.NewLiveNetns,
-// NewLiveNetns). bench says the test; its Targets, Setup and Sampling are
-// filled in here.
-func LabRig(l *nslab.Lab, nodes LabNodes, bench traffic.Config) (rig *Rig, err error) {
-	for _, n := range []string{nodes.Client, nodes.Server, nodes.DUT} {
-		if _, err := l.Node(n); err != nil {
-			return nil, err
-		}
-	}
-	if nodes.Client == nodes.Server {
-		return nil, usage.Errorf("lab %s: the client and the server are both %s: give two nodes", l.Name(), nodes.Client)
-	}
-	dut, _ := l.Node(nodes.DUT)
-	addr, ok := l.Addr(nodes.Client, nodes.Server)
-	if !ok {
-		return nil, usage.Errorf("lab %s: %s does not reach %s", l.Name(), nodes.Client, nodes.Server)
-	}
-	var closers []func() error
-	closeAll := func() error {
-		var errs []error
-		for i := len(closers) - 1; i >= 0; i-- {
-			errs = append(errs, closers[i]())
-		}
-		closers = nil
-		return errors.Join(errs...)
-	}
-	defer func() {
-		if err != nil {
-			closeAll()
-		}
-	}()
-
-	sys, err := tune.NewLiveNetns(dut.Netns)
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, sys.Close)
-	src, err := source.NewLiveNetns(dut.Netns)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", nodes.DUT, err)
-	}
-	closers = append(closers, src.Close)
-
-	target := nodes.Serve
-	if target == "" {
-		stop, t, err := serveIn(l, nodes.Server, addr, bench.CPUs)
-		if err != nil {
-			return nil, err
-		}
-		closers = append(closers, stop)
-		target = t
-	}
-	bench.Targets = []string{target}
-	bench.Setup = func(fn func() error) error { return l.Do(nodes.Client, fn) }
-	read := sample.Live(src.Proc(), src.Ethtool(), nil)
-	local := nodes.DUT == nodes.Client
-	rig = &Rig{
-		Name:   fmt.Sprintf("lab %s: %s → %s (%s)", l.Name(), nodes.Client, nodes.Server, target),
-		DUT:    fmt.Sprintf("%s (netns %s)", nodes.DUT, dut.Netns),
-		Local:  local,
-		System: sys,
-		Inspect: func(ctx context.Context) (*box.Box, error) {
-			return box.Collect(ctx, src)
-		},
-		Measure: func(ctx context.Context) (Measurement, error) {
-			return measureWith(ctx, bench, read, local)
-		},
-		Release: closeAll,
-	}
-	if nodes.DUT != nodes.Client && nodes.DUT != nodes.Server {
-		rig.Name = fmt.Sprintf("lab %s: %s → %s → %s (%s)", l.Name(), nodes.Client, nodes.DUT, nodes.Server, target)
-	}
-	return rig, nil
-}
-
-// serveIn starts a traffic server inside a lab node, listening on addr
-// and a port the kernel picks, and returns how to stop it and its
-// control address.
-func serveIn(l *nslab.Lab, node string, addr netip.Addr, cpus []int) (stop func() error, target string, err error) {
-	srv := &traffic.Server{CPUs: cpus, Setup: func(fn func() error) error { return l.Do(node, fn) }}
-	var ln net.Listener
-	err = l.Do(node, func() error {
-		var err error
-		ln, err = net.Listen("tcp", net.JoinHostPort(addr.String(), "0"))
-		return err
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("listen in %s on %s: %w", node, addr, err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	stop = func() error {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, net.ErrClosed) {
-				return fmt.Errorf("server in %s: %w", node, err)
-			}
-			return nil
-		case <-time.After(10 * time.Second):
-			return fmt.Errorf("server in %s did not stop within 10s", node)
-		}
-	}
-	return stop, net.JoinHostPort(addr.String(), strconv.Itoa(port)), nil
-}
-
-// HostRig measures this host against `linerate serve` on another one
-// (bench.Targets) and tunes this host: the device under test is the
-// bench's client end, sampled as such.
-func HostRig(bench traffic.Config) (*Rig, error) {
-	if len(bench.Targets) == 0 {
-		return nil, usage.Errorf("no target: give --to HOST (a machine running 'linerate serve')")
-	}
-	src, err := source.NewLive()
-	if err != nil {
-		return nil, err
-	}
-	read := sample.Live(src.Proc(), src.Ethtool(), nil)
-	sys := tune.NewLive()
-	return &Rig{
-		Name:   "this host → " + bench.Targets[0],
-		DUT:    "this host",
-		Local:  true,
-		System: sys,
-		Inspect: func(ctx context.Context) (*box.Box, error) {
-			return box.Collect(ctx, src)
-		},
-		Measure: func(ctx context.Context) (Measurement, error) {
-			return measureWith(ctx, bench, read, true)
-		},
-		Release: func() error { return errors.Join(sys.Close(), src.Close()) },
-	}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"linerate/box"
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
+	"linerate/sample"
 	"linerate/source/cpuset"
 	"linerate/traffic"
 	"linerate/tune"
@@ -86,7 +87,7 @@ func TestJudgeGuardsThroughput(t *testing.T) {
 	r := func(pps, cpu float64) Round {
 		return Round{Proto: "udp", ReceivedPPS: pps, ReceivedPackets: uint64(pps), CPUPerMpkt: cpu, CPUSampled: true}
 	}
-	a := &auto{cfg: AutoConfig{Goal: GoalCPU, MinGain: DefaultMinGain}, metric: MetricCPUPerMpkt,
+	a := &auto{cfg: Config{Goal: GoalCPU, MinGain: DefaultMinGain}, metric: MetricCPUPerMpkt,
 		rounds: []Round{r(100e3, 2.0), r(101e3, 2.02), r(99e3, 1.98)}}
 	if v := a.judge([]Round{r(100e3, 1.5), r(100.5e3, 1.51), r(99.5e3, 1.49)}); !v.Keep {
 		t.Errorf("same throughput, less CPU: not kept: %s", v.Why)
@@ -144,11 +145,16 @@ func (f *fakeRouter) rig() *Rig {
 				RXQueues: []box.RXQueue{{Index: 0, RPSCPUs: cpuset.FormatMask(l), RPSCPUList: l}}}},
 				CPUs: []box.CPU{{ID: 0, Online: true}, {ID: 1, Online: true}}}, nil
 		},
-		Measure: f.measure,
+		Driver: f,
 	}
 }
 
-func (f *fakeRouter) measure(ctx context.Context) (Measurement, error) {
+// The fake router is its own driver: it makes up the device under
+// test's samples instead of reading them.
+func (f *fakeRouter) Name() string { return "fake" }
+func (f *fakeRouter) Close() error { return nil }
+
+func (f *fakeRouter) Measure(ctx context.Context, _ sample.Reader) (Measurement, error) {
 	f.calls++
 	if f.onMeasure != nil {
 		f.onMeasure(f.calls)
@@ -181,7 +187,7 @@ func TestAutoFakeRouter(t *testing.T) {
 	f := newFakeRouter(t)
 	store := tune.NewStore(t.TempDir())
 	var progress bytes.Buffer
-	rep, err := Auto(context.Background(), AutoConfig{Rig: f.rig(), Store: store, Rounds: 3, Progress: &progress})
+	rep, err := Run(context.Background(), Config{Rig: f.rig(), Store: store, Rounds: 3, Progress: &progress})
 	if err != nil {
 		t.Fatalf("Auto: %v\n%s", err, progress.String())
 	}
@@ -260,7 +266,7 @@ func TestAutoInterrupted(t *testing.T) {
 			cancel()
 		}
 	}
-	rep, err := Auto(ctx, AutoConfig{Rig: f.rig(), Store: store, Rounds: 2})
+	rep, err := Run(ctx, Config{Rig: f.rig(), Store: store, Rounds: 2})
 	if !errors.Is(err, context.Canceled) || rep == nil || !rep.Interrupted {
 		t.Fatalf("Auto: %v, report %v; want an interrupted report", err, rep)
 	}
@@ -279,16 +285,16 @@ func TestAutoInterrupted(t *testing.T) {
 // TestAutoBadTry: an impossible --try is bad input before any traffic.
 func TestAutoBadTry(t *testing.T) {
 	f := newFakeRouter(t)
-	_, err := Auto(context.Background(), AutoConfig{Rig: f.rig(), Store: tune.NewStore(t.TempDir()),
+	_, err := Run(context.Background(), Config{Rig: f.rig(), Store: tune.NewStore(t.TempDir()),
 		Try: []tune.Item{{Kind: "rps", Target: "eth9/rx-0", Value: "1"}}})
 	if !usage.Is(err) || !strings.Contains(err.Error(), "no interface eth9") || f.calls != 0 {
 		t.Errorf("err %v (usage %v), %d rounds run", err, usage.Is(err), f.calls)
 	}
-	_, err = Auto(context.Background(), AutoConfig{Rig: f.rig(), Store: tune.NewStore(t.TempDir()), NoFixes: true})
+	_, err = Run(context.Background(), Config{Rig: f.rig(), Store: tune.NewStore(t.TempDir()), NoFixes: true})
 	if !usage.Is(err) || !strings.Contains(err.Error(), "nothing to try") {
 		t.Errorf("--no-fixes without --try: %v", err)
 	}
-	_, err = Auto(context.Background(), AutoConfig{Rig: f.rig(), Store: tune.NewStore(t.TempDir()), Goal: "speed"})
+	_, err = Run(context.Background(), Config{Rig: f.rig(), Store: tune.NewStore(t.TempDir()), Goal: "speed"})
 	if !usage.Is(err) || !strings.Contains(err.Error(), `--goal "speed"`) {
 		t.Errorf("bad goal: %v", err)
 	}
@@ -300,7 +306,7 @@ func TestAutoBadTry(t *testing.T) {
 func TestAutoDryRunAndTry(t *testing.T) {
 	f := newFakeRouter(t)
 	state := t.TempDir()
-	rep, err := Auto(context.Background(), AutoConfig{Rig: f.rig(), Store: tune.NewStore(state), Rounds: 1, DryRun: true,
+	rep, err := Run(context.Background(), Config{Rig: f.rig(), Store: tune.NewStore(state), Rounds: 1, DryRun: true,
 		Try: []tune.Item{{Kind: "xps", Target: "eth1/tx-0", Value: "1"}, {Kind: "rps", Target: "eth1/rx-0", Value: "0-1"}}})
 	if err != nil {
 		t.Fatal(err)

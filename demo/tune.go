@@ -74,7 +74,7 @@ type Diagnosis struct {
 // Tuning is what the tune step did: tune auto's report, and the undoing of
 // what it kept.
 type Tuning struct {
-	Auto *autotune.AutoReport `json:"auto"`
+	Auto *autotune.Report `json:"auto"`
 	// Seed is the change tried first on the seeds' say-so ("" on a machine
 	// with one CPU, where RPS has nowhere to steer to).
 	Seed string `json:"seed_try,omitempty"`
@@ -179,7 +179,7 @@ func Tune() Step {
 					s.Logf("  tried first (%s, --try): %s — the RouterPi's fix: steer the receive work off the busy CPU", seedSource, it)
 				}
 			}
-			rep, err := autotune.Auto(ctx, autotune.AutoConfig{Rig: s.rig, Store: store, Goal: autotune.GoalThroughput,
+			rep, err := autotune.Run(ctx, autotune.Config{Rig: s.rig, Store: store, Goal: autotune.GoalThroughput,
 				Rounds: c.TuneRounds, Try: try, Progress: &indent{w: c.Progress, prefix: "  "}})
 			t.Auto = rep
 			if err != nil {

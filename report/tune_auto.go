@@ -16,7 +16,7 @@ import (
 // baseline, the findings, a before/after table with each change's
 // measured effect and whether it was kept or rolled back (and why), and
 // the end-to-end change of the goal metric.
-func TuneAuto(w io.Writer, r *autotune.AutoReport) error {
+func TuneAuto(w io.Writer, r *autotune.Report) error {
 	ew := &autoErrWriter{w: w}
 	w = ew
 	fmt.Fprintf(w, "tune auto: %s\n", r.Rig)
@@ -101,7 +101,7 @@ func TuneAuto(w io.Writer, r *autotune.AutoReport) error {
 }
 
 // autoCandidates prints a dry run's candidates.
-func autoCandidates(w io.Writer, ew *autoErrWriter, r *autotune.AutoReport) error {
+func autoCandidates(w io.Writer, ew *autoErrWriter, r *autotune.Report) error {
 	if len(r.Candidates) == 0 {
 		fmt.Fprintln(w, "dry run: no candidate this system can take")
 		return ew.err

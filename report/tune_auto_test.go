@@ -13,15 +13,15 @@ import (
 	"linerate/tune"
 )
 
-func autoReport() *autotune.AutoReport {
+func autoReport() *autotune.Report {
 	round := func(pps, loss, cpu float64) autotune.Round {
 		return autotune.Round{Proto: "udp", Seconds: 5, ReceivedPPS: pps, ReceivedPackets: uint64(pps * 5), LossRatio: loss,
 			CPUSeconds: cpu * pps * 5 / 1e6, CPUPerMpkt: cpu, CPUSampled: true}
 	}
 	sp := traffic.Spec{Proto: "udp", Direction: traffic.Forward, Duration: traffic.Seconds(5 * time.Second),
 		Warmup: traffic.Seconds(time.Second)}
-	return &autotune.AutoReport{
-		Schema: autotune.AutoSchema, Diagnosed: true, Rig: "lab demo: lan → router → wan (10.231.2.2:7557)", DUT: "router (netns lr-demo-router)",
+	return &autotune.Report{
+		Schema: autotune.Schema, Diagnosed: true, Rig: "lab demo: lan → router → wan (10.231.2.2:7557)", DUT: "router (netns lr-demo-router)",
 		Netns: "lr-demo-router", Goal: autotune.GoalThroughput, Metric: autotune.MetricRxPPS, Rounds: 3, MinGain: 0.02,
 		Spec: &sp, FrameSize: 64,
 		Baseline: []autotune.Round{round(100e3, 0.4, 10), round(101e3, 0.4, 10), round(99e3, 0.4, 10)},

@@ -29,11 +29,21 @@ import (
 	"linerate/traffic"
 )
 
+// tuneAutoCmd is the command tune auto, as registered.
+func tuneAutoCmd(t *testing.T) *cobra.Command {
+	t.Helper()
+	c, _, err := rootCmd.Find([]string{"tune", "auto"})
+	if err != nil || c.Name() != "auto" {
+		t.Fatalf("tune auto: %v", err)
+	}
+	return c
+}
+
 // autoArgs runs linerate ARGS in process, with tune auto's flags reset
 // first (cobra keeps flag state between runs).
 func autoArgs(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	return runArgs(t, []*cobra.Command{tuneAutoCmd}, args...)
+	return runArgs(t, []*cobra.Command{tuneCmd}, args...)
 }
 
 // TestTuneAutoHostDryRun benches this host against a server on loopback,
@@ -53,7 +63,7 @@ func TestTuneAutoHostDryRun(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	state := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	tuneAutoCmd.Flags().VisitAll(func(f *pflag.Flag) {
+	tuneAutoCmd(t).Flags().VisitAll(func(f *pflag.Flag) {
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
 			_ = sv.Replace(nil)
 		} else {
@@ -69,7 +79,7 @@ func TestTuneAutoHostDryRun(t *testing.T) {
 	if err := rootCmd.Execute(); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	var rep autotune.AutoReport
+	var rep autotune.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, stdout.String())
 	}
@@ -130,7 +140,7 @@ func TestTuneAutoHelp(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Examples:\n  linerate lab up router --name demo && linerate tune auto --lab demo") {
 		t.Errorf("tune auto --help: %v\n%s", err, out)
 	}
-	tuneAutoCmd.Flags().VisitAll(func(f *pflag.Flag) {
+	tuneAutoCmd(t).Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Usage == "" {
 			t.Errorf("--%s has no help text", f.Name)
 		}
@@ -204,7 +214,7 @@ func TestTuneAutoLab(t *testing.T) {
 		if err := c.Run(); err != nil {
 			t.Fatalf("tune auto: %v\n%s", err, errb.String())
 		}
-		var rep autotune.AutoReport
+		var rep autotune.Report
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatalf("report: %v\n%s", err, out.String())
 		}
