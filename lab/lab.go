@@ -196,6 +196,9 @@ type Lab struct {
 	Pid     int       `json:"pid"`
 	// Complete is set once every object exists and is configured.
 	Complete bool `json:"complete"`
+	// Partial says why the state file could not be read (never written:
+	// Load sets it); the journal is then what could be recovered.
+	Partial string `json:"partial,omitempty"`
 	// Objects is the journal: each object is recorded before it is made.
 	Objects []Object `json:"objects"`
 

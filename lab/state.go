@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -50,27 +51,74 @@ func (d Dir) lockPath(name string) string  { return filepath.Join(string(d), nam
 func Load(name string) (*Lab, error) { return DefaultDir().Load(name) }
 
 // Load reads the state file of the named lab. A lab that does not exist is
-// a usage error.
+// a usage error. A state file that cannot be read as a lab's (empty, cut
+// short, not JSON, naming another lab) gives a partial lab: its journal is
+// the one in the temporary file a killed save left, if that one reads,
+// else empty, so `lab list` shows it and `lab down` removes what is known
+// to exist and frees the name.
 func (d Dir) Load(name string) (*Lab, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	p := d.statePath(name)
-	b, err := os.ReadFile(p)
+	b, err := readState(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, usage.Errorf("no lab named %q (in %s; see linerate lab list)", name, d)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read lab state: %w", err)
 	}
-	l := &Lab{}
-	if err := json.Unmarshal(b, l); err != nil {
-		return nil, fmt.Errorf("lab state %s: %w", p, err)
-	}
-	if l.Spec.Name != name {
-		return nil, fmt.Errorf("lab state %s: names lab %q", p, l.Spec.Name)
+	l, err := parseState(b, name)
+	if err != nil {
+		l = &Lab{Spec: Spec{Name: name}}
+		if tb, terr := readState(p + ".tmp"); terr == nil {
+			if tl, terr := parseState(tb, name); terr == nil {
+				l = tl
+			}
+		}
+		l.Partial, l.Complete = fmt.Sprintf("state file %s: %v", p, err), false
 	}
 	l.dir = d
+	return l, nil
+}
+
+// maxState bounds what Load reads of a state file: a star of 64 ports
+// journals a few hundred objects, far below this.
+const maxState = 4 << 20
+
+// readState reads a state file, regular files only and at most maxState
+// bytes.
+func readState(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	return io.ReadAll(io.LimitReader(f, maxState+1))
+}
+
+// parseState reads a lab's state, which must name the lab.
+func parseState(b []byte, name string) (*Lab, error) {
+	if len(b) == 0 {
+		return nil, errors.New("empty")
+	}
+	if len(b) > maxState {
+		return nil, fmt.Errorf("larger than %d bytes", maxState)
+	}
+	l := &Lab{}
+	if err := json.Unmarshal(b, l); err != nil {
+		return nil, err
+	}
+	if l.Spec.Name != name {
+		return nil, fmt.Errorf("names lab %q", l.Spec.Name)
+	}
 	return l, nil
 }
 
@@ -128,29 +176,17 @@ func (l *Lab) Building() bool {
 }
 
 // save writes the state file atomically: a reader (or a Down after a crash)
-// sees the old journal or the new one, never half of one. It syncs before
-// the rename, so the record of an object is on disk before the object is
-// made.
+// sees the old journal or the new one, never half of one. It syncs the
+// file before the rename and the directory after it, so the record of an
+// object is on disk before the object is made.
 func (l *Lab) save() error {
 	p := l.dir.statePath(l.Spec.Name)
-	b, err := json.MarshalIndent(l, "", "  ")
-	if err != nil {
-		return fmt.Errorf("lab state %s: %w", p, err)
-	}
-	tmp := p + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write lab state: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	tmp, err := l.writeTemp()
 	if err == nil {
 		err = os.Rename(tmp, p)
+	}
+	if err == nil {
+		err = syncDir(string(l.dir))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -159,18 +195,63 @@ func (l *Lab) save() error {
 	return nil
 }
 
-// create writes the first state file of a lab, failing if one exists.
+// create writes the first state file of a lab, failing if one exists. The
+// file appears whole or not at all (a hard link of the synced temporary
+// file, which fails if the name is taken), so a kill -9 never leaves an
+// empty state behind.
 func (l *Lab) create() error {
 	p := l.dir.statePath(l.Spec.Name)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp, err := l.writeTemp()
+	if err == nil {
+		err = os.Link(tmp, p)
+		os.Remove(tmp)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		return usage.Errorf("lab %s is already up (linerate lab down %s removes it)", l.Spec.Name, l.Spec.Name)
 	}
-	if err != nil {
-		return fmt.Errorf("create lab state: %w", err)
+	if err == nil {
+		err = syncDir(string(l.dir))
 	}
-	f.Close()
-	return l.save()
+	if err != nil {
+		return fmt.Errorf("create lab state %s: %w", p, err)
+	}
+	return nil
+}
+
+// writeTemp writes the state to NAME.json.tmp and syncs it.
+func (l *Lab) writeTemp() (string, error) {
+	p := l.dir.statePath(l.Spec.Name)
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// syncDir makes a rename or link in dir durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // lock is the lock of one lab, held while it is built or removed. The

@@ -11,6 +11,8 @@ import (
 // died or failed half way: lab down removes what it made).
 func (l *Lab) Status() string {
 	switch {
+	case l.Partial != "":
+		return "partial"
 	case l.Complete:
 		return "up"
 	case l.Building():
@@ -60,6 +62,12 @@ func (l *Lab) Summary() string {
 		// box,peer1..peer64
 		nodes = []string{nodes[0], nodes[1] + ".." + nodes[len(nodes)-1]}
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", l.Spec.Name, l.Spec.Topology, l.Status(),
-		strings.Join(nodes, ","), l.Spec.Subnet)
+	topo, subnet, list := l.Spec.Topology, "-", strings.Join(nodes, ",")
+	if l.Spec.Subnet.IsValid() {
+		subnet = l.Spec.Subnet.String()
+	}
+	if topo == "" { // a partial state with nothing recovered
+		topo, list = "-", "-"
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", l.Spec.Name, topo, l.Status(), list, subnet)
 }

@@ -93,6 +93,8 @@ func (d Dir) notUp(name string) error {
 		return nil
 	case old.Status() == "incomplete":
 		return usage.Errorf("lab %s exists but is incomplete (its lab up stopped half way): linerate lab down %s removes it", name, name)
+	case old.Partial != "":
+		return usage.Errorf("lab %s exists but its state is partial (%s): linerate lab down %s removes it", name, old.Partial, name)
 	}
 	return usage.Errorf("lab %s is already %s (linerate lab down %s removes it)", name, old.Status(), name)
 }
