@@ -69,6 +69,8 @@ type Spec struct {
 	Rate uint64 `json:"rate_bps,omitempty"`
 	// Subnet is carved into one subnet per link; zero means DefaultSubnet.
 	Subnet netip.Prefix `json:"subnet"`
+	// Serve, when set, starts an agent in every node (see Serve).
+	Serve *Serve `json:"serve,omitempty"`
 
 	// afterStep, when set (by tests only), is called after each step of Up
 	// with the number of steps done, so a test can kill Up half way.
@@ -131,6 +133,9 @@ func (s *Spec) Validate() error {
 	}
 	if !s.Subnet.IsValid() {
 		s.Subnet = DefaultSubnet
+	}
+	if s.Serve != nil && (s.Serve.Port < 1 || s.Serve.Port > 65535) {
+		return usage.Errorf("agents' port %d: want 1 to 65535", s.Serve.Port)
 	}
 	return checkSubnet(s.Subnet, s.links())
 }
@@ -201,6 +206,9 @@ type Lab struct {
 	Partial string `json:"partial,omitempty"`
 	// Objects is the journal: each object is recorded before it is made.
 	Objects []Object `json:"objects"`
+	// Agents are the agents started (Spec.Serve), each recorded once it
+	// runs.
+	Agents []Agent `json:"agents,omitempty"`
 
 	dir Dir // where the state file lives
 }

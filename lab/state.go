@@ -34,6 +34,10 @@ const (
 	// exec` and Start set them, Resolve reads them.
 	EnvLab  = "LINERATE_LAB"
 	EnvNode = "LINERATE_LAB_NODE"
+	// EnvToken is where bench and serve read a shared secret (the same
+	// name as traffic.TokenEnv, which this package sits below); Start
+	// sets it to the agents' secret in a lab that has agents.
+	EnvToken = "LINERATE_TOKEN"
 )
 
 // DefaultDir is $LINERATE_LAB_DIR, or DefaultStateDir when that is unset.

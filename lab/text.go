@@ -52,7 +52,15 @@ func (l *Lab) Describe(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, ns, f.Name, f.Addr, f.Peer+"/"+f.PeerIface, gw, r)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if s := l.Spec.Serve; s != nil {
+		_, err := fmt.Fprintf(w, "agents: linerate serve in %d of %d nodes, port %d; secret in %s; log in %s\n",
+			len(l.Agents), len(l.Nodes), s.Port, l.SecretFile(), l.dir.logPath(l.Spec.Name))
+		return err
+	}
+	return nil
 }
 
 // Summary is one line about the lab for `lab list`.

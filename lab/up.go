@@ -163,7 +163,13 @@ func (b *builder) build() error {
 			return err
 		}
 	}
-	return b.ready()
+	if err := b.ready(); err != nil {
+		return err
+	}
+	if b.lab.Spec.Serve != nil {
+		return b.agents()
+	}
+	return nil
 }
 
 // ready waits until every interface is operationally up. The kernel turns

@@ -14,6 +14,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/lab"
+	"linerate/traffic"
 )
 
 var labFlags struct {
@@ -25,6 +26,7 @@ var labFlags struct {
 	queues int
 	rate   string
 	subnet string
+	serve  bool
 	// lab down, lab list, lab addr
 	all  bool
 	json bool
@@ -47,7 +49,9 @@ linerate (and a tuning) before touching a real box:
 Namespaces are named lr-LAB-NODE. Each interface is named after the node at
 its other end. Link k gets the k-th subnet of --subnet (default
 10.231.0.0/16: link k is 10.231.k.0/24). Inside a node (lab exec), the other
-nodes' names resolve to their addresses. See docs/lab.md.`,
+nodes' names resolve to their addresses. With --serve, lab up starts an
+agent (linerate serve) in every node, so every node is reached as a real
+host is. See docs/lab.md.`,
 	Example: `  sudo linerate lab up router --name demo --rate 1G
   sudo linerate lab exec demo lan -- ping -c 3 wan
   linerate lab list
@@ -60,7 +64,9 @@ var labUpCmd = &cobra.Command{
 	Example: `  sudo linerate lab up router                      # lab "router": lan, router, wan
   sudo linerate lab up router --name demo --rate 1G --queues 2
   sudo linerate lab up star --ports 5 --mtu 9000
-  sudo linerate lab up pair --name p --subnet 192.168.77.0/24`,
+  sudo linerate lab up pair --name p --subnet 192.168.77.0/24
+  sudo linerate lab up router --name demo --serve    # and an agent (linerate serve) in every node
+  sudo linerate lab exec demo lan -- linerate bench udp --to wan   # reaches wan's agent by name`,
 	Args: argsWith(cobra.ExactArgs(1)),
 	RunE: func(cmd *cobra.Command, args []string) error {
 		s := lab.Spec{Topology: args[0], Name: labFlags.name, Ports: labFlags.ports, MTU: labFlags.mtu, Queues: labFlags.queues}
@@ -89,6 +95,15 @@ var labUpCmd = &cobra.Command{
 				return usage.Errorf("--subnet %q: want an IPv4 prefix such as %s", labFlags.subnet, lab.DefaultSubnet)
 			}
 			s.Subnet = p
+		}
+		if labFlags.serve {
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("--serve: the agents run this linerate: %w", err)
+			}
+			s.Serve = &lab.Serve{Port: traffic.DefaultPort, Command: func(_, secretFile string) *exec.Cmd {
+				return exec.Command(self, "serve", "--token-file", secretFile)
+			}}
 		}
 		l, err := labDir().Up(cmd.Context(), s)
 		if err != nil {
@@ -209,7 +224,9 @@ var labExecCmd = &cobra.Command{
 	Long: `exec runs CMD inside NODE of lab NAME, as ip netns exec does: in the node's
 network namespace, with /sys showing the node's interfaces and /etc/hosts
 naming the lab's nodes (so "ping wan" works), and with LINERATE_LAB and
-LINERATE_LAB_NODE set. Its exit status is the command's. linerate's own flags
+LINERATE_LAB_NODE set. In a lab up with --serve, LINERATE_TOKEN holds the
+agents' secret, so "linerate bench udp --to wan" reaches wan's agent. Its
+exit status is the command's. linerate's own flags
 (--state-dir) go before NAME; everything after NODE belongs to CMD.`,
 	Example: `  sudo linerate lab exec demo lan -- ping -c 3 wan
   sudo linerate lab exec demo router -- linerate inspect
@@ -275,6 +292,7 @@ func init() {
 	f.IntVar(&labFlags.queues, "queues", 1, fmt.Sprintf("rx and tx queues of each veth, 1 to %d", lab.MaxQueues))
 	f.StringVar(&labFlags.rate, "rate", "", "cap each direction of each link with a tbf qdisc, in bits/s: 100M, 1G, 2.5G (default: uncapped)")
 	f.StringVar(&labFlags.subnet, "subnet", lab.DefaultSubnet.String(), "IPv4 prefix to carve one subnet per link from")
+	f.BoolVar(&labFlags.serve, "serve", false, fmt.Sprintf("start an agent (linerate serve, port %d) in every node, with a secret in the state directory; lab down stops them", traffic.DefaultPort))
 
 	labDownCmd.Flags().BoolVar(&labFlags.all, "all", false, "remove every lab")
 	labListCmd.Flags().BoolVar(&labFlags.json, "json", false, "print the labs' full state as JSON")
