@@ -27,8 +27,10 @@ type LabNodes struct {
 	// router lab it is the router, between Client and Server.
 	DUT string
 	// Serve is the control address (HOST:PORT) of a `linerate serve`
-	// already running in Server, and Token its secret; empty starts a
-	// server in this process, inside Server, for the rig's lifetime.
+	// already running in Server, and Token its secret. Empty, LabRig uses
+	// the lab's agent in Server (`lab up --serve`) if it has one, and
+	// otherwise starts a server in this process, inside Server, for the
+	// rig's lifetime.
 	Serve, Token string
 }
 
@@ -38,7 +40,8 @@ var DefaultLabNodes = LabNodes{Client: "lan", Server: "wan", DUT: "router"}
 // LabRig measures traffic from one lab node to another and tunes a third
 // (or one of the two): the driver is a Bench whose client runs in this
 // process with its sockets in Client (traffic.Config.Setup), against
-// Serve or a traffic.Server started in Server; the device under test is
+// Serve, the lab's agent in Server — the path a real host's bench takes —
+// or a traffic.Server started in Server; the device under test is
 // read, sampled and changed inside its namespace (source.NewLiveNetns,
 // tune.NewLiveNetns). bench says the test; its Targets, Token, Setup and
 // Sampling are filled in here.
@@ -73,6 +76,18 @@ func LabRig(l *nslab.Lab, nodes LabNodes, bench traffic.Config) (rig *Rig, err e
 	}()
 
 	d := &Bench{Config: bench, ClientIsDUT: nodes.DUT == nodes.Client}
+	far := "server in " + nodes.Server
+	if nodes.Serve == "" {
+		if a, ok := l.AgentIn(nodes.Client, nodes.Server); ok {
+			secret, err := l.Secret()
+			if err != nil {
+				return nil, err
+			}
+			nodes.Serve, nodes.Token, far = a, secret, "agent "+a
+		}
+	} else {
+		far = "agent " + nodes.Serve
+	}
 	target := nodes.Serve
 	if target == "" {
 		stop, t, err := serveIn(l, nodes.Server, addr, bench.CPUs)
@@ -80,14 +95,15 @@ func LabRig(l *nslab.Lab, nodes LabNodes, bench traffic.Config) (rig *Rig, err e
 			return nil, err
 		}
 		d.Stop, target = stop, t
+		far += " " + t
 	} else {
 		d.Config.Token = nodes.Token
 	}
 	d.Config.Targets = []string{target}
 	d.Config.Setup = func(fn func() error) error { return l.Do(nodes.Client, fn) }
-	d.Label = fmt.Sprintf("lab %s: %s → %s (%s)", l.Name(), nodes.Client, nodes.Server, target)
+	d.Label = fmt.Sprintf("lab %s: %s → %s (%s)", l.Name(), nodes.Client, nodes.Server, far)
 	if nodes.DUT != nodes.Client && nodes.DUT != nodes.Server {
-		d.Label = fmt.Sprintf("lab %s: %s → %s → %s (%s)", l.Name(), nodes.Client, nodes.DUT, nodes.Server, target)
+		d.Label = fmt.Sprintf("lab %s: %s → %s → %s (%s)", l.Name(), nodes.Client, nodes.DUT, nodes.Server, far)
 	}
 	rig.Driver, rig.Name = d, d.Label
 	rig.DUT = fmt.Sprintf("%s (netns %s)", nodes.DUT, dut.Netns)

@@ -66,8 +66,10 @@ every one of its rounds beats the baseline's median.
 --lab NAME runs the traffic between two nodes of a lab built with 'linerate
 lab up' (--client lan to --server wan, through the router) and tunes the
 --dut node (router) inside its namespace, sampling its counters during each
-round. --to HOST benches against 'linerate serve' on another host and tunes
-this host.
+round. In a lab up with --serve the far end is the --server node's agent,
+reached as a real host's is (with the lab's secret); otherwise tune auto
+starts a server of its own inside that node. --to HOST benches against
+'linerate serve' on another host and tunes this host.
 
 Ctrl-C rolls back the change being tried, prints what was kept and exits
 130. If auto is killed, 'linerate tune rollback --last' restores the trial
@@ -100,7 +102,7 @@ it was in; 'linerate tune rollback' also undoes the kept changes.`,
 	f.IntVar(&o.threads, "threads", 1, "sender threads, and receiver threads at the far end")
 	f.IntVar(&o.ports, "ports", 0, "udp: destination ports the flows are spread over (default: --threads)")
 	f.IntVar(&o.streams, "streams", 1, "flows per port (udp) or connections (tcp)")
-	f.StringVar(&o.cpus, "cpus", "", "pin the load generator's threads to these CPUs (\"0\", \"2-3\"); in a lab the far end's too")
+	f.StringVar(&o.cpus, "cpus", "", "pin the load generator's threads to these CPUs (\"0\", \"2-3\"); in a lab without agents the far end's too")
 	f.StringVar(&o.goal, "goal", string(autotune.GoalThroughput), "what to improve: throughput (received pps, or bit/s for tcp), loss (udp), or cpu (CPU seconds per million packets)")
 	f.IntVar(&o.rounds, "rounds", autotune.DefaultRounds, "bench rounds of the baseline and of each change")
 	f.Float64Var(&o.minGain, "min-gain", autotune.DefaultMinGain*100, "smallest gain in percent worth keeping a change for")

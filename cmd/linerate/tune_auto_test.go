@@ -208,16 +208,7 @@ func TestTuneAutoLab(t *testing.T) {
 	}
 
 	t.Run("json", func(t *testing.T) {
-		c := auto("--duration", "1s", "--rounds", "1", "--json")
-		var out, errb bytes.Buffer
-		c.Stdout, c.Stderr = &out, &errb
-		if err := c.Run(); err != nil {
-			t.Fatalf("tune auto: %v\n%s", err, errb.String())
-		}
-		var rep autotune.Report
-		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-			t.Fatalf("report: %v\n%s", err, out.String())
-		}
+		rep, progress := autoJSON(t, auto("--duration", "1s", "--rounds", "1", "--json"))
 		if len(rep.Baseline) != 1 || len(rep.Trials) != 1 || rep.Trials[0].Item.Kind != "rps" || len(rep.Trials[0].Rounds) != 1 {
 			t.Fatalf("report: %+v", rep)
 		}
@@ -241,8 +232,8 @@ func TestTuneAutoLab(t *testing.T) {
 		if got := rps(); got != "" {
 			t.Errorf("rps_cpus %q after the run (and rollback), want none", got)
 		}
-		if !strings.Contains(errb.String(), "[1/1] rps lan/rx-0 none → "+other+" (--try)") {
-			t.Errorf("progress:\n%s", errb.String())
+		if !strings.Contains(progress, "[1/1] rps lan/rx-0 none → "+other+" (--try)") {
+			t.Errorf("progress:\n%s", progress)
 		}
 	})
 
@@ -344,4 +335,62 @@ func duringTrial(t *testing.T, c *exec.Cmd, sig os.Signal) func() string {
 func autoLastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestTuneAutoLabAgents: in a lab up with --serve, tune auto --lab
+// benches against the far node's agent (the path a real host's bench
+// takes, with the lab's secret) instead of a server of its own, and the
+// loop runs as before: a measured baseline, a trial kept or rolled back,
+// the router as it was after rollback.
+func TestTuneAutoLabAgents(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := buildLinerate(t, t.TempDir())
+	dir, state := t.TempDir(), t.TempDir()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	name := "taa-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		if r := run(t, bin, "tune", "rollback", "--state-dir", state); r.code != 0 {
+			t.Errorf("cleanup rollback: %s", r.stderr)
+		}
+		if r := run(t, bin, "lab", "down", name, "--state-dir", dir); r.code != 0 {
+			t.Errorf("lab down: %s", r.stderr)
+		}
+		checkLabGone(t, dir, name)
+	})
+	if up := run(t, bin, "lab", "up", "router", "--name", name, "--serve", "--state-dir", dir); up.code != 0 {
+		t.Fatalf("lab up --serve: %s", up.stderr)
+	}
+	other := "0"
+	if runtime.NumCPU() > 1 {
+		other = "1"
+	}
+	c := exec.Command(bin, "tune", "auto", "--lab", name, "--warmup", "300ms", "--duration", "1s", "--rounds", "1",
+		"--cpus", "0", "--state-dir", state, "--try", "rps:lan/rx-0="+other, "--no-fixes", "--json")
+	c.Env = append(os.Environ(), lab.EnvDir+"="+dir)
+	rep, _ := autoJSON(t, c)
+	if !strings.Contains(rep.Rig, "agent 10.231.2.2:7557") {
+		t.Errorf("rig %q: want the wan agent", rep.Rig)
+	}
+	if len(rep.Baseline) != 1 || rep.Baseline[0].ReceivedPPS <= 0 || !rep.Baseline[0].CPUSampled {
+		t.Errorf("baseline: %+v", rep.Baseline)
+	}
+	if len(rep.Trials) != 1 || (rep.Trials[0].Outcome != autotune.Kept && rep.Trials[0].Outcome != autotune.RolledBack) {
+		t.Errorf("trials: %+v", rep.Trials)
+	}
+}
+
+// autoJSON runs tune auto --json and returns its report and progress.
+func autoJSON(t *testing.T, c *exec.Cmd) (autotune.Report, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		t.Fatalf("tune auto: %v\n%s", err, errb.String())
+	}
+	var rep autotune.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out.String())
+	}
+	return rep, errb.String()
 }
