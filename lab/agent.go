@@ -93,6 +93,19 @@ func (l *Lab) AgentIn(from, to string) (addr string, ok bool) {
 	return net.JoinHostPort(ip.String(), strconv.Itoa(l.Spec.Serve.Port)), true
 }
 
+// AgentsRunning counts the recorded agents still running as the
+// processes Up started. After a kill -9 of lab up, `lab list` shows them
+// this way and `lab down` stops them.
+func (l *Lab) AgentsRunning() int {
+	n := 0
+	for _, a := range l.Agents {
+		if running(a.Pid, a.Started) {
+			n++
+		}
+	}
+	return n
+}
+
 // writeSecret makes the agents' secret: 32 random bytes, hex, in a file
 // only root reads, created anew.
 func (d Dir) writeSecret(name string) error {

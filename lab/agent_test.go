@@ -61,6 +61,9 @@ func TestServeAgents(t *testing.T) {
 	if err := l.Describe(&b); err != nil || !strings.Contains(b.String(), "agents: linerate serve in 3 of 3 nodes, port 7559") {
 		t.Errorf("Describe: %v\n%s", err, b.String())
 	}
+	if !strings.HasSuffix(l.Summary(), "\t3/3 running") {
+		t.Errorf("summary %q", l.Summary())
+	}
 	if err := d.Down(l.Spec.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +96,8 @@ func TestCrashWithAgents(t *testing.T) {
 			if err != nil || l.Status() != "incomplete" || len(l.Agents) != k-base {
 				t.Fatalf("after the crash: %v, status %s, %d agents recorded, want %d", err, l.Status(), len(l.Agents), k-base)
 			}
-			if len(agentPids(t, name)) == 0 {
-				t.Fatalf("no agent runs after the crash")
+			if len(agentPids(t, name)) == 0 || l.AgentsRunning() != k-base {
+				t.Fatalf("after the crash: %d processes in the lab, %d recorded agents running; want %d", len(agentPids(t, name)), l.AgentsRunning(), k-base)
 			}
 			if err := d.Down(name); err != nil {
 				t.Fatal(err)

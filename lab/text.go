@@ -63,7 +63,8 @@ func (l *Lab) Describe(w io.Writer) error {
 	return nil
 }
 
-// Summary is one line about the lab for `lab list`.
+// Summary is one line about the lab for `lab list`: name, topology,
+// status, nodes, subnet and agents.
 func (l *Lab) Summary() string {
 	nodes := l.NodeNames()
 	if len(nodes) > 4 {
@@ -77,5 +78,9 @@ func (l *Lab) Summary() string {
 	if topo == "" { // a partial state with nothing recovered
 		topo, list = "-", "-"
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", l.Spec.Name, topo, l.Status(), list, subnet)
+	agents := "-"
+	if l.Spec.Serve != nil {
+		agents = fmt.Sprintf("%d/%d running", l.AgentsRunning(), len(l.Nodes))
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", l.Spec.Name, topo, l.Status(), list, subnet, agents)
 }

@@ -152,7 +152,7 @@ var labDownCmd = &cobra.Command{
 
 var labListCmd = &cobra.Command{
 	Use:   "list",
-	Short: "List labs with their topology, status, nodes and subnet",
+	Short: "List labs with their topology, status, nodes, subnet and agents",
 	Example: `  linerate lab list
   linerate lab list --json`,
 	Args: argsWith(cobra.NoArgs),
@@ -175,7 +175,7 @@ var labListCmd = &cobra.Command{
 			return nil
 		}
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tTOPOLOGY\tSTATUS\tNODES\tSUBNET")
+		fmt.Fprintln(tw, "NAME\tTOPOLOGY\tSTATUS\tNODES\tSUBNET\tAGENTS")
 		for _, l := range labs {
 			fmt.Fprintln(tw, l.Summary())
 		}
