@@ -104,6 +104,10 @@ func (d Dir) remove(l *Lab) error {
 	for i := len(l.Objects) - 1; i >= 0; i-- {
 		o := l.Objects[i]
 		switch o.Kind {
+		case KindHosts:
+			if err := l.removeEtcHosts(o); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s: %w", o.Name, err))
+			}
 		case KindTable:
 			if h, ok := handles[o.Netns]; ok {
 				if err := deleteTable(h); err != nil {

@@ -255,10 +255,10 @@ type End struct {
 // Object is one entry of the journal: something Up is about to create or
 // has created that Down must remove.
 type Object struct {
-	Kind  string `json:"kind"`  // KindNetns, KindVeth or KindTable
+	Kind  string `json:"kind"`  // KindNetns, KindVeth, KindTable or KindHosts
 	Netns string `json:"netns"` // the namespace, or the one the object lives in
-	// Name is the interface of a veth (its peer goes with it) or the
-	// nftables table, "" for a namespace.
+	// Name is the interface of a veth (its peer goes with it), the
+	// nftables table, or the /etc/netns directory; "" for a namespace.
 	Name string `json:"name,omitempty"`
 	// Dev and Ino identify a namespace once it exists, so Down can tell it
 	// from a foreign one that took the same name; zero before that.
@@ -273,6 +273,7 @@ const (
 	KindNetns = "netns"
 	KindVeth  = "veth"
 	KindTable = "nftables-table"
+	KindHosts = "etc-netns-hosts" // Name is the directory /etc/netns/NETNS
 )
 
 // Name is the lab's name.

@@ -163,6 +163,11 @@ func (b *builder) build() error {
 			return err
 		}
 	}
+	for _, n := range b.lab.Nodes {
+		if err := b.etcHosts(n); err != nil {
+			return err
+		}
+	}
 	if err := b.ready(); err != nil {
 		return err
 	}
