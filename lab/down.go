@@ -16,8 +16,8 @@ func Down(name string) error { return DefaultDir().Down(name) }
 
 // Down removes the named lab: it stops its agents and the processes still
 // running in its namespaces (SIGTERM, then SIGKILL after 2 s: they would
-// keep the namespaces alive), removes exactly the objects its journal records, in
-// reverse order, then its state file. It works on a lab whose Up crashed
+// keep the namespaces alive), removes exactly the objects its journal
+// records, in reverse order, then its files. It works on a lab whose Up crashed
 // half way. A namespace is removed only if it is the very one Up created
 // (same device and inode); one that merely has the name is left untouched.
 func (d Dir) Down(name string) error {
