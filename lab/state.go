@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -67,12 +68,20 @@ func (d Dir) Load(name string) (*Lab, error) {
 	p := d.statePath(name)
 	b, err := readState(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, usage.Errorf("no lab named %q (in %s; see linerate lab list)", name, d)
+		if !d.leftover(name) {
+			return nil, usage.Errorf("no lab named %q (in %s; see linerate lab list)", name, d)
+		}
+		// lab up was killed before its first state file was in place:
+		// what it left (a lock, a temporary file) is a partial lab.
+		b, err = nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read lab state: %w", err)
 	}
 	l, err := parseState(b, name)
+	if b == nil {
+		err = errors.New("absent: lab up stopped before it wrote one")
+	}
 	if err != nil {
 		l = &Lab{Spec: Spec{Name: name}}
 		if tb, terr := readState(p + ".tmp"); terr == nil {
@@ -84,6 +93,47 @@ func (d Dir) Load(name string) (*Lab, error) {
 	}
 	l.dir = d
 	return l, nil
+}
+
+// leftover reports whether lab up left files of a lab with no state file
+// (a temporary state or a lock) and no process holds its lock: a lab up
+// that has just taken the lock and not yet written its state is building,
+// not a leftover.
+func (d Dir) leftover(name string) bool {
+	found := false
+	for _, p := range []string{d.statePath(name) + ".tmp", d.lockPath(name)} {
+		if _, err := os.Lstat(p); err == nil {
+			found = true
+		}
+	}
+	return found && !lockHeld(d.lockPath(name))
+}
+
+// lockHeld reports whether another process holds a flock on the file at p,
+// from /proc/locks (read, so that looking never takes the lock from a lab
+// up that wants it). A file that is not there is not locked.
+func lockHeld(p string) bool {
+	var st unix.Stat_t
+	if unix.Stat(p, &st) != nil {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(procDir, "locks"))
+	if err != nil {
+		return true // cannot tell: say held, so nothing is taken for a leftover
+	}
+	// Lines read "1: FLOCK  ADVISORY  WRITE 20893 fe:00:9773057 0 EOF":
+	// the device as hex major:minor, then the inode.
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	// The pid before it is the holder's: this process's own lock (Down
+	// loading the lab again under it) does not count.
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		i := slices.Index(f, id)
+		if i > 0 && slices.Contains(f, "FLOCK") && f[i-1] != strconv.Itoa(os.Getpid()) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxState bounds what Load reads of a state file: a star of 64 ports
@@ -140,12 +190,20 @@ func (d Dir) List() ([]*Lab, error) {
 		return nil, fmt.Errorf("list labs: %w", err)
 	}
 	var labs []*Lab
+	seen := map[string]bool{}
 	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || CheckName(name) != nil {
+		name := e.Name()
+		for _, suffix := range []string{".json", ".json.tmp", ".lock"} {
+			name = strings.TrimSuffix(name, suffix)
+		}
+		if name == e.Name() || seen[name] || CheckName(name) != nil {
 			continue
 		}
+		seen[name] = true
 		l, err := d.Load(name)
+		if usage.Is(err) {
+			continue // gone meanwhile, or a lab up that has just begun
+		}
 		if err != nil {
 			return nil, err
 		}
