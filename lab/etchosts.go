@@ -19,6 +19,22 @@ var etcNetns = "/etc/netns"
 
 func etcHostsDir(netns string) string { return filepath.Join(etcNetns, netns) }
 
+// etcNetnsDir makes /etc/netns if it is not there, journalled, so that
+// Down removes it (if empty) too. It is one step either way.
+func (b *builder) etcNetnsDir() error {
+	if _, err := os.Lstat(etcNetns); !errors.Is(err, fs.ErrNotExist) {
+		return b.step()
+	}
+	i, err := b.journal(Object{Kind: KindHosts, Name: etcNetns})
+	if err != nil {
+		return err
+	}
+	if err := os.Mkdir(etcNetns, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("make %s: %w", etcNetns, err)
+	}
+	return b.finish(i)
+}
+
 // etcHosts writes /etc/netns/NETNS/hosts for node n, journalled first. A
 // directory that is already there is someone else's — it is left alone
 // and the node's names resolve only through `lab exec` — unless it holds
@@ -34,9 +50,6 @@ func (b *builder) etcHosts(n Node) error {
 	i, err := b.journal(Object{Kind: KindHosts, Netns: n.Netns, Name: dir})
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(etcNetns, 0o755); err != nil {
-		return fmt.Errorf("hosts of %s: %w", n.Netns, err)
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !exists {
 		return fmt.Errorf("hosts of %s: %w", n.Netns, err)
@@ -59,8 +72,8 @@ func (l *Lab) leftHosts(node, dir string) bool {
 	return err == nil && bytes.HasPrefix(b, []byte(first+"\n"))
 }
 
-// removeEtcHosts removes what etcHosts wrote for a journalled object: the
-// hosts file if it holds what Up wrote (or nothing: Up was killed while
+// removeEtcHosts removes what etcHosts made for a journalled object:
+// /etc/netns itself if it is empty, or a node's hosts file if it holds what Up wrote (or nothing: Up was killed while
 // writing it), then the directory if that leaves it empty. Anything else
 // in it is someone else's and stays, with the directory.
 func (l *Lab) removeEtcHosts(o Object) error {
@@ -69,6 +82,9 @@ func (l *Lab) removeEtcHosts(o Object) error {
 		if n.Netns == o.Netns {
 			node = n.Name
 		}
+	}
+	if o.Name == etcNetns && o.Netns == "" {
+		return removeEmptyDir(etcNetns)
 	}
 	dir := etcHostsDir(o.Netns)
 	if o.Name != dir {
@@ -85,7 +101,14 @@ func (l *Lab) removeEtcHosts(o Object) error {
 			return err
 		}
 	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+	return removeEmptyDir(dir)
+}
+
+// removeEmptyDir removes dir if it is empty; one that holds something, or
+// is gone, is left as it is.
+func removeEmptyDir(dir string) error {
+	err := os.Remove(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
 		return err
 	}
 	return nil

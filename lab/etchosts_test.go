@@ -30,11 +30,7 @@ func TestEtcNetnsForeign(t *testing.T) {
 	testenv.RequireRoot(t)
 	d := Dir(t.TempDir())
 	name := uniqueName()
-	dir := etcHostsDir(NetnsName(name, "a"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := foreignEtcDir(t, NetnsName(name, "a"))
 	foreign := filepath.Join(dir, "hosts")
 	if err := os.WriteFile(foreign, []byte("192.0.2.1 mine\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -61,16 +57,12 @@ func TestEtcNetnsLeftOver(t *testing.T) {
 	testenv.RequireRoot(t)
 	d := Dir(t.TempDir())
 	name := uniqueName()
-	cleanupLab(t, d, name)
+	dir := foreignEtcDir(t, NetnsName(name, "a"))
+	cleanupLab(t, d, name) // runs first: Down before /etc/netns goes
 	l, err := Plan(Spec{Name: name, Topology: Pair})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := etcHostsDir(NetnsName(name, "a"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	stale := strings.Replace(l.Hosts("a"), "10.231.1.2", "10.231.1.9", 1)
 	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(stale), 0o644); err != nil {
 		t.Fatal(err)
@@ -83,4 +75,23 @@ func TestEtcNetnsLeftOver(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "hosts")); err != nil || string(b) != l.Hosts("a") {
 		t.Errorf("hosts after Up: %q, %v; want it rewritten", b, err)
 	}
+}
+
+// foreignEtcDir makes /etc/netns/NETNS as someone other than a lab would,
+// and removes it when the test ends, with /etc/netns if the test made it.
+func foreignEtcDir(t *testing.T, netns string) string {
+	t.Helper()
+	if _, err := os.Lstat(etcNetns); os.IsNotExist(err) {
+		t.Cleanup(func() {
+			if err := removeEmptyDir(etcNetns); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	dir := etcHostsDir(netns)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

@@ -190,6 +190,9 @@ func (b *builder) build() error {
 			return err
 		}
 	}
+	if err := b.etcNetnsDir(); err != nil {
+		return err
+	}
 	for _, n := range b.lab.Nodes {
 		if err := b.etcHosts(n); err != nil {
 			return err
