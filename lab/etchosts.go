@@ -19,8 +19,13 @@ var etcNetns = "/etc/netns"
 
 func etcHostsDir(netns string) string { return filepath.Join(etcNetns, netns) }
 
-// etcNetnsDir makes /etc/netns if it is not there, journalled, so that
-// Down removes it (if empty) too. It is one step either way.
+// etcNetnsMark is the file Up leaves in an /etc/netns it made: Down
+// removes the directory once the mark is all that is left in it, whichever
+// lab goes last.
+const etcNetnsMark = ".linerate-made-this"
+
+// etcNetnsDir makes /etc/netns with its mark if it is not there,
+// journalled, so that Down removes it too. It is one step either way.
 func (b *builder) etcNetnsDir() error {
 	if _, err := os.Lstat(etcNetns); !errors.Is(err, fs.ErrNotExist) {
 		return b.step()
@@ -32,7 +37,30 @@ func (b *builder) etcNetnsDir() error {
 	if err := os.Mkdir(etcNetns, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("make %s: %w", etcNetns, err)
 	}
+	mark := []byte("made by linerate lab up; lab down removes the directory when nothing else is in it\n")
+	if err := os.WriteFile(filepath.Join(etcNetns, etcNetnsMark), mark, 0o644); err != nil {
+		return fmt.Errorf("make %s: %w", etcNetns, err)
+	}
 	return b.finish(i)
+}
+
+// tidyEtcNetns removes /etc/netns when only the mark of a lab up that
+// made it is left in it (or, with empty, nothing at all).
+func tidyEtcNetns(empty bool) error {
+	ents, err := os.ReadDir(etcNetns)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case len(ents) == 1 && ents[0].Name() == etcNetnsMark:
+		if err := os.Remove(filepath.Join(etcNetns, etcNetnsMark)); err != nil {
+			return err
+		}
+	case len(ents) != 0 || !empty:
+		return nil
+	}
+	return removeEmptyDir(etcNetns)
 }
 
 // etcHosts writes /etc/netns/NETNS/hosts for node n, journalled first. A
@@ -84,7 +112,7 @@ func (l *Lab) removeEtcHosts(o Object) error {
 		}
 	}
 	if o.Name == etcNetns && o.Netns == "" {
-		return removeEmptyDir(etcNetns)
+		return tidyEtcNetns(true)
 	}
 	dir := etcHostsDir(o.Netns)
 	if o.Name != dir {
@@ -101,7 +129,10 @@ func (l *Lab) removeEtcHosts(o Object) error {
 			return err
 		}
 	}
-	return removeEmptyDir(dir)
+	if err := removeEmptyDir(dir); err != nil {
+		return err
+	}
+	return tidyEtcNetns(false)
 }
 
 // removeEmptyDir removes dir if it is empty; one that holds something, or

@@ -95,3 +95,27 @@ func foreignEtcDir(t *testing.T, netns string) string {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
 }
+
+// TestEtcNetnsOverlap: /etc/netns that one lab made stays while another
+// lab uses it and goes with whichever lab is removed last.
+func TestEtcNetnsOverlap(t *testing.T) {
+	testenv.RequireRoot(t)
+	if _, err := os.Lstat(etcNetns); err == nil {
+		t.Skipf("%s exists already: not this test's to remove", etcNetns)
+	}
+	a, da := newLab(t, Spec{Topology: Pair})
+	b, db := newLab(t, Spec{Topology: Pair})
+	if err := da.Down(a.Spec.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(etcHostsDir(NetnsName(b.Spec.Name, "a"))); err != nil {
+		t.Fatalf("the second lab's hosts after the first lab went: %v", err)
+	}
+	if err := db.Down(b.Spec.Name); err != nil {
+		t.Fatal(err)
+	}
+	// Gone, unless labs of other tests running meanwhile use it.
+	if ents, err := os.ReadDir(etcNetns); err == nil && (len(ents) == 0 || len(ents) == 1 && ents[0].Name() == etcNetnsMark) {
+		t.Errorf("%s after both labs went holds %v", etcNetns, ents)
+	}
+}
