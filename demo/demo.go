@@ -28,10 +28,10 @@ import (
 	"syscall"
 	"time"
 
+	"linerate/autotune"
 	"linerate/ceiling"
 	"linerate/internal/usage"
 	"linerate/lab"
-	"linerate/tune"
 )
 
 // Defaults of a Config.
@@ -238,7 +238,7 @@ type Session struct {
 	// changes the router (Diagnose and Tune); floodCPU is the CPU its
 	// sender and receiver run on, spareCPUs the others this process may
 	// use.
-	rig       *tune.Rig
+	rig       *autotune.Rig
 	floodCPU  int
 	spareCPUs []int
 }

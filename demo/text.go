@@ -8,9 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"linerate/autotune"
 	"linerate/box"
 	"linerate/ceiling"
-	"linerate/tune"
 )
 
 // cpusPerRow is how many CPUs one row of the CPU table holds; bigger
@@ -223,8 +223,8 @@ func writeTuning(b *strings.Builder, t *Tuning) {
 		for _, tr := range r.Trials {
 			before, after, delta := "-", "-", "-"
 			if len(tr.Rounds) > 0 && tr.Verdict.Before != 0 {
-				before = tune.FormatMetric(r.Metric, tr.Verdict.Before)
-				after = tune.FormatMetric(r.Metric, tr.Verdict.After)
+				before = autotune.FormatMetric(r.Metric, tr.Verdict.Before)
+				after = autotune.FormatMetric(r.Metric, tr.Verdict.After)
 				delta = fmt.Sprintf("%+.1f%%", tr.Verdict.Change*100)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", report.TuneChangeName(tr.Changes, tr.Item), changeFromTo(tr), triedFor(tr.Source),
@@ -237,16 +237,16 @@ func writeTuning(b *strings.Builder, t *Tuning) {
 	}
 	bv, _ := r.Before.Value(r.Metric)
 	av, _ := r.After.Value(r.Metric)
-	line := fmt.Sprintf("before → after: %s → %s", tune.FormatMetric(r.Metric, bv), tune.FormatMetric(r.Metric, av))
+	line := fmt.Sprintf("before → after: %s → %s", autotune.FormatMetric(r.Metric, bv), autotune.FormatMetric(r.Metric, av))
 	if bv != 0 {
 		line += fmt.Sprintf(" (%+.1f%%)", (av-bv)/bv*100)
 	}
-	line += fmt.Sprintf(", loss %s → %s", tune.FormatMetric(tune.MetricLoss, r.Before.LossRatio), tune.FormatMetric(tune.MetricLoss, r.After.LossRatio))
-	bc, bok := r.Before.Value(tune.MetricCPUPerMpkt)
-	ac, aok := r.After.Value(tune.MetricCPUPerMpkt)
+	line += fmt.Sprintf(", loss %s → %s", autotune.FormatMetric(autotune.MetricLoss, r.Before.LossRatio), autotune.FormatMetric(autotune.MetricLoss, r.After.LossRatio))
+	bc, bok := r.Before.Value(autotune.MetricCPUPerMpkt)
+	ac, aok := r.After.Value(autotune.MetricCPUPerMpkt)
 	if bok && aok {
 		line += fmt.Sprintf(", CPU %s → %s (the whole machine's, per million packets delivered)",
-			tune.FormatMetric(tune.MetricCPUPerMpkt, bc), tune.FormatMetric(tune.MetricCPUPerMpkt, ac))
+			autotune.FormatMetric(autotune.MetricCPUPerMpkt, bc), autotune.FormatMetric(autotune.MetricCPUPerMpkt, ac))
 	}
 	b.WriteString(line + "\n")
 	if r.Interrupted {
@@ -279,7 +279,7 @@ func writeUndo(b *strings.Builder, t *Tuning) {
 	}
 }
 
-func changeFromTo(tr tune.Trial) string {
+func changeFromTo(tr autotune.Trial) string {
 	if len(tr.Changes) == 0 {
 		return "→ " + tr.Item.Value
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"linerate/autotune"
 	"linerate/diagnose"
 	"linerate/source/cpuset"
 	"linerate/traffic"
@@ -73,7 +74,7 @@ type Diagnosis struct {
 // Tuning is what the tune step did: tune auto's report, and the undoing of
 // what it kept.
 type Tuning struct {
-	Auto *tune.AutoReport `json:"auto"`
+	Auto *autotune.Report `json:"auto"`
 	// Seed is the change tried first on the seeds' say-so ("" on a machine
 	// with one CPU, where RPS has nowhere to steer to).
 	Seed string `json:"seed_try,omitempty"`
@@ -178,7 +179,7 @@ func Tune() Step {
 					s.Logf("  tried first (%s, --try): %s — the RouterPi's fix: steer the receive work off the busy CPU", seedSource, it)
 				}
 			}
-			rep, err := tune.Auto(ctx, tune.AutoConfig{Rig: s.rig, Store: store, Goal: tune.GoalThroughput,
+			rep, err := autotune.Run(ctx, autotune.Config{Rig: s.rig, Store: store, Goal: autotune.GoalThroughput,
 				Rounds: c.TuneRounds, Try: try, Progress: &indent{w: c.Progress, prefix: "  "}})
 			t.Auto = rep
 			if err != nil {
@@ -259,7 +260,7 @@ func (s *Session) rigUp() error {
 		FrameSize: floodFrame,
 		CPUs:      cpus[:1],
 	}
-	rig, err := tune.LabRig(s.Lab, tune.LabNodes{Client: clientNode, Server: serverNode, DUT: routerNode}, bench)
+	rig, err := autotune.LabRig(s.Lab, autotune.LabNodes{Client: clientNode, Server: serverNode, DUT: routerNode}, bench)
 	if err != nil {
 		return fmt.Errorf("set up the flood through %s: %w", routerNode, err)
 	}

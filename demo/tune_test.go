@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"linerate/autotune"
 	"linerate/diagnose"
 	"linerate/lab"
 	"linerate/tune"
@@ -38,7 +39,7 @@ func TestWriteTuning(t *testing.T) {
 			a := tu.Auto
 			a.Interrupted = true
 			a.Trials = a.Trials[:1]
-			a.Trials[0].Outcome, a.Trials[0].Why, a.Trials[0].Rounds = tune.Interrupted, "interrupted during the bench; rolled back", nil
+			a.Trials[0].Outcome, a.Trials[0].Why, a.Trials[0].Rounds = autotune.Interrupted, "interrupted during the bench; rolled back", nil
 			a.After, a.Records = a.Before, []string{}
 			tu.Restored = []tune.RollbackResult{}
 		}, []string{
@@ -120,7 +121,7 @@ func TestReportJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	tu := back.Tuning
-	if tu == nil || tu.Auto == nil || len(tu.Auto.Trials) != 2 || tu.Auto.Trials[0].Outcome != tune.Kept ||
+	if tu == nil || tu.Auto == nil || len(tu.Auto.Trials) != 2 || tu.Auto.Trials[0].Outcome != autotune.Kept ||
 		tu.Seed != "rps:lan/rx-0=1" || len(tu.Restored) != 1 || !tu.JournalRemoved {
 		t.Errorf("tune read back: %+v", tu)
 	}
@@ -225,7 +226,7 @@ func TestRunTune(t *testing.T) {
 		}
 	}
 	for _, tr := range a.Trials {
-		if tr.Outcome != tune.Kept && tr.Outcome != tune.RolledBack && tr.Outcome != tune.Refused {
+		if tr.Outcome != autotune.Kept && tr.Outcome != autotune.RolledBack && tr.Outcome != autotune.Refused {
 			t.Errorf("%s: outcome %s (%s)", tr.Item, tr.Outcome, tr.Why)
 		}
 	}
@@ -279,7 +280,7 @@ func TestRunTuneCancelled(t *testing.T) {
 		t.Errorf("router lan rx-0 rps_cpus %q after the interrupted tune step, want none", after)
 	}
 	a := rep.Tuning.Auto
-	if a == nil || !a.Interrupted || len(a.Trials) != 1 || a.Trials[0].Outcome != tune.Interrupted || !a.Trials[0].Restored {
+	if a == nil || !a.Interrupted || len(a.Trials) != 1 || a.Trials[0].Outcome != autotune.Interrupted || !a.Trials[0].Restored {
 		t.Errorf("tune auto report: %+v", a)
 	}
 	if !rep.Tuning.JournalRemoved {

@@ -14,10 +14,10 @@ import (
 // Down removes a lab recorded in the default directory.
 func Down(name string) error { return DefaultDir().Down(name) }
 
-// Down removes the named lab: it stops the processes still running in its
-// namespaces (SIGTERM, then SIGKILL after 2 s: they would keep the
-// namespaces alive), removes exactly the objects its journal records, in
-// reverse order, then its state file. It works on a lab whose Up crashed
+// Down removes the named lab: it stops its agents and the processes still
+// running in its namespaces (SIGTERM, then SIGKILL after 2 s: they would
+// keep the namespaces alive), removes exactly the objects its journal
+// records, in reverse order, then its files. It works on a lab whose Up crashed
 // half way. A namespace is removed only if it is the very one Up created
 // (same device and inode); one that merely has the name is left untouched.
 func (d Dir) Down(name string) error {
@@ -95,12 +95,19 @@ func (d Dir) remove(l *Lab) error {
 			ids[nsID{dev, ino}] = true
 		}
 	}
+	if err := stopAgents(l.Agents, 2*time.Second); err != nil {
+		errs = append(errs, err)
+	}
 	if err := stopProcesses(ids, 2*time.Second); err != nil {
 		errs = append(errs, err)
 	}
 	for i := len(l.Objects) - 1; i >= 0; i-- {
 		o := l.Objects[i]
 		switch o.Kind {
+		case KindHosts:
+			if err := l.removeEtcHosts(o); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s: %w", o.Name, err))
+			}
 		case KindTable:
 			if h, ok := handles[o.Netns]; ok {
 				if err := deleteTable(h); err != nil {
@@ -127,6 +134,9 @@ func (d Dir) remove(l *Lab) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("lab down %s: %w", l.Spec.Name, err)
+	}
+	if err := d.removeAgentFiles(l.Spec.Name); err != nil {
 		return fmt.Errorf("lab down %s: %w", l.Spec.Name, err)
 	}
 	// The state file, and the temporary one a killed save may have left.

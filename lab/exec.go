@@ -9,7 +9,6 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"linerate/internal/nsthread"
 	"linerate/internal/usage"
 )
 
@@ -61,7 +60,8 @@ func (l *Lab) Do(node string, fn func() error) error {
 // can be tuned) and /etc/hosts names the lab's nodes at the addresses this
 // node reaches them at. LINERATE_LAB, LINERATE_LAB_NODE and
 // LINERATE_LAB_DIR are added to its environment (os.Environ() when
-// cmd.Env is nil). Wait for it as usual.
+// cmd.Env is nil), and LINERATE_TOKEN, the agents' secret, when the lab
+// has agents. Wait for it as usual.
 //
 // How: a child process takes the namespaces of the thread that forks it,
 // so cmd is started from an nsthread.Thread set up that way, which ends
@@ -74,20 +74,19 @@ func (l *Lab) Start(node string, cmd *exec.Cmd) error {
 		return err
 	}
 	defer h.Close()
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
+	if l.Spec.Serve != nil {
+		// The command reaches the lab's agents as bench and serve read a
+		// secret: from the environment.
+		secret, err := l.Secret()
+		if err != nil {
+			return err
+		}
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, EnvToken+"="+secret)
 	}
-	cmd.Env = append(cmd.Env, EnvLab+"="+l.Spec.Name, EnvNode+"="+node, EnvDir+"="+string(l.dir))
-	th, err := nsthread.Enter(int(h), nsthread.Options{Hosts: []byte(l.Hosts(node))})
-	if err != nil {
-		return fmt.Errorf("enter %s: %w", n.Netns, err)
-	}
-	err = th.Start(cmd)
-	// The command holds namespaces of its own now. Close can only fail by
-	// waiting too long for the thread to end, which does not concern the
-	// command, and an error here would leave a started command unwaited.
-	_ = th.Close()
-	return err
+	return l.startIn(n, h, cmd)
 }
 
 // Run starts cmd inside a node and waits for it.

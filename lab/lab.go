@@ -69,6 +69,8 @@ type Spec struct {
 	Rate uint64 `json:"rate_bps,omitempty"`
 	// Subnet is carved into one subnet per link; zero means DefaultSubnet.
 	Subnet netip.Prefix `json:"subnet"`
+	// Serve, when set, starts an agent in every node (see Serve).
+	Serve *Serve `json:"serve,omitempty"`
 
 	// afterStep, when set (by tests only), is called after each step of Up
 	// with the number of steps done, so a test can kill Up half way.
@@ -131,6 +133,9 @@ func (s *Spec) Validate() error {
 	}
 	if !s.Subnet.IsValid() {
 		s.Subnet = DefaultSubnet
+	}
+	if s.Serve != nil && (s.Serve.Port < 1 || s.Serve.Port > 65535) {
+		return usage.Errorf("agents' port %d: want 1 to 65535", s.Serve.Port)
 	}
 	return checkSubnet(s.Subnet, s.links())
 }
@@ -196,8 +201,14 @@ type Lab struct {
 	Pid     int       `json:"pid"`
 	// Complete is set once every object exists and is configured.
 	Complete bool `json:"complete"`
+	// Partial says why the state file could not be read (never written:
+	// Load sets it); the journal is then what could be recovered.
+	Partial string `json:"partial,omitempty"`
 	// Objects is the journal: each object is recorded before it is made.
 	Objects []Object `json:"objects"`
+	// Agents are the agents started (Spec.Serve), each recorded once it
+	// runs.
+	Agents []Agent `json:"agents,omitempty"`
 
 	dir Dir // where the state file lives
 }
@@ -244,10 +255,10 @@ type End struct {
 // Object is one entry of the journal: something Up is about to create or
 // has created that Down must remove.
 type Object struct {
-	Kind  string `json:"kind"`  // KindNetns, KindVeth or KindTable
+	Kind  string `json:"kind"`  // KindNetns, KindVeth, KindTable or KindHosts
 	Netns string `json:"netns"` // the namespace, or the one the object lives in
-	// Name is the interface of a veth (its peer goes with it) or the
-	// nftables table, "" for a namespace.
+	// Name is the interface of a veth (its peer goes with it), the
+	// nftables table, or the /etc/netns directory; "" for a namespace.
 	Name string `json:"name,omitempty"`
 	// Dev and Ino identify a namespace once it exists, so Down can tell it
 	// from a foreign one that took the same name; zero before that.
@@ -262,6 +273,7 @@ const (
 	KindNetns = "netns"
 	KindVeth  = "veth"
 	KindTable = "nftables-table"
+	KindHosts = "etc-netns-hosts" // Name is the directory /etc/netns/NETNS
 )
 
 // Name is the lab's name.

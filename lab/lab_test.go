@@ -210,8 +210,13 @@ func TestStateRoundTrip(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(string(d), "bad.json"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Load("bad"); err == nil || usage.Is(err) || !strings.Contains(err.Error(), "bad.json") {
-		t.Errorf("Load(bad) = %v, want an error naming the file", err)
+	// An unreadable state is a partial lab (TestPartialState), saying why.
+	if bad, err := d.Load("bad"); err != nil || bad.Status() != "partial" || !strings.Contains(bad.Partial, "bad.json") {
+		t.Errorf("Load(bad) = %+v, %v; want a partial lab naming the file", bad, err)
+	}
+	// create leaves no temporary file behind.
+	if _, err := os.Stat(d.statePath("rt") + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("create left its temporary file: %v", err)
 	}
 }
 

@@ -21,9 +21,24 @@ const (
 	helperEnv  = "LINERATE_LAB_TEST_HELPER"
 	helperArgs = "LINERATE_LAB_TEST_ARGS"
 
-	helperCrash = "crash" // NAME DIR K: Up a router, SIGKILL after step K
+	helperCrash = "crash" // NAME DIR K [serve]: Up a router (with agents), SIGKILL after step K
 	helperDial  = "dial"  // HOST:PORT: dial, send "hello", print the reply
+	helperAgent = "agent" // NODE PORT SECRET: an agent that answers "NODE SECRET'S-LENGTH"
 )
+
+// testAgentPort is the port of the test agents.
+const testAgentPort = 7559
+
+// testServe starts the test binary as every node's agent.
+func testServe(t interface{ Fatal(...any) }) *Serve {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Serve{Port: testAgentPort, Command: func(node, secret string) *exec.Cmd {
+		return helperCmd(exe, helperAgent, node, strconv.Itoa(testAgentPort), secret)
+	}}
+}
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
@@ -55,9 +70,14 @@ func helper(mode string, args []string) int {
 				select {} // never returns: the kill is synchronous for ourselves
 			}
 		}}
+		if len(args) > 3 && args[3] == "serve" {
+			s.Serve = testServe(fatal{})
+		}
 		_, err := Dir(args[1]).Up(context.Background(), s)
 		fmt.Fprintf(os.Stderr, "Up ran to its end without being killed: %v\n", err)
 		return 3
+	case helperAgent:
+		return agent(args[0], args[1], args[2])
 	case helperDial:
 		host, _, _ := net.SplitHostPort(args[0])
 		if a, ok, err := Resolve(host); err != nil || !ok {
@@ -88,4 +108,37 @@ func helper(mode string, args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", mode)
 	return 2
+}
+
+// fatal ends a helper process on an error.
+type fatal struct{}
+
+func (fatal) Fatal(args ...any) {
+	fmt.Fprintln(os.Stderr, args...)
+	os.Exit(1)
+}
+
+// agent listens on port and answers each connection with the node's name
+// and the length of the secret it read; it ends by itself after two
+// minutes, should nothing stop it.
+func agent(node, port, secretFile string) int {
+	b, err := os.ReadFile(secretFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", ":"+port)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	time.AfterFunc(2*time.Minute, func() { os.Exit(4) })
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return 1
+		}
+		fmt.Fprintf(c, "%s %d", node, len(strings.TrimSpace(string(b))))
+		c.Close()
+	}
 }

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -33,6 +35,10 @@ const (
 	// exec` and Start set them, Resolve reads them.
 	EnvLab  = "LINERATE_LAB"
 	EnvNode = "LINERATE_LAB_NODE"
+	// EnvToken is where bench and serve read a shared secret (the same
+	// name as traffic.TokenEnv, which this package sits below); Start
+	// sets it to the agents' secret in a lab that has agents.
+	EnvToken = "LINERATE_TOKEN"
 )
 
 // DefaultDir is $LINERATE_LAB_DIR, or DefaultStateDir when that is unset.
@@ -50,27 +56,123 @@ func (d Dir) lockPath(name string) string  { return filepath.Join(string(d), nam
 func Load(name string) (*Lab, error) { return DefaultDir().Load(name) }
 
 // Load reads the state file of the named lab. A lab that does not exist is
-// a usage error.
+// a usage error. A state file that cannot be read as a lab's (empty, cut
+// short, not JSON, naming another lab) gives a partial lab: its journal is
+// the one in the temporary file a killed save left, if that one reads,
+// else empty, so `lab list` shows it and `lab down` removes what is known
+// to exist and frees the name.
 func (d Dir) Load(name string) (*Lab, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	p := d.statePath(name)
-	b, err := os.ReadFile(p)
+	b, err := readState(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, usage.Errorf("no lab named %q (in %s; see linerate lab list)", name, d)
+		if !d.leftover(name) {
+			return nil, usage.Errorf("no lab named %q (in %s; see linerate lab list)", name, d)
+		}
+		// lab up was killed before its first state file was in place:
+		// what it left (a lock, a temporary file) is a partial lab.
+		b, err = nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read lab state: %w", err)
 	}
-	l := &Lab{}
-	if err := json.Unmarshal(b, l); err != nil {
-		return nil, fmt.Errorf("lab state %s: %w", p, err)
+	l, err := parseState(b, name)
+	if b == nil {
+		err = errors.New("absent: lab up stopped before it wrote one")
 	}
-	if l.Spec.Name != name {
-		return nil, fmt.Errorf("lab state %s: names lab %q", p, l.Spec.Name)
+	if err != nil {
+		l = &Lab{Spec: Spec{Name: name}}
+		if tb, terr := readState(p + ".tmp"); terr == nil {
+			if tl, terr := parseState(tb, name); terr == nil {
+				l = tl
+			}
+		}
+		l.Partial, l.Complete = fmt.Sprintf("state file %s: %v", p, err), false
 	}
 	l.dir = d
+	return l, nil
+}
+
+// leftover reports whether lab up left files of a lab with no state file
+// (a temporary state or a lock) and no process holds its lock: a lab up
+// that has just taken the lock and not yet written its state is building,
+// not a leftover.
+func (d Dir) leftover(name string) bool {
+	found := false
+	for _, p := range []string{d.statePath(name) + ".tmp", d.lockPath(name)} {
+		if _, err := os.Lstat(p); err == nil {
+			found = true
+		}
+	}
+	return found && !lockHeld(d.lockPath(name))
+}
+
+// lockHeld reports whether another process holds a flock on the file at p,
+// from /proc/locks (read, so that looking never takes the lock from a lab
+// up that wants it). A file that is not there is not locked.
+func lockHeld(p string) bool {
+	var st unix.Stat_t
+	if unix.Stat(p, &st) != nil {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(procDir, "locks"))
+	if err != nil {
+		return true // cannot tell: say held, so nothing is taken for a leftover
+	}
+	// Lines read "1: FLOCK  ADVISORY  WRITE 20893 fe:00:9773057 0 EOF":
+	// the device as hex major:minor, then the inode.
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	// The pid before it is the holder's: this process's own lock (Down
+	// loading the lab again under it) does not count.
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		i := slices.Index(f, id)
+		if i > 0 && slices.Contains(f, "FLOCK") && f[i-1] != strconv.Itoa(os.Getpid()) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxState bounds what Load reads of a state file: a star of 64 ports
+// journals a few hundred objects, far below this.
+const maxState = 4 << 20
+
+// readState reads a state file, regular files only and at most maxState
+// bytes.
+func readState(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	return io.ReadAll(io.LimitReader(f, maxState+1))
+}
+
+// parseState reads a lab's state, which must name the lab.
+func parseState(b []byte, name string) (*Lab, error) {
+	if len(b) == 0 {
+		return nil, errors.New("empty")
+	}
+	if len(b) > maxState {
+		return nil, fmt.Errorf("larger than %d bytes", maxState)
+	}
+	l := &Lab{}
+	if err := json.Unmarshal(b, l); err != nil {
+		return nil, err
+	}
+	if l.Spec.Name != name {
+		return nil, fmt.Errorf("names lab %q", l.Spec.Name)
+	}
 	return l, nil
 }
 
@@ -88,12 +190,20 @@ func (d Dir) List() ([]*Lab, error) {
 		return nil, fmt.Errorf("list labs: %w", err)
 	}
 	var labs []*Lab
+	seen := map[string]bool{}
 	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || CheckName(name) != nil {
+		name := e.Name()
+		for _, suffix := range []string{".json", ".json.tmp", ".lock"} {
+			name = strings.TrimSuffix(name, suffix)
+		}
+		if name == e.Name() || seen[name] || CheckName(name) != nil {
 			continue
 		}
+		seen[name] = true
 		l, err := d.Load(name)
+		if usage.Is(err) {
+			continue // gone meanwhile, or a lab up that has just begun
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -128,29 +238,17 @@ func (l *Lab) Building() bool {
 }
 
 // save writes the state file atomically: a reader (or a Down after a crash)
-// sees the old journal or the new one, never half of one. It syncs before
-// the rename, so the record of an object is on disk before the object is
-// made.
+// sees the old journal or the new one, never half of one. It syncs the
+// file before the rename and the directory after it, so the record of an
+// object is on disk before the object is made.
 func (l *Lab) save() error {
 	p := l.dir.statePath(l.Spec.Name)
-	b, err := json.MarshalIndent(l, "", "  ")
-	if err != nil {
-		return fmt.Errorf("lab state %s: %w", p, err)
-	}
-	tmp := p + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write lab state: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	tmp, err := l.writeTemp()
 	if err == nil {
 		err = os.Rename(tmp, p)
+	}
+	if err == nil {
+		err = syncDir(string(l.dir))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -159,18 +257,63 @@ func (l *Lab) save() error {
 	return nil
 }
 
-// create writes the first state file of a lab, failing if one exists.
+// create writes the first state file of a lab, failing if one exists. The
+// file appears whole or not at all (a hard link of the synced temporary
+// file, which fails if the name is taken), so a kill -9 never leaves an
+// empty state behind.
 func (l *Lab) create() error {
 	p := l.dir.statePath(l.Spec.Name)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp, err := l.writeTemp()
+	if err == nil {
+		err = os.Link(tmp, p)
+		os.Remove(tmp)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		return usage.Errorf("lab %s is already up (linerate lab down %s removes it)", l.Spec.Name, l.Spec.Name)
 	}
-	if err != nil {
-		return fmt.Errorf("create lab state: %w", err)
+	if err == nil {
+		err = syncDir(string(l.dir))
 	}
-	f.Close()
-	return l.save()
+	if err != nil {
+		return fmt.Errorf("create lab state %s: %w", p, err)
+	}
+	return nil
+}
+
+// writeTemp writes the state to NAME.json.tmp and syncs it.
+func (l *Lab) writeTemp() (string, error) {
+	p := l.dir.statePath(l.Spec.Name)
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// syncDir makes a rename or link in dir durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // lock is the lock of one lab, held while it is built or removed. The

@@ -11,6 +11,8 @@ import (
 // died or failed half way: lab down removes what it made).
 func (l *Lab) Status() string {
 	switch {
+	case l.Partial != "":
+		return "partial"
 	case l.Complete:
 		return "up"
 	case l.Building():
@@ -50,16 +52,35 @@ func (l *Lab) Describe(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, ns, f.Name, f.Addr, f.Peer+"/"+f.PeerIface, gw, r)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if s := l.Spec.Serve; s != nil {
+		_, err := fmt.Fprintf(w, "agents: linerate serve in %d of %d nodes, port %d; secret in %s; log in %s\n",
+			len(l.Agents), len(l.Nodes), s.Port, l.SecretFile(), l.dir.logPath(l.Spec.Name))
+		return err
+	}
+	return nil
 }
 
-// Summary is one line about the lab for `lab list`.
+// Summary is one line about the lab for `lab list`: name, topology,
+// status, nodes, subnet and agents.
 func (l *Lab) Summary() string {
 	nodes := l.NodeNames()
 	if len(nodes) > 4 {
 		// box,peer1..peer64
 		nodes = []string{nodes[0], nodes[1] + ".." + nodes[len(nodes)-1]}
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", l.Spec.Name, l.Spec.Topology, l.Status(),
-		strings.Join(nodes, ","), l.Spec.Subnet)
+	topo, subnet, list := l.Spec.Topology, "-", strings.Join(nodes, ",")
+	if l.Spec.Subnet.IsValid() {
+		subnet = l.Spec.Subnet.String()
+	}
+	if topo == "" { // a partial state with nothing recovered
+		topo, list = "-", "-"
+	}
+	agents := "-"
+	if l.Spec.Serve != nil {
+		agents = fmt.Sprintf("%d/%d running", l.AgentsRunning(), len(l.Nodes))
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", l.Spec.Name, topo, l.Status(), list, subnet, agents)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -51,6 +52,10 @@ func (d Dir) Up(ctx context.Context, s Spec) (*Lab, error) {
 		lk.release(false)
 		return nil, err
 	}
+	if err := d.dropEmptyPartial(s.Name); err != nil {
+		lk.release(false)
+		return nil, err
+	}
 	for _, n := range l.Nodes {
 		exists, err := NetnsExists(n.Netns)
 		if err == nil && exists {
@@ -93,8 +98,32 @@ func (d Dir) notUp(name string) error {
 		return nil
 	case old.Status() == "incomplete":
 		return usage.Errorf("lab %s exists but is incomplete (its lab up stopped half way): linerate lab down %s removes it", name, name)
+	case old.Partial != "" && old.recordsNothing():
+		return nil // Up takes it over: dropEmptyPartial
+	case old.Partial != "":
+		return usage.Errorf("lab %s exists but its state is partial (%s): linerate lab down %s removes it", name, old.Partial, name)
 	}
 	return usage.Errorf("lab %s is already %s (linerate lab down %s removes it)", name, old.Status(), name)
+}
+
+// recordsNothing reports whether a lab's journal records nothing made.
+func (l *Lab) recordsNothing() bool { return len(l.Objects) == 0 && len(l.Agents) == 0 }
+
+// dropEmptyPartial removes the unreadable state of a lab that recorded
+// nothing (lab up killed before it made anything), so the name can be
+// built again; the caller holds the lab's lock.
+func (d Dir) dropEmptyPartial(name string) error {
+	old, err := d.Load(name)
+	if err != nil || old.Partial == "" || !old.recordsNothing() {
+		return nil
+	}
+	p := d.statePath(name)
+	for _, f := range []string{p + ".tmp", p} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the empty state of lab %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // builder makes the objects of one lab, journalling each first.
@@ -161,7 +190,21 @@ func (b *builder) build() error {
 			return err
 		}
 	}
-	return b.ready()
+	if err := b.etcNetnsDir(); err != nil {
+		return err
+	}
+	for _, n := range b.lab.Nodes {
+		if err := b.etcHosts(n); err != nil {
+			return err
+		}
+	}
+	if err := b.ready(); err != nil {
+		return err
+	}
+	if b.lab.Spec.Serve != nil {
+		return b.agents()
+	}
+	return nil
 }
 
 // ready waits until every interface is operationally up. The kernel turns

@@ -61,7 +61,8 @@ func cleanupLab(t *testing.T, d Dir, name string) {
 	})
 }
 
-// leftovers lists the named namespaces of lab name.
+// leftovers lists the named namespaces of lab name and their /etc/netns
+// directories.
 func leftovers(t *testing.T, name string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(netnsDir)
@@ -72,6 +73,15 @@ func leftovers(t *testing.T, name string) []string {
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), NetnsPrefix+name+"-") {
 			left = append(left, e.Name())
+		}
+	}
+	ents, err = os.ReadDir(etcNetns)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), NetnsPrefix+name+"-") {
+			left = append(left, filepath.Join(etcNetns, e.Name()))
 		}
 	}
 	return left
@@ -358,7 +368,9 @@ func TestCrashThenDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []int{1, 2, 3, 5, 9, 12, 17, 21, 22} {
+	// 24 makes /etc/netns (if need be), 25 to 27 write the nodes' hosts
+	// files there.
+	for _, k := range []int{1, 2, 3, 5, 9, 12, 17, 21, 22, 24, 25, 26, 27} {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
 			d := Dir(t.TempDir())
 			name := uniqueName()
@@ -392,8 +404,8 @@ func TestCrashThenDown(t *testing.T) {
 func TestBuildSteps(t *testing.T) {
 	steps := 0
 	newLab(t, Spec{Topology: Router, afterStep: func(done int) { steps = done }})
-	if steps < 22 {
-		t.Errorf("a router build has %d steps; TestCrashThenDown kills up to step 22", steps)
+	if steps < 27 {
+		t.Errorf("a router build has %d steps; TestCrashThenDown kills up to step 27", steps)
 	}
 }
 

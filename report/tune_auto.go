@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"linerate/autotune"
 	"linerate/traffic"
 	"linerate/tune"
 )
@@ -15,7 +16,7 @@ import (
 // baseline, the findings, a before/after table with each change's
 // measured effect and whether it was kept or rolled back (and why), and
 // the end-to-end change of the goal metric.
-func TuneAuto(w io.Writer, r *tune.AutoReport) error {
+func TuneAuto(w io.Writer, r *autotune.Report) error {
 	ew := &autoErrWriter{w: w}
 	w = ew
 	fmt.Fprintf(w, "tune auto: %s\n", r.Rig)
@@ -47,12 +48,12 @@ func TuneAuto(w io.Writer, r *tune.AutoReport) error {
 		for _, t := range r.Trials {
 			before, after, delta := "-", "-", "-"
 			if len(t.Rounds) > 0 && t.Verdict.Before != 0 {
-				before = tune.FormatMetric(r.Metric, t.Verdict.Before)
-				after = tune.FormatMetric(r.Metric, t.Verdict.After)
+				before = autotune.FormatMetric(r.Metric, t.Verdict.Before)
+				after = autotune.FormatMetric(r.Metric, t.Verdict.After)
 				delta = fmt.Sprintf("%+.1f %%", t.Verdict.Change*100)
 			}
 			why := t.Why
-			if t.Outcome != tune.Kept && t.Restored {
+			if t.Outcome != autotune.Kept && t.Restored {
 				why += "; restored, read back"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", TuneChangeName(t.Changes, t.Item), autoFromTo(t.Changes),
@@ -68,7 +69,7 @@ func TuneAuto(w io.Writer, r *tune.AutoReport) error {
 	if len(r.Baseline) > 0 {
 		b, _ := r.Before.Value(r.Metric)
 		a, _ := r.After.Value(r.Metric)
-		line := fmt.Sprintf("before → after: %s → %s", tune.FormatMetric(r.Metric, b), tune.FormatMetric(r.Metric, a))
+		line := fmt.Sprintf("before → after: %s → %s", autotune.FormatMetric(r.Metric, b), autotune.FormatMetric(r.Metric, a))
 		if b != 0 {
 			line += fmt.Sprintf(" (%+.1f %%)", (a-b)/b*100)
 		}
@@ -100,7 +101,7 @@ func TuneAuto(w io.Writer, r *tune.AutoReport) error {
 }
 
 // autoCandidates prints a dry run's candidates.
-func autoCandidates(w io.Writer, ew *autoErrWriter, r *tune.AutoReport) error {
+func autoCandidates(w io.Writer, ew *autoErrWriter, r *autotune.Report) error {
 	if len(r.Candidates) == 0 {
 		fmt.Fprintln(w, "dry run: no candidate this system can take")
 		return ew.err
@@ -142,7 +143,7 @@ func autoFromTo(cs []tune.Change) string {
 
 // TuneOutcome words a trial's outcome ("kept", "rolled back", ...).
 func TuneOutcome(o string) string {
-	if o == tune.RolledBack {
+	if o == autotune.RolledBack {
 		return "rolled back"
 	}
 	return o
@@ -156,21 +157,21 @@ func autoWhere(netns string) string {
 }
 
 // autoFigures is a round's (or a median's) figures on one line.
-func autoFigures(r tune.Round) string {
-	s := tune.FormatMetric(tune.MetricRxPPS, r.ReceivedPPS) + " received"
+func autoFigures(r autotune.Round) string {
+	s := autotune.FormatMetric(autotune.MetricRxPPS, r.ReceivedPPS) + " received"
 	if r.Proto == "tcp" {
-		s = tune.FormatMetric(tune.MetricRxBPS, r.ReceivedBPS) + " received"
+		s = autotune.FormatMetric(autotune.MetricRxBPS, r.ReceivedBPS) + " received"
 	} else {
-		s += ", loss " + tune.FormatMetric(tune.MetricLoss, r.LossRatio)
+		s += ", loss " + autotune.FormatMetric(autotune.MetricLoss, r.LossRatio)
 	}
-	if v, ok := r.Value(tune.MetricCPUPerMpkt); ok {
-		s += ", CPU " + tune.FormatMetric(tune.MetricCPUPerMpkt, v)
+	if v, ok := r.Value(autotune.MetricCPUPerMpkt); ok {
+		s += ", CPU " + autotune.FormatMetric(autotune.MetricCPUPerMpkt, v)
 	}
 	return s
 }
 
 // autoSpread is the relative range of a metric over rounds.
-func autoSpread(rs []tune.Round, metric string) string {
+func autoSpread(rs []autotune.Round, metric string) string {
 	var lo, hi, sum float64
 	n := 0
 	for _, r := range rs {
@@ -202,9 +203,9 @@ func autoSpec(sp *traffic.Spec, frame int) string {
 	rate := "as fast as possible"
 	switch {
 	case sp.Rate.PPS > 0:
-		rate = "at " + tune.FormatMetric(tune.MetricRxPPS, sp.Rate.PPS)
+		rate = "at " + autotune.FormatMetric(autotune.MetricRxPPS, sp.Rate.PPS)
 	case sp.Rate.BPS > 0:
-		rate = "at " + tune.FormatMetric(tune.MetricRxBPS, sp.Rate.BPS)
+		rate = "at " + autotune.FormatMetric(autotune.MetricRxBPS, sp.Rate.BPS)
 	}
 	return fmt.Sprintf("%s, %s, %s measured after %s of warmup", what, rate,
 		sp.Duration.D().Round(time.Millisecond), sp.Warmup.D().Round(time.Millisecond))

@@ -7,40 +7,41 @@ import (
 	"testing"
 	"time"
 
+	"linerate/autotune"
 	"linerate/diagnose"
 	"linerate/traffic"
 	"linerate/tune"
 )
 
-func autoReport() *tune.AutoReport {
-	round := func(pps, loss, cpu float64) tune.Round {
-		return tune.Round{Proto: "udp", Seconds: 5, ReceivedPPS: pps, ReceivedPackets: uint64(pps * 5), LossRatio: loss,
+func autoReport() *autotune.Report {
+	round := func(pps, loss, cpu float64) autotune.Round {
+		return autotune.Round{Proto: "udp", Seconds: 5, ReceivedPPS: pps, ReceivedPackets: uint64(pps * 5), LossRatio: loss,
 			CPUSeconds: cpu * pps * 5 / 1e6, CPUPerMpkt: cpu, CPUSampled: true}
 	}
 	sp := traffic.Spec{Proto: "udp", Direction: traffic.Forward, Duration: traffic.Seconds(5 * time.Second),
 		Warmup: traffic.Seconds(time.Second)}
-	return &tune.AutoReport{
-		Schema: tune.AutoSchema, Diagnosed: true, Rig: "lab demo: lan → router → wan (10.231.2.2:7557)", DUT: "router (netns lr-demo-router)",
-		Netns: "lr-demo-router", Goal: tune.GoalThroughput, Metric: tune.MetricRxPPS, Rounds: 3, MinGain: 0.02,
+	return &autotune.Report{
+		Schema: autotune.Schema, Diagnosed: true, Rig: "lab demo: lan → router → wan (10.231.2.2:7557)", DUT: "router (netns lr-demo-router)",
+		Netns: "lr-demo-router", Goal: autotune.GoalThroughput, Metric: autotune.MetricRxPPS, Rounds: 3, MinGain: 0.02,
 		Spec: &sp, FrameSize: 64,
-		Baseline: []tune.Round{round(100e3, 0.4, 10), round(101e3, 0.4, 10), round(99e3, 0.4, 10)},
+		Baseline: []autotune.Round{round(100e3, 0.4, 10), round(101e3, 0.4, 10), round(99e3, 0.4, 10)},
 		Before:   round(100e3, 0.4, 10), After: round(150e3, 0.1, 7),
 		Findings: []diagnose.Finding{{Rule: "rps-off", Subject: "lan", Severity: diagnose.Critical, Summary: "lan has one rx queue and RPS is off"}},
 		Skipped:  []tune.Skip{{Item: tune.Item{Kind: "sysctl", Target: "net.core.rps_sock_flow_entries", Value: "32768"}, Reason: "global, not in the namespace"}},
-		Trials: []tune.Trial{
-			{Candidate: tune.Candidate{Item: tune.Item{Kind: "rps", Target: "lan/rx-0", Value: "1"}, Source: "diagnose rps-off",
+		Trials: []autotune.Trial{
+			{Candidate: autotune.Candidate{Item: tune.Item{Kind: "rps", Target: "lan/rx-0", Value: "1"}, Source: "diagnose rps-off",
 				Changes: []tune.Change{{Kind: "rps", Target: "lan/rx-0", From: "none", To: "1"}}},
-				Rounds:  []tune.Round{round(150e3, 0.1, 7)},
-				Verdict: tune.Verdict{Keep: true, Before: 100e3, After: 150e3, Change: 0.5, Gain: 0.5, Noise: 0.02},
-				Outcome: tune.Kept, Why: "50.0 % better, beyond the noise (2.0 %)", Record: "20260101T000000.000000001-7"},
-			{Candidate: tune.Candidate{Item: tune.Item{Kind: "rps-flow", Target: "lan/rx-0", Value: "4096"}, Source: "diagnose rps-off",
+				Rounds:  []autotune.Round{round(150e3, 0.1, 7)},
+				Verdict: autotune.Verdict{Keep: true, Before: 100e3, After: 150e3, Change: 0.5, Gain: 0.5, Noise: 0.02},
+				Outcome: autotune.Kept, Why: "50.0 % better, beyond the noise (2.0 %)", Record: "20260101T000000.000000001-7"},
+			{Candidate: autotune.Candidate{Item: tune.Item{Kind: "rps-flow", Target: "lan/rx-0", Value: "4096"}, Source: "diagnose rps-off",
 				Changes: []tune.Change{{Kind: "rps-flow", Target: "lan/rx-0", From: "0", To: "4096"}}},
-				Rounds:  []tune.Round{round(149e3, 0.1, 7)},
-				Verdict: tune.Verdict{Before: 150e3, After: 149e3, Change: -1.0 / 150, Gain: -1.0 / 150, Noise: 0.02},
-				Outcome: tune.RolledBack, Why: "-0.7 % is within the noise (2.0 %)", Restored: true},
-			{Candidate: tune.Candidate{Item: tune.Item{Kind: "mtu", Target: "lan", Value: "9000"}, Source: "--try",
+				Rounds:  []autotune.Round{round(149e3, 0.1, 7)},
+				Verdict: autotune.Verdict{Before: 150e3, After: 149e3, Change: -1.0 / 150, Gain: -1.0 / 150, Noise: 0.02},
+				Outcome: autotune.RolledBack, Why: "-0.7 % is within the noise (2.0 %)", Restored: true},
+			{Candidate: autotune.Candidate{Item: tune.Item{Kind: "mtu", Target: "lan", Value: "9000"}, Source: "--try",
 				Changes: []tune.Change{{Kind: "mtu", Target: "lan", From: "1500", To: "9000"}}},
-				Rounds: []tune.Round{}, Outcome: tune.Refused, Why: "the system refused it: invalid argument", Restored: true},
+				Rounds: []autotune.Round{}, Outcome: autotune.Refused, Why: "the system refused it: invalid argument", Restored: true},
 		},
 		Records: []string{"20260101T000000.000000001-7"},
 		Notes:   []string{"CPU figures are the whole machine's"},
@@ -97,7 +98,7 @@ func TestTuneAutoText(t *testing.T) {
 func TestTuneAutoDryRunAndInterrupted(t *testing.T) {
 	r := autoReport()
 	r.DryRun, r.Trials, r.Records = true, nil, nil
-	r.Candidates = []tune.Candidate{{Item: tune.Item{Kind: "rps", Target: "lan/rx-*", Value: "1"}, Source: "--try",
+	r.Candidates = []autotune.Candidate{{Item: tune.Item{Kind: "rps", Target: "lan/rx-*", Value: "1"}, Source: "--try",
 		Changes: []tune.Change{{Kind: "rps", Target: "lan/rx-0", From: "none", To: "1"}, {Kind: "rps", Target: "lan/rx-1", From: "none", To: "1"}}}}
 	var b bytes.Buffer
 	if err := TuneAuto(&b, r); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"linerate/box"
 	"linerate/diagnose"
+	"linerate/internal/testenv"
 	"linerate/internal/usage"
 	"linerate/source"
 )
@@ -54,33 +55,11 @@ func copyTree(t *testing.T, src, dst string) {
 	}
 }
 
-// writeFiles creates files under root: path → content.
-func writeFiles(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for p, c := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// readFiles reads the named files under root, trimmed.
-func readFiles(t *testing.T, root string, names []string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, n := range names {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(n)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[n] = strings.TrimSpace(string(b))
-	}
-	return out
-}
+// The file helpers live in testenv (autotune's tests use them too).
+var (
+	writeFiles = testenv.WriteFiles
+	readFiles  = testenv.ReadFiles
+)
 
 // TestRouterPiFixes runs the whole chain on the RouterPi capture of seed
 // 002: diagnose's fixes become a plan against a copy of the capture's

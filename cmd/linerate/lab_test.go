@@ -20,7 +20,17 @@ import (
 // their defaults first, and returns its output and error.
 func labRun(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	return runArgs(t, []*cobra.Command{labCmd}, args...)
+	return runArgs(t, []*cobra.Command{labCommand(t)}, args...)
+}
+
+// labCommand is the command lab, as registered.
+func labCommand(t *testing.T) *cobra.Command {
+	t.Helper()
+	c, _, err := rootCmd.Find([]string{"lab"})
+	if err != nil || c.Name() != "lab" {
+		t.Fatalf("lab: %v", err)
+	}
+	return c
 }
 
 // labStateDir is a state directory holding one planned (not built) router
@@ -112,7 +122,11 @@ func TestLabReadCommands(t *testing.T) {
 	if err != nil || strings.TrimSpace(out) != "[]" {
 		t.Errorf("lab list --json of no labs: %q, %v", out, err)
 	}
-	for _, c := range []*cobra.Command{labCmd, labUpCmd, labDownCmd, labListCmd, labAddrCmd, labExecCmd} {
+	lc := labCommand(t)
+	if len(lc.Commands()) != 5 {
+		t.Errorf("lab has %d subcommands, want up, down, list, addr, exec", len(lc.Commands()))
+	}
+	for _, c := range append([]*cobra.Command{lc}, lc.Commands()...) {
 		if c.Example == "" {
 			t.Errorf("%s has no example", c.CommandPath())
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"linerate/autotune"
 	"linerate/internal/usage"
 	"linerate/lab"
 	"linerate/report"
@@ -15,7 +16,8 @@ import (
 	"linerate/tune"
 )
 
-var tuneAutoOpts struct {
+// tuneAutoOptions are the flags of tune auto.
+type tuneAutoOptions struct {
 	lab      string
 	client   string
 	server   string
@@ -43,10 +45,12 @@ var tuneAutoOpts struct {
 	stateDir string
 }
 
-var tuneAutoCmd = &cobra.Command{
-	Use:   "auto (--lab NAME | --to HOST[:PORT])",
-	Short: "Bench, diagnose, try each fix, keep what measurably helps, roll back the rest",
-	Long: `auto closes the loop. It benches a baseline, diagnoses the device under test
+func newTuneAutoCmd() *cobra.Command {
+	o := &tuneAutoOptions{}
+	cmd := &cobra.Command{
+		Use:   "auto (--lab NAME | --to HOST[:PORT])",
+		Short: "Bench, diagnose, try each fix, keep what measurably helps, roll back the rest",
+		Long: `auto closes the loop. It benches a baseline, diagnoses the device under test
 with the counters sampled during it, and tries each candidate change — the
 --try items first, then the fixes of the findings — one at a time, each as
 a journalled transaction: apply it, bench --rounds rounds again, compare
@@ -62,32 +66,31 @@ every one of its rounds beats the baseline's median.
 --lab NAME runs the traffic between two nodes of a lab built with 'linerate
 lab up' (--client lan to --server wan, through the router) and tunes the
 --dut node (router) inside its namespace, sampling its counters during each
-round. --to HOST benches against 'linerate serve' on another host and tunes
-this host.
+round. In a lab up with --serve the far end is the --server node's agent,
+reached as a real host's is (with the lab's secret); otherwise tune auto
+starts a server of its own inside that node. --to HOST benches against
+'linerate serve' on another host and tunes this host.
 
 Ctrl-C rolls back the change being tried, prints what was kept and exits
 130. If auto is killed, 'linerate tune rollback --last' restores the trial
 it was in; 'linerate tune rollback' also undoes the kept changes.`,
-	Example: `  linerate lab up router --name demo && linerate tune auto --lab demo
+		Example: `  linerate lab up router --name demo && linerate tune auto --lab demo
   linerate tune auto --lab demo --goal cpu --rate 200kpps --rounds 5
   linerate tune auto --lab demo --try rps:lan/rx-0=1 --try feature:lan/generic-receive-offload=on --no-fixes
   linerate tune auto --lab demo --dry-run                  # bench, diagnose and list the candidates only
   linerate tune auto --to 192.168.1.10 --reverse --json    # tune this host's receive path`,
-	Args: argsWith(cobra.NoArgs),
-	RunE: runTuneAuto,
-}
-
-func init() {
+		Args: argsWith(cobra.NoArgs),
+		RunE: o.run,
+	}
 	defState := os.Getenv(tuneStateDirEnv)
 	if defState == "" {
 		defState = tune.DefaultStateDir
 	}
-	o := &tuneAutoOpts
-	f := tuneAutoCmd.Flags()
+	f := cmd.Flags()
 	f.StringVar(&o.lab, "lab", "", "run in this lab (made by 'linerate lab up') and tune its --dut node")
-	f.StringVar(&o.client, "client", tune.DefaultLabNodes.Client, "with --lab: the node the load is sent from")
-	f.StringVar(&o.server, "server", tune.DefaultLabNodes.Server, "with --lab: the node it is sent to")
-	f.StringVar(&o.dut, "dut", tune.DefaultLabNodes.DUT, "with --lab: the node to tune (the device under test)")
+	f.StringVar(&o.client, "client", autotune.DefaultLabNodes.Client, "with --lab: the node the load is sent from")
+	f.StringVar(&o.server, "server", autotune.DefaultLabNodes.Server, "with --lab: the node it is sent to")
+	f.StringVar(&o.dut, "dut", autotune.DefaultLabNodes.DUT, "with --lab: the node to tune (the device under test)")
 	f.StringVar(&o.to, "to", "", "bench against 'linerate serve' at HOST[:PORT] and tune this host")
 	f.StringVar(&o.token, "token", "", "with --to: the shared secret the server requires (serve --token)")
 	f.BoolVar(&o.reverse, "reverse", false, "with --to: the server sends and this host receives")
@@ -99,22 +102,23 @@ func init() {
 	f.IntVar(&o.threads, "threads", 1, "sender threads, and receiver threads at the far end")
 	f.IntVar(&o.ports, "ports", 0, "udp: destination ports the flows are spread over (default: --threads)")
 	f.IntVar(&o.streams, "streams", 1, "flows per port (udp) or connections (tcp)")
-	f.StringVar(&o.cpus, "cpus", "", "pin the load generator's threads to these CPUs (\"0\", \"2-3\"); in a lab the far end's too")
-	f.StringVar(&o.goal, "goal", string(tune.GoalThroughput), "what to improve: throughput (received pps, or bit/s for tcp), loss (udp), or cpu (CPU seconds per million packets)")
-	f.IntVar(&o.rounds, "rounds", tune.DefaultAutoRounds, "bench rounds of the baseline and of each change")
-	f.Float64Var(&o.minGain, "min-gain", tune.DefaultMinGain*100, "smallest gain in percent worth keeping a change for")
+	f.StringVar(&o.cpus, "cpus", "", "pin the load generator's threads to these CPUs (\"0\", \"2-3\"); in a lab without agents the far end's too")
+	f.StringVar(&o.goal, "goal", string(autotune.GoalThroughput), "what to improve: throughput (received pps, or bit/s for tcp), loss (udp), or cpu (CPU seconds per million packets)")
+	f.IntVar(&o.rounds, "rounds", autotune.DefaultRounds, "bench rounds of the baseline and of each change")
+	f.Float64Var(&o.minGain, "min-gain", autotune.DefaultMinGain*100, "smallest gain in percent worth keeping a change for")
 	f.StringArrayVar(&o.try, "try", nil, "also try this change, KIND:TARGET=VALUE as for 'tune plan --set' (repeatable; tried first)")
 	f.BoolVar(&o.noFixes, "no-fixes", false, "try only the --try changes, not diagnose's fixes")
-	f.IntVar(&o.passes, "passes", tune.DefaultAutoPasses, "after keeping a change, diagnose again and try new fixes, up to this many passes")
+	f.IntVar(&o.passes, "passes", autotune.DefaultPasses, "after keeping a change, diagnose again and try new fixes, up to this many passes")
 	f.BoolVar(&o.dryRun, "dry-run", false, "bench the baseline, diagnose and list the candidates; change nothing")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON (progress lines still go to stderr)")
 	f.StringVar(&o.stateDir, "state-dir", defState, "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
-	tuneCmd.AddCommand(tuneAutoCmd)
+	return cmd
 }
 
-// tuneAutoBench builds the traffic of one round from the flags.
-func tuneAutoBench(cmd *cobra.Command) (traffic.Config, error) {
-	o := &tuneAutoOpts
+func init() { tuneCmd.AddCommand(newTuneAutoCmd()) }
+
+// bench builds the traffic of one round from the flags.
+func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
 	var cfg traffic.Config
 	rate, err := traffic.ParseRate(o.rate)
 	if err != nil {
@@ -155,10 +159,9 @@ func tuneAutoBench(cmd *cobra.Command) (traffic.Config, error) {
 	return cfg, nil
 }
 
-// tuneAutoRig makes the rig the flags name: a lab's nodes, or this host
+// rig makes the rig the flags name: a lab's nodes, or this host
 // against a server.
-func tuneAutoRig(cmd *cobra.Command, bench traffic.Config) (*tune.Rig, error) {
-	o := &tuneAutoOpts
+func (o *tuneAutoOptions) rig(cmd *cobra.Command, bench traffic.Config) (*autotune.Rig, error) {
 	labOnly := []string{"client", "server", "dut"}
 	toOnly := []string{"token", "reverse"}
 	switch {
@@ -180,7 +183,7 @@ func tuneAutoRig(cmd *cobra.Command, bench traffic.Config) (*tune.Rig, error) {
 		if err != nil {
 			return nil, err
 		}
-		return tune.LabRig(l, tune.LabNodes{Client: o.client, Server: o.server, DUT: o.dut}, bench)
+		return autotune.LabRig(l, autotune.LabNodes{Client: o.client, Server: o.server, DUT: o.dut}, bench)
 	}
 	for _, n := range labOnly {
 		if cmd.Flags().Changed(n) {
@@ -191,16 +194,19 @@ func tuneAutoRig(cmd *cobra.Command, bench traffic.Config) (*tune.Rig, error) {
 		return nil, usage.Errorf("tune auto changes this host's settings: run it as root (or look first with --dry-run)")
 	}
 	bench.Targets = []string{o.to}
-	return tune.HostRig(bench)
+	d, err := autotune.BenchFromHere(bench)
+	if err != nil {
+		return nil, err
+	}
+	return autotune.HostRig(d, true)
 }
 
-func runTuneAuto(cmd *cobra.Command, _ []string) error {
-	o := &tuneAutoOpts
-	goal, err := tune.ParseGoal(o.goal)
+func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
+	goal, err := autotune.ParseGoal(o.goal)
 	if err != nil {
 		return err
 	}
-	if goal == tune.GoalLoss && o.proto == "tcp" {
+	if goal == autotune.GoalLoss && o.proto == "tcp" {
 		return usage.Errorf("--goal loss is for udp: tcp retransmits what it loses")
 	}
 	if o.minGain <= 0 || o.minGain >= 100 {
@@ -224,17 +230,17 @@ func runTuneAuto(cmd *cobra.Command, _ []string) error {
 	if o.noFixes && len(try) == 0 {
 		return usage.Errorf("--no-fixes leaves nothing to try: add --try KIND:TARGET=VALUE")
 	}
-	bench, err := tuneAutoBench(cmd)
+	bench, err := o.bench(cmd)
 	if err != nil {
 		return err
 	}
-	rig, err := tuneAutoRig(cmd, bench)
+	rig, err := o.rig(cmd, bench)
 	if err != nil {
 		return err
 	}
 	defer rig.Close()
 
-	rep, err := tune.Auto(cmd.Context(), tune.AutoConfig{Rig: rig, Store: tune.NewStore(o.stateDir), Goal: goal,
+	rep, err := autotune.Run(cmd.Context(), autotune.Config{Rig: rig, Store: tune.NewStore(o.stateDir), Goal: goal,
 		Rounds: o.rounds, MinGain: o.minGain / 100, Try: try, NoFixes: o.noFixes, Passes: o.passes,
 		DryRun: o.dryRun, Progress: cmd.ErrOrStderr()})
 	if rep != nil && (err == nil || len(rep.Baseline) > 0) {

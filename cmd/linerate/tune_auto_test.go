@@ -22,18 +22,28 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"linerate/autotune"
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
 	"linerate/lab"
 	"linerate/traffic"
-	"linerate/tune"
 )
+
+// tuneAutoCmd is the command tune auto, as registered.
+func tuneAutoCmd(t *testing.T) *cobra.Command {
+	t.Helper()
+	c, _, err := rootCmd.Find([]string{"tune", "auto"})
+	if err != nil || c.Name() != "auto" {
+		t.Fatalf("tune auto: %v", err)
+	}
+	return c
+}
 
 // autoArgs runs linerate ARGS in process, with tune auto's flags reset
 // first (cobra keeps flag state between runs).
 func autoArgs(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	return runArgs(t, []*cobra.Command{tuneAutoCmd}, args...)
+	return runArgs(t, []*cobra.Command{tuneCmd}, args...)
 }
 
 // TestTuneAutoHostDryRun benches this host against a server on loopback,
@@ -53,7 +63,7 @@ func TestTuneAutoHostDryRun(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	state := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	tuneAutoCmd.Flags().VisitAll(func(f *pflag.Flag) {
+	tuneAutoCmd(t).Flags().VisitAll(func(f *pflag.Flag) {
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
 			_ = sv.Replace(nil)
 		} else {
@@ -69,7 +79,7 @@ func TestTuneAutoHostDryRun(t *testing.T) {
 	if err := rootCmd.Execute(); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	var rep tune.AutoReport
+	var rep autotune.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, stdout.String())
 	}
@@ -130,7 +140,7 @@ func TestTuneAutoHelp(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Examples:\n  linerate lab up router --name demo && linerate tune auto --lab demo") {
 		t.Errorf("tune auto --help: %v\n%s", err, out)
 	}
-	tuneAutoCmd.Flags().VisitAll(func(f *pflag.Flag) {
+	tuneAutoCmd(t).Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Usage == "" {
 			t.Errorf("--%s has no help text", f.Name)
 		}
@@ -198,22 +208,13 @@ func TestTuneAutoLab(t *testing.T) {
 	}
 
 	t.Run("json", func(t *testing.T) {
-		c := auto("--duration", "1s", "--rounds", "1", "--json")
-		var out, errb bytes.Buffer
-		c.Stdout, c.Stderr = &out, &errb
-		if err := c.Run(); err != nil {
-			t.Fatalf("tune auto: %v\n%s", err, errb.String())
-		}
-		var rep tune.AutoReport
-		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-			t.Fatalf("report: %v\n%s", err, out.String())
-		}
+		rep, progress := autoJSON(t, auto("--duration", "1s", "--rounds", "1", "--json"))
 		if len(rep.Baseline) != 1 || len(rep.Trials) != 1 || rep.Trials[0].Item.Kind != "rps" || len(rep.Trials[0].Rounds) != 1 {
 			t.Fatalf("report: %+v", rep)
 		}
 		tr := rep.Trials[0]
 		switch tr.Outcome {
-		case tune.Kept:
+		case autotune.Kept:
 			if got := rps(); got == "" || len(rep.Records) != 1 {
 				t.Errorf("kept, but rps_cpus %q, records %v", got, rep.Records)
 			}
@@ -221,7 +222,7 @@ func TestTuneAutoLab(t *testing.T) {
 			if out, err := rb.CombinedOutput(); err != nil {
 				t.Fatalf("rollback: %v\n%s", err, out)
 			}
-		case tune.RolledBack:
+		case autotune.RolledBack:
 			if !tr.Restored {
 				t.Errorf("rolled back but not restored: %+v", tr)
 			}
@@ -231,8 +232,8 @@ func TestTuneAutoLab(t *testing.T) {
 		if got := rps(); got != "" {
 			t.Errorf("rps_cpus %q after the run (and rollback), want none", got)
 		}
-		if !strings.Contains(errb.String(), "[1/1] rps lan/rx-0 none → "+other+" (--try)") {
-			t.Errorf("progress:\n%s", errb.String())
+		if !strings.Contains(progress, "[1/1] rps lan/rx-0 none → "+other+" (--try)") {
+			t.Errorf("progress:\n%s", progress)
 		}
 	})
 
@@ -334,4 +335,65 @@ func duringTrial(t *testing.T, c *exec.Cmd, sig os.Signal) func() string {
 func autoLastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestTuneAutoLabAgents: in a lab up with --serve, tune auto --lab
+// benches against the far node's agent (the path a real host's bench
+// takes, with the lab's secret) instead of a server of its own, and the
+// loop runs as before: a measured baseline, a trial kept or rolled back,
+// the router as it was after rollback.
+func TestTuneAutoLabAgents(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := buildLinerate(t, t.TempDir())
+	dir, state := t.TempDir(), t.TempDir()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	name := "taa-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		if r := run(t, bin, "tune", "rollback", "--state-dir", state); r.code != 0 {
+			t.Errorf("cleanup rollback: %s", r.stderr)
+		}
+		if r := run(t, bin, "lab", "down", name, "--state-dir", dir); r.code != 0 {
+			t.Errorf("lab down: %s", r.stderr)
+		}
+		checkLabGone(t, dir, name)
+	})
+	if up := run(t, bin, "lab", "up", "router", "--name", name, "--serve", "--state-dir", dir); up.code != 0 {
+		t.Fatalf("lab up --serve: %s", up.stderr)
+	}
+	other := "0"
+	if runtime.NumCPU() > 1 {
+		other = "1"
+	}
+	// A light load, not pinned: what is checked is that the agent carries
+	// it, and a generator pinned to a CPU that other tests load may not
+	// get to send within a short round.
+	c := exec.Command(bin, "tune", "auto", "--lab", name, "--warmup", "300ms", "--duration", "1s", "--rounds", "1",
+		"--rate", "20kpps", "--state-dir", state, "--try", "rps:lan/rx-0="+other, "--no-fixes", "--json")
+	c.Env = append(os.Environ(), lab.EnvDir+"="+dir)
+	rep, progress := autoJSON(t, c)
+	if !strings.Contains(rep.Rig, "agent 10.231.2.2:7557") {
+		t.Errorf("rig %q: want the wan agent", rep.Rig)
+	}
+	if len(rep.Baseline) != 1 || rep.Baseline[0].ReceivedPPS <= 0 || !rep.Baseline[0].CPUSampled {
+		t.Errorf("baseline: %+v\n%s", rep.Baseline, progress)
+	}
+	if len(rep.Trials) != 1 || (rep.Trials[0].Outcome != autotune.Kept && rep.Trials[0].Outcome != autotune.RolledBack) {
+		t.Errorf("trials: %+v", rep.Trials)
+	}
+}
+
+// autoJSON runs tune auto --json and returns its report and progress.
+func autoJSON(t *testing.T, c *exec.Cmd) (autotune.Report, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		t.Fatalf("tune auto: %v\n%s", err, errb.String())
+	}
+	var rep autotune.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out.String())
+	}
+	return rep, errb.String()
 }

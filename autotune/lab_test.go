@@ -1,4 +1,4 @@
-package tune
+package autotune
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"linerate/source"
 	"linerate/source/cpuset"
 	"linerate/traffic"
+	"linerate/tune"
 )
 
 // TestAutoRouterLab is issue 5's test of `tune auto`: in the router lab
@@ -50,10 +51,10 @@ func TestAutoRouterLab(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	store := NewStore(t.TempDir())
+	store := tune.NewStore(t.TempDir())
 	t.Cleanup(func() {
 		// Whatever the test left applied goes back before the lab goes.
-		if _, err := store.RollbackAll(context.Background(), Open, false, false); err != nil {
+		if _, err := store.RollbackAll(context.Background(), tune.Open, false, false); err != nil {
 			t.Errorf("cleanup rollback: %v", err)
 		}
 	})
@@ -61,11 +62,11 @@ func TestAutoRouterLab(t *testing.T) {
 	if runtime.NumCPU() > 1 {
 		other = "1"
 	}
-	try := []Item{
+	try := []tune.Item{
 		{Kind: "rps", Target: "lan/rx-0", Value: other},
 		{Kind: "feature", Target: "lan/generic-receive-offload", Value: flip(before["feature:lan/generic-receive-offload"])},
 	}
-	rep, err := Auto(ctx, AutoConfig{Rig: rig, Store: store, Rounds: 2, Try: try, Passes: 1, Progress: testLog{t}})
+	rep, err := Run(ctx, Config{Rig: rig, Store: store, Rounds: 2, Try: try, Passes: 1, Progress: testLog{t}})
 	if err != nil {
 		t.Fatalf("tune auto: %v", err)
 	}
@@ -84,7 +85,7 @@ func TestAutoRouterLab(t *testing.T) {
 	if len(rep.Trials) < len(try) {
 		t.Fatalf("%d trials, want at least the %d --try items", len(rep.Trials), len(try))
 	}
-	kept := map[string]Change{}
+	kept := map[string]tune.Change{}
 	for _, tr := range rep.Trials {
 		switch tr.Outcome {
 		case Kept:
@@ -135,14 +136,14 @@ func TestAutoRouterLab(t *testing.T) {
 		t.Fatalf("journal: %d records (%v), report: %d records, %d kept", len(recs), err, len(rep.Records), len(rep.Kept()))
 	}
 	for _, r := range recs {
-		for _, st := range Check(rig.System, r) {
+		for _, st := range tune.Check(rig.System, r) {
 			if !st.Holds {
 				t.Errorf("kept %s %s does not hold: %s %s", st.Kind, st.Target, st.Live, st.Err)
 			}
 		}
 	}
 	// Rolling the kept changes back restores the router exactly.
-	if _, err := store.RollbackAll(ctx, Open, false, false); err != nil {
+	if _, err := store.RollbackAll(ctx, tune.Open, false, false); err != nil {
 		t.Fatal(err)
 	}
 	restored := routerTunables(t, ctx, router.Netns)
@@ -223,7 +224,7 @@ func routerTunables(t *testing.T, ctx context.Context, netns string) map[string]
 	return out
 }
 
-func keptFeature(kept map[string]Change, iface string) bool {
+func keptFeature(kept map[string]tune.Change, iface string) bool {
 	for k := range kept {
 		if strings.HasPrefix(k, "feature:"+iface+"/") || k == "feature:"+iface {
 			return true

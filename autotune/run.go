@@ -1,4 +1,4 @@
-package tune
+package autotune
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"linerate/diagnose"
 	"linerate/internal/usage"
 	"linerate/traffic"
+	"linerate/tune"
 )
 
 // `tune auto` closes the loop: bench a baseline, diagnose the device
@@ -21,10 +22,10 @@ import (
 // when the goal metric improved beyond the noise (it then stays applied
 // and its rounds become the new baseline), roll it back otherwise.
 
-// Defaults of an AutoConfig.
+// Defaults of an Config.
 const (
-	DefaultAutoRounds = 3
-	DefaultAutoPasses = 2
+	DefaultRounds = 3
+	DefaultPasses = 2
 	// autoLockWait bounds the wait for another linerate changing the
 	// system, as tune apply waits.
 	autoLockWait = 30 * time.Second
@@ -39,28 +40,28 @@ const (
 	InPlace     = "in-place"    // a change kept earlier already made it
 )
 
-// AutoConfig says what `tune auto` does.
-type AutoConfig struct {
+// Config says what `tune auto` does.
+type Config struct {
 	// Rig runs the traffic and holds the device under test.
 	Rig *Rig
 	// Store journals every trial; a kept change stays in it, as after
 	// `tune apply`, for `tune rollback`.
-	Store Store
+	Store tune.Store
 	Goal  Goal
 	// Rounds is the number of bench rounds of the baseline and of each
-	// trial (DefaultAutoRounds when 0).
+	// trial (DefaultRounds when 0).
 	Rounds int
 	// MinGain is the smallest relative gain worth keeping
 	// (DefaultMinGain when 0).
 	MinGain float64
 	// Try are explicit candidates, tried first, in order. Each must be
 	// possible on the system (checked before the baseline runs).
-	Try []Item
+	Try []tune.Item
 	// NoFixes leaves diagnose's fixes out: only Try is tried.
 	NoFixes bool
 	// Passes bounds how often the loop diagnoses again after keeping a
 	// change, to try the fixes of what the new baseline shows
-	// (DefaultAutoPasses when 0).
+	// (DefaultPasses when 0).
 	Passes int
 	// DryRun benches the baseline, diagnoses and lists the candidates
 	// with their current and new values, changing nothing.
@@ -69,11 +70,11 @@ type AutoConfig struct {
 	Progress io.Writer
 }
 
-// AutoSchema is the version of AutoReport's JSON form.
-const AutoSchema = 1
+// Schema is the version of Report's JSON form.
+const Schema = 1
 
-// AutoReport is what `tune auto` did and measured.
-type AutoReport struct {
+// Report is what `tune auto` did and measured.
+type Report struct {
 	Schema int    `json:"schema"`
 	Rig    string `json:"rig"`
 	DUT    string `json:"dut"`
@@ -94,7 +95,7 @@ type AutoReport struct {
 	Diagnosed  bool               `json:"diagnosed"`
 	Findings   []diagnose.Finding `json:"findings"`
 	Candidates []Candidate        `json:"candidates"`
-	Skipped    []Skip             `json:"skipped"`
+	Skipped    []tune.Skip        `json:"skipped"`
 	Trials     []Trial            `json:"trials"`
 	// Before is the median of the first baseline's rounds, After of the
 	// last (the rounds of the last change kept).
@@ -109,11 +110,11 @@ type AutoReport struct {
 
 // Candidate is one change the loop tries.
 type Candidate struct {
-	Item Item `json:"item"`
+	Item tune.Item `json:"item"`
 	// Source is "--try" or "diagnose RULE".
 	Source string `json:"source"`
 	// Changes are what it changes, from what, to what, when planned.
-	Changes []Change `json:"changes"`
+	Changes []tune.Change `json:"changes"`
 }
 
 // Trial is one candidate tried.
@@ -133,7 +134,7 @@ type Trial struct {
 }
 
 // Kept lists the trials whose change stays applied.
-func (r *AutoReport) Kept() []Trial {
+func (r *Report) Kept() []Trial {
 	var out []Trial
 	for _, t := range r.Trials {
 		if t.Outcome == Kept {
@@ -145,10 +146,10 @@ func (r *AutoReport) Kept() []Trial {
 
 // auto is one run of the loop.
 type auto struct {
-	cfg    AutoConfig
+	cfg    Config
 	rig    *Rig
-	sys    System
-	rep    *AutoReport
+	sys    tune.System
+	rep    *Report
 	metric string
 	// base is the current baseline: its measurements and rounds.
 	base   []Measurement
@@ -159,20 +160,20 @@ func (a *auto) logf(format string, args ...any) {
 	fmt.Fprintf(a.cfg.Progress, format+"\n", args...)
 }
 
-// Auto runs the loop and returns its report, also when it fails or is
+// Run runs the loop and returns its report, also when it fails or is
 // interrupted part way (then with what was kept so far). Every trial is a
 // journalled transaction: a trial that does not help, fails, or is
 // interrupted (ctx ends) is rolled back and read back; a process killed
 // during a trial leaves a journal record that `tune rollback` restores.
 // Interrupted, the error wraps ctx's.
-func Auto(ctx context.Context, cfg AutoConfig) (*AutoReport, error) {
+func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	a := &auto{cfg: cfg, rig: cfg.Rig, sys: cfg.Rig.System}
-	a.rep = &AutoReport{Schema: AutoSchema, Rig: a.rig.Name, DUT: a.rig.DUT, Netns: a.sys.Netns(), Goal: cfg.Goal,
+	a.rep = &Report{Schema: Schema, Rig: a.rig.Name, DUT: a.rig.DUT, Netns: a.sys.Netns(), Goal: cfg.Goal,
 		Rounds: cfg.Rounds, MinGain: cfg.MinGain, DryRun: cfg.DryRun,
-		Baseline: []Round{}, Findings: []diagnose.Finding{}, Candidates: []Candidate{}, Skipped: []Skip{},
+		Baseline: []Round{}, Findings: []diagnose.Finding{}, Candidates: []Candidate{}, Skipped: []tune.Skip{},
 		Trials: []Trial{}, Records: []string{}}
 	err := a.run(ctx)
 	if len(a.rounds) > 0 {
@@ -187,9 +188,9 @@ func Auto(ctx context.Context, cfg AutoConfig) (*AutoReport, error) {
 	return a.rep, err
 }
 
-func (c *AutoConfig) check() error {
-	if c.Rig == nil || c.Rig.System == nil || c.Rig.Measure == nil || c.Rig.Inspect == nil {
-		return errors.New("tune auto: the rig lacks a system, a bench or a reader of the device under test")
+func (c *Config) check() error {
+	if c.Rig == nil || c.Rig.System == nil || c.Rig.Driver == nil || c.Rig.Inspect == nil {
+		return errors.New("tune auto: the rig lacks a system, a driver of the traffic or a reader of the device under test")
 	}
 	if !c.DryRun && c.Store.Dir == "" {
 		return errors.New("tune auto: no journal to record the trials in")
@@ -201,7 +202,7 @@ func (c *AutoConfig) check() error {
 		return err
 	}
 	if c.Rounds == 0 {
-		c.Rounds = DefaultAutoRounds
+		c.Rounds = DefaultRounds
 	}
 	if c.Rounds < 1 || c.Rounds > 100 {
 		return usage.Errorf("--rounds %d: want 1 to 100", c.Rounds)
@@ -213,7 +214,7 @@ func (c *AutoConfig) check() error {
 		return usage.Errorf("--min-gain %g%%: want more than 0 and less than 100", c.MinGain*100)
 	}
 	if c.Passes == 0 {
-		c.Passes = DefaultAutoPasses
+		c.Passes = DefaultPasses
 	}
 	if c.Passes < 1 {
 		return usage.Errorf("--passes %d: want 1 or more", c.Passes)
@@ -232,7 +233,7 @@ func (a *auto) run(ctx context.Context) error {
 	// Explicit candidates are checked before anything runs: a typo is bad
 	// input, not a trial.
 	if len(cfg.Try) > 0 {
-		if _, err := NewPlan(a.sys, cfg.Try); err != nil {
+		if _, err := tune.NewPlan(a.sys, cfg.Try); err != nil {
 			return err
 		}
 	}
@@ -272,7 +273,7 @@ func (a *auto) run(ctx context.Context) error {
 
 	tried := map[string]bool{}
 	for pass := 1; pass <= cfg.Passes; pass++ {
-		var fixes []Item
+		var fixes []tune.Item
 		var sources map[string]string
 		if !cfg.NoFixes {
 			var err error
@@ -281,7 +282,7 @@ func (a *auto) run(ctx context.Context) error {
 				return err
 			}
 		}
-		var explicit []Item
+		var explicit []tune.Item
 		if pass == 1 {
 			explicit = cfg.Try
 		}
@@ -391,7 +392,7 @@ func (a *auto) evidence(b *box.Box) *diagnose.Evidence {
 // diagnose reads the device under test and runs the rules over the
 // current baseline; it returns the fixes as items, with the rule each
 // came from.
-func (a *auto) diagnose(ctx context.Context, pass int) ([]Item, map[string]string, error) {
+func (a *auto) diagnose(ctx context.Context, pass int) ([]tune.Item, map[string]string, error) {
 	b, err := a.rig.Inspect(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", a.rig.DUT, err)
@@ -431,18 +432,18 @@ func (a *auto) diagnose(ctx context.Context, pass int) ([]Item, map[string]strin
 			}
 		}
 	}
-	return ItemsFromFindings(fs), sources, nil
+	return tune.ItemsFromFindings(fs), sources, nil
 }
 
 // candidates plans each item on its own: explicit ones must be possible
 // (they were checked before the baseline); fixes this system cannot
 // take, advice (boot items, bench advice), changes already in place and
 // targets already tried are skipped, with the reason.
-func (a *auto) candidates(explicit, fixes []Item, sources map[string]string, tried map[string]bool) ([]Candidate, error) {
+func (a *auto) candidates(explicit, fixes []tune.Item, sources map[string]string, tried map[string]bool) ([]Candidate, error) {
 	var out []Candidate
 	have := map[string]bool{}
-	add := func(it Item, src string, strict bool) error {
-		k := it.key()
+	add := func(it tune.Item, src string, strict bool) error {
+		k := itemKey(it)
 		if have[k] {
 			return nil // an explicit item wins over a fix for the same thing
 		}
@@ -451,12 +452,12 @@ func (a *auto) candidates(explicit, fixes []Item, sources map[string]string, tri
 			a.skip(it, "already tried")
 			return nil
 		}
-		var p *Plan
+		var p *tune.Plan
 		var err error
 		if strict {
-			p, err = NewPlan(a.sys, []Item{it})
+			p, err = tune.NewPlan(a.sys, []tune.Item{it})
 		} else {
-			p, err = PlanFixes(a.sys, []Item{it})
+			p, err = tune.PlanFixes(a.sys, []tune.Item{it})
 		}
 		if err != nil {
 			return err
@@ -497,7 +498,7 @@ func (a *auto) candidates(explicit, fixes []Item, sources map[string]string, tri
 		}
 	}
 	for _, it := range fixes {
-		src := sources[it.key()]
+		src := sources[itemKey(it)]
 		if src == "" {
 			src = "diagnose"
 		}
@@ -511,8 +512,8 @@ func (a *auto) candidates(explicit, fixes []Item, sources map[string]string, tri
 	return out, nil
 }
 
-func (a *auto) skip(it Item, why string) {
-	a.rep.Skipped = append(a.rep.Skipped, Skip{Item: it, Reason: why})
+func (a *auto) skip(it tune.Item, why string) {
+	a.rep.Skipped = append(a.rep.Skipped, tune.Skip{Item: it, Reason: why})
 	a.logf("skipped: %s: %s", it, why)
 }
 
@@ -522,7 +523,7 @@ func (a *auto) skip(it Item, why string) {
 func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
 	tr := Trial{Candidate: c, Rounds: []Round{}}
 	// Planned again now: a change kept before may have moved the values.
-	p, err := NewPlan(a.sys, []Item{c.Item})
+	p, err := tune.NewPlan(a.sys, []tune.Item{c.Item})
 	if err != nil {
 		tr.Outcome, tr.Why = Refused, err.Error()
 		a.logf("  refused: %s", tr.Why)
@@ -542,7 +543,7 @@ func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
 		return tr, nil
 	}
 	if err := tx.Apply(ctx); err != nil {
-		var ae *ApplyError
+		var ae *tune.ApplyError
 		if errors.As(err, &ae) && len(ae.Unrestored) > 0 {
 			tr.Outcome, tr.Why = Refused, err.Error()
 			return tr, err
@@ -609,7 +610,7 @@ func (a *auto) judge(rounds []Round) Verdict {
 // rollback restores a trial's transaction (also when ctx has ended:
 // Ctrl-C must leave nothing of the trial behind) and checks every value
 // reads back as before.
-func (a *auto) rollback(ctx context.Context, tx *Transaction, tr *Trial) error {
+func (a *auto) rollback(ctx context.Context, tx *tune.Transaction, tr *Trial) error {
 	if err := tx.Rollback(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("roll back %s: %w; the journal keeps it for 'linerate tune rollback'", tr.Item, err)
 	}
@@ -625,12 +626,12 @@ func (a *auto) mustHold(tr Trial) error {
 }
 
 // holdsBefore reports whether the system holds every change's old value.
-func (a *auto) holdsBefore(cs []Change) bool {
+func (a *auto) holdsBefore(cs []tune.Change) bool {
 	for _, c := range cs {
 		if c.Restore == nil {
 			return false
 		}
-		acts, err := Build(a.sys, *c.Restore)
+		acts, err := tune.Build(a.sys, *c.Restore)
 		if err != nil || len(acts) == 0 {
 			return false
 		}
@@ -716,7 +717,7 @@ func (a *auto) summaryLine() string {
 }
 
 // describeChanges is "rps lan/rx-0 none → 1, ..." for a progress line.
-func describeChanges(cs []Change) string {
+func describeChanges(cs []tune.Change) string {
 	var parts []string
 	for _, c := range cs {
 		parts = append(parts, fmt.Sprintf("%s %s %s → %s", c.Kind, c.Target, c.From, c.To))
@@ -730,3 +731,7 @@ func plural(n int) string {
 	}
 	return "s"
 }
+
+// itemKey names what an item changes (its kind and target), so a fix and
+// a --try for the same thing count once.
+func itemKey(it tune.Item) string { return it.Kind + ":" + it.Target }

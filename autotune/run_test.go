@@ -1,4 +1,4 @@
-package tune
+package autotune
 
 import (
 	"bytes"
@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/internal/testenv"
 	"linerate/internal/usage"
+	"linerate/sample"
 	"linerate/source/cpuset"
 	"linerate/traffic"
+	"linerate/tune"
 )
 
 func TestJudge(t *testing.T) {
@@ -84,7 +87,7 @@ func TestJudgeGuardsThroughput(t *testing.T) {
 	r := func(pps, cpu float64) Round {
 		return Round{Proto: "udp", ReceivedPPS: pps, ReceivedPackets: uint64(pps), CPUPerMpkt: cpu, CPUSampled: true}
 	}
-	a := &auto{cfg: AutoConfig{Goal: GoalCPU, MinGain: DefaultMinGain}, metric: MetricCPUPerMpkt,
+	a := &auto{cfg: Config{Goal: GoalCPU, MinGain: DefaultMinGain}, metric: MetricCPUPerMpkt,
 		rounds: []Round{r(100e3, 2.0), r(101e3, 2.02), r(99e3, 1.98)}}
 	if v := a.judge([]Round{r(100e3, 1.5), r(100.5e3, 1.51), r(99.5e3, 1.49)}); !v.Keep {
 		t.Errorf("same throughput, less CPU: not kept: %s", v.Why)
@@ -103,7 +106,7 @@ func TestJudgeGuardsThroughput(t *testing.T) {
 type fakeRouter struct {
 	t     *testing.T
 	root  string
-	sys   *Dir
+	sys   *tune.Dir
 	calls int
 	// onMeasure, if set, runs before each round with its number (from 1).
 	onMeasure func(n int)
@@ -111,14 +114,14 @@ type fakeRouter struct {
 
 func newFakeRouter(t *testing.T) *fakeRouter {
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{
+	testenv.WriteFiles(t, root, map[string]string{
 		"sys/class/net/eth1/queues/rx-0/rps_cpus":     "0\n",
 		"sys/class/net/eth1/queues/rx-0/rps_flow_cnt": "0\n",
 		"sys/class/net/eth1/queues/tx-0/xps_cpus":     "0\n",
 		"sys/devices/system/cpu/online":               "0-1\n",
 		"proc/sys/net/core/rps_sock_flow_entries":     "0\n",
 	})
-	return &fakeRouter{t: t, root: root, sys: NewDir(root)}
+	return &fakeRouter{t: t, root: root, sys: tune.NewDir(root)}
 }
 
 func (f *fakeRouter) rps() []int {
@@ -142,11 +145,16 @@ func (f *fakeRouter) rig() *Rig {
 				RXQueues: []box.RXQueue{{Index: 0, RPSCPUs: cpuset.FormatMask(l), RPSCPUList: l}}}},
 				CPUs: []box.CPU{{ID: 0, Online: true}, {ID: 1, Online: true}}}, nil
 		},
-		Measure: f.measure,
+		Driver: f,
 	}
 }
 
-func (f *fakeRouter) measure(ctx context.Context) (Measurement, error) {
+// The fake router is its own driver: it makes up the device under
+// test's samples instead of reading them.
+func (f *fakeRouter) Name() string { return "fake" }
+func (f *fakeRouter) Close() error { return nil }
+
+func (f *fakeRouter) Measure(ctx context.Context, _ sample.Reader) (Measurement, error) {
 	f.calls++
 	if f.onMeasure != nil {
 		f.onMeasure(f.calls)
@@ -177,9 +185,9 @@ func (f *fakeRouter) measure(ctx context.Context) (Measurement, error) {
 // and the files say so.
 func TestAutoFakeRouter(t *testing.T) {
 	f := newFakeRouter(t)
-	store := NewStore(t.TempDir())
+	store := tune.NewStore(t.TempDir())
 	var progress bytes.Buffer
-	rep, err := Auto(context.Background(), AutoConfig{Rig: f.rig(), Store: store, Rounds: 3, Progress: &progress})
+	rep, err := Run(context.Background(), Config{Rig: f.rig(), Store: store, Rounds: 3, Progress: &progress})
 	if err != nil {
 		t.Fatalf("Auto: %v\n%s", err, progress.String())
 	}
@@ -216,7 +224,7 @@ func TestAutoFakeRouter(t *testing.T) {
 	if r := rep.Trials[1]; r.Verdict.Before != 150e3 {
 		t.Errorf("rps-flow judged against %v, want the kept 150000", r.Verdict.Before)
 	}
-	files := readFiles(t, f.root, []string{"sys/class/net/eth1/queues/rx-0/rps_cpus",
+	files := testenv.ReadFiles(t, f.root, []string{"sys/class/net/eth1/queues/rx-0/rps_cpus",
 		"sys/class/net/eth1/queues/rx-0/rps_flow_cnt", "proc/sys/net/core/rps_sock_flow_entries"})
 	if files["sys/class/net/eth1/queues/rx-0/rps_cpus"] != "2" || files["sys/class/net/eth1/queues/rx-0/rps_flow_cnt"] != "0" ||
 		files["proc/sys/net/core/rps_sock_flow_entries"] != "0" {
@@ -224,7 +232,7 @@ func TestAutoFakeRouter(t *testing.T) {
 	}
 	// The kept change is the journal's only record; rollback undoes it.
 	recs, err := store.List()
-	if err != nil || len(recs) != 1 || len(rep.Records) != 1 || recs[0].ID != rep.Records[0] || recs[0].State != RecApplied {
+	if err != nil || len(recs) != 1 || len(rep.Records) != 1 || recs[0].ID != rep.Records[0] || recs[0].State != tune.RecApplied {
 		t.Fatalf("journal: %v %v; report records %v", recs, err, rep.Records)
 	}
 	if _, err := store.Rollback(context.Background(), f.sys, recs[0]); err != nil {
@@ -249,7 +257,7 @@ func TestAutoFakeRouter(t *testing.T) {
 // back, keeps what was kept, and says so.
 func TestAutoInterrupted(t *testing.T) {
 	f := newFakeRouter(t)
-	store := NewStore(t.TempDir())
+	store := tune.NewStore(t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Rounds: 1-2 baseline, 3-4 the rps trial, 5 the rps-flow trial.
@@ -258,14 +266,14 @@ func TestAutoInterrupted(t *testing.T) {
 			cancel()
 		}
 	}
-	rep, err := Auto(ctx, AutoConfig{Rig: f.rig(), Store: store, Rounds: 2})
+	rep, err := Run(ctx, Config{Rig: f.rig(), Store: store, Rounds: 2})
 	if !errors.Is(err, context.Canceled) || rep == nil || !rep.Interrupted {
 		t.Fatalf("Auto: %v, report %v; want an interrupted report", err, rep)
 	}
 	if len(rep.Trials) != 2 || rep.Trials[0].Outcome != Kept || rep.Trials[1].Outcome != Interrupted || !rep.Trials[1].Restored {
 		t.Fatalf("trials: %+v", rep.Trials)
 	}
-	files := readFiles(t, f.root, []string{"sys/class/net/eth1/queues/rx-0/rps_cpus", "sys/class/net/eth1/queues/rx-0/rps_flow_cnt"})
+	files := testenv.ReadFiles(t, f.root, []string{"sys/class/net/eth1/queues/rx-0/rps_cpus", "sys/class/net/eth1/queues/rx-0/rps_flow_cnt"})
 	if files["sys/class/net/eth1/queues/rx-0/rps_cpus"] != "2" || files["sys/class/net/eth1/queues/rx-0/rps_flow_cnt"] != "0" {
 		t.Errorf("files: %v", files)
 	}
@@ -277,16 +285,16 @@ func TestAutoInterrupted(t *testing.T) {
 // TestAutoBadTry: an impossible --try is bad input before any traffic.
 func TestAutoBadTry(t *testing.T) {
 	f := newFakeRouter(t)
-	_, err := Auto(context.Background(), AutoConfig{Rig: f.rig(), Store: NewStore(t.TempDir()),
-		Try: []Item{{Kind: "rps", Target: "eth9/rx-0", Value: "1"}}})
+	_, err := Run(context.Background(), Config{Rig: f.rig(), Store: tune.NewStore(t.TempDir()),
+		Try: []tune.Item{{Kind: "rps", Target: "eth9/rx-0", Value: "1"}}})
 	if !usage.Is(err) || !strings.Contains(err.Error(), "no interface eth9") || f.calls != 0 {
 		t.Errorf("err %v (usage %v), %d rounds run", err, usage.Is(err), f.calls)
 	}
-	_, err = Auto(context.Background(), AutoConfig{Rig: f.rig(), Store: NewStore(t.TempDir()), NoFixes: true})
+	_, err = Run(context.Background(), Config{Rig: f.rig(), Store: tune.NewStore(t.TempDir()), NoFixes: true})
 	if !usage.Is(err) || !strings.Contains(err.Error(), "nothing to try") {
 		t.Errorf("--no-fixes without --try: %v", err)
 	}
-	_, err = Auto(context.Background(), AutoConfig{Rig: f.rig(), Store: NewStore(t.TempDir()), Goal: "speed"})
+	_, err = Run(context.Background(), Config{Rig: f.rig(), Store: tune.NewStore(t.TempDir()), Goal: "speed"})
 	if !usage.Is(err) || !strings.Contains(err.Error(), `--goal "speed"`) {
 		t.Errorf("bad goal: %v", err)
 	}
@@ -298,8 +306,8 @@ func TestAutoBadTry(t *testing.T) {
 func TestAutoDryRunAndTry(t *testing.T) {
 	f := newFakeRouter(t)
 	state := t.TempDir()
-	rep, err := Auto(context.Background(), AutoConfig{Rig: f.rig(), Store: NewStore(state), Rounds: 1, DryRun: true,
-		Try: []Item{{Kind: "xps", Target: "eth1/tx-0", Value: "1"}, {Kind: "rps", Target: "eth1/rx-0", Value: "0-1"}}})
+	rep, err := Run(context.Background(), Config{Rig: f.rig(), Store: tune.NewStore(state), Rounds: 1, DryRun: true,
+		Try: []tune.Item{{Kind: "xps", Target: "eth1/tx-0", Value: "1"}, {Kind: "rps", Target: "eth1/rx-0", Value: "0-1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
