@@ -38,6 +38,7 @@ func (r *clientRun) assemble(res *Result) {
 	// The client's samples first, then each server's, in time order.
 	orderSamples(res.Samples)
 	r.cost(res, s.samples)
+	r.dropLedger(res)
 	verdict(res, s.threads())
 }
 

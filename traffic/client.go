@@ -42,6 +42,12 @@ type Config struct {
 	OnInterval func(IntervalStats)
 	// DialTimeout bounds connecting to a target (0: 5s).
 	DialTimeout time.Duration
+	// Drops reads the drop counters of the client's namespace, snapshotted
+	// around the measured window for the drop ledger (nil: none).
+	Drops DropCounters
+	// Machine identifies the client's kernel (its boot id): a server on
+	// the same machine shares its CPUs.
+	Machine string
 }
 
 func (c *Config) setup(fn func() error) error {
@@ -100,6 +106,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if err := r.open(); err != nil {
 		return nil, err
+	}
+	if sp.Proto == "udp" {
+		var locals []netip.Addr
+		for _, t := range r.targets {
+			locals = append(locals, t.local)
+		}
+		r.sess.drops = newDropWindow(cfg.Drops, nil, "client", -1, locals, r.cfg.setup)
 	}
 	return r.run(ctx)
 }

@@ -27,13 +27,13 @@ func TestVerdict(t *testing.T) {
 		{"rate met", udp(Rate{PPS: 1000}), 1000, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.1}}, nil, nil, "asked rate"},
 		{"sender saturated", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.99}}, nil, nil, "sender"},
 		{"sender descheduled", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.5, Behind: 1000}}, nil, nil, "sender"},
-		{"sends held back", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.5}}, nil, nil, "network path"},
+		{"sends held back", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.5}}, nil, nil, "path"},
 		{"receiver thread saturated", udp(Rate{}), 5e5, 0.2, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
 			[]ThreadCPU{{Role: "udp-recv", Busy: 0.97}}, nil, "receiver"},
 		{"receiver buffer drops", udp(Rate{}), 5e5, 0.2, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
 			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, []Sample{sample("server", 5000)}, "receiver"},
 		{"lost on the way", udp(Rate{}), 5e5, 0.1, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
-			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, []Sample{sample("server", 0)}, "network path"},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, []Sample{sample("server", 0)}, "path"},
 		{"unlimited, sender bound", udp(Rate{}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.95}},
 			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, nil, "sender"},
 		{"unlimited, receiver bound", udp(Rate{}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.6}},
@@ -75,7 +75,7 @@ func TestTCPVerdict(t *testing.T) {
 	}{
 		{Forward, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, 0, "sender"},
 		{Reverse, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, 0, "receiver"},
-		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, 12, "network path"},
+		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, 12, "path"},
 		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, 0, ""},
 	} {
 		res := &Result{Spec: Spec{Proto: "tcp", Direction: tc.dir}, Samples: tc.samples}

@@ -1,0 +1,168 @@
+package traffic
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+
+	"linerate/box"
+	"linerate/internal/testenv"
+	"linerate/ledger"
+	"linerate/source"
+	"linerate/source/skbdrop"
+)
+
+// dropReader opens a drop-counter reader for ns, closed with the test.
+func dropReader(t *testing.T, ns *testenv.NetNS, reasons *skbdrop.Counter) *box.NetnsReader {
+	t.Helper()
+	src, err := source.NewLiveNetns(ns.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	opt := box.DropOptions{Reasons: reasons}
+	if reasons == nil {
+		opt.ReasonsUnavailable = "not started by this test"
+	}
+	r, err := box.NewNetnsReader(src, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// withDrops makes both ends of the lab read their drop counters, with the
+// kernel's drop reasons (started for this test, stopped with it).
+func withDrops(t *testing.T, srv *Server) (*lab, Config) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	reasons, err := skbdrop.Start()
+	switch {
+	case errors.Is(err, skbdrop.ErrUnavailable):
+		t.Logf("drop reasons unavailable: %v", err)
+		reasons = nil
+	case err != nil:
+		t.Fatal(err)
+	default:
+		t.Cleanup(func() { reasons.Close() })
+	}
+	l := newLab(t, srv)
+	srv.Drops = dropReader(t, l.b, reasons)
+	cfg := l.config(udpSpec(time.Second, Rate{}))
+	cfg.Drops = dropReader(t, l.a, reasons)
+	return l, cfg
+}
+
+// dropOneIn installs, inside ns, "meta l4proto udp numgen TYPE mod n == 0
+// counter drop" in the input hook: one datagram in n dropped, in turn
+// (unix.NFT_NG_INCREMENTAL) or at random (unix.NFT_NG_RANDOM).
+func dropOneIn(t *testing.T, ns *testenv.NetNS, n, typ uint32) {
+	t.Helper()
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: "lrledger"})
+	ch := c.AddChain(&nftables.Chain{Name: "in", Table: tbl, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter})
+	c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_UDP}},
+		&expr.Numgen{Register: 1, Modulus: n, Type: typ},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, 0)},
+		&expr.Counter{},
+		&expr.Verdict{Kind: expr.VerdictDrop},
+	}})
+	if err := c.Flush(); err != nil {
+		t.Fatalf("nftables in %s: %v", ns.Name, err)
+	}
+}
+
+// entry is the ledger's entry of host at place (zero when none).
+func entryAt(l *ledger.Ledger, host string, place ledger.Place) ledger.Entry {
+	for _, e := range l.Entries {
+		if e.Host == host && e.Place == place {
+			return e
+		}
+	}
+	return ledger.Entry{}
+}
+
+func logLedger(t *testing.T, res *Result) {
+	t.Helper()
+	s := res.Summary
+	t.Logf("sent %d, received %d, lost %d (%.2f%%); limited by %s: %s", s.SentPackets, s.ReceivedPackets, s.LostPackets, 100*s.LossRatio, s.LimitedBy, s.LimitedWhy)
+	if res.Ledger == nil {
+		return
+	}
+	for _, e := range res.Ledger.Entries {
+		t.Logf("  %-7s %-8s %-14s %7d  %v", e.Host, e.Side, e.Place, e.Packets, e.Evidence)
+	}
+	for _, n := range res.Ledger.Notes {
+		t.Logf("  note: %s", n)
+	}
+}
+
+// runLedger runs cfg and checks that the result's ledger exists, covers
+// the test's loss and places all but 0.5 % of what was sent.
+func runLedger(t *testing.T, cfg Config) (*Result, *ledger.Ledger) {
+	t.Helper()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logLedger(t, res)
+	l := res.Ledger
+	if l == nil {
+		t.Fatalf("no ledger in the result (drops %+v, notes %v)", res.Drops, res.Notes)
+	}
+	if l.Sent != res.Summary.SentPackets || l.Lost != res.Summary.LostPackets {
+		t.Errorf("ledger of %d sent, %d lost; the test sent %d, lost %d", l.Sent, l.Lost, res.Summary.SentPackets, res.Summary.LostPackets)
+	}
+	if !l.Balanced() {
+		t.Errorf("ledger does not balance: excess %d of %d sent", l.Excess, l.Sent)
+	}
+	if u := l.Unaccounted(); float64(u) > ledger.Tolerance*float64(l.Sent) {
+		t.Errorf("%d of %d lost unaccounted: more than 0.5%% of %d sent", u, l.Lost, l.Sent)
+	}
+	return res, l
+}
+
+func TestLedgerFirewallDrops(t *testing.T) {
+	l, cfg := withDrops(t, &Server{})
+	dropOneIn(t, l.b, 10, unix.NFT_NG_RANDOM)
+	cfg.Spec.Rate = Rate{PPS: 50000}
+	cfg.FrameSize = 64
+	res, led := runLedger(t, cfg)
+	nf := entryAt(led, "server", ledger.Netfilter)
+	if nf.Side != ledger.Receiver || !closeTo(nf.Packets, led.Lost, ledger.Tolerance*float64(led.Sent)/float64(max(led.Lost, 1))) {
+		t.Errorf("server netfilter %d (%s), want the %d lost", nf.Packets, nf.Side, led.Lost)
+	}
+	if r := float64(nf.Packets) / float64(led.Sent); r < 0.09 || r > 0.11 {
+		t.Errorf("netfilter dropped %.4f of what was sent, the rule drops one in 10 at random", r)
+	}
+	if res.Summary.LimitedBy != "receiver" {
+		t.Errorf("limited by %q (%s), want receiver: its firewall dropped them", res.Summary.LimitedBy, res.Summary.LimitedWhy)
+	}
+}
+
+func TestLedgerSocketBuffer(t *testing.T) {
+	_, cfg := withDrops(t, &Server{})
+	cfg.Spec.RecvBuf = 1 // the kernel rounds it up to its minimum
+	cfg.FrameSize = 64
+	_, led := runLedger(t, cfg)
+	if led.Lost == 0 {
+		t.Fatal("no loss with the smallest receive buffer")
+	}
+	sb := entryAt(led, "server", ledger.SocketBuffer)
+	if !closeTo(sb.Packets, led.Lost, 0.01) {
+		t.Errorf("server socket-buffer %d, want most of the %d lost", sb.Packets, led.Lost)
+	}
+}
