@@ -305,6 +305,9 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	}
 	warn(cmd.ErrOrStderr(), o.warnings)
 	cfg.Sampling = liveSampling()
+	ends := openEndCounters()
+	defer ends.close()
+	cfg.Drops, cfg.Machine = ends.drops(), ends.machine
 	stream.Start(cfg)
 	var show func(traffic.IntervalStats)
 	live := false
