@@ -134,6 +134,9 @@ type TargetResult struct {
 	Address  string `json:"address"`
 	Local    string `json:"local"`
 	ServerID string `json:"server_id,omitempty"`
+	// Machine is the server's kernel's boot id: targets with the same one
+	// run on one machine, whose CPU is counted once.
+	Machine string `json:"machine,omitempty"`
 	Totals
 	// Forward is client → server, Reverse server → client.
 	Forward     *Totals     `json:"forward,omitempty"`

@@ -26,8 +26,9 @@ func orderSamples(s []Sample) {
 
 // cost fills the CPU cost per packet and per gigabit of each end. The
 // client's packets are those it sent and received; a server's those of
-// the targets it serves. Targets on the same server (same server id) share
-// its CPU, which is counted once.
+// the targets it serves. Targets on the same machine (same boot id, or
+// without one the same server process) share its CPU, which is counted
+// once; a server on the client's machine shares the client's.
 func (r *clientRun) cost(res *Result, client []box.Rates) {
 	sum := &res.Summary
 	if secs, ok := cpuSeconds(client); ok {
@@ -52,7 +53,10 @@ func (r *clientRun) cost(res *Result, client []box.Rates) {
 				rates = append(rates, s.Rates)
 			}
 		}
-		id := t.ServerID
+		id := t.Machine
+		if id == "" {
+			id = t.ServerID
+		}
 		if id == "" {
 			id = fmt.Sprint("target-", i)
 		}
@@ -65,6 +69,9 @@ func (r *clientRun) cost(res *Result, client []box.Rates) {
 		}
 		pk += float64(t.SentPackets + t.ReceivedPackets)
 		bits += t.sentBits + t.recvBits
+	}
+	if sampled && r.cfg.Machine != "" && seen[r.cfg.Machine] {
+		res.Notes = append(res.Notes, "the client and a server run on one machine: the CPU figures of each end are that machine's, counted once per end")
 	}
 	if sampled {
 		sum.CPUSeconds.Server = ptr(secs)

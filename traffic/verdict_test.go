@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"math"
 	"testing"
 
 	"linerate/box"
@@ -84,6 +85,31 @@ func TestTCPVerdict(t *testing.T) {
 		verdict(res, nil)
 		if res.Summary.LimitedBy != tc.want || res.Summary.LimitedWhy == "" {
 			t.Errorf("%s %v: limited by %q (%s), want %q", tc.dir, tc.samples, res.Summary.LimitedBy, res.Summary.LimitedWhy, tc.want)
+		}
+	}
+}
+
+// TestCostCountsAMachineOnce: two serve processes (two server ids) on one
+// machine (one boot id) share its CPUs: their CPU time is counted once.
+func TestCostCountsAMachineOnce(t *testing.T) {
+	busy := func(target int) Sample {
+		return Sample{Side: "server", Target: target, Rates: box.Rates{Seconds: 1, CPU: []box.CPUUse{{ID: 0, Busy: 50}, {ID: 1, Busy: 30}}}}
+	}
+	for _, c := range []struct {
+		name     string
+		machines [2]string
+		want     float64
+	}{
+		{"one machine", [2]string{"boot-a", "boot-a"}, 0.8},
+		{"two machines", [2]string{"boot-a", "boot-b"}, 1.6},
+	} {
+		res := &Result{Samples: []Sample{busy(0), busy(1)}, Targets: []TargetResult{
+			{ServerID: "s1", Machine: c.machines[0]}, {ServerID: "s2", Machine: c.machines[1]},
+		}}
+		r := &clientRun{cfg: &Config{}}
+		r.cost(res, nil)
+		if got := res.Summary.CPUSeconds.Server; got == nil || math.Abs(*got-c.want) > 1e-9 {
+			t.Errorf("%s: server CPU seconds %v, want %.1f", c.name, got, c.want)
 		}
 	}
 }
