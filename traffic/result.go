@@ -37,6 +37,9 @@ type Result struct {
 	// Ledger is where the lost datagrams died (UDP, when the ends read
 	// their drop counters: docs/ledger.md).
 	Ledger *ledger.Ledger `json:"ledger,omitempty"`
+	// Search is the zero-loss search per frame size (bench --search;
+	// docs/search.md); the other figures are then empty.
+	Search []SizeSearch `json:"search,omitempty"`
 	// Drops are both ends' drop counters over the measured window and
 	// their interfaces on the path (client first, then each server).
 	Drops  []EndDrops `json:"drops,omitempty"`

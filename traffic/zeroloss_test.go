@@ -1,0 +1,69 @@
+package traffic
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"linerate/ceiling"
+	"linerate/internal/testenv"
+	"linerate/search"
+)
+
+// shape puts a 100 Mbit/s tbf on iface in ns with a small queue (16 KB of
+// bucket, 16 KB of queue: 10 full frames each), so that a trial a little
+// over the shaper's rate loses frames instead of filling a deep queue.
+func shape(t *testing.T, ns *testenv.NetNS, iface string) {
+	t.Helper()
+	h := ns.Netlink(t)
+	l, err := h.LinkByName(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rate = 100e6 / 8
+	const bucket = 16000
+	err = h.QdiscAdd(&netlink.Tbf{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+		Rate:       rate, Limit: 2 * bucket, Buffer: netlink.Xmittime(rate, bucket),
+	})
+	if err != nil {
+		t.Fatalf("tbf on %s: %v", iface, err)
+	}
+}
+
+// TestSearchShapedVeth: the NDR of 1518-byte frames through a veth shaped
+// to 100 Mbit/s is within 2 % of the shaper's frame rate, and the ledger
+// at the first failing rate puts the loss at the shaper.
+func TestSearchShapedVeth(t *testing.T) {
+	l, cfg := withDrops(t, &Server{})
+	shape(t, l.a, "lra")
+	sc := SearchConfig{Goals: []search.Goal{search.NDR, search.PDR(0.005)}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
+		Precision: 0.01, Trial: time.Second, Progress: func(s string) { t.Log(s) }}
+	res, err := Search(context.Background(), cfg, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Search) != 1 {
+		t.Fatalf("search %+v", res.Search)
+	}
+	r := res.Search[0]
+	t.Logf("NDR %.0f fps, PDR %.0f fps, ceiling %.0f fps, loss begins at %.0f; %d trials", r.NDRPPS, r.PDRPPS, r.CeilingPPS, r.LossBeginsPPS, len(r.Trials))
+	if r.CeilingPPS == 0 {
+		t.Fatal("no ceiling found on the path")
+	}
+	if math.Abs(r.NDRPPS-r.CeilingPPS)/r.CeilingPPS > 0.02 {
+		t.Errorf("NDR %.0f fps, the shaper passes %.0f: more than 2%% apart", r.NDRPPS, r.CeilingPPS)
+	}
+	if want := r.NDRPPS * 1518 * 8; math.Abs(r.NDRBps-want) > 1 {
+		t.Errorf("NDR %.0f b/s, want %.0f (whole frames)", r.NDRBps, want)
+	}
+	if r.Ledger == nil || r.Ledger.Lost == 0 {
+		t.Fatalf("no ledger of the first failing rate: %+v", r.Ledger)
+	}
+	if q := entryAt(r.Ledger, "client", "sender-qdisc"); q.Packets == 0 {
+		t.Errorf("ledger at %.0f fps: %+v, want the loss at the client's qdisc", r.LossBeginsPPS, r.Ledger.Entries)
+	}
+}
