@@ -49,6 +49,7 @@ type benchOptions struct {
 	rcvbuf  int
 	engine  string
 	xdp     bool
+	search  searchOptions
 	// tcp
 	mss       int
 	zerocopy  bool
@@ -143,6 +144,8 @@ func (o *benchOptions) protoCmd(proto string) *cobra.Command {
 		f.IntVar(&o.rcvbuf, "rcvbuf", 0, "SO_RCVBUF of each receiver socket in bytes (default 4 MiB)")
 		f.StringVar(&o.engine, "engine", "socket", "send engine: socket (batched sendmmsg) or ring (AF_PACKET TX_RING, IPv4, forward only)")
 		f.BoolVar(&o.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
+		o.search.flags(f)
+		c.Example += "\n" + searchExample
 	} else {
 		c.Short = "TCP: goodput per stream, retransmits and RTT"
 		c.Example = `  linerate bench tcp --to 10.0.0.2 --streams 4
@@ -293,6 +296,9 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 }
 
 func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
+	if o.search.asked() {
+		return o.runSearch(cmd, proto)
+	}
 	cfg, err := o.config(proto, cmd.Flags().Changed)
 	stdout := cmd.OutOrStdout()
 	var stream *report.BenchStream
