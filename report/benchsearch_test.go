@@ -16,7 +16,7 @@ func TestBenchSearch(t *testing.T) {
 		{Host: "client", Side: ledger.Sender, Place: ledger.SenderQdisc, Packets: 28, Evidence: []string{"tbf 1: on lra: 28 dropped"}}}}
 	r := &traffic.Result{Search: []traffic.SizeSearch{
 		{SizeResult: search.SizeResult{Size: "1518", FrameBytes: 1518, NDRPPS: 8223, NDRBps: 8223 * 1518 * 8, LossBeginsPPS: 8306, CeilingPPS: 8256,
-			Trials: []search.Record{{Purpose: search.PurposeMax, Spec: search.TrialSpec{Rate: 9081, Duration: 100 * time.Millisecond}}},
+			Trials:  []search.Record{{Purpose: search.PurposeMax, Spec: search.TrialSpec{Rate: 9081, Duration: 100 * time.Millisecond}}},
 			Latency: []search.Record{{Purpose: search.PurposeLatency, Spec: search.TrialSpec{Rate: 822}, Result: search.TrialResult{Latency: &search.Latency{P50: 90 * time.Microsecond}}}}},
 			Ledger: led},
 		{SizeResult: search.SizeResult{Size: "64", FrameBytes: 64, NDRPPS: 300000,
