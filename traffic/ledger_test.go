@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -189,5 +190,47 @@ func TestLinkLimitsShapedVeth(t *testing.T) {
 	}
 	if q := entryAt(led, "client", ledger.SenderQdisc); q.Packets == 0 {
 		t.Errorf("no drops at the client's qdisc in the ledger")
+	}
+}
+
+// closeOneIn installs, inside ns, a stateless rule before conntrack that
+// rewrites the destination port of every nth UDP datagram coming in to
+// 9 (discard), where nothing listens: "meta l4proto udp numgen inc mod n
+// == 0 udp dport set 9".
+func closeOneIn(t *testing.T, ns *testenv.NetNS, n uint32) {
+	t.Helper()
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: "lrclosed"})
+	ch := c.AddChain(&nftables.Chain{Name: "pre", Table: tbl, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRaw})
+	c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_UDP}},
+		&expr.Numgen{Register: 1, Modulus: n, Type: unix.NFT_NG_INCREMENTAL},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, 0)},
+		&expr.Immediate{Register: 1, Data: binary.BigEndian.AppendUint16(nil, 9)},
+		&expr.Payload{OperationType: expr.PayloadWrite, SourceRegister: 1, Base: expr.PayloadBaseTransportHeader,
+			Offset: 2, Len: 2, CsumType: expr.CsumTypeInet, CsumOffset: 6},
+	}})
+	if err := c.Flush(); err != nil {
+		t.Fatalf("nftables in %s: %v", ns.Name, err)
+	}
+}
+
+func TestLedgerClosedPort(t *testing.T) {
+	l, cfg := withDrops(t, &Server{})
+	closeOneIn(t, l.b, 5)
+	cfg.Spec.Rate = Rate{PPS: 20000}
+	cfg.FrameSize = 64
+	_, led := runLedger(t, cfg)
+	ns := entryAt(led, "server", ledger.NoSocket)
+	if !closeTo(ns.Packets, led.Lost, ledger.Tolerance*float64(led.Sent)/float64(max(led.Lost, 1))) {
+		t.Errorf("server no-socket %d, want the %d lost", ns.Packets, led.Lost)
+	}
+	if r := float64(ns.Packets) / float64(led.Sent); math.Abs(r-0.2) > 0.005 {
+		t.Errorf("%.4f of what was sent died at a closed port; one in 5 was sent there", r)
 	}
 }
