@@ -66,21 +66,27 @@ func withDrops(t *testing.T, srv *Server) (*lab, Config) {
 // (unix.NFT_NG_INCREMENTAL) or at random (unix.NFT_NG_RANDOM).
 func dropOneIn(t *testing.T, ns *testenv.NetNS, n, typ uint32) {
 	t.Helper()
-	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: "lrledger"})
-	ch := c.AddChain(&nftables.Chain{Name: "in", Table: tbl, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter})
-	c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: []expr.Any{
+	nftRule(t, ns, "lrledger", nftables.ChainHookInput, nftables.ChainPriorityFilter,
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_UDP}},
 		&expr.Numgen{Register: 1, Modulus: n, Type: typ},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, 0)},
 		&expr.Counter{},
 		&expr.Verdict{Kind: expr.VerdictDrop},
-	}})
+	)
+}
+
+// nftRule adds one rule to a base chain of hook in table inet NAME of ns
+// (both made when missing); the rules go with the namespace.
+func nftRule(t *testing.T, ns *testenv.NetNS, table string, hook *nftables.ChainHook, prio *nftables.ChainPriority, exprs ...expr.Any) {
+	t.Helper()
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: table})
+	ch := c.AddChain(&nftables.Chain{Name: "chain", Table: tbl, Type: nftables.ChainTypeFilter, Hooknum: hook, Priority: prio})
+	c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: exprs})
 	if err := c.Flush(); err != nil {
 		t.Fatalf("nftables in %s: %v", ns.Name, err)
 	}
@@ -199,14 +205,7 @@ func TestLinkLimitsShapedVeth(t *testing.T) {
 // == 0 udp dport set 9".
 func closeOneIn(t *testing.T, ns *testenv.NetNS, n uint32) {
 	t.Helper()
-	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: "lrclosed"})
-	ch := c.AddChain(&nftables.Chain{Name: "pre", Table: tbl, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRaw})
-	c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: []expr.Any{
+	nftRule(t, ns, "lrclosed", nftables.ChainHookPrerouting, nftables.ChainPriorityRaw,
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_UDP}},
 		&expr.Numgen{Register: 1, Modulus: n, Type: unix.NFT_NG_INCREMENTAL},
@@ -214,10 +213,7 @@ func closeOneIn(t *testing.T, ns *testenv.NetNS, n uint32) {
 		&expr.Immediate{Register: 1, Data: binary.BigEndian.AppendUint16(nil, 9)},
 		&expr.Payload{OperationType: expr.PayloadWrite, SourceRegister: 1, Base: expr.PayloadBaseTransportHeader,
 			Offset: 2, Len: 2, CsumType: expr.CsumTypeInet, CsumOffset: 6},
-	}})
-	if err := c.Flush(); err != nil {
-		t.Fatalf("nftables in %s: %v", ns.Name, err)
-	}
+	)
 }
 
 func TestLedgerClosedPort(t *testing.T) {
