@@ -13,9 +13,11 @@ import (
 	"linerate/search"
 )
 
-// shape puts a 100 Mbit/s tbf on iface in ns with a small queue (16 KB of
-// bucket, 16 KB of queue: 10 full frames each), so that a trial a little
-// over the shaper's rate loses frames instead of filling a deep queue.
+// shape puts a 100 Mbit/s tbf on iface in ns with a short queue (a 16 KB
+// bucket, 64 KB of queue: 42 full frames, 5 ms at the rate), so that a
+// trial a little over the shaper's rate loses frames instead of filling a
+// deep queue (the queue lets a 1 s trial pass at most 0.5 % over), while a
+// paced sender's catch-up after a few ms off the CPU still fits.
 func shape(t *testing.T, ns *testenv.NetNS, iface string) {
 	t.Helper()
 	h := ns.Netlink(t)
@@ -27,7 +29,7 @@ func shape(t *testing.T, ns *testenv.NetNS, iface string) {
 	const bucket = 16000
 	err = h.QdiscAdd(&netlink.Tbf{
 		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
-		Rate:       rate, Limit: 2 * bucket, Buffer: netlink.Xmittime(rate, bucket),
+		Rate:       rate, Limit: 4 * bucket, Buffer: netlink.Xmittime(rate, bucket),
 	})
 	if err != nil {
 		t.Fatalf("tbf on %s: %v", iface, err)
