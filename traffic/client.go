@@ -107,13 +107,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.open(); err != nil {
 		return nil, err
 	}
-	if sp.Proto == "udp" {
-		var locals []netip.Addr
-		for _, t := range r.targets {
-			locals = append(locals, t.local)
-		}
-		r.sess.drops = newDropWindow(cfg.Drops, nil, "client", -1, locals, r.cfg.setup)
+	var locals []netip.Addr
+	for _, t := range r.targets {
+		locals = append(locals, t.local)
 	}
+	r.sess.drops = newDropWindow(cfg.Drops, nil, "client", -1, locals, r.cfg.setup)
 	return r.run(ctx)
 }
 

@@ -2,6 +2,8 @@ package traffic
 
 import (
 	"fmt"
+	"math"
+	"net/netip"
 	"slices"
 
 	"linerate/box"
@@ -94,10 +96,11 @@ func sameNetns(hosts []ledger.Host, h ledger.Host) int {
 }
 
 // pathCeiling is the slowest limit on the path of the test's first
-// direction: the sending end's link speeds and egress shapers, and the
-// receiving end's link speeds (its shapers limit the other direction).
-func pathCeiling(res *Result) (ceiling.PathLimit, bool) {
-	if res.FrameSize == 0 || len(res.Drops) == 0 {
+// direction for frames of frame bytes: the sending end's link speeds and
+// egress shapers, and the receiving end's link speeds (its shapers limit
+// the other direction).
+func pathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
+	if frame == 0 || len(res.Drops) == 0 {
 		return ceiling.PathLimit{}, false
 	}
 	senderSide := "client"
@@ -113,7 +116,23 @@ func pathCeiling(res *Result) (ceiling.PathLimit, bool) {
 			path = append(path, p)
 		}
 	}
-	return ceiling.PathCeiling(path, ceiling.SingleFrame(res.FrameSize))
+	return ceiling.PathCeiling(path, ceiling.SingleFrame(frame))
+}
+
+// tcpFrame is the mean Ethernet frame (FCS included) of a TCP test's data
+// segments: the bytes received per segment, plus the headers of a segment
+// with timestamps (Ethernet 14, IPv4 20 or IPv6 40, TCP 32, FCS 4). 0 when
+// nothing was received.
+func tcpFrame(res *Result) int {
+	sum := res.Summary
+	if sum.ReceivedPackets == 0 || len(res.Targets) == 0 {
+		return 0
+	}
+	hdr := 14 + 20 + 32 + 4
+	if a, err := netip.ParseAddrPort(res.Targets[0].Address); err == nil && !a.Addr().Is4() {
+		hdr += 20
+	}
+	return int(math.Round(float64(sum.ReceivedBytes)/float64(sum.ReceivedPackets))) + hdr
 }
 
 // dropVerdict says which part of the path lost the packets, from the

@@ -230,3 +230,26 @@ func TestLedgerClosedPort(t *testing.T) {
 		t.Errorf("%.4f of what was sent died at a closed port; one in 5 was sent there", r)
 	}
 }
+
+// TestTCPLinkLimitsShapedVeth: one TCP stream through a veth shaped to
+// 100 Mbit/s fills the shaper: the link is the limit.
+func TestTCPLinkLimitsShapedVeth(t *testing.T) {
+	l, cfg := withDrops(t, &Server{})
+	capLink(t, l.a, "lra", 100e6)
+	cfg.Spec = Spec{Proto: "tcp", Direction: Forward, Duration: Seconds(2 * time.Second), Warmup: Seconds(500 * time.Millisecond), Streams: 1, Ports: 1, Threads: 1}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	t.Logf("%.0f segments/s, %.1f Mb/s goodput; limited by %s: %s", s.ReceivedPPS, s.ReceivedBPS/1e6, s.LimitedBy, s.LimitedWhy)
+	if s.PathCeiling == nil || s.PathCeiling.By != "shaper" {
+		t.Fatalf("ceiling %+v, want the tbf on lra", s.PathCeiling)
+	}
+	if s.LimitedBy != "link" {
+		t.Errorf("limited by %q (%s), want link", s.LimitedBy, s.LimitedWhy)
+	}
+	if res.Ledger != nil {
+		t.Errorf("a ledger for TCP: %+v", res.Ledger)
+	}
+}

@@ -51,9 +51,7 @@ func (s *Server) newTest(asked *Spec, local, peer netip.Addr) (*serverTest, erro
 		t.close()
 		return nil, err
 	}
-	if t.spec.Proto == "udp" {
-		t.sess.drops = newDropWindow(s.Drops, &s.dropMu, "server", -1, []netip.Addr{local}, s.setup)
-	}
+	t.sess.drops = newDropWindow(s.Drops, &s.dropMu, "server", -1, []netip.Addr{local}, s.setup)
 	return t, nil
 }
 

@@ -142,7 +142,11 @@ func verdict(res *Result, clientThreads []ThreadCPU) {
 		}
 		asked = sp.Rate.PacketsPerSecond(res.FrameSize) * float64(len(res.Targets)*dirs)
 	}
-	lim, hasLim := pathCeiling(res)
+	frame := res.FrameSize
+	if sp.Proto == "tcp" {
+		frame = tcpFrame(res)
+	}
+	lim, hasLim := pathCeiling(res, frame)
 	if hasLim {
 		sum.PathCeiling = &lim
 	}
@@ -227,9 +231,13 @@ func tcpVerdict(res *Result) {
 	}
 	sBusy, sCPU := busiestCPU(res.Samples, sender)
 	rBusy, rCPU := busiestCPU(res.Samples, receiver)
+	lim := sum.PathCeiling
 	switch {
 	case sum.SentBytes == 0:
 		sum.LimitedWhy = "nothing was sent"
+	case lim != nil && sum.ReceivedPPS >= atLink*lim.FPS:
+		sum.LimitedBy = "link"
+		sum.LimitedWhy = fmt.Sprintf("received %.0f segments/s, %.1f%% of the path's ceiling of %.0f frames/s of that size: %s on %s %s", sum.ReceivedPPS, 100*sum.ReceivedPPS/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)
 	case sBusy >= busyThread*100:
 		sum.LimitedBy = "sender"
 		sum.LimitedWhy = fmt.Sprintf("CPU %d of the sending end (%s) was %.0f%% busy", sCPU, sender, sBusy)
