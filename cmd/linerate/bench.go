@@ -72,7 +72,11 @@ and bytes sent and received, rates, loss, reordering and duplicates (UDP),
 goodput, retransmits and RTT (TCP), round-trip latency idle and under load,
 and the CPU each end spent per million packets and per gigabit. Both ends
 sample their counters once a second into the result, and the result says
-what limited the run: the sender, the network path or the receiver.
+what limited the run (the link, the sender, the receiver, a device in the
+middle or the path) and, for UDP, where the lost packets died: each end
+reads its namespace's drop counters around the measured window (and the
+kernel's drop reasons where it can: docs/ledger.md). 'bench udp --search'
+finds the zero-loss rate per frame size instead (docs/search.md).
 
 An interval line is printed every second (-i changes that; one live line on
 a terminal). --json prints the final result as JSON, --json-stream one JSON
