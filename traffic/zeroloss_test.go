@@ -39,25 +39,37 @@ func shape(t *testing.T, ns *testenv.NetNS, iface string) {
 // TestSearchShapedVeth: the NDR of 1518-byte frames through a veth shaped
 // to 100 Mbit/s is within 2 % of the shaper's frame rate, and the ledger
 // at the first failing rate puts the loss at the shaper.
+//
+// A zero-loss rate is only as steady as the sender's pacing: on a machine
+// busy with other work (make test runs packages side by side) a sender
+// kept off the CPU sends in bursts that the shaper's short queue drops
+// below its rate. So a search whose NDR is off gets one more go; both
+// must miss for the test to fail.
 func TestSearchShapedVeth(t *testing.T) {
 	l, cfg := withDrops(t, &Server{})
 	shape(t, l.a, "lra")
 	sc := SearchConfig{Goals: []search.Goal{search.NDR, search.PDR(0.005)}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
 		Precision: 0.01, Trial: time.Second, Progress: func(s string) { t.Log(s) }}
-	res, err := Search(context.Background(), cfg, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Search) != 1 {
-		t.Fatalf("search %+v", res.Search)
-	}
-	r := res.Search[0]
-	t.Logf("NDR %.0f fps, PDR %.0f fps, ceiling %.0f fps, loss begins at %.0f; %d trials", r.NDRPPS, r.PDRPPS, r.CeilingPPS, r.LossBeginsPPS, len(r.Trials))
-	if r.CeilingPPS == 0 {
-		t.Fatal("no ceiling found on the path")
-	}
-	if math.Abs(r.NDRPPS-r.CeilingPPS)/r.CeilingPPS > 0.02 {
-		t.Errorf("NDR %.0f fps, the shaper passes %.0f: more than 2%% apart", r.NDRPPS, r.CeilingPPS)
+	var r SizeSearch
+	for attempt := 1; attempt <= 2; attempt++ {
+		res, err := Search(context.Background(), cfg, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Search) != 1 {
+			t.Fatalf("search %+v", res.Search)
+		}
+		r = res.Search[0]
+		t.Logf("search %d: NDR %.0f fps, PDR %.0f fps, ceiling %.0f fps, loss begins at %.0f; %d trials", attempt, r.NDRPPS, r.PDRPPS, r.CeilingPPS, r.LossBeginsPPS, len(r.Trials))
+		if r.CeilingPPS == 0 {
+			t.Fatal("no ceiling found on the path")
+		}
+		if math.Abs(r.NDRPPS-r.CeilingPPS)/r.CeilingPPS <= 0.02 {
+			break
+		}
+		if attempt == 2 {
+			t.Errorf("NDR %.0f fps, the shaper passes %.0f: more than 2%% apart (twice)", r.NDRPPS, r.CeilingPPS)
+		}
 	}
 	if want := r.NDRPPS * 1518 * 8; math.Abs(r.NDRBps-want) > 1 {
 		t.Errorf("NDR %.0f b/s, want %.0f (whole frames)", r.NDRBps, want)
