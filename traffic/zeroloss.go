@@ -219,7 +219,7 @@ func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe 
 			rate = ceiling.FormatCount(spec.Rate) + " pps"
 		}
 		s.sc.Progress(fmt.Sprintf("%d B: trial %d at %s for %s: sent %d, lost %d (%.3f%%)%s",
-			s.size, s.trials, rate, spec.Duration, tr.Sent, tr.Sent-tr.Received, 100*tr.LossRatio(), short))
+			s.size, s.trials, rate, spec.Duration.Round(time.Millisecond), tr.Sent, tr.Sent-tr.Received, 100*tr.LossRatio(), short))
 	}
 	return tr, nil
 }
