@@ -32,9 +32,10 @@ func (r *clientRun) dropLedger(res *Result) {
 	test := ledger.Test{Sent: res.Summary.SentPackets}
 	test.Received = test.Sent - min(res.Summary.LostPackets, test.Sent)
 	var hosts []ledger.Host
+	several := len(r.targets) > 1
 	for _, d := range res.Drops {
 		if d.Error != "" {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s drop counters: %s", endName(d), d.Error))
+			res.Notes = append(res.Notes, fmt.Sprintf("%s drop counters: %s", endName(d, several), d.Error))
 		}
 		if d.Delta == nil {
 			continue
@@ -43,11 +44,14 @@ func (r *clientRun) dropLedger(res *Result) {
 		if sends {
 			test.Refused += d.Refused
 		}
-		h := ledger.Host{Name: endName(d), Side: endSide(d.Side, r.spec.Direction), Ifaces: d.Ifaces, Delta: *d.Delta}
+		h := ledger.Host{Name: endName(d, several), Side: endSide(d.Side, r.spec.Direction), Ifaces: d.Ifaces, Delta: *d.Delta}
 		if j := sameNetns(hosts, h); j >= 0 {
-			// Both ends in one namespace (loopback): one host that sends
-			// and receives, its counters counted once.
-			hosts[j].Side = ledger.Local
+			// Ends in one namespace are one host, their counters counted
+			// once: both ends (loopback) make one that sends and
+			// receives; several servers one server.
+			if hosts[j].Side != h.Side {
+				hosts[j].Side = ledger.Local
+			}
 			for _, n := range h.Ifaces {
 				if !slices.Contains(hosts[j].Ifaces, n) {
 					hosts[j].Ifaces = append(hosts[j].Ifaces, n)
@@ -65,9 +69,9 @@ func (r *clientRun) dropLedger(res *Result) {
 }
 
 // endName is how an end is named in the ledger: "client", "server", or
-// "server N" when there are several targets.
-func endName(d EndDrops) string {
-	if d.Side == "client" || d.Target <= 0 {
+// "server N" (from 1) when there are several targets.
+func endName(d EndDrops, several bool) string {
+	if d.Side == "client" || !several {
 		return d.Side
 	}
 	return fmt.Sprintf("server %d", d.Target+1)

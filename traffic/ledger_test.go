@@ -256,3 +256,31 @@ func TestTCPLinkLimitsShapedVeth(t *testing.T) {
 		t.Errorf("a ledger for TCP: %+v", res.Ledger)
 	}
 }
+
+// TestDropLedgerHosts: each end is a host of the ledger named and sided
+// by the test's direction; two servers in one namespace are one host; the
+// client's refused sends are the test's.
+func TestDropLedgerHosts(t *testing.T) {
+	sp := Spec{Proto: "udp", Direction: Forward}
+	delta := func(netns uint64, nop uint64) *box.Drops {
+		return &box.Drops{Netns: netns, Machine: "m", SNMP: map[string]map[string]uint64{"Udp": {"NoPorts": nop}}}
+	}
+	r := &clientRun{cfg: &Config{}, spec: sp, sess: newSession(realClock{})}
+	for i, ns := range []uint64{7, 7} {
+		r.targets = append(r.targets, &target{idx: i, result: &ServerResult{Drops: &EndDrops{Side: "server", Ifaces: []string{"s0"}, Delta: delta(ns, 30)}}})
+	}
+	r.sess.drops = &dropWindow{out: EndDrops{Side: "client", Target: -1, Ifaces: []string{"c0"}, Delta: delta(3, 0)}}
+	res := &Result{Spec: sp}
+	res.Summary.SentPackets, res.Summary.LostPackets = 1000, 30
+	r.dropLedger(res)
+	if len(res.Drops) != 3 || res.Drops[1].Target != 0 || res.Drops[2].Target != 1 {
+		t.Fatalf("drops %+v", res.Drops)
+	}
+	l := res.Ledger
+	if l == nil || l.Lost != 30 || len(l.Entries) != 1 {
+		t.Fatalf("ledger %+v", l)
+	}
+	if e := l.Entries[0]; e.Host != "server 1" || e.Side != ledger.Receiver || e.Place != ledger.NoSocket || e.Packets != 30 {
+		t.Errorf("entry %+v: want server 1's no-socket 30, counted once for the two servers of one namespace", e)
+	}
+}
