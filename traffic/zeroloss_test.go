@@ -64,6 +64,11 @@ func TestSearchShapedVeth(t *testing.T) {
 		if r.CeilingPPS == 0 {
 			t.Fatal("no ceiling found on the path")
 		}
+		if r.Ledger != nil {
+			for _, e := range r.Ledger.Entries {
+				t.Logf("  where the loss begins: %s %s %s %d %v", e.Host, e.Side, e.Place, e.Packets, e.Evidence)
+			}
+		}
 		if math.Abs(r.NDRPPS-r.CeilingPPS)/r.CeilingPPS <= 0.02 {
 			break
 		}
