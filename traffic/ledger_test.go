@@ -178,27 +178,39 @@ func TestLedgerSocketBuffer(t *testing.T) {
 }
 
 // TestLinkLimitsShapedVeth sends as fast as it can through a veth shaped
-// to 100 Mbit/s: the link (the shaper) is the limit, not the sender, and
-// what the shaper dropped is in the ledger at the sender's qdisc.
+// to 100 Mbit/s, each way: the link (the sending end's shaper) is the
+// limit, not the sender, and what the shaper dropped is in the ledger at
+// the sender's qdisc.
 func TestLinkLimitsShapedVeth(t *testing.T) {
-	l, cfg := withDrops(t, &Server{})
-	capLink(t, l.a, "lra", 100e6)
-	cfg.FrameSize = 1518
-	res, led := runLedger(t, cfg)
-	s := res.Summary
-	lim := s.PathCeiling
-	if lim == nil {
-		t.Fatalf("no path ceiling; drops %+v", res.Drops)
-	}
-	t.Logf("ceiling %.0f fps (%s on %s %s); received %.0f pps (%.1f%%)", lim.FPS, lim.What, lim.Host, lim.Iface, s.ReceivedPPS, 100*s.ReceivedPPS/lim.FPS)
-	if lim.Iface != "lra" || lim.By != "shaper" {
-		t.Errorf("ceiling %+v, want the tbf on lra", lim)
-	}
-	if s.LimitedBy != "link" {
-		t.Errorf("limited by %q (%s), want link", s.LimitedBy, s.LimitedWhy)
-	}
-	if q := entryAt(led, "client", ledger.SenderQdisc); q.Packets == 0 {
-		t.Errorf("no drops at the client's qdisc in the ledger")
+	for _, c := range []struct {
+		dir, ns, iface, sender string
+	}{{Forward, "a", "lra", "client"}, {Reverse, "b", "lrb", "server"}} {
+		t.Run(c.dir, func(t *testing.T) {
+			l, cfg := withDrops(t, &Server{})
+			ns := l.a
+			if c.ns == "b" {
+				ns = l.b
+			}
+			capLink(t, ns, c.iface, 100e6)
+			cfg.Spec.Direction = c.dir
+			cfg.FrameSize = 1518
+			res, led := runLedger(t, cfg)
+			s := res.Summary
+			lim := s.PathCeiling
+			if lim == nil {
+				t.Fatalf("no path ceiling; drops %+v", res.Drops)
+			}
+			t.Logf("ceiling %.0f fps (%s on %s %s); received %.0f pps (%.1f%%)", lim.FPS, lim.What, lim.Host, lim.Iface, s.ReceivedPPS, 100*s.ReceivedPPS/lim.FPS)
+			if lim.Iface != c.iface || lim.By != "shaper" {
+				t.Errorf("ceiling %+v, want the tbf on %s", lim, c.iface)
+			}
+			if s.LimitedBy != "link" {
+				t.Errorf("limited by %q (%s), want link", s.LimitedBy, s.LimitedWhy)
+			}
+			if q := entryAt(led, c.sender, ledger.SenderQdisc); q.Packets == 0 {
+				t.Errorf("no drops at the %s's qdisc in the ledger", c.sender)
+			}
+		})
 	}
 }
 
