@@ -91,6 +91,8 @@ func (o *benchOptions) runSearch(cmd *cobra.Command, proto string) error {
 		return usage.Errorf("--search takes its frame sizes from --sizes, not --size or --payload")
 	case changed("rate"):
 		return usage.Errorf("--search chooses the rates: drop --rate")
+	case changed("duration") || changed("warmup"):
+		return usage.Errorf("--search runs trials of --trial without warmup: drop --duration and --warmup")
 	}
 	sc, err := o.search.config()
 	if err != nil {

@@ -24,6 +24,7 @@ func TestBenchSearchBadInput(t *testing.T) {
 		{[]string{"--search", "ndr", "--precision", "0%"}, "--precision 0%"},
 		{[]string{"--search", "ndr", "--trial", "10ms"}, "--trial 10ms"},
 		{[]string{"--search", "ndr", "--rate", "10kpps"}, "drop --rate"},
+		{[]string{"--search", "ndr", "-t", "5"}, "drop --duration"},
 		{[]string{"--search", "ndr", "--size", "128"}, "--sizes, not --size"},
 		{[]string{"--search", "ndr", "--json-stream"}, "give one"},
 	} {
