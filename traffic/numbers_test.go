@@ -13,7 +13,9 @@ import (
 // receivers drained), less the latency probes, within 0.5 %. Without
 // warmup, the first and the last second's interval lines agree with the
 // interface counters of the same seconds (each end's samples, on its own
-// clock), within 2 %: the first line counts the server's first second.
+// clock; the server's less the probes), within 3 %: the first line counts
+// the server's first second. (The samples and the lines are taken by two
+// timers of each end: on a busy machine they fire some ms apart.)
 func TestUDPCountsMatchRxCounter(t *testing.T) {
 	for _, warmup := range []time.Duration{0, 500 * time.Millisecond} {
 		t.Run(warmup.String(), func(t *testing.T) {
@@ -55,10 +57,10 @@ func TestUDPCountsMatchRxCounter(t *testing.T) {
 			}
 			for i := range 2 {
 				iv := res.Intervals[i]
-				tx, rx := client[i].NetDev["lra"].TxPps, server[i].NetDev["lrb"].RxPps
-				t.Logf("second %d: sent %.0f pps, lra tx %.0f; received %.0f pps, lrb rx %.0f", i+1, iv.SentPPS, tx, iv.ReceivedPPS, rx)
-				if math.Abs(iv.SentPPS-tx) > 0.02*tx || math.Abs(iv.ReceivedPPS-rx) > 0.02*rx {
-					t.Errorf("second %d: the interval line is more than 2%% from the interface counters", i+1)
+				tx, rx := client[i].NetDev["lra"].TxPps, server[i].NetDev["lrb"].RxPps-float64(probes)/s.Seconds
+				t.Logf("second %d: sent %.0f pps, lra tx %.0f; received %.0f pps, lrb rx %.0f less probes", i+1, iv.SentPPS, tx, iv.ReceivedPPS, rx)
+				if math.Abs(iv.SentPPS-tx) > 0.03*tx || math.Abs(iv.ReceivedPPS-rx) > 0.03*rx {
+					t.Errorf("second %d: the interval line is more than 3%% from the interface counters", i+1)
 				}
 			}
 		})

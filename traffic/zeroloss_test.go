@@ -13,12 +13,9 @@ import (
 	"linerate/search"
 )
 
-// shape puts a 100 Mbit/s tbf on iface in ns with a short queue (a 16 KB
-// bucket, 64 KB of queue: 42 full frames, 5 ms at the rate), so that a
-// trial a little over the shaper's rate loses frames instead of filling a
-// deep queue (the queue lets a 1 s trial pass at most 0.5 % over), while a
-// paced sender's catch-up after a few ms off the CPU still fits.
-func shape(t *testing.T, ns *testenv.NetNS, iface string) {
+// shape puts a 100 Mbit/s tbf with a 16 KB bucket and a queue of limit
+// bytes on iface in ns.
+func shape(t *testing.T, ns *testenv.NetNS, iface string, limit uint32) {
 	t.Helper()
 	h := ns.Netlink(t)
 	l, err := h.LinkByName(iface)
@@ -29,7 +26,7 @@ func shape(t *testing.T, ns *testenv.NetNS, iface string) {
 	const bucket = 16000
 	err = h.QdiscAdd(&netlink.Tbf{
 		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
-		Rate:       rate, Limit: 4 * bucket, Buffer: netlink.Xmittime(rate, bucket),
+		Rate:       rate, Limit: limit, Buffer: netlink.Xmittime(rate, bucket),
 	})
 	if err != nil {
 		t.Fatalf("tbf on %s: %v", iface, err)
@@ -47,7 +44,11 @@ func shape(t *testing.T, ns *testenv.NetNS, iface string) {
 // must miss for the test to fail.
 func TestSearchShapedVeth(t *testing.T) {
 	l, cfg := withDrops(t, &Server{})
-	shape(t, l.a, "lra")
+	// A short queue (128 KB: 84 full frames, 10 ms at the rate), so that
+	// a trial a little over the shaper's rate loses frames instead of
+	// filling a deep queue (a 1 s trial passes at most 1 % over), while a
+	// paced sender's catch-up after a few ms off the CPU still fits.
+	shape(t, l.a, "lra", 128000)
 	sc := SearchConfig{Goals: []search.Goal{search.NDR, search.PDR(0.005)}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
 		Precision: 0.01, Trial: time.Second, Progress: func(s string) { t.Log(s) }}
 	var r SizeSearch
