@@ -7,6 +7,7 @@ import (
 	"linerate/box"
 	"linerate/source/netfilter"
 	"linerate/source/rtnl"
+	"linerate/traffic"
 )
 
 // The deltas have the shape box.DropDelta gave in the ledger package's
@@ -163,5 +164,26 @@ func TestUDPClosedPort(t *testing.T) {
 	d.SNMP["Udp"]["NoPorts"] = 0
 	if f := finding(t, &Evidence{Drops: d}, "udp-closed-port"); f != nil {
 		t.Errorf("fired without NoPorts: %+v", f)
+	}
+}
+
+// TestDropsFromBenchResult: a saved bench result's drop counters of the
+// chosen end feed the drop rules.
+func TestDropsFromBenchResult(t *testing.T) {
+	srv := &box.Drops{Seconds: 2, Links: routerLinks(),
+		Nftables: &netfilter.Ruleset{Rules: []netfilter.RuleCounter{
+			{Family: "inet", Table: "lrt", Chain: "input", Hook: "input", Handle: 2, Verdict: netfilter.VerdictDrop, Packets: 500, Exact: true},
+		}},
+		Reasons: map[string]uint64{"NETFILTER_DROP": 500}}
+	r := &traffic.Result{Drops: []traffic.EndDrops{
+		{Side: "client", Target: -1, Delta: &box.Drops{Seconds: 2, Links: routerLinks()}},
+		{Side: "server", Target: 0, Ifaces: []string{"r0"}, Delta: srv},
+	}}
+	f := finding(t, FromResult(r, "server", nil), "netfilter-drop")
+	if f == nil || !has(f.Evidence, "inet lrt input #2") || len(f.Fixes) == 0 {
+		t.Errorf("server's drops: finding %+v", f)
+	}
+	if f := finding(t, FromResult(r, "client", nil), "netfilter-drop"); f != nil {
+		t.Errorf("fired on the client, whose firewall dropped nothing: %+v", f)
 	}
 }

@@ -6,8 +6,9 @@ import (
 )
 
 // FromResult builds evidence from a saved bench result: the counter samples
-// of one end (side "client" or "server"; the first server when several)
-// and what the load generator knew. b is that end's model of the box.
+// and drop counters of one end (side "client" or "server"; the first
+// server when several) and what the load generator knew. b is that end's
+// model of the box.
 func FromResult(r *traffic.Result, side string, b *box.Box) *Evidence {
 	ev := &Evidence{Box: b}
 	target := -1
@@ -34,5 +35,12 @@ func FromResult(r *traffic.Result, side string, b *box.Box) *Evidence {
 		l.SenderBusy = 100
 	}
 	ev.Load = l
+	for _, d := range r.Drops {
+		if d.Side == side && d.Delta != nil && (side == "client" || target < 0 || d.Target == target) {
+			delta := *d.Delta
+			ev.Drops = &delta
+			break
+		}
+	}
 	return ev
 }

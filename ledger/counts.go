@@ -110,12 +110,15 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 		}
 	}
 	sort.Strings(names)
-	var rxDropped, xdpDrops uint64
+	var rxDropped, xdpDrops, vethTx uint64
 	for _, n := range names {
 		l := d.Links[n]
 		s := l.Stats
 		// A veth's tx_dropped counts what its peer's backlog or ring
 		// refused: that drop belongs to the peer's place.
+		if l.Kind == "veth" {
+			vethTx += s.TxDropped
+		}
 		if l.Kind != "veth" && !l.Loopback {
 			if tx := s.TxDropped + s.TxErrors; tx > 0 {
 				c.add(NICTx, false, tx, fmt.Sprintf("%s: tx_dropped %d, tx_errors %d (fifo %d, carrier %d, aborted %d)", n, s.TxDropped, s.TxErrors, s.TxFifoErrors, s.TxCarrierErrors, s.TxAbortedErrors))
@@ -181,15 +184,17 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 	if sends {
 		refused = t.Refused
 		// A qdisc drop of a UDP datagram returns ENOBUFS, which the kernel
-		// swallows and counts as SndbufErrors (udp_send_skb); so do sends
-		// the application saw fail (EAGAIN, ENOBUFS). What remains died in
-		// the socket layer after the application counted it sent.
+		// swallows and counts as SndbufErrors (udp_send_skb); so does a
+		// veth whose peer refused the packet (veth_xmit's NET_XMIT_DROP,
+		// the veth's tx_dropped: the peer's drop), and so do sends the
+		// application saw fail (EAGAIN, ENOBUFS). What remains died in the
+		// socket layer after the application counted it sent.
 		snd := udp["SndbufErrors"]
-		raw := sub(snd, qdrops)
+		raw := sub(snd, qdrops+vethTx)
 		mine := min(raw, refused)
 		refused -= mine
 		if n := raw - mine; n > 0 {
-			c.add(SenderSocket, false, n, fmt.Sprintf("Udp SndbufErrors %d, less %d qdisc drops and %d refused sends", snd, qdrops, mine))
+			c.add(SenderSocket, false, n, fmt.Sprintf("Udp SndbufErrors %d, less %d qdisc drops, %d a veth peer refused and %d refused sends", snd, qdrops, vethTx, mine))
 		}
 	}
 	ip, ipext := d.SNMP["Ip"], d.SNMP["IpExt"]

@@ -61,6 +61,21 @@ func TestBuild(t *testing.T) {
 		},
 		want: map[string]uint64{"server/backlog": 500},
 	}, {
+		// traffic's TestUDPCountsMatchRxCounter under load: the veth
+		// returned NET_XMIT_DROP, which udp_send_skb counted as
+		// SndbufErrors on the client.
+		name: "a veth peer's backlog drop is also the sender's SndbufErrors",
+		test: Test{Sent: 79292, Received: 79228},
+		hosts: []Host{
+			{Name: "client", Side: Sender, Ifaces: []string{"lra"}, Delta: box.Drops{Machine: machine,
+				Links:   map[string]rtnl.Link{"lra": veth("lra", rtnl.LinkStats{TxPackets: 79228, TxDropped: 64})},
+				Softnet: []box.Softnet{{CPU: 1, Dropped: 64}}, SNMP: map[string]map[string]uint64{"Udp": {"SndbufErrors": 64}, "Ip": {"OutDiscards": 64}}}},
+			{Name: "server", Side: Receiver, Ifaces: []string{"lrb"}, Delta: box.Drops{Machine: machine,
+				Links:   map[string]rtnl.Link{"lrb": veth("lrb", rtnl.LinkStats{RxPackets: 79228, RxDropped: 64})},
+				Softnet: []box.Softnet{{CPU: 1, Dropped: 64}}, Reasons: map[string]uint64{"CPU_BACKLOG": 64}}},
+		},
+		want: map[string]uint64{"server/backlog": 64},
+	}, {
 		name: "backlog of a machine of its own",
 		test: Test{Sent: 50000, Received: 49000},
 		hosts: []Host{{Name: "server", Side: Receiver, Delta: box.Drops{Machine: "other-boot-id",

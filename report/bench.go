@@ -129,6 +129,9 @@ func BenchText(w io.Writer, r *traffic.Result) {
 	} else if sum.LimitedWhy != "" {
 		fmt.Fprintf(w, "limited by: cannot tell (%s)\n", sum.LimitedWhy)
 	}
+	if r.Ledger != nil {
+		_ = Ledger(w, *r.Ledger)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}

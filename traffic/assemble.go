@@ -38,6 +38,7 @@ func (r *clientRun) assemble(res *Result) {
 	// The client's samples first, then each server's, in time order.
 	orderSamples(res.Samples)
 	r.cost(res, s.samples)
+	r.dropLedger(res)
 	verdict(res, s.threads())
 }
 
@@ -51,7 +52,7 @@ func (r *clientRun) assembleTarget(res *Result, i int, window float64) {
 	tr.Target, tr.Address, tr.Local, tr.ServerID = t.name, t.addr.String(), t.local.String(), t.serverID
 	sr, errs := t.serverResult()
 	tr.Errors = append(append(tr.Errors, errs...), sr.Errors...)
-	tr.Threads = sr.Threads
+	tr.Threads, tr.Machine = sr.Threads, sr.Machine
 	tr.XDP = sr.XDP
 	tr.ForeignPackets = sr.Foreign
 	for _, sh := range t.rev {

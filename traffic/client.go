@@ -42,6 +42,12 @@ type Config struct {
 	OnInterval func(IntervalStats)
 	// DialTimeout bounds connecting to a target (0: 5s).
 	DialTimeout time.Duration
+	// Drops reads the drop counters of the client's namespace, snapshotted
+	// around the measured window for the drop ledger (nil: none).
+	Drops DropCounters
+	// Machine identifies the client's kernel (its boot id): a server on
+	// the same machine shares its CPUs.
+	Machine string
 }
 
 func (c *Config) setup(fn func() error) error {
@@ -101,6 +107,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := r.open(); err != nil {
 		return nil, err
 	}
+	var locals []netip.Addr
+	for _, t := range r.targets {
+		locals = append(locals, t.local)
+	}
+	r.sess.drops = newDropWindow(cfg.Drops, nil, "client", -1, locals, r.cfg.setup)
 	return r.run(ctx)
 }
 
@@ -149,7 +160,7 @@ func (r *clientRun) connect(ctx context.Context, sp Spec) error {
 		if err != nil {
 			return err
 		}
-		r.targets = append(r.targets, &target{idx: i, name: s, addr: a, resultCh: make(chan error, 1)})
+		r.targets = append(r.targets, &target{idx: i, name: s, addr: a, resultCh: make(chan error, 1), filed: make(chan struct{}, 1)})
 	}
 	if err := eachTarget(r.targets, func(t *target) error { return t.connect(ctx, r.cfg) }); err != nil {
 		return err
@@ -302,7 +313,9 @@ func (r *clientRun) interval(res *Result, now time.Time, prev *progress) {
 	tm := r.sess.tm
 	cur := r.sess.progress(now)
 	dt := cur.t.Sub(prev.t).Seconds()
-	iv := IntervalStats{T: now.Sub(tm.Start).Seconds(), Warmup: now.Before(tm.Measure)}
+	// An interval is warmup when any of it is.
+	iv := IntervalStats{T: now.Sub(tm.Start).Seconds(), Warmup: prev.t.Before(tm.Measure)}
+	r.awaitReports(len(res.Intervals) + 1)
 	if dt > 0 {
 		var srv [4]float64
 		for _, t := range r.targets {
@@ -311,10 +324,10 @@ func (r *clientRun) interval(res *Result, now time.Time, prev *progress) {
 				srv[i] += rt[i]
 			}
 		}
-		sp := srv[0] + float64(cur.sentPkts-prev.sentPkts)/dt
-		sb := srv[1] + float64(cur.sentBytes-prev.sentBytes)/dt
-		rp := srv[2] + float64(cur.recvPkts-prev.recvPkts)/dt
-		rb := srv[3] + float64(cur.recvBytes-prev.recvBytes)/dt
+		sp := srv[0] + perSecond(cur.sentPkts, prev.sentPkts, dt)
+		sb := srv[1] + perSecond(cur.sentBytes, prev.sentBytes, dt)
+		rp := srv[2] + perSecond(cur.recvPkts, prev.recvPkts, dt)
+		rb := srv[3] + perSecond(cur.recvBytes, prev.recvBytes, dt)
 		iv.SentPPS, iv.ReceivedPPS = sp, rp
 		iv.SentBPS = (sb + sp*float64(r.overhead)) * 8
 		iv.ReceivedBPS = (rb + rp*float64(r.overhead)) * 8
@@ -329,6 +342,40 @@ func (r *clientRun) interval(res *Result, now time.Time, prev *progress) {
 	if r.cfg.OnInterval != nil {
 		r.cfg.OnInterval(iv)
 	}
+}
+
+// reportWait bounds how long an interval line waits for the servers'
+// reports of the same second: each server started its clock just before
+// the client did, so its report of a second is normally on its way when
+// the client's second ends.
+const reportWait = 300 * time.Millisecond
+
+// awaitReports waits, at most reportWait, until every server filed its
+// n-th interval report, so that a line adds up the same second on both
+// ends (the first line would otherwise miss the servers' counts).
+func (r *clientRun) awaitReports(n int) {
+	var timeout <-chan time.Time
+	for _, t := range r.targets {
+		for !t.hasReports(n) {
+			if timeout == nil {
+				timeout = r.sess.clk.after(reportWait)
+			}
+			select {
+			case <-t.filed:
+			case <-timeout:
+				return
+			}
+		}
+	}
+}
+
+// perSecond is the rate of a counter that went from prev to cur in dt
+// seconds; 0 when it went backwards (a connection's counter gone).
+func perSecond(cur, prev uint64, dt float64) float64 {
+	if cur < prev || dt <= 0 {
+		return 0
+	}
+	return float64(cur-prev) / dt
 }
 
 // stopServers tells each server, once the client's senders are done, what

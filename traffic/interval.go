@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"net"
 	"time"
 
 	"linerate/box"
@@ -9,7 +10,8 @@ import (
 // GroupIntervals returns an OnInterval function that passes each period's
 // worth of one-second interval lines to emit as one line, as iperf3's -i
 // does: rates are the time-weighted means over the period, CPU use the
-// mean per CPU, and a line is warmup only when all of it is. A period of a
+// mean per CPU, and a line is warmup when any of it is (as each
+// one-second line is). A period of a
 // second or less passes every line on as it is.
 func GroupIntervals(period time.Duration, emit func(IntervalStats)) func(IntervalStats) {
 	if period <= time.Second {
@@ -31,7 +33,7 @@ func GroupIntervals(period time.Duration, emit func(IntervalStats)) func(Interva
 // mergeIntervals merges consecutive interval lines; from is where the
 // first one began.
 func mergeIntervals(ivs []IntervalStats, from float64) IntervalStats {
-	out := IntervalStats{T: ivs[len(ivs)-1].T, Warmup: true}
+	out := IntervalStats{T: ivs[len(ivs)-1].T}
 	total := out.T - from
 	if total <= 0 {
 		return ivs[len(ivs)-1]
@@ -42,7 +44,7 @@ func mergeIntervals(ivs []IntervalStats, from float64) IntervalStats {
 	for _, iv := range ivs {
 		w := (iv.T - prev) / total
 		prev = iv.T
-		out.Warmup = out.Warmup && iv.Warmup
+		out.Warmup = out.Warmup || iv.Warmup
 		out.SentPPS += iv.SentPPS * w
 		out.SentBPS += iv.SentBPS * w
 		out.ReceivedPPS += iv.ReceivedPPS * w
@@ -61,4 +63,23 @@ func mergeIntervals(ivs []IntervalStats, from float64) IntervalStats {
 		out.CPU = append(out.CPU, *cpu[id])
 	}
 	return out
+}
+
+// segmentsNow is the data segments the kernel sent (out) or received on
+// conns so far (tcpi_data_segs_out or _in): the packets of a TCP flow's
+// interval lines. A connection whose TCP_INFO cannot be read adds
+// nothing.
+func segmentsNow(conns []*net.TCPConn, out bool) uint64 {
+	var n uint64
+	for _, c := range conns {
+		info, err := tcpInfo(c)
+		switch {
+		case err != nil:
+		case out:
+			n += uint64(info.Data_segs_out)
+		default:
+			n += uint64(info.Data_segs_in)
+		}
+	}
+	return n
 }

@@ -27,8 +27,11 @@ func TestGroupIntervals(t *testing.T) {
 		t.Fatalf("%d lines for 7 s at -i 3, want 2 (the last, partial second is not printed): %+v", len(got), got)
 	}
 	a, b := got[0], got[1]
-	if a.T != 3 || a.Warmup || math.Abs(a.SentPPS-200) > 1e-9 || math.Abs(a.ReceivedBPS-16) > 1e-9 {
-		t.Errorf("first line %+v, want t=3, not warmup, 200 pps, 16 b/s", a)
+	if a.T != 3 || !a.Warmup || math.Abs(a.SentPPS-200) > 1e-9 || math.Abs(a.ReceivedBPS-16) > 1e-9 {
+		t.Errorf("first line %+v, want t=3, warmup (its first second is), 200 pps, 16 b/s", a)
+	}
+	if b := got[1]; b.Warmup {
+		t.Errorf("second line %+v: no warmup in it", b)
 	}
 	if len(a.CPU) != 1 || math.Abs(a.CPU[0].Busy-60) > 1e-9 {
 		t.Errorf("first line cpu %+v, want 60%% busy", a.CPU)

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/nftables"
-	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -292,24 +290,7 @@ func TestUDPLossFromSmallBuffer(t *testing.T) {
 // UDP packet coming in (numgen inc mod n == 0).
 func dropEveryNth(t *testing.T, ns *testenv.NetNS, n uint32) {
 	t.Helper()
-	c, err := nftables.New(nftables.WithNetNSFd(int(ns.Handle)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := c.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: "lrtest"})
-	pol := nftables.ChainPolicyAccept
-	ch := c.AddChain(&nftables.Chain{Name: "in", Table: tbl, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter, Policy: &pol})
-	c.AddRule(&nftables.Rule{Table: tbl, Chain: ch, Exprs: []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_UDP}},
-		&expr.Numgen{Register: 1, Modulus: n, Type: unix.NFT_NG_INCREMENTAL},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0, 0, 0, 0}},
-		&expr.Verdict{Kind: expr.VerdictDrop},
-	}})
-	if err := c.Flush(); err != nil {
-		t.Skipf("nftables not usable here: %v", err)
-	}
+	dropOneIn(t, ns, n, unix.NFT_NG_INCREMENTAL)
 }
 
 func TestUDPLossFromDropRule(t *testing.T) {
@@ -329,7 +310,7 @@ func TestUDPLossFromDropRule(t *testing.T) {
 	if s.Reordered != 0 || s.Duplicates != 0 {
 		t.Errorf("reordered %d, duplicates %d on a veth pair", s.Reordered, s.Duplicates)
 	}
-	if s.LimitedBy != "network path" {
+	if s.LimitedBy != "path" {
 		t.Errorf("limited by %q (%s), want network path", s.LimitedBy, s.LimitedWhy)
 	}
 }

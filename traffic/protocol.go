@@ -114,6 +114,12 @@ type ServerResult struct {
 	XDP         *XDPStat `json:"xdp,omitempty"`
 	SampleError string   `json:"sample_error,omitempty"`
 	Errors      []string `json:"errors,omitempty"`
+	// Drops is the server's drop counters over the measured window (when
+	// the server reads them: Server.Drops).
+	Drops *EndDrops `json:"drops,omitempty"`
+	// Machine is the server's kernel's boot id (Server.Machine): servers
+	// with the same one share CPUs, counted once.
+	Machine string `json:"machine,omitempty"`
 }
 
 // XDPStat is what an XDP counter on the receiving interface counted in the

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/ceiling"
+	"linerate/ledger"
 )
 
 // ResultSchema is bumped when a field of Result's JSON form changes meaning
@@ -32,8 +34,17 @@ type Result struct {
 	// Samples are both ends' counters, once a second over the measured
 	// window (client first, then each server).
 	Samples []Sample `json:"samples"`
-	Notes   []string `json:"notes,omitempty"`
-	Errors  []string `json:"errors,omitempty"`
+	// Ledger is where the lost datagrams died (UDP, when the ends read
+	// their drop counters: docs/ledger.md).
+	Ledger *ledger.Ledger `json:"ledger,omitempty"`
+	// Search is the zero-loss search per frame size (bench --search;
+	// docs/search.md); the other figures are then empty.
+	Search []SizeSearch `json:"search,omitempty"`
+	// Drops are both ends' drop counters over the measured window and
+	// their interfaces on the path (client first, then each server).
+	Drops  []EndDrops `json:"drops,omitempty"`
+	Notes  []string   `json:"notes,omitempty"`
+	Errors []string   `json:"errors,omitempty"`
 }
 
 // Totals are the figures of a set of streams in the measured window.
@@ -104,10 +115,16 @@ type Summary struct {
 	// received; CPUSecondsPerGbit per gigabit.
 	CPUSecondsPerMpkt CPUCost `json:"cpu_seconds_per_mpkt"`
 	CPUSecondsPerGbit CPUCost `json:"cpu_seconds_per_gbit"`
-	// LimitedBy is "sender", "receiver", "network path", "asked rate" (the
-	// rate asked was met) or "" when it cannot tell; LimitedWhy says why.
+	// LimitedBy is "link" (the path's ceiling was reached), "sender",
+	// "receiver", "dut" (a device in the middle dropped), "path" (lost or
+	// held back between the ends, nowhere the counters saw), "asked rate"
+	// (the rate asked was met) or "" when it cannot tell; LimitedWhy says
+	// why.
 	LimitedBy  string `json:"limited_by"`
 	LimitedWhy string `json:"limited_why,omitempty"`
+	// PathCeiling is the slowest part of the path the ends could see (a
+	// link's speed or a shaper's rate), in the test's frames.
+	PathCeiling *ceiling.PathLimit `json:"path_ceiling,omitempty"`
 	// Latency is the round trip of probes, idle (before the load) and
 	// under load, over every target.
 	LatencyIdle *Latency `json:"latency_idle,omitempty"`
@@ -120,6 +137,9 @@ type TargetResult struct {
 	Address  string `json:"address"`
 	Local    string `json:"local"`
 	ServerID string `json:"server_id,omitempty"`
+	// Machine is the server's kernel's boot id: targets with the same one
+	// run on one machine, whose CPU is counted once.
+	Machine string `json:"machine,omitempty"`
 	Totals
 	// Forward is client → server, Reverse server → client.
 	Forward     *Totals     `json:"forward,omitempty"`

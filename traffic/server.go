@@ -41,6 +41,12 @@ type Server struct {
 	// Setup runs fn where the server's sockets must be made (inside a
 	// network namespace, in tests); nil runs it directly.
 	Setup func(fn func() error) error
+	// Drops reads the drop counters of the server's namespace, snapshotted
+	// around each test's measured window for the drop ledger (nil: none).
+	Drops DropCounters
+	// Machine identifies the server's kernel (its boot id): the client
+	// counts the CPU of servers on one machine once.
+	Machine string
 	// Logf, when set, receives one line per event (a test, a refused
 	// client).
 	Logf func(format string, args ...any)
@@ -50,8 +56,9 @@ type Server struct {
 	// host or network vanished without closing (0: 10s).
 	PeerTimeout time.Duration
 
-	id   string
-	door *door
+	id     string
+	door   *door
+	dropMu sync.Mutex // the tests' turns at Drops
 	// authTimeout bounds a handshake (0: authTimeout); tests shorten it.
 	authTimeout time.Duration
 	mu          sync.Mutex

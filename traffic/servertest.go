@@ -51,6 +51,7 @@ func (s *Server) newTest(asked *Spec, local, peer netip.Addr) (*serverTest, erro
 		t.close()
 		return nil, err
 	}
+	t.sess.drops = newDropWindow(s.Drops, &s.dropMu, "server", -1, []netip.Addr{local}, s.setup)
 	return t, nil
 }
 
@@ -216,7 +217,8 @@ func (t *serverTest) report(c *ctl, tm Timing) error {
 
 // result is what the server counted, once the session stopped.
 func (t *serverTest) result() *ServerResult {
-	res := &ServerResult{Seconds: t.sess.seconds(), Threads: t.sess.threads()}
+	res := &ServerResult{Seconds: t.sess.seconds(), Threads: t.sess.threads(), Machine: t.srv.Machine}
+	res.Drops = t.sess.drops.result(t.sess.refused())
 	for _, e := range t.sess.entries {
 		res.Foreign += e.res.foreign
 		if e.role == receiving {

@@ -56,6 +56,9 @@ type flowResult struct {
 	// foreign is the test datagrams a receiver got from an address other
 	// than its peer's: not counted.
 	foreign uint64
+	// refused is the datagrams a sender's kernel refused (failed send
+	// calls, one datagram each): not counted as sent.
+	refused uint64
 	err     error
 }
 
@@ -100,6 +103,9 @@ type session struct {
 	// grace is how long receivers wait at stop for the peer's streams to
 	// end.
 	grace time.Duration
+	// drops, if set, snapshots the end's drop counters when the measured
+	// window starts and after the receivers drained.
+	drops *dropWindow
 
 	entries []*entry
 	tm      Timing
@@ -133,6 +139,13 @@ func (s *session) add(r role, label string, f flow) *entry {
 // start runs every flow from now: the warmup, then the measured window.
 // The sampling starts with the window.
 func (s *session) start(warmup, duration time.Duration) Timing {
+	// Without warmup the window starts with the first packet: the counters
+	// are read before any flow runs.
+	mark := s.drops.mark
+	if warmup <= 0 {
+		mark()
+		mark = nil
+	}
 	now := s.clk.now()
 	s.tm = Timing{Start: now, Measure: now.Add(warmup), End: now.Add(warmup + duration)}
 	s.mu.Lock()
@@ -156,7 +169,7 @@ func (s *session) start(warmup, duration time.Duration) Timing {
 	for _, e := range s.entries {
 		go s.runFlow(e)
 	}
-	s.window.startAt(s.clk, s.tm.Measure, s.sampling, s.each)
+	s.window.startAt(s.clk, s.tm.Measure, s.sampling, s.each, mark)
 	return s.tm
 }
 
@@ -223,8 +236,8 @@ func (s *session) progress(now time.Time) progress {
 // for every flow. When the run was not interrupted, what the senders sent
 // is given settle to arrive. Then between runs (the client tells its
 // servers and waits for their results); then the receivers stop, with
-// grace for what is in flight; then the sampling. Each flow's result is
-// collected as its role stops.
+// grace for what is in flight; then the sampling, and the drop counters
+// are read. Each flow's result is collected as its role stops.
 func (s *session) stop(interrupted bool, between func()) {
 	s.stopSenders()
 	if !interrupted && s.settle > 0 {
@@ -235,6 +248,7 @@ func (s *session) stop(interrupted bool, between func()) {
 	}
 	s.stopRole(receiving, s.grace)
 	s.finish()
+	s.drops.drained()
 }
 
 // stopSenders stops the senders and, when that ends the window early, cuts
@@ -299,6 +313,15 @@ func (s *session) threads() []ThreadCPU {
 		out = append(out, e.res.threads...)
 	}
 	return out
+}
+
+// refused is the datagrams the senders saw refused; valid after stop.
+func (s *session) refused() uint64 {
+	var n uint64
+	for _, e := range s.entries {
+		n += e.res.refused
+	}
+	return n
 }
 
 // errs is every flow's error, prefixed with its label; valid after stop.

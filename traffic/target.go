@@ -34,9 +34,11 @@ type target struct {
 	sent []Count
 
 	mu       sync.Mutex
-	last     *Interval  // latest server interval
-	prevIv   *Interval  // the one the last rates were computed to
-	rate     [4]float64 // server's sent pkts, bytes, received pkts, bytes per second
+	reports  int           // server intervals filed
+	filed    chan struct{} // one more was filed (cap 1)
+	last     *Interval     // latest server interval
+	prevIv   *Interval     // the one the last rates were computed to
+	rate     [4]float64    // server's sent pkts, bytes, received pkts, bytes per second
 	result   *ServerResult
 	resultCh chan error
 }
@@ -335,9 +337,7 @@ func (t *target) readLoop(deadline time.Time) {
 		switch m.Type {
 		case msgInterval:
 			if m.Interval != nil {
-				t.mu.Lock()
-				t.last = m.Interval
-				t.mu.Unlock()
+				t.file(m.Interval)
 			}
 		case msgResult:
 			if m.Result == nil {
@@ -359,6 +359,25 @@ func (t *target) readLoop(deadline time.Time) {
 	}
 }
 
+// file keeps the server's latest interval report.
+func (t *target) file(iv *Interval) {
+	t.mu.Lock()
+	t.last = iv
+	t.reports++
+	t.mu.Unlock()
+	select {
+	case t.filed <- struct{}{}:
+	default:
+	}
+}
+
+// hasReports says whether the server filed n interval reports.
+func (t *target) hasReports(n int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.reports >= n
+}
+
 // rates are what the server counted per second over its latest interval
 // reports (by its own clock): sent packets, bytes, received packets,
 // bytes.
@@ -372,8 +391,8 @@ func (t *target) rates() [4]float64 {
 		}
 		dt := last.T - prev.T
 		t.rate = [4]float64{
-			float64(last.SentPackets-prev.SentPackets) / dt, float64(last.SentBytes-prev.SentBytes) / dt,
-			float64(last.ReceivedPackets-prev.ReceivedPackets) / dt, float64(last.ReceivedBytes-prev.ReceivedBytes) / dt,
+			perSecond(last.SentPackets, prev.SentPackets, dt), perSecond(last.SentBytes, prev.SentBytes, dt),
+			perSecond(last.ReceivedPackets, prev.ReceivedPackets, dt), perSecond(last.ReceivedBytes, prev.ReceivedBytes, dt),
 		}
 		t.prevIv = last
 	}

@@ -385,7 +385,7 @@ func (t *tcpSender) progress() (packets, bytes uint64) {
 	for i := range t.live {
 		bytes += t.live[i].Load()
 	}
-	return 0, bytes
+	return segmentsNow(t.conns, true), bytes
 }
 
 // close closes the connections.
@@ -496,7 +496,7 @@ func (r *tcpReceiver) progress() (packets, bytes uint64) {
 	for i := range r.live {
 		bytes += r.live[i].Load()
 	}
-	return 0, bytes
+	return segmentsNow(r.conns, false), bytes
 }
 
 // stop lets the peer end its streams for up to grace, then cuts the

@@ -198,6 +198,7 @@ func (s *udpSender) collect() flowResult {
 	}
 	for i, t := range s.threads {
 		r.threads[i] = t.usage
+		r.refused += t.errs
 	}
 	return r
 }

@@ -26,8 +26,9 @@ func orderSamples(s []Sample) {
 
 // cost fills the CPU cost per packet and per gigabit of each end. The
 // client's packets are those it sent and received; a server's those of
-// the targets it serves. Targets on the same server (same server id) share
-// its CPU, which is counted once.
+// the targets it serves. Targets on the same machine (same boot id, or
+// without one the same server process) share its CPU, which is counted
+// once; a server on the client's machine shares the client's.
 func (r *clientRun) cost(res *Result, client []box.Rates) {
 	sum := &res.Summary
 	if secs, ok := cpuSeconds(client); ok {
@@ -52,7 +53,10 @@ func (r *clientRun) cost(res *Result, client []box.Rates) {
 				rates = append(rates, s.Rates)
 			}
 		}
-		id := t.ServerID
+		id := t.Machine
+		if id == "" {
+			id = t.ServerID
+		}
 		if id == "" {
 			id = fmt.Sprint("target-", i)
 		}
@@ -65,6 +69,9 @@ func (r *clientRun) cost(res *Result, client []box.Rates) {
 		}
 		pk += float64(t.SentPackets + t.ReceivedPackets)
 		bits += t.sentBits + t.recvBits
+	}
+	if sampled && r.cfg.Machine != "" && seen[r.cfg.Machine] {
+		res.Notes = append(res.Notes, "the client and a server run on one machine: the CPU figures of each end are that machine's, counted once per end")
 	}
 	if sampled {
 		sum.CPUSeconds.Server = ptr(secs)
@@ -84,6 +91,7 @@ const (
 	busyThread = 0.90  // a thread this busy is saturated
 	metRate    = 0.99  // achieved/asked at or above this: the rate was met
 	lossy      = 0.005 // a loss ratio above this points past the sender
+	atLink     = 0.97  // achieved/ceiling at or above this: the link is full
 )
 
 // verdict says what limited the run, where it can tell, from the threads'
@@ -134,13 +142,27 @@ func verdict(res *Result, clientThreads []ThreadCPU) {
 		}
 		asked = sp.Rate.PacketsPerSecond(res.FrameSize) * float64(len(res.Targets)*dirs)
 	}
+	frame := res.FrameSize
+	if sp.Proto == "tcp" {
+		frame = tcpFrame(res)
+	}
+	lim, hasLim := pathCeiling(res, frame)
+	if hasLim {
+		sum.PathCeiling = &lim
+	}
 	if sp.Proto == "tcp" && sp.Direction != Bidir {
 		tcpVerdict(res)
 		return
 	}
+	achieved := sum.ReceivedPPS
+	met := asked > 0 && sum.SentPPS >= metRate*asked && sum.LossRatio <= lossy
+	dropBy, dropWhy := dropVerdict(res.Ledger)
 	switch {
 	case sum.SentPackets == 0 && sum.SentBytes == 0:
 		sum.LimitedBy, sum.LimitedWhy = "", "nothing was sent"
+	case hasLim && sp.Direction != Bidir && !met && achieved >= atLink*lim.FPS:
+		sum.LimitedBy = "link"
+		sum.LimitedWhy = fmt.Sprintf("received %.0f pps, %.1f%% of the path's ceiling of %.0f pps: %s on %s %s", achieved, 100*achieved/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)
 	case asked > 0 && sum.SentPPS < metRate*asked && sendBusy >= busyThread:
 		sum.LimitedBy = "sender"
 		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked with a sender thread at %.0f%% of a CPU", sum.SentPPS, asked, sendBusy*100)
@@ -148,13 +170,16 @@ func verdict(res *Result, clientThreads []ThreadCPU) {
 		sum.LimitedBy = "sender"
 		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked: the sender threads were not scheduled in time for %d packets (%d preemptions; the CPUs are busy with something else)", sum.SentPPS, asked, behind, preempted)
 	case asked > 0 && sum.SentPPS < metRate*asked:
-		sum.LimitedBy = "network path"
+		sum.LimitedBy = "path"
 		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked while the sender threads had CPU to spare (%.0f%%): sends were blocked by the path below the socket", sum.SentPPS, asked, sendBusy*100)
+	case sum.LossRatio > lossy && dropBy != "":
+		sum.LimitedBy = dropBy
+		sum.LimitedWhy = fmt.Sprintf("%.2f%% lost; %s", sum.LossRatio*100, dropWhy)
 	case sum.LossRatio > lossy && (recvBusy >= busyThread || drops > 0):
 		sum.LimitedBy = "receiver"
 		sum.LimitedWhy = fmt.Sprintf("%.2f%% lost; a receiver thread at %.0f%% of a CPU, %.0f drops/s in the receiver's socket buffers and backlog", sum.LossRatio*100, recvBusy*100, drops)
 	case sum.LossRatio > lossy:
-		sum.LimitedBy = "network path"
+		sum.LimitedBy = "path"
 		sum.LimitedWhy = fmt.Sprintf("%.2f%% lost between the ends while neither end's threads were saturated", sum.LossRatio*100)
 	case asked > 0:
 		sum.LimitedBy = "asked rate"
@@ -166,7 +191,7 @@ func verdict(res *Result, clientThreads []ThreadCPU) {
 		sum.LimitedBy = "receiver"
 		sum.LimitedWhy = fmt.Sprintf("a receiver thread at %.0f%% of a CPU", recvBusy*100)
 	case sp.Proto == "udp" && len(senders) > 0:
-		sum.LimitedBy = "network path"
+		sum.LimitedBy = "path"
 		sum.LimitedWhy = fmt.Sprintf("no thread was saturated (busiest sender %.0f%%, receiver %.0f%%): the kernel below the sockets set the pace", sendBusy*100, recvBusy*100)
 	default:
 		sum.LimitedWhy = "no thread measure to judge from (TCP both ways at once)"
@@ -206,9 +231,13 @@ func tcpVerdict(res *Result) {
 	}
 	sBusy, sCPU := busiestCPU(res.Samples, sender)
 	rBusy, rCPU := busiestCPU(res.Samples, receiver)
+	lim := sum.PathCeiling
 	switch {
 	case sum.SentBytes == 0:
 		sum.LimitedWhy = "nothing was sent"
+	case lim != nil && sum.ReceivedPPS >= atLink*lim.FPS:
+		sum.LimitedBy = "link"
+		sum.LimitedWhy = fmt.Sprintf("received %.0f segments/s, %.1f%% of the path's ceiling of %.0f frames/s of that size: %s on %s %s", sum.ReceivedPPS, 100*sum.ReceivedPPS/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)
 	case sBusy >= busyThread*100:
 		sum.LimitedBy = "sender"
 		sum.LimitedWhy = fmt.Sprintf("CPU %d of the sending end (%s) was %.0f%% busy", sCPU, sender, sBusy)
@@ -216,7 +245,7 @@ func tcpVerdict(res *Result) {
 		sum.LimitedBy = "receiver"
 		sum.LimitedWhy = fmt.Sprintf("CPU %d of the receiving end (%s) was %.0f%% busy", rCPU, receiver, rBusy)
 	case sum.Retransmits > 0:
-		sum.LimitedBy = "network path"
+		sum.LimitedBy = "path"
 		sum.LimitedWhy = fmt.Sprintf("%d segments retransmitted while neither end had a saturated CPU", sum.Retransmits)
 	case len(res.Samples) == 0:
 		sum.LimitedWhy = "no samples"

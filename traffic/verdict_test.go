@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"math"
 	"testing"
 
 	"linerate/box"
@@ -27,13 +28,13 @@ func TestVerdict(t *testing.T) {
 		{"rate met", udp(Rate{PPS: 1000}), 1000, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.1}}, nil, nil, "asked rate"},
 		{"sender saturated", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.99}}, nil, nil, "sender"},
 		{"sender descheduled", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.5, Behind: 1000}}, nil, nil, "sender"},
-		{"sends held back", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.5}}, nil, nil, "network path"},
+		{"sends held back", udp(Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.5}}, nil, nil, "path"},
 		{"receiver thread saturated", udp(Rate{}), 5e5, 0.2, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
 			[]ThreadCPU{{Role: "udp-recv", Busy: 0.97}}, nil, "receiver"},
 		{"receiver buffer drops", udp(Rate{}), 5e5, 0.2, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
 			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, []Sample{sample("server", 5000)}, "receiver"},
 		{"lost on the way", udp(Rate{}), 5e5, 0.1, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
-			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, []Sample{sample("server", 0)}, "network path"},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, []Sample{sample("server", 0)}, "path"},
 		{"unlimited, sender bound", udp(Rate{}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.95}},
 			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, nil, "sender"},
 		{"unlimited, receiver bound", udp(Rate{}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.6}},
@@ -75,7 +76,7 @@ func TestTCPVerdict(t *testing.T) {
 	}{
 		{Forward, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, 0, "sender"},
 		{Reverse, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, 0, "receiver"},
-		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, 12, "network path"},
+		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, 12, "path"},
 		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, 0, ""},
 	} {
 		res := &Result{Spec: Spec{Proto: "tcp", Direction: tc.dir}, Samples: tc.samples}
@@ -84,6 +85,31 @@ func TestTCPVerdict(t *testing.T) {
 		verdict(res, nil)
 		if res.Summary.LimitedBy != tc.want || res.Summary.LimitedWhy == "" {
 			t.Errorf("%s %v: limited by %q (%s), want %q", tc.dir, tc.samples, res.Summary.LimitedBy, res.Summary.LimitedWhy, tc.want)
+		}
+	}
+}
+
+// TestCostCountsAMachineOnce: two serve processes (two server ids) on one
+// machine (one boot id) share its CPUs: their CPU time is counted once.
+func TestCostCountsAMachineOnce(t *testing.T) {
+	busy := func(target int) Sample {
+		return Sample{Side: "server", Target: target, Rates: box.Rates{Seconds: 1, CPU: []box.CPUUse{{ID: 0, Busy: 50}, {ID: 1, Busy: 30}}}}
+	}
+	for _, c := range []struct {
+		name     string
+		machines [2]string
+		want     float64
+	}{
+		{"one machine", [2]string{"boot-a", "boot-a"}, 0.8},
+		{"two machines", [2]string{"boot-a", "boot-b"}, 1.6},
+	} {
+		res := &Result{Samples: []Sample{busy(0), busy(1)}, Targets: []TargetResult{
+			{ServerID: "s1", Machine: c.machines[0]}, {ServerID: "s2", Machine: c.machines[1]},
+		}}
+		r := &clientRun{cfg: &Config{}}
+		r.cost(res, nil)
+		if got := res.Summary.CPUSeconds.Server; got == nil || math.Abs(*got-c.want) > 1e-9 {
+			t.Errorf("%s: server CPU seconds %v, want %.1f", c.name, got, c.want)
 		}
 	}
 }

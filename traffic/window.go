@@ -22,8 +22,9 @@ type windowSampling struct {
 	stopped bool
 }
 
-// startAt arms the sampling (nil: none) for at, on clk.
-func (w *windowSampling) startAt(clk clock, at time.Time, s Sampling, each func(box.Rates)) {
+// startAt arms the sampling (nil: none) for at, on clk; mark, if set,
+// runs first then.
+func (w *windowSampling) startAt(clk clock, at time.Time, s Sampling, each func(box.Rates), mark func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.cancel = clk.afterFunc(at.Sub(clk.now()), func() {
@@ -33,6 +34,9 @@ func (w *windowSampling) startAt(clk clock, at time.Time, s Sampling, each func(
 			return
 		}
 		w.began = true
+		if mark != nil {
+			mark()
+		}
 		if s != nil {
 			w.stop = s(each)
 		}

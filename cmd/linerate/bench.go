@@ -49,6 +49,7 @@ type benchOptions struct {
 	rcvbuf  int
 	engine  string
 	xdp     bool
+	search  searchOptions
 	// tcp
 	mss       int
 	zerocopy  bool
@@ -71,7 +72,11 @@ and bytes sent and received, rates, loss, reordering and duplicates (UDP),
 goodput, retransmits and RTT (TCP), round-trip latency idle and under load,
 and the CPU each end spent per million packets and per gigabit. Both ends
 sample their counters once a second into the result, and the result says
-what limited the run: the sender, the network path or the receiver.
+what limited the run (the link, the sender, the receiver, a device in the
+middle or the path) and, for UDP, where the lost packets died: each end
+reads its namespace's drop counters around the measured window (and the
+kernel's drop reasons where it can: docs/ledger.md). 'bench udp --search'
+finds the zero-loss rate per frame size instead (docs/search.md).
 
 An interval line is printed every second (-i changes that; one live line on
 a terminal). --json prints the final result as JSON, --json-stream one JSON
@@ -143,6 +148,8 @@ func (o *benchOptions) protoCmd(proto string) *cobra.Command {
 		f.IntVar(&o.rcvbuf, "rcvbuf", 0, "SO_RCVBUF of each receiver socket in bytes (default 4 MiB)")
 		f.StringVar(&o.engine, "engine", "socket", "send engine: socket (batched sendmmsg) or ring (AF_PACKET TX_RING, IPv4, forward only)")
 		f.BoolVar(&o.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
+		o.search.flags(f)
+		c.Example += "\n" + searchExample
 	} else {
 		c.Short = "TCP: goodput per stream, retransmits and RTT"
 		c.Example = `  linerate bench tcp --to 10.0.0.2 --streams 4
@@ -293,6 +300,9 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 }
 
 func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
+	if o.search.asked() {
+		return o.runSearch(cmd, proto)
+	}
 	cfg, err := o.config(proto, cmd.Flags().Changed)
 	stdout := cmd.OutOrStdout()
 	var stream *report.BenchStream
@@ -305,6 +315,9 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	}
 	warn(cmd.ErrOrStderr(), o.warnings)
 	cfg.Sampling = liveSampling()
+	ends := openEndCounters()
+	defer ends.close()
+	cfg.Drops, cfg.Machine = ends.drops(), ends.machine
 	stream.Start(cfg)
 	var show func(traffic.IntervalStats)
 	live := false

@@ -137,6 +137,9 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		CPUs:        cpus,
 		Sampling:    liveSampling(),
 	}
+	ends := openEndCounters()
+	defer ends.close()
+	srv.Drops, srv.Machine = ends.drops(), ends.machine
 	if !serveOpts.quiet {
 		var mu sync.Mutex
 		srv.Logf = func(format string, args ...any) {

@@ -153,6 +153,16 @@ func parseFile[T any](t tree.Tree, rel string, parse func(io.Reader) (T, error))
 	return v, nil
 }
 
+// BootID is sys/kernel/random/boot_id: random for each boot of the kernel,
+// the same in every namespace of one machine.
+func (fs FS) BootID() (string, error) {
+	b, err := fs.t.ReadFile("sys/kernel/random/boot_id")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // Stat returns the per-CPU lines of /proc/stat (the aggregate "cpu" line is dropped).
 func (fs FS) Stat() ([]CPUTimes, error) { return parseFile(fs.t, "stat", ParseStat) }
 

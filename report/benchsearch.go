@@ -1,0 +1,55 @@
+package report
+
+import (
+	"fmt"
+	"io"
+
+	"linerate/ceiling"
+	"linerate/search"
+	"linerate/traffic"
+)
+
+// BenchSearch writes a zero-loss search's result: the table per frame
+// size, the latency steps, and per size where the loss begins (the drop
+// ledger of the slowest trial that lost frames).
+func BenchSearch(w io.Writer, r *traffic.Result) error {
+	ew := &ceilErrWriter{w: w}
+	sizes := make([]search.SizeResult, len(r.Search))
+	for i, s := range r.Search {
+		sizes[i] = s.SizeResult
+	}
+	if r.Interrupted {
+		fmt.Fprintln(ew, "INTERRUPTED: the sizes searched so far")
+	}
+	if err := Search(ew, sizes); err != nil {
+		return err
+	}
+	for _, s := range r.Search {
+		if len(s.Trials) > 0 && s.Trials[0].Purpose == search.PurposeMax && s.NDRPPS >= s.Trials[0].Spec.Rate {
+			fmt.Fprintf(ew, "note: %s B: no loss at the fastest rate tried (%s pps: the sender's most or just over the path's ceiling): the device may forward more\n",
+				s.Size, ceiling.FormatCount(s.Trials[0].Spec.Rate))
+		}
+	}
+	for _, s := range r.Search {
+		for _, l := range s.Latency {
+			lat := "no probe came back"
+			if x := l.Result.Latency; x != nil {
+				lat = fmt.Sprintf("p50 %s  p90 %s  p99 %s  max %s", x.P50, x.P90, x.P99, x.Max)
+			}
+			fmt.Fprintf(ew, "latency %s B at %s pps: %s\n", s.Size, ceiling.FormatCount(l.Spec.Rate), lat)
+		}
+	}
+	for _, s := range r.Search {
+		if s.Ledger == nil {
+			continue
+		}
+		fmt.Fprintf(ew, "%s B, at %s pps (loss begins): ", s.Size, ceiling.FormatCount(s.LossBeginsPPS))
+		if err := Ledger(ew, *s.Ledger); err != nil {
+			return err
+		}
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintln(ew, "error:", e)
+	}
+	return ew.err
+}

@@ -1,0 +1,40 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"linerate/ledger"
+	"linerate/search"
+	"linerate/traffic"
+)
+
+func TestBenchSearch(t *testing.T) {
+	led := &ledger.Ledger{Sent: 8297, Received: 8269, Lost: 28, Entries: []ledger.Entry{
+		{Host: "client", Side: ledger.Sender, Place: ledger.SenderQdisc, Packets: 28, Evidence: []string{"tbf 1: on lra: 28 dropped"}}}}
+	r := &traffic.Result{Search: []traffic.SizeSearch{
+		{SizeResult: search.SizeResult{Size: "1518", FrameBytes: 1518, NDRPPS: 8223, NDRBps: 8223 * 1518 * 8, LossBeginsPPS: 8306, CeilingPPS: 8256,
+			Trials:  []search.Record{{Purpose: search.PurposeMax, Spec: search.TrialSpec{Rate: 9081, Duration: 100 * time.Millisecond}}},
+			Latency: []search.Record{{Purpose: search.PurposeLatency, Spec: search.TrialSpec{Rate: 822}, Result: search.TrialResult{Latency: &search.Latency{P50: 90 * time.Microsecond}}}}},
+			Ledger: led},
+		{SizeResult: search.SizeResult{Size: "64", FrameBytes: 64, NDRPPS: 300000,
+			Trials: []search.Record{{Purpose: search.PurposeMax, Spec: search.TrialSpec{Rate: 300000}}}}},
+	}}
+	var b bytes.Buffer
+	if err := BenchSearch(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Log("\n" + out)
+	for _, want := range []string{"8,223", "99.6%", "latency 1518 B at 822 pps: p50 90µs", "1518 B, at 8,306 pps (loss begins): where the 28 lost packets died",
+		"sender-qdisc", "note: 64 B: no loss at the fastest rate tried"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "note: 1518 B") {
+		t.Error("a note on 1518 B, which lost frames at its fastest rate")
+	}
+}

@@ -1,0 +1,162 @@
+package traffic
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+
+	"linerate/box"
+)
+
+// DropCounters reads the drop counters of the network namespace an end
+// runs in and what limits the rate through its interfaces: a
+// box.NetnsReader, made and closed by the caller (cmd, or a test for its
+// own namespaces). The traffic package only snapshots it around a test's
+// measured window; the drop ledger is built from the snapshots.
+type DropCounters interface {
+	Drops() (box.Drops, error)
+	Path(host string, ifaces ...string) ([]box.PathIface, error)
+}
+
+// EndDrops is what one end's drop counters counted over the measured
+// window: from just before it (when the warmup ended) to after the
+// receivers stopped and drained.
+type EndDrops struct {
+	// Side is "client" or "server"; Target the target's index for a server
+	// (-1 for the client).
+	Side   string `json:"side"`
+	Target int    `json:"target"`
+	// Ifaces are the end's interfaces on the test's path: those holding
+	// its addresses.
+	Ifaces []string `json:"ifaces,omitempty"`
+	// Path is their link speed and shapers (box.NetnsReader.Path).
+	Path []box.PathIface `json:"path,omitempty"`
+	// Refused is the datagrams whose send this end's kernel refused (a send
+	// call failed): not counted as sent, yet seen by the counters.
+	Refused uint64 `json:"refused,omitempty"`
+	// Delta is the counters over the window (box.DropDelta); nil when they
+	// could not be read, and Error then says why.
+	Delta *box.Drops `json:"delta,omitempty"`
+	Error string     `json:"error,omitempty"`
+}
+
+// dropWindow snapshots one end's drop counters at the measured window's
+// start (mark) and once the receivers drained (drained).
+type dropWindow struct {
+	r DropCounters
+	// lock, if set, is held while the counters are read: a server's tests
+	// share its reader.
+	lock *sync.Mutex
+	out  EndDrops
+
+	mu     sync.Mutex
+	a      box.Drops
+	marked bool
+	done   bool
+}
+
+// newDropWindow finds the end's interfaces (those holding locals, looked
+// up where setup runs: the end's namespace) and reads their path limits.
+// A nil r gives a nil window, which does nothing.
+func newDropWindow(r DropCounters, lock *sync.Mutex, side string, target int, locals []netip.Addr, setup func(func() error) error) *dropWindow {
+	if r == nil {
+		return nil
+	}
+	w := &dropWindow{r: r, lock: lock, out: EndDrops{Side: side, Target: target}}
+	err := setup(func() error {
+		for _, a := range locals {
+			name, _, err := interfaceOf(a)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(w.out.Ifaces, name) {
+				w.out.Ifaces = append(w.out.Ifaces, name)
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		w.lockReader()
+		w.out.Path, err = r.Path(side, w.out.Ifaces...)
+		w.unlockReader()
+	}
+	if err != nil {
+		w.out.Error = err.Error()
+	}
+	return w
+}
+
+func (w *dropWindow) lockReader() {
+	if w.lock != nil {
+		w.lock.Lock()
+	}
+}
+
+func (w *dropWindow) unlockReader() {
+	if w.lock != nil {
+		w.lock.Unlock()
+	}
+}
+
+// read takes one snapshot, holding the reader's lock.
+func (w *dropWindow) read() (box.Drops, error) {
+	w.lockReader()
+	defer w.unlockReader()
+	return w.r.Drops()
+}
+
+// mark takes the snapshot at the window's start.
+func (w *dropWindow) mark() {
+	if w == nil {
+		return
+	}
+	a, err := w.read()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	if err != nil {
+		w.out.Error = fmt.Sprintf("drop counters at the window's start: %v", err)
+		return
+	}
+	w.a, w.marked = a, true
+}
+
+// drained takes the snapshot at the end and keeps the difference. It does
+// nothing when the window never started.
+func (w *dropWindow) drained() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	marked := w.marked
+	w.done = true
+	w.mu.Unlock()
+	if !marked {
+		return
+	}
+	b, err := w.read()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.out.Error = fmt.Sprintf("drop counters after the test: %v", err)
+		return
+	}
+	d := box.DropDelta(w.a, b)
+	w.out.Delta = &d
+}
+
+// result is what the window counted, with the datagrams the end's
+// senders saw refused; nil for a nil window.
+func (w *dropWindow) result(refused uint64) *EndDrops {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.out
+	out.Refused = refused
+	return &out
+}

@@ -1,0 +1,178 @@
+package traffic
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+
+	"linerate/box"
+	"linerate/ceiling"
+	"linerate/ledger"
+)
+
+// dropLedger gathers both ends' drop counters into the result and, for a
+// UDP test, builds the drop ledger: where the lost datagrams died.
+func (r *clientRun) dropLedger(res *Result) {
+	client := r.sess.drops.result(r.sess.refused())
+	if client != nil {
+		res.Drops = append(res.Drops, *client)
+	}
+	for i, t := range r.targets {
+		sr, _ := t.serverResult()
+		if sr.Drops != nil {
+			d := *sr.Drops
+			d.Target = i
+			res.Drops = append(res.Drops, d)
+		}
+	}
+	if r.spec.Proto != "udp" || len(res.Drops) == 0 {
+		return
+	}
+	test := ledger.Test{Sent: res.Summary.SentPackets}
+	test.Received = test.Sent - min(res.Summary.LostPackets, test.Sent)
+	var hosts []ledger.Host
+	several := len(r.targets) > 1
+	for _, d := range res.Drops {
+		if d.Error != "" {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s drop counters: %s", endName(d, several), d.Error))
+		}
+		if d.Delta == nil {
+			continue
+		}
+		sends := (d.Side == "client") == r.spec.clientSends() || r.spec.Direction == Bidir
+		if sends {
+			test.Refused += d.Refused
+		}
+		h := ledger.Host{Name: endName(d, several), Side: endSide(d.Side, r.spec.Direction), Ifaces: d.Ifaces, Delta: *d.Delta}
+		if j := sameNetns(hosts, h); j >= 0 {
+			// Ends in one namespace are one host, their counters counted
+			// once: both ends (loopback) make one that sends and
+			// receives; several servers one server.
+			if hosts[j].Side != h.Side {
+				hosts[j].Side = ledger.Local
+			}
+			for _, n := range h.Ifaces {
+				if !slices.Contains(hosts[j].Ifaces, n) {
+					hosts[j].Ifaces = append(hosts[j].Ifaces, n)
+				}
+			}
+			continue
+		}
+		hosts = append(hosts, h)
+	}
+	if len(hosts) == 0 {
+		return
+	}
+	l := ledger.Build(test, hosts)
+	res.Ledger = &l
+}
+
+// endName is how an end is named in the ledger: "client", "server", or
+// "server N" (from 1) when there are several targets.
+func endName(d EndDrops, several bool) string {
+	if d.Side == "client" || !several {
+		return d.Side
+	}
+	return fmt.Sprintf("server %d", d.Target+1)
+}
+
+// endSide is the part an end played in a test of direction dir.
+func endSide(side, dir string) ledger.Side {
+	switch {
+	case dir == Bidir:
+		return ledger.Local
+	case (side == "client") == (dir == Forward):
+		return ledger.Sender
+	}
+	return ledger.Receiver
+}
+
+// sameNetns is the index of the host in hosts with the same network
+// namespace as h (same machine and namespace inode), or -1.
+func sameNetns(hosts []ledger.Host, h ledger.Host) int {
+	for i, o := range hosts {
+		if h.Delta.Netns != 0 && o.Delta.Netns == h.Delta.Netns && o.Delta.Machine == h.Delta.Machine {
+			return i
+		}
+	}
+	return -1
+}
+
+// pathCeiling is the slowest limit on the path of the test's first
+// direction for frames of frame bytes: the sending end's link speeds and
+// egress shapers, and the receiving end's link speeds (its shapers limit
+// the other direction).
+func pathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
+	if frame == 0 || len(res.Drops) == 0 {
+		return ceiling.PathLimit{}, false
+	}
+	senderSide := "client"
+	if !res.Spec.clientSends() {
+		senderSide = "server"
+	}
+	var path []box.PathIface
+	for _, d := range res.Drops {
+		for _, p := range d.Path {
+			if d.Side != senderSide {
+				p.Qdiscs, p.Classes = nil, nil
+			}
+			path = append(path, p)
+		}
+	}
+	return ceiling.PathCeiling(path, ceiling.SingleFrame(frame))
+}
+
+// tcpFrame is the mean Ethernet frame (FCS included) of a TCP test's data
+// segments: the bytes received per segment, plus the headers of a segment
+// with timestamps (Ethernet 14, IPv4 20 or IPv6 40, TCP 32, FCS 4). 0 when
+// nothing was received.
+func tcpFrame(res *Result) int {
+	sum := res.Summary
+	if sum.ReceivedPackets == 0 || len(res.Targets) == 0 {
+		return 0
+	}
+	hdr := 14 + 20 + 32 + 4
+	if a, err := netip.ParseAddrPort(res.Targets[0].Address); err == nil && !a.Addr().Is4() {
+		hdr += 20
+	}
+	return int(math.Round(float64(sum.ReceivedBytes)/float64(sum.ReceivedPackets))) + hdr
+}
+
+// dropVerdict says which part of the path lost the packets, from the
+// ledger's largest entry: "sender", "receiver", "dut" (a device in the
+// middle) or "path" (no counter placed them), and the evidence.
+func dropVerdict(l *ledger.Ledger) (by, why string) {
+	if l == nil || l.Lost == 0 || len(l.Entries) == 0 {
+		return "", ""
+	}
+	top := l.Entries[0]
+	for _, e := range l.Entries[1:] {
+		if e.Packets > top.Packets {
+			top = e
+		}
+	}
+	share := 100 * float64(top.Packets) / float64(l.Lost)
+	if top.Place == ledger.Unaccounted {
+		return "path", fmt.Sprintf("%.0f%% of the %d lost packets died where no counter of either end saw them: between the ends", share, l.Lost)
+	}
+	switch top.Side {
+	case ledger.Sender:
+		by = "sender"
+	case ledger.Receiver:
+		by = "receiver"
+	case ledger.Path:
+		by = "dut"
+	default:
+		// One host sent and received: where on it says which part.
+		by = "receiver"
+		if top.Place == ledger.SenderSocket || top.Place == ledger.SenderQdisc || top.Place == ledger.NICTx {
+			by = "sender"
+		}
+	}
+	why = fmt.Sprintf("%.0f%% of the %d lost packets died at the %s's %s", share, l.Lost, top.Host, top.Place)
+	if len(top.Evidence) > 0 {
+		why += " (" + top.Evidence[0] + ")"
+	}
+	return by, why
+}

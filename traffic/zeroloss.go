@@ -1,0 +1,239 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"linerate/ceiling"
+	"linerate/internal/usage"
+	"linerate/internal/version"
+	"linerate/ledger"
+	"linerate/search"
+)
+
+// SearchConfig is a zero-loss search (`bench udp --search`): per frame
+// size, the fastest rate with no loss (NDR) and, if asked, with at most a
+// loss ratio (PDR), each trial one UDP test against the targets
+// (docs/search.md).
+type SearchConfig struct {
+	Goals []search.Goal
+	// Sizes are the frame sizes, one search each; only single sizes: the
+	// send engines send one frame size per test.
+	Sizes []ceiling.Mix
+	// Precision is the relative width of the final interval.
+	Precision float64
+	// Trial is the duration of the final trials.
+	Trial time.Duration
+	// Latency runs the latency steps at 10, 50 and 90 % of the PDR (or the
+	// NDR when no PDR is searched), with latency probes.
+	Latency bool
+	// Progress, if set, gets one line per trial: the search is long.
+	Progress func(line string)
+}
+
+// SizeSearch is the search of one frame size in a result: the search's
+// figures, and the drop ledger of one final-duration trial at the slowest
+// rate that lost frames (where the loss begins).
+type SizeSearch struct {
+	search.SizeResult
+	Ledger *ledger.Ledger `json:"ledger,omitempty"`
+}
+
+// ErrImix says a mix of frame sizes was asked for: the send engines send
+// one size per test.
+var ErrImix = errors.New("a mix of frame sizes cannot be sent yet: the send engines send one frame size per test")
+
+// Check says what is wrong with the search's settings, naming the flag.
+func (c *SearchConfig) Check() error {
+	switch {
+	case len(c.Goals) == 0:
+		return usage.Errorf("--search: give ndr, pdr or ndr,pdr")
+	case len(c.Sizes) == 0:
+		return usage.Errorf("--sizes: no frame size")
+	case !(c.Precision > 0 && c.Precision < 0.5):
+		return usage.Errorf("--precision %g%%: want more than 0 and less than 50%%", c.Precision*100)
+	case c.Trial < 100*time.Millisecond:
+		return usage.Errorf("--trial %s: want at least 100ms", c.Trial)
+	}
+	for _, g := range c.Goals {
+		if !(g.LossRatio >= 0 && g.LossRatio < 0.5) {
+			return usage.Errorf("--loss %g%%: want at least 0 and less than 50%%", g.LossRatio*100)
+		}
+	}
+	for _, m := range c.Sizes {
+		if len(m.Parts) != 1 {
+			return usage.Errorf("--sizes %s: %w", m.Name, ErrImix)
+		}
+	}
+	return nil
+}
+
+// Search runs the zero-loss search of sc against cfg's targets: cfg is
+// the test of every trial (its rate, duration, warmup and probes are the
+// search's). The result holds the search per size in Search; a result
+// with what was found so far comes back with an error or an interruption.
+func Search(ctx context.Context, cfg Config, sc SearchConfig) (*Result, error) {
+	if err := sc.Check(); err != nil {
+		return nil, err
+	}
+	if cfg.Spec.Proto != "udp" {
+		return nil, usage.Errorf("--search: UDP only")
+	}
+	cfg.OnInterval, cfg.Idle = nil, 0
+	cfg.Spec.Warmup = 0
+	probe := cfg.Spec.ProbeInterval
+	cfg.Spec.ProbeInterval = 0
+	res := &Result{Schema: ResultSchema, Linerate: version.Version, Time: time.Now().UTC(), Spec: cfg.Spec, Engine: cfg.Engine}
+	for _, m := range sc.Sizes {
+		s := sizeSearch{cfg: cfg, sc: &sc, size: m.Parts[0].Bytes, probe: probe}
+		out, err := s.run(ctx, m)
+		if out != nil {
+			res.Search = append(res.Search, *out)
+		}
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			return res, nil
+		}
+		if err != nil {
+			res.Errors = append(res.Errors, err.Error())
+			return res, fmt.Errorf("search at %s bytes: %w", m.Name, err)
+		}
+	}
+	return res, nil
+}
+
+// senderShort is the share of a trial's frames below which the sender
+// fell short of the rate asked (a paced sender is within a few per mille
+// of it on a quiet machine; 2 % short is a sender that could not keep up).
+const senderShort = 0.98
+
+// sizeSearch is the search of one frame size.
+type sizeSearch struct {
+	cfg    Config
+	sc     *SearchConfig
+	size   int
+	probe  Seconds
+	trials int
+	last   *Result // the latest trial's result
+	// lossy are the ledgers of the final-duration trials that lost
+	// frames, by rate.
+	lossy map[float64]*ledger.Ledger
+}
+
+// run finds the path's ceiling and the sender's maximum with one short
+// trial at full speed, searches below it, then measures latency and the
+// ledger where the loss begins.
+func (s *sizeSearch) run(ctx context.Context, m ceiling.Mix) (*SizeSearch, error) {
+	first := max(s.sc.Trial/10, 100*time.Millisecond)
+	if _, err := s.trial(ctx, search.TrialSpec{Duration: first}); err != nil {
+		return nil, err
+	}
+	sum := s.last.Summary
+	maxRate := sum.SentPPS
+	var ceil float64
+	if lim := sum.PathCeiling; lim != nil {
+		// A little over the ceiling, so that the search sees it fail
+		// (the sender permitting).
+		ceil = lim.FPS
+		maxRate = min(maxRate, 1.1*ceil)
+	}
+	if maxRate <= 0 {
+		return nil, fmt.Errorf("nothing was sent at full speed")
+	}
+	sr, err := search.Run(ctx, search.Config{Goals: s.sc.Goals, MinRate: maxRate / 1000, MaxRate: maxRate,
+		Precision: s.sc.Precision, FinalTrial: s.sc.Trial}, s.trial)
+	out := &SizeSearch{SizeResult: search.Summarize(m, sr)}
+	out.CeilingPPS = ceil
+	if err != nil {
+		return out, err
+	}
+	if s.sc.Latency && s.probe > 0 {
+		rate := out.PDRPPS
+		if rate == 0 {
+			rate = out.NDRPPS
+		}
+		if rate > 0 {
+			out.Latency, err = search.LatencySteps(ctx, s.latencyTrial, rate, s.sc.Trial)
+			if err != nil {
+				return out, err
+			}
+		}
+	}
+	out.Ledger = s.lossBegins(out.LossBeginsPPS)
+	return out, nil
+}
+
+// trial runs one test at spec's rate (0: as fast as possible) for its
+// duration, without warmup.
+func (s *sizeSearch) trial(ctx context.Context, spec search.TrialSpec) (search.TrialResult, error) {
+	return s.runTrial(ctx, spec, 0)
+}
+
+// latencyTrial is a trial with latency probes.
+func (s *sizeSearch) latencyTrial(ctx context.Context, spec search.TrialSpec) (search.TrialResult, error) {
+	return s.runTrial(ctx, spec, s.probe)
+}
+
+func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe Seconds) (search.TrialResult, error) {
+	c := s.cfg
+	c.FrameSize = s.size
+	c.Spec.Payload = 0
+	c.Spec.Rate = Rate{PPS: spec.Rate}
+	c.Spec.Duration = Seconds(spec.Duration)
+	c.Spec.ProbeInterval = probe
+	res, err := Run(ctx, c)
+	if err != nil {
+		return search.TrialResult{}, err
+	}
+	if res.Interrupted {
+		return search.TrialResult{}, ctx.Err()
+	}
+	s.last = res
+	s.trials++
+	sum := res.Summary
+	if sum.LostPackets > 0 && spec.Duration == s.sc.Trial && res.Ledger != nil {
+		if s.lossy == nil {
+			s.lossy = map[float64]*ledger.Ledger{}
+		}
+		s.lossy[spec.Rate] = res.Ledger
+	}
+	tr := search.TrialResult{Sent: sum.SentPackets, Received: sum.SentPackets - min(sum.LostPackets, sum.SentPackets), Seconds: sum.Seconds}
+	short := ""
+	if asked := spec.Rate * sum.Seconds; spec.Rate > 0 && float64(tr.Sent) < senderShort*asked {
+		// The sender could not keep the rate: the frames it did not send
+		// count as lost, so that the search never reports a rate that was
+		// not sent.
+		tr.Sent = uint64(math.Ceil(asked))
+		short = fmt.Sprintf(" (the sender sent %d of %.0f: the rest counts as lost)", sum.SentPackets, asked)
+	}
+	if l := sum.LatencyLoad; l != nil && l.Received > 0 {
+		ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+		tr.Latency = &search.Latency{P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), Max: ms(l.Max)}
+	}
+	if s.sc.Progress != nil {
+		rate := "full speed"
+		if spec.Rate > 0 {
+			rate = ceiling.FormatCount(spec.Rate) + " pps"
+		}
+		s.sc.Progress(fmt.Sprintf("%d B: trial %d at %s for %s: sent %d, lost %d (%.3f%%)%s",
+			s.size, s.trials, rate, spec.Duration.Round(time.Millisecond), tr.Sent, tr.Sent-tr.Received, 100*tr.LossRatio(), short))
+	}
+	return tr, nil
+}
+
+// lossBegins is the ledger of the final-duration trial that lost frames
+// at the rate closest to rate (the slowest that lost): where the loss
+// begins. nil when no such trial lost any.
+func (s *sizeSearch) lossBegins(rate float64) *ledger.Ledger {
+	var best *ledger.Ledger
+	dist := math.Inf(1)
+	for r, l := range s.lossy {
+		if d := math.Abs(r - rate); d < dist {
+			best, dist = l, d
+		}
+	}
+	return best
+}
