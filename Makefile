@@ -35,7 +35,7 @@ test: deps build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory fuzz-short
-	$(MAKE) --no-print-directory release OUT=$$(mktemp -d)
+	@out=$$(mktemp -d) && $(MAKE) --no-print-directory release OUT=$$out; rc=$$?; rm -rf $$out; exit $$rc
 
 # Fuzz targets (PACKAGE:TARGET): every text parser, the capture reader and
 # the control protocol decoder.
