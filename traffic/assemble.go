@@ -14,6 +14,7 @@ func (r *clientRun) newResult(start time.Time) *Result {
 	if r.spec.Proto == "udp" {
 		res.FrameSize = r.spec.Payload + r.overhead
 		res.Spec.ClientPorts = nil
+		res.Spec.Punch = false
 	}
 	return res
 }

@@ -169,10 +169,14 @@ func setTimeout(fd, opt int, d time.Duration) error {
 }
 
 // dialUDP makes a blocking UDP socket bound to local (any address when
-// invalid, any port when 0) and connected to remote, with fragmentation
-// forbidden so that an oversized datagram is an error, not two packets.
+// invalid, any port when 0) and connected to remote (not connected when
+// remote is invalid: aimed later), with fragmentation forbidden so that an oversized datagram is an error, not two packets.
 func dialUDP(local netip.AddrPort, remote netip.AddrPort, sndbuf int) (int, error) {
-	fd, err := unix.Socket(family(remote.Addr()), unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	at := remote.Addr()
+	if !remote.IsValid() {
+		at = local.Addr()
+	}
+	fd, err := unix.Socket(family(at), unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("udp socket: %w", err)
 	}
@@ -183,7 +187,7 @@ func dialUDP(local netip.AddrPort, remote netip.AddrPort, sndbuf int) (int, erro
 		}
 	}()
 	setBuf(fd, unix.SO_SNDBUF, unix.SO_SNDBUFFORCE, sndbuf)
-	if remote.Addr().Unmap().Is4() {
+	if at.Unmap().Is4() {
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
 	} else {
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO)
@@ -197,8 +201,10 @@ func dialUDP(local netip.AddrPort, remote netip.AddrPort, sndbuf int) (int, erro
 			return -1, bindError(local, err)
 		}
 	}
-	if err := unix.Connect(fd, sockaddr(remote)); err != nil {
-		return -1, fmt.Errorf("udp connect to %s: %w", remote, err)
+	if remote.IsValid() {
+		if err := unix.Connect(fd, sockaddr(remote)); err != nil {
+			return -1, fmt.Errorf("udp connect to %s: %w", remote, err)
+		}
 	}
 	ok = true
 	return fd, nil

@@ -80,6 +80,8 @@ type Accept struct {
 	ProbePort uint16 `json:"probe_port,omitempty"`
 	// Notes tell what the server changed (a capped duration or rate).
 	Notes []string `json:"notes,omitempty"`
+	// Punch is where a client that punches (Spec.Punch) sends its punches.
+	Punch *Punch `json:"punch,omitempty"`
 }
 
 // Interval is what the server saw in one second of a test.

@@ -25,6 +25,7 @@ type serverTest struct {
 	udpPorts    []uint16 // the UDP receiver's ports
 	probePort   uint16   // the probe echo's port
 	xdp         *xdpMeter
+	aimer       *aimer // UDP senders waiting for the client's punches
 
 	// TCP: the data listener and the connections the client opens.
 	tcpLn    *net.TCPListener
@@ -107,13 +108,19 @@ func (t *serverTest) openUDPReceiver() error {
 
 func (t *serverTest) openUDPSender() error {
 	sp := &t.spec
-	fds, err := dialUDPFlows(t.local, t.peer, sp.ClientPorts, sp.Streams, sp.Payload)
+	fds, err := dialUDPFlows(t.local, t.peer, sp.ClientPorts, sp.Streams, sp.Payload, sp.Punch)
 	var me *mtuError
 	if errors.As(err, &me) {
 		return fmt.Errorf("payload %d bytes: the path MTU from %s to %s is %d", sp.Payload, t.local, t.peer, me.mtu)
 	}
 	if err != nil {
 		return err
+	}
+	if sp.Punch {
+		if t.aimer, err = newAimer(fds, t.peer, sp.ClientPorts, sp.Streams); err != nil {
+			closeFDs(fds)
+			return err
+		}
 	}
 	pps := sp.Rate.PacketsPerSecond(sp.Payload + UDPOverhead(t.peer.Is4()))
 	t.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, payload: sp.Payload, pps: pps, threads: sp.Threads, cpus: t.srv.CPUs}))
@@ -144,6 +151,13 @@ func (t *serverTest) run(c *ctl) error {
 	if _, err := c.expect(startTimeout, msgStart); err != nil {
 		return fmt.Errorf("waiting for start: %w", err)
 	}
+	if t.aimer != nil {
+		punched, moved, err := t.aimer.aim(punchWait)
+		if err != nil {
+			return err
+		}
+		t.srv.logf("%s: %d of %d UDP sockets punched (%d moved by a NAT)", t.peer, punched, len(t.aimer.fds), moved)
+	}
 	if t.tcpLn != nil {
 		if err := t.openTCP(); err != nil {
 			return err
@@ -172,6 +186,13 @@ func (t *serverTest) run(c *ctl) error {
 func (t *serverTest) accept(c *ctl) error {
 	sp := &t.spec
 	acc := &Accept{Spec: *sp, Cookie: cookieString(t.cookie), Notes: t.notes, UDPPorts: t.udpPorts, ProbePort: t.probePort}
+	if t.aimer != nil {
+		p, err := t.aimer.punch()
+		if err != nil {
+			return err
+		}
+		acc.Punch = p
+	}
 	if t.tcpLn != nil {
 		acc.TCPPort = uint16(t.tcpLn.Addr().(*net.TCPAddr).Port)
 		if sp.clientSends() {

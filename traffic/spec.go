@@ -80,6 +80,9 @@ type Spec struct {
 	// ClientPorts are the client's UDP receive ports for Reverse and Bidir,
 	// where the server sends (to the control connection's peer address).
 	ClientPorts []uint16 `json:"client_ports,omitempty"`
+	// Punch says the client punches its NAT for the server's UDP (see
+	// nat.go): the server waits for the punches before it sends.
+	Punch bool `json:"punch,omitempty"`
 }
 
 // Limits a server puts on what it runs.

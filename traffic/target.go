@@ -193,12 +193,14 @@ func (t *target) prepare(r *clientRun, sp Spec) error {
 				cfg.FrameSize, ipName(v4), UDPOverhead(v4)+headerLen, UDPOverhead(v4), headerLen)
 		}
 	}
+	var recv *udpReceiver
 	if sp.Proto == "udp" && sp.serverSends() {
-		ports, err := t.openUDPReceiver(r, sp)
-		if err != nil {
+		var err error
+		if recv, err = t.openUDPReceiver(r, sp); err != nil {
 			return err
 		}
-		sp.ClientPorts = ports
+		sp.ClientPorts = recv.ports
+		sp.Punch = true
 	}
 	if err := sp.Check(); err != nil {
 		return usage.Wrap(err)
@@ -220,12 +222,16 @@ func (t *target) prepare(r *clientRun, sp Spec) error {
 	t.acc = m.Accept
 	t.spec = m.Accept.Spec
 	t.spec.ClientPorts = sp.ClientPorts
+	if recv != nil && m.Accept.Punch != nil {
+		if err := sendPunches(recv.portFDs, t.addr.Addr(), m.Accept.Punch, t.spec.Streams); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
 	return nil
 }
 
-// openUDPReceiver makes the sockets the server sends to (reverse, bidir)
-// and returns their ports.
-func (t *target) openUDPReceiver(r *clientRun, sp Spec) ([]uint16, error) {
+// openUDPReceiver makes the sockets the server sends to (reverse, bidir).
+func (t *target) openUDPReceiver(r *clientRun, sp Spec) (*udpReceiver, error) {
 	var recv *udpReceiver
 	err := r.cfg.setup(func() error {
 		var err error
@@ -236,7 +242,7 @@ func (t *target) openUDPReceiver(r *clientRun, sp Spec) ([]uint16, error) {
 		return nil, fmt.Errorf("%s: %w", t.name, err)
 	}
 	t.rev = append(t.rev, share{e: r.sess.add(receiving, t.name, recv)})
-	return recv.ports, nil
+	return recv, nil
 }
 
 // openUDP makes this target's forward sockets, one per flow.
@@ -248,7 +254,7 @@ func (t *target) openUDP(cfg *Config) ([]int, error) {
 	var fds []int
 	err := cfg.setup(func() error {
 		var err error
-		fds, err = dialUDPFlows(t.local, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload)
+		fds, err = dialUDPFlows(t.local, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload, false)
 		return err
 	})
 	var me *mtuError

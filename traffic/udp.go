@@ -304,13 +304,19 @@ func (e *mtuError) Error() string {
 }
 
 // dialUDPFlows makes the sockets of a udpSender: one connected socket per
-// stream to each of ports on remote, from local (any port). A payload over
-// the path MTU is an *mtuError.
-func dialUDPFlows(local, remote netip.Addr, ports []uint16, streams, payload int) ([]int, error) {
+// stream to each of ports on remote, from local (any port). With later,
+// the sockets are bound but not connected: aimUDP connects them once the
+// client's punches say where its NAT maps its ports. A payload over the
+// path MTU is an *mtuError.
+func dialUDPFlows(local, remote netip.Addr, ports []uint16, streams, payload int, later bool) ([]int, error) {
 	var fds []int
 	for _, port := range ports {
 		for range streams {
-			fd, err := dialUDP(netip.AddrPortFrom(local, 0), netip.AddrPortFrom(remote, port), 4<<20)
+			to := netip.AddrPortFrom(remote, port)
+			if later {
+				to = netip.AddrPort{}
+			}
+			fd, err := dialUDP(netip.AddrPortFrom(local, 0), to, 4<<20)
 			if err != nil {
 				closeFDs(fds)
 				return nil, err
@@ -318,14 +324,28 @@ func dialUDPFlows(local, remote netip.Addr, ports []uint16, streams, payload int
 			fds = append(fds, fd)
 		}
 	}
-	v4 := remote.Is4()
-	if len(fds) > 0 {
-		if mtu, err := pathMTU(fds[0], v4); err == nil && payload+UDPOverhead(v4)-ethOverhead > mtu {
+	if len(ports) > 0 {
+		if err := checkPathMTU(local, netip.AddrPortFrom(remote, ports[0]), payload); err != nil {
 			closeFDs(fds)
-			return nil, &mtuError{payload: payload, mtu: mtu}
+			return nil, err
 		}
 	}
 	return fds, nil
+}
+
+// checkPathMTU is an *mtuError when payload does not fit the path MTU from
+// local to remote, asked of a socket of its own.
+func checkPathMTU(local netip.Addr, remote netip.AddrPort, payload int) error {
+	fd, err := dialUDP(netip.AddrPortFrom(local, 0), remote, 0)
+	if err != nil {
+		return err
+	}
+	defer closeFD(fd)
+	v4 := remote.Addr().Unmap().Is4()
+	if mtu, err := pathMTU(fd, v4); err == nil && payload+UDPOverhead(v4)-ethOverhead > mtu {
+		return &mtuError{payload: payload, mtu: mtu}
+	}
+	return nil
 }
 
 func closeFDs(fds []int) {
@@ -385,8 +405,10 @@ type udpReceiver struct {
 	threads []*recvThread
 	halt    atomic.Bool
 	wg      sync.WaitGroup
-	// ports are the bound ports, one per udpRecvConfig.ports.
-	ports []uint16
+	// ports are the bound ports, one per udpRecvConfig.ports, and portFDs
+	// a socket bound to each (punches leave from it).
+	ports   []uint16
+	portFDs []int
 }
 
 type recvThread struct {
@@ -465,6 +487,7 @@ func newUDPReceiver(c udpRecvConfig) (*udpReceiver, error) {
 			}
 		}
 		r.ports = append(r.ports, port)
+		r.portFDs = append(r.portFDs, owners[0].fds[len(owners[0].fds)-1])
 	}
 	for _, t := range r.threads {
 		r.wg.Add(1)
