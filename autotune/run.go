@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,6 +155,9 @@ type auto struct {
 	// base is the current baseline: its measurements and rounds.
 	base   []Measurement
 	rounds []Round
+	// refusedIRQs are the IRQs whose affinity write the system refused in
+	// a trial, with why: the next diagnosis knows they cannot move.
+	refusedIRQs map[int]string
 }
 
 func (a *auto) logf(format string, args ...any) {
@@ -397,6 +401,14 @@ func (a *auto) diagnose(ctx context.Context, pass int) ([]tune.Item, map[string]
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", a.rig.DUT, err)
 	}
+	for n, why := range a.refusedIRQs {
+		if q, ok := b.IRQ(n); ok {
+			if q.Unsupported == nil {
+				q.Unsupported = map[string]string{}
+			}
+			q.Unsupported["smp_affinity_write"] = why
+		}
+	}
 	ev := a.evidence(b)
 	fs, err := diagnose.Run(ev)
 	if err != nil {
@@ -555,6 +567,14 @@ func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
 		}
 		tr.Outcome, tr.Why = Refused, "the system refused it: "+err.Error()
 		a.logf("  %s", tr.Why)
+		if c.Item.Kind == "irq-affinity" {
+			if n, perr := strconv.Atoi(c.Item.Target); perr == nil {
+				if a.refusedIRQs == nil {
+					a.refusedIRQs = map[int]string{}
+				}
+				a.refusedIRQs[n] = err.Error()
+			}
+		}
 		return tr, a.mustHold(tr)
 	}
 	ms, rounds, err := a.bench(ctx, "trial")

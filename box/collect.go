@@ -45,7 +45,7 @@ func Collect(ctx context.Context, src source.Source, ifaces ...string) (*Box, er
 		Schema: SchemaVersion,
 		Meta: Meta{
 			Time: m.Time, Host: m.Host, Kernel: m.Kernel, Arch: m.Arch,
-			Linerate: m.Linerate, Source: src.Name(),
+			Linerate: m.Linerate, MachineID: m.MachineID, Source: src.Name(),
 		},
 		NICs: []NIC{}, IRQs: []IRQ{}, CPUs: []CPU{}, PCIe: []PCIeDevice{},
 		Thermal: []ThermalZone{}, Sysctls: []Sysctl{},
@@ -781,7 +781,7 @@ func (c *collector) irqbalance() error {
 func (c *collector) sysctls() error {
 	for _, name := range Sysctls {
 		v, err := source.Sysctl(c.src, name)
-		s := Sysctl{Name: name, Value: v}
+		s := Sysctl{Name: name, Value: v, HostWide: source.SysctlHostWide(c.src, name)}
 		if err != nil {
 			s.Value, s.Err = "", c.reason(err)
 			if c.capture && !absent(err) {

@@ -91,6 +91,8 @@ type Meta struct {
 	Kernel   string    `json:"kernel"`
 	Arch     string    `json:"arch,omitempty"`
 	Linerate string    `json:"linerate_version"`
+	// MachineID is the machine's /etc/machine-id, when known.
+	MachineID string `json:"machine_id,omitempty"`
 	// Source is "live", "live netns NAME" or "capture PATH".
 	Source string `json:"source"`
 }
@@ -235,6 +237,9 @@ type Sysctl struct {
 	Name  string `json:"name"`
 	Value string `json:"value,omitempty"`
 	Err   string `json:"error,omitempty"`
+	// HostWide is true when the box is a network namespace and this
+	// sysctl is the host's (the namespace has no copy of its own).
+	HostWide bool `json:"host_wide,omitempty"`
 }
 
 // Sysctls are the settings inspect reads, in print order.

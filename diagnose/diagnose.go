@@ -160,8 +160,50 @@ func Run(ev *Evidence, only ...string) ([]Finding, error) {
 			out = append(out, f)
 		}
 	}
+	for i := range out {
+		hostOnly(ev.Box, &out[i])
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity.rank() > out[j].Severity.rank() })
 	return out, nil
+}
+
+// hostOnly takes out of a finding made inside a network namespace the
+// fixes that would change the host (an IRQ's affinity, a CPU governor, a
+// sysctl the namespace has no copy of), and says so in its evidence: tune
+// in the namespace would refuse them, and they belong to whoever tunes
+// the host.
+func hostOnly(b *box.Box, f *Finding) {
+	if b == nil {
+		return
+	}
+	ns, ok := strings.CutPrefix(b.Meta.Source, "live netns ")
+	if !ok {
+		return
+	}
+	hostWide := map[string]bool{}
+	for _, s := range b.Sysctls {
+		hostWide[s.Name] = s.HostWide
+	}
+	kept := f.Fixes[:0]
+	for _, fx := range f.Fixes {
+		why := ""
+		switch {
+		case fx.Kind == "irq-affinity":
+			why = "IRQs are the host's"
+		case fx.Kind == "governor":
+			why = "CPU governors are the host's"
+		case fx.Kind == "irqbalance":
+			why = "irqbalance is the host's service"
+		case fx.Kind == "sysctl" && hostWide[fx.Target]:
+			why = fx.Target + " is host-wide"
+		}
+		if why == "" {
+			kept = append(kept, fx)
+			continue
+		}
+		f.Evidence = append(f.Evidence, fmt.Sprintf("not proposed: %s=%s (%s: set it on the host, not in netns %s)", fx.Kind+":"+fx.Target, fx.Value, why, ns))
+	}
+	f.Fixes = kept
 }
 
 // Mean averages the rates over all intervals; ok is false when there are none.

@@ -199,3 +199,85 @@ func TestQuietBoxNoFindings(t *testing.T) {
 		t.Errorf("quiet box gave findings: %+v", fs)
 	}
 }
+
+// TestUnmovableFromEvidence: an IRQ on a controller linerate knows nothing
+// of is found unmovable from what the box shows: interrupts landing on a
+// CPU its smp_affinity_list does not allow, or a refused write; and then
+// no fix moves it. Allowed 0-3 and delivered to CPU0 alone (x86's APIC
+// does that by design) is not evidence.
+func TestUnmovableFromEvidence(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		affinity []int
+		refused  string
+		want     string // evidence of irq-unmovable; "" for none
+	}{
+		{"interrupts outside the mask", []int{2}, "", "100% of its 9.0k/s interrupts on CPU0, which smp_affinity_list 2 does not allow"},
+		{"refused write", []int{0, 1, 2, 3}, "write error: Input/output error", "writing smp_affinity failed: write error: Input/output error"},
+		{"x86 default", []int{0, 1, 2, 3}, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ev := routerPiBefore()
+			q := &ev.Box.IRQs[2]
+			q.Chip, q.AffinityList, q.Effective = "PCI-MSI-0000:01:00.0", c.affinity, c.affinity[:1]
+			if c.refused != "" {
+				q.Unsupported = map[string]string{"smp_affinity_write": c.refused}
+			}
+			fs, err := Run(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range fs {
+				if f.Rule == "irq-unmovable" && f.Subject == "irq 55" {
+					got = append(got, f.Evidence...)
+				}
+				for _, fx := range f.Fixes {
+					if c.want != "" && fx.Kind == "irq-affinity" && fx.Target == "55" {
+						t.Errorf("%s proposes moving IRQ 55, which cannot move: %v", f.Rule, fx)
+					}
+				}
+			}
+			if c.want == "" && len(got) > 0 {
+				t.Errorf("irq-unmovable fired without evidence: %q", got)
+			}
+			if c.want != "" && !slices.Contains(got, c.want) {
+				t.Errorf("irq-unmovable evidence %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestNothingForTheHostInANamespace: diagnosed inside a network namespace,
+// the RouterPi's findings keep their RPS fixes but propose no IRQ move and
+// no host-wide sysctl; the evidence says what was left for the host.
+func TestNothingForTheHostInANamespace(t *testing.T) {
+	ev := routerPiBefore()
+	ev.Box.Meta.Source = "live netns lr-demo-router"
+	for i := range ev.Box.Sysctls {
+		ev.Box.Sysctls[i].HostWide = true
+	}
+	fs, err := Run(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rps, dropped := 0, 0
+	for _, f := range fs {
+		for _, fx := range f.Fixes {
+			switch {
+			case fx.Kind == "irq-affinity" || fx.Kind == "sysctl" && fx.Target == "net.core.netdev_max_backlog":
+				t.Errorf("%s proposes %s:%s inside a namespace", f.Rule, fx.Kind, fx.Target)
+			case fx.Kind == "rps":
+				rps++
+			}
+		}
+		for _, e := range f.Evidence {
+			if strings.HasPrefix(e, "not proposed: irq-affinity:") && strings.Contains(e, "IRQs are the host's") {
+				dropped++
+			}
+		}
+	}
+	if rps == 0 || dropped == 0 {
+		t.Errorf("%d rps fixes, %d irq moves left for the host: want some of each\n%+v", rps, dropped, fs)
+	}
+}

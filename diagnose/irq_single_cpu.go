@@ -62,7 +62,7 @@ func (irqSingleCPU) Check(ev *Evidence) []Finding {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("%s: %s interrupts on CPU%d, %s rx packets", n.Name, rate(per[hot]), hot, rate(rxPPS(m, n))))
 		for _, irq := range n.IRQs {
 			q, ok := ev.Box.IRQ(irq)
-			if !ok || unmovable(q) {
+			if !ok || unmovableWhy(q, m) != "" {
 				continue
 			}
 			if len(per) > hot && m.Interrupts[fmt.Sprint(irq)] != nil && sum(m.Interrupts[fmt.Sprint(irq)]) < 1 {
@@ -79,29 +79,43 @@ func (irqSingleCPU) Check(ev *Evidence) []Finding {
 	return []Finding{f}
 }
 
-// unmovable reports whether an IRQ ignores its affinity: it names several
-// CPUs (or others than CPU0) yet all its interrupts land on one CPU outside
-// or at the edge of it, or a write was refused.
-func unmovable(q *box.IRQ) bool {
-	if _, ok := q.Unsupported["smp_affinity_write"]; ok {
-		return true
-	}
-	if knownUnmovableChip(q.Chip) {
-		return true
-	}
-	if q.Effective == nil || len(q.AffinityList) == 0 {
-		return false
+// unmovableWhy says what shows that an IRQ ignores its affinity, "" when
+// nothing does:
+//   - a write of its smp_affinity was refused on the live box;
+//   - its effective CPUs lie outside the CPUs it is allowed;
+//   - over the sampled seconds its interrupts landed on a CPU it is not
+//     allowed (95 % or more of at least 10 a second): the controller does
+//     not steer it;
+//   - its controller is one known to deliver every MSI through one parent
+//     interrupt.
+//
+// An IRQ allowed 0-3 and effective on CPU0 alone is not evidence: x86's
+// APIC delivers to one CPU of the mask by design, and such an IRQ moves.
+func unmovableWhy(q *box.IRQ, m box.Rates) string {
+	if why, ok := q.Unsupported["smp_affinity_write"]; ok {
+		return "writing smp_affinity failed: " + why
 	}
 	in := map[int]bool{}
 	for _, c := range q.AffinityList {
 		in[c] = true
 	}
-	for _, c := range q.Effective {
-		if !in[c] {
-			return true // effective CPU outside the asked set
+	if len(q.AffinityList) > 0 {
+		for _, c := range q.Effective {
+			if !in[c] {
+				return fmt.Sprintf("effective CPU %d is outside smp_affinity_list %s", c, cpuList(append([]int(nil), q.AffinityList...)))
+			}
+		}
+		if per := m.Interrupts[fmt.Sprint(q.Number)]; len(per) > 0 {
+			if hot, share := argmax(per); hot >= 0 && !in[hot] && share >= 0.95 && sum(per) >= 10 {
+				return fmt.Sprintf("%s of its %s interrupts on CPU%d, which smp_affinity_list %s does not allow",
+					pct(share*100), rate(sum(per)), hot, cpuList(append([]int(nil), q.AffinityList...)))
+			}
 		}
 	}
-	return false
+	if knownUnmovableChip(q.Chip) {
+		return "this MSI controller delivers all vectors through one parent interrupt"
+	}
+	return ""
 }
 
 // knownUnmovableChip names interrupt controllers that deliver every MSI

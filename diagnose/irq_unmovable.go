@@ -3,7 +3,9 @@ package diagnose
 import "fmt"
 
 // irqUnmovable: an IRQ whose affinity can't be changed (a write was
-// refused, or effective_affinity ignores smp_affinity — the CM4's PCIe MSI).
+// refused, effective_affinity or the sampled interrupts ignore
+// smp_affinity, or a controller known for it — the CM4's PCIe MSI): see
+// unmovableWhy.
 // Steering has to happen after the interrupt: RPS.
 type irqUnmovable struct{}
 
@@ -19,7 +21,11 @@ func (irqUnmovable) Check(ev *Evidence) []Finding {
 		n := &ev.Box.NICs[i]
 		for _, num := range n.IRQs {
 			q, ok := ev.Box.IRQ(num)
-			if !ok || !unmovable(q) {
+			if !ok {
+				continue
+			}
+			why := unmovableWhy(q, m)
+			if why == "" {
 				continue
 			}
 			// Where it lands: the effective CPU, else (an empty effective
@@ -46,12 +52,7 @@ func (irqUnmovable) Check(ev *Evidence) []Finding {
 				Evidence: []string{fmt.Sprintf("smp_affinity_list %s, effective_affinity_list %s, chip %q",
 					cpuList(append([]int(nil), q.AffinityList...)), orEmpty(cpuList(append([]int(nil), q.Effective...))), q.Chip)},
 			}
-			if why, ok := q.Unsupported["smp_affinity_write"]; ok {
-				f.Evidence = append(f.Evidence, "writing smp_affinity failed: "+why)
-			}
-			if knownUnmovableChip(q.Chip) {
-				f.Evidence = append(f.Evidence, "this MSI controller delivers all vectors through one parent interrupt")
-			}
+			f.Evidence = append(f.Evidence, why)
 			if haveRates {
 				if v := m.Interrupts[fmt.Sprint(num)]; len(v) > 0 {
 					f.Evidence = append(f.Evidence, fmt.Sprintf("%s interrupts", rate(sum(v))))

@@ -43,6 +43,17 @@ type SysctlReader interface {
 }
 
 // Sysctl reads a sysctl ("net.core.rmem_max") from src.
+// SysctlHostWide reports whether a sysctl read from src is the host's
+// rather than src's network namespace's own: every sysctl outside net.*,
+// and the net.* ones the namespace has no copy of (netdev_budget and the
+// other global ones). False for the host itself and for captures.
+func SysctlHostWide(src Source, name string) bool {
+	if h, ok := src.(interface{ SysctlHostWide(string) bool }); ok {
+		return h.SysctlHostWide(name)
+	}
+	return false
+}
+
 func Sysctl(src Source, name string) (string, error) {
 	if r, ok := src.(SysctlReader); ok {
 		return r.Sysctl(name)

@@ -1,6 +1,9 @@
 package source
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -107,7 +110,28 @@ func (l *Live) Meta() Meta {
 	m := Meta{Time: time.Now(), Arch: runtime.GOARCH, Linerate: version.Version, Netns: l.netns}
 	m.Host, _ = l.proc.Hostname()
 	m.Kernel, _ = l.proc.Kernel()
+	m.MachineID = MachineID()
 	return m
+}
+
+// MachineID names this installation: an HMAC-SHA256 keyed with
+// /etc/machine-id (systemd's, or dbus's older copy) of linerate's own
+// name, as systemd's sd_id128_get_machine_app_specific() derives IDs:
+// stable for the machine, and the confidential ID itself (machine-id(5))
+// never leaves it in a capture. "" when there is none.
+func MachineID() string {
+	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if id := strings.TrimSpace(string(b)); id != "" {
+			m := hmac.New(sha256.New, []byte(id))
+			m.Write([]byte("linerate machine"))
+			return hex.EncodeToString(m.Sum(nil)[:16])
+		}
+	}
+	return ""
 }
 
 // PCIConfig reads the config space through sysfs: 256 or 4096 bytes as
@@ -116,6 +140,22 @@ func (l *Live) PCIConfig(addr string) ([]byte, error) { return l.sys.PCIConfig(a
 
 // Samples is empty: a live source has no recorded samples.
 func (l *Live) Samples() ([]Sample, error) { return nil, nil }
+
+// SysctlHostWide reports whether name, read from the namespace, is the
+// host's value (see SysctlHostWide).
+func (l *Live) SysctlHostWide(name string) bool {
+	if l.ns == nil {
+		return false
+	}
+	if !strings.HasPrefix(name, "net.") {
+		return true
+	}
+	var err error
+	if derr := l.ns.Do(func() error { _, err = l.proc.Sysctl(name); return nil }); derr != nil {
+		return false
+	}
+	return errors.Is(err, os.ErrNotExist)
+}
 
 // Sysctl reads a sysctl as seen from the source's network namespace. A
 // setting the namespace has no copy of (net.core.netdev_max_backlog,

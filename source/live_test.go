@@ -55,6 +55,17 @@ func TestLiveNetns(t *testing.T) {
 	if src.Name() != "live netns "+a.Name || src.Meta().Netns != a.Name {
 		t.Errorf("Name %q, Meta %+v", src.Name(), src.Meta())
 	}
+	// The namespace has its own ip_forward, not its own netdev_budget
+	// (only the initial namespace shows it) or kernel.*; the host has
+	// no host-wide sysctls of another's.
+	for name, want := range map[string]bool{"net.ipv4.ip_forward": false, "net.core.netdev_budget": true, "kernel.pid_max": true} {
+		if got := SysctlHostWide(src, name); got != want {
+			t.Errorf("SysctlHostWide(netns, %s) = %v, want %v", name, got, want)
+		}
+		if SysctlHostWide(host, name) {
+			t.Errorf("SysctlHostWide(host, %s) = true", name)
+		}
+	}
 
 	names, err := src.Sys().NetDevices()
 	if err != nil {

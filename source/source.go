@@ -45,6 +45,10 @@ type Meta struct {
 	Kernel   string    `json:"kernel"`
 	Arch     string    `json:"arch,omitempty"`
 	Linerate string    `json:"linerate_version"`
+	// MachineID names the installation (two Raspberry Pis both called
+	// raspberrypi have different ones): derived from /etc/machine-id, not
+	// the ID itself, which machine-id(5) asks to keep confidential.
+	MachineID string `json:"machine_id,omitempty"`
 	// Netns is the network namespace the capture was taken in, if any.
 	Netns string `json:"netns,omitempty"`
 }
