@@ -124,7 +124,7 @@ func tunePlural(n int) string {
 }
 
 // TuneApplied says what an apply did.
-func TuneApplied(w io.Writer, r *tune.Record, store string) {
+func TuneApplied(w io.Writer, r *tune.Record, store, stateFlag string) {
 	n := 0
 	for _, e := range r.Entries {
 		if e.State == tune.Applied {
@@ -136,7 +136,7 @@ func TuneApplied(w io.Writer, r *tune.Record, store string) {
 		return
 	}
 	fmt.Fprintf(w, "applied %d change%s on %s, each read back; journal %s in %s\n", n, tunePlural(n), tuneWhere(r.Netns), r.ID, store)
-	fmt.Fprintln(w, "undo with: linerate tune rollback; keep across reboots with: linerate tune persist")
+	fmt.Fprintf(w, "undo with: linerate tune rollback%s; keep across reboots with: linerate tune persist%s\n", stateFlag, stateFlag)
 }
 
 // TuneStatus prints the applied set and whether the live values still

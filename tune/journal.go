@@ -65,6 +65,10 @@ type Record struct {
 	BootID string `json:"boot_id,omitempty"`
 	// Netns is the network namespace changed; "" for the host.
 	Netns string `json:"netns,omitempty"`
+	// NetnsID is the kernel's name of that namespace ("net:[4026532297]"),
+	// unique while it lives: a rollback from another namespace, or into a
+	// namespace made anew under the same name, is refused.
+	NetnsID string `json:"netns_id,omitempty"`
 	State string `json:"state"`
 	// Items are what was asked; Persist re-applies them at boot.
 	Items   []Item  `json:"items"`
@@ -107,6 +111,13 @@ func (s Store) Lock(wait time.Duration) (unlock func(), err error) {
 			return nil, fmt.Errorf("another linerate is changing the system (lock %s held for %s)", p, wait)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// A save killed between its temporary file and the rename leaves the
+	// temporary file: no one else writes while the lock is held.
+	if tmps, err := filepath.Glob(filepath.Join(s.Dir, ".tmp-*")); err == nil {
+		for _, p := range tmps {
+			os.Remove(p)
+		}
 	}
 	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
 }
@@ -211,6 +222,38 @@ func bootID(sys System) string {
 		return ""
 	}
 	return s
+}
+
+// netnsID is the identity of the network namespace sys changes; "" when
+// the system cannot say (a directory standing for a root).
+func netnsID(sys System) string {
+	n, ok := sys.(interface{ NetnsID() (string, error) })
+	if !ok {
+		return ""
+	}
+	id, err := n.NetnsID()
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// ErrElsewhere is wrapped by Elsewhere: the record was made in another
+// network namespace than the one sys changes.
+var ErrElsewhere = errors.New("made in another network namespace")
+
+// Elsewhere is an error saying where r belongs when sys changes another
+// network namespace than the one r was made in; nil when they are the
+// same or either cannot say.
+func Elsewhere(sys System, r *Record) error {
+	now := netnsID(sys)
+	if r.NetnsID == "" || now == "" || now == r.NetnsID {
+		return nil
+	}
+	if r.Netns != "" {
+		return fmt.Errorf("record %s: %w: netns %s was %s when it was made and is %s now (made anew)", r.ID, ErrElsewhere, r.Netns, r.NetnsID, now)
+	}
+	return fmt.Errorf("record %s: %w: it was made in %s, and this linerate runs in %s: run it from there (as the apply ran: under the same 'ip netns exec', or on the host)", r.ID, ErrElsewhere, r.NetnsID, now)
 }
 
 // Stale reports whether the record was made before the system's last

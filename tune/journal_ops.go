@@ -100,6 +100,22 @@ func (s Store) RollbackAll(ctx context.Context, open Opener, last, forget bool) 
 			out = append(out, res)
 			continue
 		}
+		if err := Elsewhere(sys, r); err != nil {
+			sys.Close()
+			if r.Netns != "" {
+				// The name stands for a namespace made since: the one
+				// changed is gone, and its changes with it.
+				if err := s.Remove(r); err != nil {
+					return out, err
+				}
+				res.Dropped = "netns " + r.Netns + " was made anew since; the changes went with the old one"
+			} else {
+				res.Err = err
+				errs = append(errs, err)
+			}
+			out = append(out, res)
+			continue
+		}
 		stale := Stale(sys, r)
 		res.Restored, res.Err = s.Rollback(ctx, sys, r)
 		sys.Close()
@@ -126,6 +142,20 @@ type RecordStatus struct {
 	Err string `json:"error,omitempty"`
 }
 
+// Drifted counts the entries of sts whose live value is no longer the
+// one applied (or cannot be read), in records that could be checked.
+func Drifted(sts []RecordStatus) int {
+	n := 0
+	for _, st := range sts {
+		for _, e := range st.Entries {
+			if !e.Holds || e.Err != "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // StatusAll checks every record of the journal against its system.
 func (s Store) StatusAll(open Opener) ([]RecordStatus, error) {
 	recs, err := s.List()
@@ -136,6 +166,11 @@ func (s Store) StatusAll(open Opener) ([]RecordStatus, error) {
 	for _, r := range recs {
 		st := RecordStatus{Record: r, Entries: []EntryStatus{}}
 		sys, err := open(r.Netns)
+		if err == nil {
+			if err = Elsewhere(sys, r); err != nil {
+				sys.Close()
+			}
+		}
 		if err != nil {
 			st.Err = err.Error()
 		} else {

@@ -67,6 +67,21 @@ func listNetns() string {
 	return strings.Join(names, ", ")
 }
 
+// NetnsID is the kernel's name of the network namespace the system
+// changes ("net:[4026532297]"), unique while the namespace lives.
+func (l *Live) NetnsID() (string, error) {
+	if l.ns == nil {
+		return os.Readlink("/proc/self/ns/net")
+	}
+	var id string
+	err := l.ns.Do(func() error {
+		var err error
+		id, err = os.Readlink("/proc/thread-self/ns/net")
+		return err
+	})
+	return id, err
+}
+
 func (l *Live) Name() string  { return l.name }
 func (l *Live) Netns() string { return l.netns }
 

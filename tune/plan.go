@@ -144,31 +144,41 @@ func ItemsFromFindings(fs []diagnose.Finding) []Item {
 	return out
 }
 
+// Findings is `linerate diagnose --json` output as tune reads it.
+type Findings struct {
+	Findings []diagnose.Finding
+	// Origin is the machine they were made from; nil when the file does
+	// not say (a bare array, or an older linerate).
+	Origin *diagnose.Origin
+}
+
 // ReadFindings reads `linerate diagnose --json` output: an array of
-// findings, or an object holding them under "findings".
-func ReadFindings(r io.Reader) ([]diagnose.Finding, error) {
+// findings, or an object holding them under "findings" (and their origin
+// under "origin").
+func ReadFindings(r io.Reader) (Findings, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return nil, err
+		return Findings{}, err
 	}
 	b = bytes.TrimSpace(b)
-	var fs []diagnose.Finding
 	if len(b) > 0 && b[0] == '[' {
+		var fs []diagnose.Finding
 		if err := json.Unmarshal(b, &fs); err != nil {
-			return nil, usage.Errorf("findings: %w", err)
+			return Findings{}, usage.Errorf("findings: %w", err)
 		}
-		return fs, nil
+		return Findings{Findings: fs}, nil
 	}
 	var doc struct {
 		Findings *[]diagnose.Finding `json:"findings"`
+		Origin   *diagnose.Origin    `json:"origin"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, usage.Errorf("findings: %w", err)
+		return Findings{}, usage.Errorf("findings: %w", err)
 	}
 	if doc.Findings == nil {
-		return nil, usage.Errorf("findings: no \"findings\" array (want the output of linerate diagnose --json)")
+		return Findings{}, usage.Errorf("findings: no \"findings\" array (want the output of linerate diagnose --json)")
 	}
-	return *doc.Findings, nil
+	return Findings{Findings: *doc.Findings, Origin: doc.Origin}, nil
 }
 
 // PlanFileSchema is the version of the plan file format.

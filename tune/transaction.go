@@ -32,7 +32,7 @@ type Transaction struct {
 func (s Store) Begin(sys System, p *Plan) (*Transaction, error) {
 	t := &Transaction{store: s, sys: sys}
 	r := &Record{Schema: RecordSchema, ID: newID(), Created: time.Now().UTC(), BootID: bootID(sys),
-		Netns: sys.Netns(), State: RecApplying, Items: p.Items, Entries: []Entry{}}
+		Netns: sys.Netns(), NetnsID: netnsID(sys), State: RecApplying, Items: p.Items, Entries: []Entry{}}
 	for _, a := range p.Actions() {
 		c := a.Describe()
 		if c.Manual || c.Unchanged {

@@ -75,13 +75,17 @@ func TestReadFindings(t *testing.T) {
 	for _, in := range []string{
 		"[" + finding + "," + other + "]",
 		`{"schema":1,"findings":[` + finding + "," + other + `],"rules":14}`,
+		`{"findings":[` + finding + "," + other + `],"origin":{"host":"apu4","machine_id":"9f2c","source":"capture apu4.tar.gz"}}`,
 	} {
 		fs, err := ReadFindings(strings.NewReader(in))
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
+		if strings.Contains(in, "origin") != (fs.Origin != nil) || fs.Origin != nil && fs.Origin.Host != "apu4" {
+			t.Errorf("origin %+v from %s", fs.Origin, in)
+		}
 		var got []string
-		for _, it := range ItemsFromFindings(fs) {
+		for _, it := range ItemsFromFindings(fs.Findings) {
 			got = append(got, it.String()+" ("+it.Note+")")
 		}
 		// The first finding's rps fix wins over the second's.
@@ -107,7 +111,7 @@ func TestReadFindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ItemsFromFindings(fs); len(got) != 1 || got[0] != (Item{Kind: "coalesce", Target: "eth0", Value: "rx-usecs=100,rx-frames=10", Note: "coalescing-off: seed 002"}) {
+	if got := ItemsFromFindings(fs.Findings); len(got) != 1 || got[0] != (Item{Kind: "coalesce", Target: "eth0", Value: "rx-usecs=100,rx-frames=10", Note: "coalescing-off: seed 002"}) {
 		t.Errorf("round trip: %+v", got)
 	}
 }

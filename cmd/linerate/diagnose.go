@@ -60,6 +60,9 @@ type diagnosis struct {
 	Seconds  float64            `json:"sampled_seconds"`
 	Rules    int                `json:"rules"`
 	Findings []diagnose.Finding `json:"findings"`
+	// Origin is the machine the findings belong to: tune plan --findings
+	// refuses them on another one.
+	Origin diagnose.Origin `json:"origin"`
 }
 
 func runDiagnose(cmd *cobra.Command, args []string) error {
@@ -102,7 +105,7 @@ func runDiagnose(cmd *cobra.Command, args []string) error {
 		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(diagnosis{Source: name, Seconds: seconds, Rules: nrules, Findings: fs})
+		return enc.Encode(diagnosis{Source: name, Seconds: seconds, Rules: nrules, Findings: fs, Origin: diagnose.OriginOf(ev.Box)})
 	}
 	fmt.Fprintf(out, "diagnosis of %s\n", name)
 	report.Findings(out, fs, nrules, seconds)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -8,13 +9,17 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"linerate/diagnose"
 	"linerate/internal/usage"
 	"linerate/report"
+	"linerate/source"
+	"linerate/source/tree"
 	"linerate/tune"
 )
 
@@ -33,6 +38,7 @@ const tuneLockWait = 30 * time.Second
 var tuneOpts struct {
 	sets     []string
 	findings string
+	force    bool
 	plan     string
 	out      string
 	scope    string
@@ -117,8 +123,13 @@ dropped: its changes are gone already.`,
 }
 
 var tuneStatusCmd = &cobra.Command{
-	Use:     "status",
-	Short:   "Show the applied changes and whether the live values still hold",
+	Use:   "status",
+	Short: "Show the applied changes and whether the live values still hold",
+	Long: `status reads every change in the journal back from the system it was
+made on. It exits 0 when every applied value still holds, 1 when one has
+drifted (irqbalance, a driver reload or a person changed it) or a record
+cannot be checked (made in another network namespace, or its namespace is
+gone), so that a script or a monitor can run it.`,
 	Example: "  linerate tune status\n  linerate tune status --json",
 	Args:    argsWith(cobra.NoArgs),
 	RunE:    runTuneStatus,
@@ -158,6 +169,7 @@ func init() {
 		f := c.Flags()
 		f.StringArrayVar(&tuneOpts.sets, "set", nil, "a change as KIND:TARGET=VALUE, e.g. rps:eth1/rx-0=1-3 (repeatable)")
 		f.StringVar(&tuneOpts.findings, "findings", "", "take the fixes of `linerate diagnose --json` output in this file (- for stdin)")
+		f.BoolVar(&tuneOpts.force, "force", false, "take --findings made from another machine (a capture someone sent) all the same")
 		f.StringVar(&tuneOpts.plan, "plan", "", "take the items of a plan file written by 'tune plan -o'")
 		f.StringVar(&tuneOpts.scope, "scope", "", "keep only the items of one interface (IFACE) or the box-wide ones (box)")
 		f.StringVar(&tuneOpts.netns, "netns", "", "change the named network namespace (/var/run/netns/NAME) instead of the host")
@@ -205,7 +217,10 @@ func tunePlan(sys tune.System) (*tune.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		fixes = tune.ItemsFromFindings(found)
+		if err := findingsHere(found.Origin); err != nil {
+			return nil, err
+		}
+		fixes = tune.ItemsFromFindings(found.Findings)
 	}
 	if len(tuneOpts.sets) == 0 && tuneOpts.plan == "" && tuneOpts.findings == "" {
 		return nil, usage.Errorf("nothing to plan: give --set KIND:TARGET=VALUE, --findings FILE or --plan FILE")
@@ -216,13 +231,35 @@ func tunePlan(sys tune.System) (*tune.Plan, error) {
 	return tune.PlanItems(sys, set, fixes)
 }
 
+// findingsHere refuses findings made from another machine (a capture
+// someone sent, diagnose run elsewhere) unless --force: IRQ numbers,
+// interface names and queue counts don't carry across machines.
+func findingsHere(o *diagnose.Origin) error {
+	if o == nil || tuneOpts.force {
+		return nil
+	}
+	host, _ := os.Hostname()
+	here := diagnose.Origin{Host: host, MachineID: source.MachineID()}
+	if o.SameMachine(here) {
+		return nil
+	}
+	return usage.Errorf("--findings %s: made from %s, and this is host %s: IRQ numbers, interface names and queues don't carry across machines; run diagnose here, or add --force to plan them anyway",
+		tuneOpts.findings, o, host)
+}
+
 // readTuneFile opens a file ("-": stdin) and parses it; a missing file is
 // bad input naming it.
+// tuneFileMax bounds a findings or plan file: thousands of findings are
+// a few hundred KiB.
+const tuneFileMax = 16 << 20
+
 func readTuneFile[T any](flag, name string, parse func(io.Reader) (T, error)) (T, error) {
 	var zero T
-	var r io.Reader = os.Stdin
+	var r io.Reader = io.LimitReader(os.Stdin, tuneFileMax)
 	if name != "-" {
-		f, err := os.Open(name)
+		// A file someone sent: a regular file of bounded size, read without
+		// blocking (docs/security.md), not a pipe that waits for a writer.
+		b, err := tree.ReadNamed(name, tuneFileMax)
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
@@ -230,8 +267,7 @@ func readTuneFile[T any](flag, name string, parse func(io.Reader) (T, error)) (T
 			}
 			return zero, usage.Errorf("%s %s: %w", flag, name, err)
 		}
-		defer f.Close()
-		r = f
+		r = bytes.NewReader(b)
 	}
 	v, err := parse(r)
 	if err != nil {
@@ -313,8 +349,20 @@ func runTuneApply(cmd *cobra.Command, _ []string) error {
 	if tuneOpts.json {
 		return report.TuneJSON(out, tx.Record())
 	}
-	report.TuneApplied(out, tx.Record(), store.Dir)
+	report.TuneApplied(out, tx.Record(), store.Dir, stateDirFlag(tuneOpts.stateDir))
 	return nil
+}
+
+// stateDirFlag is " --state-dir DIR" for the hints a command prints when
+// its journal is not the default one, so that the hint works as printed.
+func stateDirFlag(dir string) string {
+	if dir == "" || filepath.Clean(dir) == filepath.Clean(tune.DefaultStateDir) {
+		return ""
+	}
+	if strings.ContainsAny(dir, " \t'\"$\\`;&|<>()*?[]{}~!#") {
+		return " --state-dir '" + strings.ReplaceAll(dir, "'", `'\''`) + "'"
+	}
+	return " --state-dir " + dir
 }
 
 func runTuneRollback(cmd *cobra.Command, _ []string) error {
@@ -338,9 +386,24 @@ func runTuneStatus(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if tuneOpts.json {
-		return report.TuneJSON(cmd.OutOrStdout(), sts)
+		err = report.TuneJSON(cmd.OutOrStdout(), sts)
+	} else {
+		err = report.TuneStatus(cmd.OutOrStdout(), sts)
 	}
-	return report.TuneStatus(cmd.OutOrStdout(), sts)
+	if err != nil {
+		return err
+	}
+	// As tuned-adm verify does: a script or a monitor learns from the exit
+	// status that the tuning no longer holds.
+	if n := tune.Drifted(sts); n > 0 {
+		return fmt.Errorf("tune status: %d applied change%s no longer hold%s", n, map[bool]string{true: "", false: "s"}[n == 1], map[bool]string{true: "s", false: ""}[n == 1])
+	}
+	for _, st := range sts {
+		if st.Err != "" {
+			return fmt.Errorf("tune status: %s cannot be checked: %s", st.Record.ID, st.Err)
+		}
+	}
+	return nil
 }
 
 func runTunePersist(cmd *cobra.Command, _ []string) error {

@@ -260,9 +260,9 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 		switch n := len(rep.Kept()); n {
 		case 0:
 		case 1:
-			kept = "1 kept change stays applied ('linerate tune rollback' undoes it)"
+			kept = "1 kept change stays applied ('linerate tune rollback" + stateDirFlag(o.stateDir) + "' undoes it)"
 		default:
-			kept = fmt.Sprintf("%d kept changes stay applied ('linerate tune rollback' undoes them)", n)
+			kept = fmt.Sprintf("%d kept changes stay applied ('linerate tune rollback%s' undoes them)", n, stateDirFlag(o.stateDir))
 		}
 		return fmt.Errorf("tune auto interrupted; the change being tried, if any, was rolled back; %s: %w", kept, err)
 	}

@@ -20,6 +20,7 @@ func TestTuneCommand(t *testing.T) {
 	t.Run("persist", func(t *testing.T) { tunePersist(t, bin) })
 	t.Run("netns", func(t *testing.T) { tuneNetns(t, bin) })
 	t.Run("killed at any moment", func(t *testing.T) { tuneKilled(t, bin) })
+	t.Run("journal belongs where it was made", func(t *testing.T) { tuneWhere(t, bin) })
 }
 
 // tuneBadInput: every mistake is exit 2 with one line naming it.
