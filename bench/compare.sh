@@ -20,7 +20,8 @@
 #   WARM=1          seconds of each run before the window
 #   TOOLS="..."     a subset of: linerate-socket linerate-ring iperf3 sockperf
 #                   trafgen trafgen-xdp linerate-ring-xdp linerate-tcp1 iperf3-tcp1
-#                   linerate-tcp4 iperf3-tcp4   (default: all)
+#                   linerate-tcp4 iperf3-tcp4 linerate-tcp8 iperf3-tcp8
+#                   linerate-tcp16 iperf3-tcp16 linerate-default (default: all)
 #   JSON=FILE       also write the medians and every round as JSON
 #   LINERATE=PATH   the linerate binary (default bin/linerate, built if missing)
 #   SINK=PATH       the bench/sink binary (default: built into a temporary dir)
@@ -37,7 +38,7 @@ DURATION=${DURATION:-5}
 WARM=${WARM:-1}
 JSON=${JSON:-}
 LINERATE_UDP_FLAGS=${LINERATE_UDP_FLAGS:---threads 2 --ports 2}
-ALL_TOOLS="linerate-socket linerate-ring iperf3 sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-tcp1 iperf3-tcp1 linerate-tcp4 iperf3-tcp4"
+ALL_TOOLS="linerate-default linerate-socket linerate-ring iperf3 sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-tcp1 iperf3-tcp1 linerate-tcp4 iperf3-tcp4 linerate-tcp8 iperf3-tcp8 linerate-tcp16 iperf3-tcp16"
 TOOLS=${TOOLS:-$ALL_TOOLS}
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
@@ -216,6 +217,19 @@ run_linerate-socket() { run_linerate_udp socket udp "$LINERATE_UDP_FLAGS"; }
 run_linerate-ring() { run_linerate_udp ring udp "$LINERATE_UDP_FLAGS"; }
 run_linerate-ring-xdp() { run_linerate_udp ring link "--threads 1 --ports 1" xdp; }
 
+# What a user types: bench udp with no flags but the target (and the
+# script's timing), into serve.
+run_linerate-default() {
+	local out rc=0
+	linerate_serve || return 1
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" "$LINERATE" bench udp --to "$IP_RX" --idle 0s --warmup 0s --duration "${TOTAL}s" --json
+	local client=$BG
+	out=$(measure udp)
+	finish "$client" "$WORK/client.log" || rc=1
+	stop "$SERVER"
+	[[ $rc == 0 ]] && RESULT=$out
+}
+
 run_linerate_udp() {
 	local engine=$1 kind=$2 flags=$3 xdp=${4:-} out rc=0 sink=
 	linerate_serve || return 1
@@ -305,6 +319,8 @@ run_trafgen_into() {
 
 run_linerate-tcp1() { run_linerate_tcp 1; }
 run_linerate-tcp4() { run_linerate_tcp 4; }
+run_linerate-tcp8() { run_linerate_tcp 8; }
+run_linerate-tcp16() { run_linerate_tcp 16; }
 run_linerate_tcp() {
 	local out rc=0
 	linerate_serve || return 1
@@ -319,6 +335,8 @@ run_linerate_tcp() {
 
 run_iperf3-tcp1() { run_iperf3_tcp 1; }
 run_iperf3-tcp4() { run_iperf3_tcp 4; }
+run_iperf3-tcp8() { run_iperf3_tcp 8; }
+run_iperf3-tcp16() { run_iperf3_tcp 16; }
 run_iperf3_tcp() {
 	local out rc=0
 	bg "$NS_RX" "$LIMIT" "$WORK/server.log" iperf3 -s -1 -B "$IP_RX" -p 5201
@@ -396,6 +414,9 @@ ref() {
 	case $1 in
 	*-tcp1) echo linerate-tcp1 ;;
 	*-tcp4) echo linerate-tcp4 ;;
+	*-tcp8) echo linerate-tcp8 ;;
+	*-tcp16) echo linerate-tcp16 ;;
+	linerate-default) echo linerate-default ;;
 	*-xdp) echo linerate-ring-xdp ;;
 	*)
 		local s=${MED_PPS[linerate-socket]:-} g=${MED_PPS[linerate-ring]:-}
@@ -428,6 +449,11 @@ describe() {
 	iperf3-tcp1) echo "iperf3 -P 1" ;;
 	linerate-tcp4) echo "bench tcp --streams 4" ;;
 	iperf3-tcp4) echo "iperf3 -P 4" ;;
+	linerate-tcp8) echo "bench tcp --streams 8" ;;
+	iperf3-tcp8) echo "iperf3 -P 8" ;;
+	linerate-tcp16) echo "bench tcp --streams 16" ;;
+	iperf3-tcp16) echo "iperf3 -P 16" ;;
+	linerate-default) echo "bench udp --to HOST (no other flag) -> serve" ;;
 	esac
 }
 for t in $TOOLS; do
@@ -462,6 +488,10 @@ target "UDP 64 B: linerate vs iperf3" "${MED_PPS[$best]:-}" "${MED_PPS[iperf3]:-
 target "UDP 64 B: linerate vs trafgen" "${MED_PPS[$best]:-}" "${MED_PPS[trafgen]:-}" 1
 target "TCP 1 stream: linerate vs iperf3" "${MED_GBPS[linerate-tcp1]:-}" "${MED_GBPS[iperf3-tcp1]:-}" 0.95
 target "TCP 4 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp4]:-}" "${MED_GBPS[iperf3-tcp4]:-}" 0.95
+target "TCP 8 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp8]:-}" "${MED_GBPS[iperf3-tcp8]:-}" 1
+target "TCP 16 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp16]:-}" "${MED_GBPS[iperf3-tcp16]:-}" 1
+target "UDP defaults: linerate vs iperf3" "${MED_PPS[linerate-default]:-}" "${MED_PPS[iperf3]:-}" 2
+target "UDP defaults: linerate vs trafgen" "${MED_PPS[linerate-default]:-}" "${MED_PPS[trafgen]:-}" 1
 
 if [[ -n $JSON ]]; then
 	{
