@@ -1,7 +1,11 @@
 package traffic
 
 import (
+	"fmt"
 	"strings"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"linerate/internal/usage"
 )
@@ -22,6 +26,65 @@ type udpEngine struct {
 var udpEngines = []*udpEngine{
 	{name: "socket", fits: func(*Spec) error { return nil }, open: openSocketEngine},
 	{name: "ring", fits: ringFits, open: openRingEngine},
+	{name: "auto", fits: func(*Spec) error { return nil }, open: openAutoEngine},
+}
+
+// openAutoEngine runs the fastest engine that can do the test: the ring
+// (about twice the socket engine's packets per second on this machine's
+// veth, docs/benchmarks.md) when it applies, else the socket engine. The
+// result's engine names the one that ran, and a note says why.
+func openAutoEngine(r *clientRun, to []*target) error {
+	if why := ringWhyNot(r, to); why != "" {
+		r.cfg.Engine = "socket"
+		r.notes = append(r.notes, "--engine auto ran the socket engine: "+why)
+		return openSocketEngine(r, to)
+	}
+	r.cfg.Engine = "ring"
+	r.notes = append(r.notes, "--engine auto ran the ring (AF_PACKET TX_RING): IPv4 from the client, on a direct route, as root")
+	return openRingEngine(r, to)
+}
+
+// ringWhyNot says why the ring cannot run this test to these targets
+// ("" when it can): it sends from the client only, IPv4 frames, one stream
+// per port, needs CAP_NET_RAW (root), and addresses its frames to the
+// target's own MAC, so not through a gateway (a router or a NAT between).
+func ringWhyNot(r *clientRun, to []*target) string {
+	sp := &r.spec
+	switch {
+	case ringFits(sp) != nil:
+		return "the ring sends UDP from the client only, not " + sp.Direction
+	case sp.Streams != 1:
+		return fmt.Sprintf("the ring sends one stream per port, not %d", sp.Streams)
+	case unix.Geteuid() != 0:
+		return "the ring needs root (CAP_NET_RAW)"
+	}
+	for _, t := range to {
+		a := t.addr.Addr()
+		if !a.Is4() {
+			return t.name + " is IPv6; the ring builds IPv4 frames"
+		}
+		if a.IsLoopback() || a == t.local {
+			return t.name + " is this host: loopback takes sockets"
+		}
+		var why string
+		err := r.cfg.setup(func() error {
+			routes, err := netlink.RouteGet(a.AsSlice())
+			switch {
+			case err != nil || len(routes) == 0:
+				why = fmt.Sprintf("no route to %s for the ring", a)
+			case routes[0].Gw != nil:
+				why = fmt.Sprintf("%s is reached through the gateway %s", t.name, routes[0].Gw)
+			}
+			return nil
+		})
+		if err != nil {
+			return err.Error()
+		}
+		if why != "" {
+			return why
+		}
+	}
+	return ""
 }
 
 // engineNamed is the engine called name ("": the default).

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -146,7 +147,7 @@ func (o *benchOptions) protoCmd(proto string) *cobra.Command {
 		f.IntVarP(&o.payload, "payload", "l", 0, "UDP payload bytes instead of --size (at least 16; iperf3's -l)")
 		f.IntVar(&o.ports, "ports", 0, "spread the flows over this many destination ports: RSS queues, receiver threads (default: --threads)")
 		f.IntVar(&o.rcvbuf, "rcvbuf", 0, "SO_RCVBUF of each receiver socket in bytes (default 4 MiB)")
-		f.StringVar(&o.engine, "engine", "socket", "send engine: socket (batched sendmmsg) or ring (AF_PACKET TX_RING, IPv4, forward only)")
+		f.StringVar(&o.engine, "engine", "auto", "send engine: socket (batched sendmmsg), ring (AF_PACKET TX_RING: IPv4, forward, direct route, root) or auto (the ring where it applies, else socket; with auto and no --threads, one thread per CPU up to 4)")
 		f.BoolVar(&o.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
 		o.search.flags(f)
 		c.Example += "\n" + searchExample
@@ -265,6 +266,12 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 		sp.Payload = o.payload
 		if o.payload != 0 && o.payload < 16 {
 			return cfg, usage.Errorf("--payload %d: linerate's header needs at least 16 bytes", o.payload)
+		}
+		if o.engine == "auto" && !changed("threads") {
+			// What the user did not choose suits the machine: a sender and
+			// a receiver thread per CPU (as trafgen -P does), up to 4.
+			sp.Threads = min(runtime.NumCPU(), 4)
+			o.threads = sp.Threads
 		}
 		sp.Ports, sp.RecvBuf, sp.XDP = o.ports, o.rcvbuf, o.xdp
 		if sp.Ports == 0 {
