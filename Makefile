@@ -32,6 +32,7 @@ deps:
 	$(GO) mod download
 
 test: deps build
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt: not formatted: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	@# -p 1: one package's tests at a time. The traffic, tune and command
 	@# tests measure real flows on this machine's few cores; two packages at

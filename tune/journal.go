@@ -69,7 +69,7 @@ type Record struct {
 	// unique while it lives: a rollback from another namespace, or into a
 	// namespace made anew under the same name, is refused.
 	NetnsID string `json:"netns_id,omitempty"`
-	State string `json:"state"`
+	State   string `json:"state"`
 	// Items are what was asked; Persist re-applies them at boot.
 	Items   []Item  `json:"items"`
 	Entries []Entry `json:"entries"`
