@@ -68,6 +68,11 @@ func (c *Config) check() (Spec, *udpEngine, error) {
 	if err != nil {
 		return Spec{}, nil, err
 	}
+	if eng.name == "auto" && (c.Spec.Proto != "udp" || !c.Spec.clientSends()) {
+		// Nothing for auto to choose: the client sends no UDP. The
+		// result names the default, as it always did.
+		eng = udpEngines[0]
+	}
 	c.Engine = eng.name
 	sp := c.Spec
 	if err := eng.fits(&sp); err != nil {

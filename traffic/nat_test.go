@@ -173,3 +173,39 @@ func TestUDPThroughNAT(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineAuto: --engine auto runs the ring on a direct route from the
+// client, the socket engine through the lab's router (a gateway), and
+// names the default for reverse, where the client sends nothing; the
+// result says which ran and why.
+func TestEngineAuto(t *testing.T) {
+	direct := newLab(t, &Server{})
+	routed := newNATLab(t)
+	for _, c := range []struct {
+		name, dir, want, why string
+		cfg                  func(Spec) Config
+	}{
+		{"direct", Forward, "ring", "ran the ring", direct.config},
+		{"through a router", Forward, "socket", "is reached through the gateway", routed.config},
+		{"reverse", Reverse, "socket", "", direct.config},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sp := udpSpec(300*time.Millisecond, Rate{PPS: 20000})
+			sp.Direction = c.dir
+			cfg := c.cfg(sp)
+			cfg.Engine = "auto"
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			note := strings.Join(res.Notes, "; ")
+			t.Logf("engine %s: %s", res.Engine, note)
+			if res.Engine != c.want || !strings.Contains(note, c.why) {
+				t.Errorf("engine %q, notes %q: want %q and a note with %q", res.Engine, note, c.want, c.why)
+			}
+			if res.Summary.ReceivedPackets == 0 {
+				t.Error("nothing received")
+			}
+		})
+	}
+}
