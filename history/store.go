@@ -142,10 +142,13 @@ func newID(t time.Time) string {
 	return t.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-func (s *Store) path(id string) string   { return filepath.Join(s.Dir, id+ext) }
-func (s *Store) indexPath() string       { return filepath.Join(s.Dir, indexName) }
-func validID(id string) bool             { return id != "" && !strings.ContainsAny(id, "/\\\x00") && id[0] != '.' }
-func idOf(name string) (string, bool)    { id, ok := strings.CutSuffix(name, ext); return id, ok && validID(id) }
+func (s *Store) path(id string) string { return filepath.Join(s.Dir, id+ext) }
+func (s *Store) indexPath() string     { return filepath.Join(s.Dir, indexName) }
+func validID(id string) bool           { return id != "" && !strings.ContainsAny(id, "/\\\x00") && id[0] != '.' }
+func idOf(name string) (string, bool) {
+	id, ok := strings.CutSuffix(name, ext)
+	return id, ok && validID(id)
+}
 func lockFile(f *os.File, how int) error { return unix.Flock(int(f.Fd()), how) }
 
 // appendIndex adds one line to the index under an exclusive lock, in one
