@@ -53,7 +53,15 @@ func linerateBinary(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	// The demo's runs go to a history of the test's own, not the machine's.
+	hist, err := os.MkdirTemp("", "linerate-history-")
+	if err == nil {
+		os.Setenv("LINERATE_HISTORY_DIR", hist)
+	}
 	code := m.Run()
+	if err == nil {
+		os.RemoveAll(hist)
+	}
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}

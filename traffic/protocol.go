@@ -29,7 +29,12 @@ const (
 	msgStop      = "stop"      // client: its senders are done (Sent)
 	msgResult    = "result"    // server: ServerResult
 	msgBye       = "bye"       // client: no more tests
-	msgError     = "error"     // either: Error, then the sender closes
+	// A third-party flow (relay.go): a controller asks an agent to run a
+	// test as the client against other agents.
+	msgFlow         = "flow"          // controller: Flow
+	msgFlowInterval = "flow-interval" // agent, once a second: IntervalStats
+	msgFlowResult   = "flow-result"   // agent: the flow's Result
+	msgError        = "error"         // either: Error, then the sender closes
 )
 
 // Message is one line of the control protocol: a JSON object ending in a
@@ -56,6 +61,10 @@ type Message struct {
 	Sent     []Count       `json:"sent,omitempty"`
 	Interval *Interval     `json:"interval,omitempty"`
 	Result   *ServerResult `json:"result,omitempty"`
+	// Flow, FlowInterval and FlowResult belong to third-party flows.
+	Flow         *Flow          `json:"flow,omitempty"`
+	FlowInterval *IntervalStats `json:"flow_interval,omitempty"`
+	FlowResult   *Result        `json:"flow_result,omitempty"`
 }
 
 // Limits are what a server caps: a longer or faster test is shortened or
@@ -178,6 +187,7 @@ var errorCodes = []struct {
 	{"busy", ErrBusy},
 	{"test-refused", ErrTestRefused},
 	{"slow-down", ErrSlowDown},
+	{"flow-refused", ErrFlowRefused},
 	{"protocol", errProtocol},
 }
 

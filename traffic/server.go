@@ -55,6 +55,10 @@ type Server struct {
 	// control connection fails and its test is torn down: a client whose
 	// host or network vanished without closing (0: 10s).
 	PeerTimeout time.Duration
+	// Allow, when set, are the only addresses this agent sends a
+	// third-party flow to (serve --allow); without a Token it is also
+	// what lets the agent run third-party flows at all (relay.go).
+	Allow []netip.Prefix
 
 	id     string
 	door   *door
@@ -254,6 +258,16 @@ func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn) error {
 		switch m.Type {
 		case msgBye:
 			return nil
+		case msgFlow:
+			err = s.flow(ctx, c, m.Flow)
+			if errors.Is(err, ErrFlowRefused) {
+				s.logf("%s: %v", peer, err)
+				_ = c.write(errorMessage(err))
+			} else if err != nil {
+				_ = c.write(errorMessage(err))
+			}
+			// A flow is the last thing on its connection.
+			return err
 		case msgTest:
 			err = s.test(c, m.Spec, local, peer)
 			if errors.Is(err, ErrTestRefused) {

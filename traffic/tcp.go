@@ -214,6 +214,7 @@ type tcpSender struct {
 	counts   []Count
 	stats    []TCPStat
 	marks    []segMarks
+	segs     segTotals
 	errs     []error
 	zerocopy *os.File
 }
@@ -385,7 +386,7 @@ func (t *tcpSender) progress() (packets, bytes uint64) {
 	for i := range t.live {
 		bytes += t.live[i].Load()
 	}
-	return segmentsNow(t.conns, true), bytes
+	return t.segs.now(t.conns, true), bytes
 }
 
 // close closes the connections.
@@ -412,6 +413,7 @@ type tcpReceiver struct {
 	counts []Count
 	stats  []TCPStat
 	marks  []segMarks
+	segs   segTotals
 	timers []*time.Timer
 	mu     sync.Mutex
 	wg     sync.WaitGroup
@@ -496,7 +498,7 @@ func (r *tcpReceiver) progress() (packets, bytes uint64) {
 	for i := range r.live {
 		bytes += r.live[i].Load()
 	}
-	return segmentsNow(r.conns, false), bytes
+	return r.segs.now(r.conns, false), bytes
 }
 
 // stop lets the peer end its streams for up to grace, then cuts the

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"linerate/history"
 	"linerate/internal/usage"
 	"linerate/report"
 	"linerate/sample"
@@ -55,6 +56,7 @@ type benchOptions struct {
 	mss       int
 	zerocopy  bool
 	writeSize int
+	history   historyFlags
 	// warnings found while reading the flags, for stderr
 	warnings []string
 }
@@ -127,6 +129,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	p.StringVarP(&o.out, "out", "o", "", "also save the JSON result to this file (partial on Ctrl-C)")
 	secondsVarP(p, &o.probe, "probe-interval", "", 10*time.Millisecond, "time between latency probes (0: no probes)")
 	secondsVarP(p, &o.idle, "idle", "", 500*time.Millisecond, "how long to probe latency before the load starts")
+	o.history.add(p, true)
 	c.AddCommand(o.protoCmd("udp"), o.protoCmd("tcp"))
 	return c
 }
@@ -361,6 +364,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 			return err
 		}
 	}
+	o.history.save(cmd, history.KindBench, res)
 	switch {
 	case o.jsonStream:
 		stream.End(res)

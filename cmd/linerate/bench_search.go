@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"linerate/ceiling"
+	"linerate/history"
 	"linerate/internal/usage"
 	"linerate/report"
 	"linerate/search"
@@ -118,6 +119,7 @@ func (o *benchOptions) runSearch(cmd *cobra.Command, proto string) error {
 			return err
 		}
 	}
+	o.history.save(cmd, history.KindSearch, res)
 	stdout := cmd.OutOrStdout()
 	if o.json {
 		err = report.BenchJSON(stdout, res)

@@ -9,6 +9,7 @@ import (
 
 	"linerate/box"
 	"linerate/diagnose"
+	"linerate/history"
 	"linerate/internal/usage"
 	"linerate/report"
 	"linerate/sample"
@@ -18,12 +19,13 @@ import (
 )
 
 var diagnoseFlags struct {
-	root  string
-	live  time.Duration
-	json  bool
-	rules bool
-	only  []string
-	side  string
+	root    string
+	live    time.Duration
+	json    bool
+	rules   bool
+	only    []string
+	side    string
+	history historyFlags
 }
 
 var diagnoseCmd = &cobra.Command{
@@ -51,6 +53,7 @@ func init() {
 	f.BoolVar(&diagnoseFlags.rules, "rules", false, "list the rules and exit")
 	f.StringSliceVar(&diagnoseFlags.only, "rule", nil, "run only these rules (repeatable, comma-separated)")
 	f.StringVar(&diagnoseFlags.side, "side", "server", "with RESULT.json: diagnose the `client` or the `server` end")
+	diagnoseFlags.history.add(f, true)
 	rootCmd.AddCommand(diagnoseCmd)
 }
 
@@ -99,13 +102,15 @@ func runDiagnose(cmd *cobra.Command, args []string) error {
 	if len(diagnoseFlags.only) > 0 {
 		nrules = len(diagnoseFlags.only)
 	}
+	if fs == nil {
+		fs = []diagnose.Finding{}
+	}
+	d := diagnosis{Source: name, Seconds: seconds, Rules: nrules, Findings: fs, Origin: diagnose.OriginOf(ev.Box)}
+	diagnoseFlags.history.save(cmd, history.KindDiagnose, &d)
 	if diagnoseFlags.json {
-		if fs == nil {
-			fs = []diagnose.Finding{}
-		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(diagnosis{Source: name, Seconds: seconds, Rules: nrules, Findings: fs, Origin: diagnose.OriginOf(ev.Box)})
+		return enc.Encode(d)
 	}
 	fmt.Fprintf(out, "diagnosis of %s\n", name)
 	report.Findings(out, fs, nrules, seconds)

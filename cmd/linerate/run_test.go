@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,12 @@ func runArgs(t *testing.T, cmds []*cobra.Command, args ...string) (string, error
 	for _, c := range cmds {
 		reset(c)
 	}
+	out, err := execute(args...)
+	return dropSavedLines(out), err
+}
+
+// execute runs the root command with args, stdout and stderr together.
+func execute(args ...string) (string, error) {
 	var out bytes.Buffer
 	rootCmd.SetOut(&out)
 	rootCmd.SetErr(&out)
@@ -40,4 +47,17 @@ func runArgs(t *testing.T, cmds []*cobra.Command, args ...string) (string, error
 	rootCmd.SetContext(context.Background())
 	err := rootCmd.Execute()
 	return out.String(), err
+}
+
+// dropSavedLines takes out the history's "saved as run" notice (stderr),
+// which the tests that read JSON from the combined output do not expect;
+// the history's own tests read it with runSaved.
+func dropSavedLines(s string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if !strings.HasPrefix(l, "saved as run ") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"linerate/autotune"
+	"linerate/history"
 	"linerate/internal/usage"
 	"linerate/lab"
 	"linerate/report"
@@ -42,6 +43,7 @@ type tuneAutoOptions struct {
 	passes   int
 	dryRun   bool
 	json     bool
+	history  historyFlags
 	stateDir string
 }
 
@@ -111,6 +113,7 @@ it was in; 'linerate tune rollback' also undoes the kept changes.`,
 	f.IntVar(&o.passes, "passes", autotune.DefaultPasses, "after keeping a change, diagnose again and try new fixes, up to this many passes")
 	f.BoolVar(&o.dryRun, "dry-run", false, "bench the baseline, diagnose and list the candidates; change nothing")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON (progress lines still go to stderr)")
+	o.history.add(f, true)
 	f.StringVar(&o.stateDir, "state-dir", defState, "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
 	return cmd
 }
@@ -244,6 +247,7 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 		Rounds: o.rounds, MinGain: o.minGain / 100, Try: try, NoFixes: o.noFixes, Passes: o.passes,
 		DryRun: o.dryRun, Progress: cmd.ErrOrStderr()})
 	if rep != nil && (err == nil || len(rep.Baseline) > 0) {
+		o.history.save(cmd, history.KindTuneAuto, rep)
 		var perr error
 		if o.json {
 			perr = report.TuneJSON(cmd.OutOrStdout(), rep)

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"linerate/history"
+	"linerate/internal/usage"
+	"linerate/internal/version"
+	"linerate/report"
+	"linerate/source"
+)
+
+// historyFlags are --no-save and --history-dir, on every command whose
+// result the history keeps.
+type historyFlags struct {
+	noSave bool
+	dir    string
+}
+
+func (h *historyFlags) add(f *pflag.FlagSet, saves bool) {
+	if saves {
+		f.BoolVar(&h.noSave, "no-save", false, "do not keep this result in the run history (docs/history.md)")
+	}
+	f.StringVar(&h.dir, "history-dir", "", "run history directory (default $LINERATE_HISTORY_DIR, else /var/lib/linerate/runs as root, else $XDG_STATE_HOME/linerate/runs)")
+}
+
+func (h *historyFlags) store(cmd *cobra.Command) *history.Store {
+	s := history.Open(h.dir)
+	s.Warn = func(m string) { fmt.Fprintln(cmd.ErrOrStderr(), "linerate: warning:", m) }
+	return s
+}
+
+// save keeps a result in the history and says where on stderr. A result
+// that cannot be saved is a warning: the measurement was printed.
+func (h *historyFlags) save(cmd *cobra.Command, kind string, result any) {
+	if h.noSave {
+		return
+	}
+	data, err := json.Marshal(result)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "linerate: warning: history:", err)
+		return
+	}
+	r := &history.Run{Kind: kind, Command: os.Args, Version: version.Version, Machine: source.MachineID(), Result: data}
+	if v, err := report.DecodeRun(r); err == nil {
+		r.Headline = report.Headline(kind, v)
+	}
+	r.Host, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		r.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	s := h.store(cmd)
+	id, err := s.Save(r)
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "linerate: warning: result not saved to the history: %v (--no-save skips it)\n", err)
+		return
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "saved as run %s ('linerate report %s' makes its page)\n", id, id)
+}
+
+// loadRun reads a run by history id (or prefix) or from a file: an
+// argument that names an existing file is a file.
+func loadRun(s *history.Store, arg string) (*history.Run, error) {
+	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+		r, err := history.ReadFile(arg)
+		if err != nil {
+			return nil, usage.Wrap(err)
+		}
+		return r, nil
+	}
+	r, err := s.Load(arg)
+	var nf *history.NotFoundError
+	var ne *history.NewerError
+	if errors.As(err, &nf) || errors.As(err, &ne) || (err != nil && strings.Contains(err.Error(), "give more of the id")) {
+		return nil, usage.Wrap(err)
+	}
+	return r, err
+}
+
+func newRunsCmd() *cobra.Command {
+	var (
+		h      historyFlags
+		asJSON bool
+		last   int
+		kinds  []string
+		hosts  []string
+	)
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List the run history: every bench, search, diagnose and tune auto result kept",
+		Long: `runs lists the results kept in the run history, newest first: id, time,
+kind, host, command and the headline figure. Every bench, zero-loss search,
+diagnose and tune auto saves its result there unless --no-save; 'linerate
+report ID' makes a page of one or several, 'linerate compare A B' puts two
+side by side. An id can be shortened to any prefix only one run has.`,
+		Example: `  linerate runs                      # every run kept, newest first
+  linerate runs --last 5 --kind bench
+  linerate runs --host routerpi --json
+  linerate runs rm 20261125-140312-a1b2
+  linerate runs prune --keep 100`,
+		Args: argsWith(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if last < 0 {
+				return usage.Errorf("--last %d: negative", last)
+			}
+			for _, k := range kinds {
+				switch k {
+				case history.KindBench, history.KindSearch, history.KindPlan, history.KindDiagnose, history.KindTuneAuto:
+				default:
+					return usage.Errorf("--kind %q: want bench, search, plan, diagnose or tune-auto", k)
+				}
+			}
+			all, err := h.store(cmd).List()
+			if err != nil {
+				return err
+			}
+			var out []history.Entry
+			for _, e := range all {
+				if (len(kinds) == 0 || contains(kinds, e.Kind)) && (len(hosts) == 0 || contains(hosts, e.Host)) {
+					out = append(out, e)
+				}
+			}
+			if last > 0 && len(out) > last {
+				out = out[:last]
+			}
+			if asJSON {
+				if out == nil {
+					out = []history.Entry{}
+				}
+				return report.TuneJSON(cmd.OutOrStdout(), out)
+			}
+			if len(out) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no runs in %s\n", h.store(cmd).Dir)
+				return nil
+			}
+			return report.Runs(cmd.OutOrStdout(), out)
+		},
+	}
+	f := cmd.Flags()
+	h.add(cmd.PersistentFlags(), false)
+	f.BoolVar(&asJSON, "json", false, "print the list as JSON (one object per run, without the results)")
+	f.IntVar(&last, "last", 0, "only the newest N runs (0: all)")
+	f.StringSliceVar(&kinds, "kind", nil, "only runs of this kind: bench, search, plan, diagnose, tune-auto (repeatable)")
+	f.StringSliceVar(&hosts, "host", nil, "only runs made on this host (repeatable)")
+
+	rm := &cobra.Command{
+		Use:     "rm ID...",
+		Short:   "Remove runs from the history",
+		Example: "  linerate runs rm 20261125-140312-a1b2 20261125-1403",
+		Args:    argsWith(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			gone, err := h.store(cmd).Remove(args...)
+			if err != nil {
+				var nf *history.NotFoundError
+				if errors.As(err, &nf) {
+					return usage.Wrap(fmt.Errorf("%w; nothing was removed", err))
+				}
+				return err
+			}
+			for _, id := range gone {
+				fmt.Fprintln(cmd.OutOrStdout(), "removed", id)
+			}
+			return nil
+		},
+	}
+	var keep int
+	prune := &cobra.Command{
+		Use:     "prune --keep N",
+		Short:   "Remove all but the newest N runs",
+		Example: "  linerate runs prune --keep 100",
+		Args:    argsWith(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("keep") {
+				return usage.Errorf("prune needs --keep N: how many of the newest runs to keep")
+			}
+			if keep < 0 {
+				return usage.Errorf("--keep %d: negative", keep)
+			}
+			gone, err := h.store(cmd).Prune(keep)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %d runs, kept the newest %d\n", len(gone), keep)
+			return nil
+		},
+	}
+	prune.Flags().IntVar(&keep, "keep", 0, "how many of the newest runs to keep")
+	cmd.AddCommand(rm, prune)
+	return cmd
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func newCompareCmd() *cobra.Command {
+	var h historyFlags
+	cmd := &cobra.Command{
+		Use:   "compare A B",
+		Short: "Put two runs side by side: headline figures, their change, and whether it is beyond the noise",
+		Long: `compare prints the headline figures of two runs (history ids, id prefixes or
+result files), the change from A to B, and whether each change is beyond the
+runs' own noise: the spread of each run's per-second figures (10th to 90th
+percentile, over the median), the larger of the two. A change inside that
+band is what two identical runs could show.`,
+		Example: `  linerate compare 20261125-1403 20261125-1411     # before and after a change
+  linerate compare before.json after.json          # two 'bench --json' results`,
+		Args: argsWith(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s := h.store(cmd)
+			a, err := loadRun(s, args[0])
+			if err != nil {
+				return err
+			}
+			b, err := loadRun(s, args[1])
+			if err != nil {
+				return err
+			}
+			if err := report.Compare(cmd.OutOrStdout(), a, b); err != nil {
+				return usage.Wrap(err)
+			}
+			return nil
+		},
+	}
+	h.add(cmd.Flags(), false)
+	return cmd
+}
+
+func init() {
+	rootCmd.AddCommand(newRunsCmd(), newCompareCmd())
+}

@@ -1,0 +1,298 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"linerate/autotune"
+	"linerate/history"
+	"linerate/traffic"
+)
+
+// Headline is the one-line figure of a result that `linerate runs` shows:
+// "udp forward → 10.0.0.2: 685.2k pps 350.8 Mb/s, loss 0.01 %".
+func Headline(kind string, result any) string {
+	switch r := result.(type) {
+	case *traffic.Result:
+		if kind == history.KindSearch || len(r.Search) > 0 {
+			return searchHeadline(r)
+		}
+		return benchHeadline(r)
+	case *autotune.Report:
+		return tuneHeadline(r)
+	case *DiagnoseReport:
+		return diagnoseHeadline(r)
+	}
+	return ""
+}
+
+// DiagnoseReport is what `diagnose --json` prints; the run history keeps it.
+type DiagnoseReport struct {
+	Source   string          `json:"source"`
+	Seconds  float64         `json:"sampled_seconds"`
+	Rules    int             `json:"rules"`
+	Findings json.RawMessage `json:"findings"`
+}
+
+func benchHeadline(r *traffic.Result) string {
+	s := r.Summary
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", r.Spec.Proto, r.Spec.Direction)
+	if n := len(r.Targets); n > 1 {
+		fmt.Fprintf(&b, " ×%d targets", n)
+	}
+	fmt.Fprintf(&b, ": %s %s", benchSI(s.ReceivedPPS, "pps"), benchSI(s.ReceivedBPS, "b/s"))
+	if r.Spec.Proto == "udp" {
+		fmt.Fprintf(&b, ", loss %s", pct(s.LossRatio))
+	} else if s.Retransmits > 0 {
+		fmt.Fprintf(&b, ", %d retransmits", s.Retransmits)
+	}
+	if r.Interrupted {
+		b.WriteString(" (interrupted)")
+	}
+	return b.String()
+}
+
+func searchHeadline(r *traffic.Result) string {
+	var parts []string
+	for _, s := range r.Search {
+		parts = append(parts, fmt.Sprintf("%s B %s", s.Size, benchSI(s.NDRPPS, "pps")))
+	}
+	return "NDR " + strings.Join(parts, ", ")
+}
+
+func tuneHeadline(r *autotune.Report) string {
+	b, _ := r.Before.Value(r.Metric)
+	a, _ := r.After.Value(r.Metric)
+	return fmt.Sprintf("%s: %s → %s, %d of %d changes kept", r.Metric, autotune.FormatMetric(r.Metric, b),
+		autotune.FormatMetric(r.Metric, a), len(r.Kept()), len(r.Trials))
+}
+
+func diagnoseHeadline(r *DiagnoseReport) string {
+	var fs []struct {
+		Rule     string `json:"rule"`
+		Severity string `json:"severity"`
+	}
+	json.Unmarshal(r.Findings, &fs)
+	if len(fs) == 0 {
+		return fmt.Sprintf("%s: no finding (%d rules)", r.Source, r.Rules)
+	}
+	names := make([]string, 0, len(fs))
+	for _, f := range fs {
+		if !slices.Contains(names, f.Rule) {
+			names = append(names, f.Rule)
+		}
+	}
+	return fmt.Sprintf("%s: %d findings: %s", r.Source, len(fs), strings.Join(names, ", "))
+}
+
+// Runs writes the history's list: id, time, kind, host, command, headline.
+func Runs(w io.Writer, entries []history.Entry) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTIME\tKIND\tHOST\tCOMMAND\tRESULT")
+	for _, e := range entries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Time.Local().Format("2006-01-02 15:04:05"), e.Kind, e.Host,
+			shortCommand(e.Command, 48), e.Headline)
+	}
+	return tw.Flush()
+}
+
+// shortCommand joins argv without the program's path, cut at n runes.
+func shortCommand(argv []string, n int) string {
+	if len(argv) > 0 {
+		argv = append([]string{"linerate"}, argv[1:]...)
+	}
+	s := []rune(strings.Join(argv, " "))
+	if len(s) > n {
+		return string(s[:n-1]) + "…"
+	}
+	return string(s)
+}
+
+// DecodeRun reads a run's result into its type: *traffic.Result for bench
+// and search, *autotune.Report for tune auto, *DiagnoseReport for
+// diagnose.
+func DecodeRun(r *history.Run) (any, error) {
+	var v any
+	switch r.Kind {
+	case history.KindBench, history.KindSearch:
+		v = new(traffic.Result)
+	case history.KindTuneAuto:
+		v = new(autotune.Report)
+	case history.KindDiagnose:
+		v = new(DiagnoseReport)
+	default:
+		return nil, fmt.Errorf("run %s: kind %q is not one this linerate reads", runName(r), r.Kind)
+	}
+	if err := json.Unmarshal(r.Result, v); err != nil {
+		return nil, fmt.Errorf("run %s: %s result: %w", runName(r), r.Kind, err)
+	}
+	return v, nil
+}
+
+func runName(r *history.Run) string {
+	if r.ID != "" {
+		return r.ID
+	}
+	return "(file)"
+}
+
+// Figure is one headline number of a run, with the per-second values it
+// came from (to judge noise) when the run has them.
+type Figure struct {
+	Name  string
+	Value float64
+	// Higher says a bigger value is better.
+	Higher bool
+	// PerSecond are the values of each measured second (bench), or of
+	// each round (tune auto): their spread is the run's own noise.
+	PerSecond []float64
+	format    func(float64) string
+}
+
+// Figures are the headline numbers of a decoded run.
+func Figures(result any) []Figure {
+	switch r := result.(type) {
+	case *traffic.Result:
+		if len(r.Search) > 0 {
+			var out []Figure
+			for _, s := range r.Search {
+				out = append(out, Figure{Name: "ndr " + s.Size + " B", Value: s.NDRPPS, Higher: true,
+					format: func(v float64) string { return benchSI(v, "pps") }})
+			}
+			return out
+		}
+		var pps, bps []float64
+		for _, iv := range r.Intervals {
+			if !iv.Warmup {
+				pps, bps = append(pps, iv.ReceivedPPS), append(bps, iv.ReceivedBPS)
+			}
+		}
+		s := r.Summary
+		out := []Figure{
+			{Name: "received pps", Value: s.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return benchSI(v, "pps") }},
+			{Name: "received bit/s", Value: s.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return benchSI(v, "b/s") }},
+		}
+		if r.Spec.Proto == "udp" {
+			out = append(out, Figure{Name: "loss", Value: s.LossRatio, format: pct})
+		} else {
+			out = append(out, Figure{Name: "retransmits", Value: float64(s.Retransmits), format: func(v float64) string { return fmt.Sprintf("%.0f", v) }})
+		}
+		if l := s.LatencyLoad; l != nil && l.Received > 0 {
+			ms := func(v float64) string { return fmt.Sprintf("%.3f ms", v) }
+			out = append(out, Figure{Name: "latency p50 loaded", Value: l.P50, format: ms},
+				Figure{Name: "latency p99 loaded", Value: l.P99, format: ms})
+		}
+		return out
+	case *autotune.Report:
+		var rounds []float64
+		for _, rd := range r.Baseline {
+			if v, ok := rd.Value(r.Metric); ok {
+				rounds = append(rounds, v)
+			}
+		}
+		v, _ := r.After.Value(r.Metric)
+		return []Figure{{Name: r.Metric + " after tuning", Value: v, Higher: autotune.HigherIsBetter(r.Metric), PerSecond: rounds,
+			format: func(v float64) string { return autotune.FormatMetric(r.Metric, v) }}}
+	}
+	return nil
+}
+
+func (f Figure) String() string {
+	if f.format == nil {
+		return fmt.Sprint(f.Value)
+	}
+	return f.format(f.Value)
+}
+
+// Spread is the run's own noise on a figure: the relative spread of its
+// per-second values between the 10th and 90th percentile, over their
+// median (0 when there are fewer than 3 values to judge from).
+func (f Figure) Spread() float64 {
+	if len(f.PerSecond) < 3 {
+		return 0
+	}
+	v := slices.Clone(f.PerSecond)
+	slices.Sort(v)
+	at := func(p float64) float64 { return v[int(math.Round(p*float64(len(v)-1)))] }
+	med := at(0.5)
+	if med == 0 {
+		return 0
+	}
+	return (at(0.9) - at(0.1)) / math.Abs(med)
+}
+
+// Compare writes the headline figures of two runs with their deltas, and
+// whether each delta is beyond the runs' own noise (the larger of the two
+// runs' per-second spreads).
+func Compare(w io.Writer, a, b *history.Run) error {
+	ra, err := DecodeRun(a)
+	if err != nil {
+		return err
+	}
+	rb, err := DecodeRun(b)
+	if err != nil {
+		return err
+	}
+	fa, fb := Figures(ra), Figures(rb)
+	if len(fa) == 0 || len(fb) == 0 {
+		return fmt.Errorf("compare: %s runs have no figures to compare", strings.Join(uniq(a.Kind, b.Kind), " and "))
+	}
+	fmt.Fprintf(w, "A  %s  %s  %s\n", runName(a), a.Time.Local().Format("2006-01-02 15:04:05"), shortCommand(a.Command, 60))
+	fmt.Fprintf(w, "B  %s  %s  %s\n\n", runName(b), b.Time.Local().Format("2006-01-02 15:04:05"), shortCommand(b.Command, 60))
+	if a.Kind != b.Kind {
+		fmt.Fprintf(w, "note: a %s run against a %s run: only figures of the same name are compared\n\n", a.Kind, b.Kind)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "FIGURE\tA\tB\tCHANGE\tNOISE\t\t")
+	for _, x := range fa {
+		i := slices.IndexFunc(fb, func(y Figure) bool { return y.Name == x.Name })
+		if i < 0 {
+			continue
+		}
+		y := fb[i]
+		change, noise := "", ""
+		verdict := ""
+		switch {
+		case x.Value == 0 && y.Value == 0:
+			change, verdict = "0", "same"
+		case x.Value == 0:
+			change, verdict = "from 0", "changed"
+		default:
+			c := (y.Value - x.Value) / math.Abs(x.Value)
+			change = fmt.Sprintf("%+.1f %%", c*100)
+			n := max(x.Spread(), y.Spread())
+			if len(x.PerSecond) >= 3 && len(y.PerSecond) >= 3 {
+				noise = fmt.Sprintf("±%.1f %%", n*100)
+				switch {
+				case math.Abs(c) <= n:
+					verdict = "within the noise"
+				case (c > 0) == x.Higher:
+					verdict = "better, beyond the noise"
+				default:
+					verdict = "worse, beyond the noise"
+				}
+			} else {
+				noise = "-"
+				verdict = "not judged: no per-second figures"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\t%s\n", x.Name, x, y, change, noise, verdict)
+	}
+	return tw.Flush()
+}
+
+func uniq(a, b string) []string {
+	if a == b {
+		return []string{a}
+	}
+	return []string{a, b}
+}
+
+// pct writes a ratio as a percentage: 0.0001 is "0.01 %".
+func pct(r float64) string { return fmt.Sprintf("%.2f %%", r*100) }

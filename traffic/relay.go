@@ -1,0 +1,181 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A third-party flow: a controller asks an agent (a Server) to run a test
+// as the client, against other agents. The agent checks where it is asked
+// to send (Server.checkFlow), runs Run with its own secret, streams the
+// interval lines back and ends with the whole Result. docs/agents.md has
+// the trust model.
+
+// Flow is what a controller asks an agent to run.
+type Flow struct {
+	// Targets are the agents to test against, as the agent itself reaches
+	// them: HOST[:PORT] (names resolve on the agent).
+	Targets []string `json:"targets"`
+	Spec    Spec     `json:"spec"`
+	// FrameSize is the UDP frame size (--size); Engine the UDP send engine.
+	FrameSize int    `json:"frame_size,omitempty"`
+	Engine    string `json:"engine,omitempty"`
+	// Idle is how long latency probes run before the load.
+	Idle Seconds `json:"idle,omitempty"`
+}
+
+// ErrFlowRefused: an agent will not run a third-party flow (no secret to
+// trust its controller by, a target outside its --allow, a target it
+// cannot resolve).
+var ErrFlowRefused = errors.New("flow refused")
+
+// flowGrace is how long past a flow's own length the controller waits for
+// its result.
+const flowGrace = 30 * time.Second
+
+// checkFlow decides whether this agent runs f, and returns its targets as
+// addresses (resolved here once, so what was checked is what is reached).
+func (s *Server) checkFlow(f *Flow) ([]string, error) {
+	if s.Token == "" && len(s.Allow) == 0 {
+		return nil, fmt.Errorf("%w: this agent has no secret to trust a controller by: third-party flows need serve --token (or --allow naming where it may send)", ErrFlowRefused)
+	}
+	if len(f.Targets) == 0 {
+		return nil, fmt.Errorf("%w: no target", ErrFlowRefused)
+	}
+	out := make([]string, len(f.Targets))
+	for i, t := range f.Targets {
+		host, port, err := net.SplitHostPort(t)
+		if err != nil {
+			host, port = t, strconv.Itoa(DefaultPort)
+		}
+		var addr netip.Addr
+		err = s.setup(func() error {
+			ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
+			if err != nil || len(ips) == 0 {
+				return fmt.Errorf("%w: target %q: not resolved here: %v", ErrFlowRefused, t, err)
+			}
+			addr = ips[0].Unmap()
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(s.Allow) > 0 && !allowed(s.Allow, addr) {
+			return nil, fmt.Errorf("%w: target %s (%s) is outside this agent's --allow %s", ErrFlowRefused, t, addr, prefixes(s.Allow))
+		}
+		out[i] = net.JoinHostPort(addr.String(), port)
+	}
+	return out, nil
+}
+
+func allowed(allow []netip.Prefix, a netip.Addr) bool {
+	for _, p := range allow {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func prefixes(ps []netip.Prefix) string {
+	s := ""
+	for i, p := range ps {
+		if i > 0 {
+			s += ","
+		}
+		s += p.String()
+	}
+	return s
+}
+
+// flow runs a third-party flow on this agent and reports it on c; the
+// connection ends with it. The controller's stop message, or its
+// connection closing, stops the flow early: its partial result is sent.
+func (s *Server) flow(ctx context.Context, c *ctl, f *Flow) error {
+	if f == nil {
+		return fmt.Errorf("%w: flow without a spec", errProtocol)
+	}
+	targets, err := s.checkFlow(f)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		// Whatever comes next (stop, or the connection closing) ends the
+		// flow.
+		_, _ = c.read((f.Spec.Warmup + f.Spec.Duration + f.Idle).D() + 2*flowGrace)
+		cancel()
+	}()
+	var mu sync.Mutex
+	cfg := Config{Targets: targets, Spec: f.Spec, FrameSize: f.FrameSize, Engine: f.Engine, Idle: f.Idle.D(),
+		Token: s.Token, CPUs: s.CPUs, Sampling: s.Sampling, Setup: s.Setup, Drops: s.Drops, Machine: s.Machine,
+		OnInterval: func(iv IntervalStats) {
+			mu.Lock()
+			defer mu.Unlock()
+			_ = c.write(&Message{Type: msgFlowInterval, FlowInterval: &iv})
+		}}
+	s.logf("third-party flow: %s %s to %v", f.Spec.Proto, f.Spec.Direction, targets)
+	res, runErr := Run(ctx, cfg)
+	mu.Lock()
+	defer mu.Unlock()
+	if res == nil {
+		if runErr == nil {
+			runErr = errors.New("the flow gave no result")
+		}
+		return c.write(&Message{Type: msgError, Code: codeOf(runErr), Error: runErr.Error()})
+	}
+	if runErr != nil {
+		res.Errors = append(res.Errors, runErr.Error())
+	}
+	return c.write(&Message{Type: msgFlowResult, FlowResult: res})
+}
+
+// RunFlow asks the agent at the other end of conn to run f (a third-party
+// flow) and returns its result. onInterval, if not nil, gets each interval
+// line as the agent sends it. When ctx ends the agent is told to stop, and
+// its partial result is returned. conn is closed on return.
+func RunFlow(ctx context.Context, conn net.Conn, secret string, f Flow, onInterval func(IntervalStats)) (*Result, error) {
+	defer conn.Close()
+	if _, err := Greet(conn, secret, authTimeout+helloTimeout); err != nil {
+		return nil, err
+	}
+	c := newCtl(conn)
+	if err := c.write(&Message{Type: msgFlow, Flow: &f}); err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.write(&Message{Type: msgStop}) })
+	defer stop()
+	wait := (f.Spec.Warmup + f.Spec.Duration + f.Idle).D() + flowGrace
+	deadline := time.Now().Add(wait)
+	for {
+		m, err := c.read(time.Until(deadline))
+		if err != nil {
+			return nil, err
+		}
+		switch m.Type {
+		case msgFlowInterval:
+			if m.FlowInterval != nil && onInterval != nil {
+				onInterval(*m.FlowInterval)
+			}
+		case msgFlowResult:
+			if m.FlowResult == nil {
+				return nil, fmt.Errorf("%w: flow result without a result", errProtocol)
+			}
+			if ctx.Err() != nil {
+				m.FlowResult.Interrupted = true
+			}
+			return m.FlowResult, nil
+		case msgError:
+			return nil, peerError(m)
+		default:
+			return nil, fmt.Errorf("%w: unexpected %q during a flow", errProtocol, m.Type)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"linerate/internal/testenv"
+)
+
+// serveAgent runs srv on addr:0 inside ns until the test ends and returns
+// its control address.
+func serveAgent(t *testing.T, ns *testenv.NetNS, addr string, srv *Server) string {
+	t.Helper()
+	srv.Setup = ns.Do
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var where string
+	if err := ns.Do(func() error {
+		ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+		if err != nil {
+			return err
+		}
+		where = ln.Addr().String()
+		go func() { done <- srv.Serve(ctx, ln) }()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("agent did not stop")
+		}
+	})
+	return where
+}
+
+// dialIn opens a control connection from inside ns.
+func dialIn(t *testing.T, ns *testenv.NetNS, addr string) net.Conn {
+	t.Helper()
+	var c net.Conn
+	if err := ns.Do(func() error {
+		var err error
+		c, err = net.DialTimeout("tcp", addr, 5*time.Second)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A controller asks agent A (namespace a) to run a flow to agent B
+// (namespace b): A's result comes back with its intervals, counted by B;
+// the controller's stop ends a long flow early with a partial result.
+// Refused: an agent without a secret, a target outside --allow, and a
+// target with no agent (nothing is sent to it: the control connection
+// comes first).
+func TestThirdPartyFlow(t *testing.T) {
+	const secret = "relay-secret"
+	l := newLab(t, &Server{Token: secret})
+	a := serveAgent(t, l.a, "10.99.0.1", &Server{Token: secret, Sampling: sampling(l.a)})
+
+	spec := Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Warmup: Seconds(200 * time.Millisecond),
+		Streams: 1, Ports: 1, Threads: 1, Payload: 64, Rate: Rate{PPS: 5000}}
+	var ivs []IntervalStats
+	res, err := RunFlow(context.Background(), dialIn(t, l.b, a), secret, Flow{Targets: []string{l.server}, Spec: spec},
+		func(iv IntervalStats) { ivs = append(ivs, iv) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	t.Logf("flow a → b: sent %d, received %d, %.0f pps, %d intervals", s.SentPackets, s.ReceivedPackets, s.ReceivedPPS, len(ivs))
+	if s.ReceivedPackets < 4000 || s.LostPackets > s.SentPackets/100 {
+		t.Errorf("5 kpps for 1 s: sent %d, received %d", s.SentPackets, s.ReceivedPackets)
+	}
+	if len(ivs) == 0 || len(res.Samples) == 0 {
+		t.Errorf("%d intervals, %d samples came back", len(ivs), len(res.Samples))
+	}
+
+	// Stopped early by the controller.
+	long := spec
+	long.Duration = Seconds(20 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err = RunFlow(ctx, dialIn(t, l.b, a), secret, Flow{Targets: []string{l.server}, Spec: long}, nil)
+	if err != nil || !res.Interrupted || time.Since(start) > 10*time.Second {
+		t.Errorf("stopped flow: %v, interrupted %v after %s", err, res != nil && res.Interrupted, time.Since(start))
+	}
+
+	refused := func(name string, agent string, secret string, target string, want string) {
+		t.Helper()
+		_, err := RunFlow(context.Background(), dialIn(t, l.b, agent), secret, Flow{Targets: []string{target}, Spec: spec}, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+		if name != "no agent there" && !errors.Is(err, ErrFlowRefused) {
+			t.Errorf("%s: %v is not ErrFlowRefused", name, err)
+		}
+	}
+	open := serveAgent(t, l.a, "10.99.0.1", &Server{})
+	refused("open agent", open, "", l.server, "serve --token")
+	narrow := serveAgent(t, l.a, "10.99.0.1", &Server{Token: secret, Allow: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}})
+	refused("outside --allow", narrow, secret, l.server, "outside this agent's --allow 192.0.2.0/24")
+	refused("no agent there", a, secret, "10.99.0.2:9", "nothing listening on 10.99.0.2:9")
+}
