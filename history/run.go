@@ -26,6 +26,7 @@ const (
 	KindPlan     = "plan"      // the result of linerate run PLAN.yaml
 	KindDiagnose = "diagnose"  // diagnose --json's report
 	KindTuneAuto = "tune-auto" // autotune.Report
+	KindFlows    = "flows"     // traffic.FlowSet of bench --from (third-party flows)
 )
 
 // Run is one saved result and where it came from.

@@ -460,8 +460,10 @@ func Decode(data []byte, where string) (*Run, error) {
 		r.Kind = KindSearch
 	case len(probe.Spec) > 0:
 		r.Kind = KindBench
-	case len(probe.Flows) > 0 || len(probe.Plan) > 0:
+	case len(probe.Plan) > 0:
 		r.Kind = KindPlan
+	case len(probe.Flows) > 0:
+		r.Kind = KindFlows
 	default:
 		return nil, fmt.Errorf("%s: not a linerate run or result (no kind, spec, rig or findings)", where)
 	}

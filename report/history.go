@@ -23,6 +23,8 @@ func Headline(kind string, result any) string {
 			return searchHeadline(r)
 		}
 		return benchHeadline(r)
+	case *traffic.FlowSet:
+		return flowsHeadline(r)
 	case *autotune.Report:
 		return tuneHeadline(r)
 	case *DiagnoseReport:
@@ -122,6 +124,8 @@ func DecodeRun(r *history.Run) (any, error) {
 	switch r.Kind {
 	case history.KindBench, history.KindSearch:
 		v = new(traffic.Result)
+	case history.KindFlows:
+		v = new(traffic.FlowSet)
 	case history.KindTuneAuto:
 		v = new(autotune.Report)
 	case history.KindDiagnose:
@@ -187,6 +191,17 @@ func Figures(result any) []Figure {
 			ms := func(v float64) string { return fmt.Sprintf("%.3f ms", v) }
 			out = append(out, Figure{Name: "latency p50 loaded", Value: l.P50, format: ms},
 				Figure{Name: "latency p99 loaded", Value: l.P99, format: ms})
+		}
+		return out
+	case *traffic.FlowSet:
+		pps, bps := flowSeconds(r)
+		t := r.Total
+		out := []Figure{
+			{Name: "received pps", Value: t.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return benchSI(v, "pps") }},
+			{Name: "received bit/s", Value: t.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return benchSI(v, "b/s") }},
+		}
+		if r.Spec.Proto == "udp" {
+			out = append(out, Figure{Name: "loss", Value: t.LossRatio, format: pct})
 		}
 		return out
 	case *autotune.Report:

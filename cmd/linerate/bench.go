@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -26,6 +25,7 @@ import (
 // benchOptions are the flags of `linerate bench udp|tcp`.
 type benchOptions struct {
 	to         []string
+	from       []string
 	port       int
 	duration   time.Duration
 	warmup     time.Duration
@@ -111,6 +111,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	}
 	p := c.PersistentFlags()
 	p.StringArrayVarP(&o.to, "to", "c", nil, "target HOST[:PORT] running 'linerate serve' (repeatable; iperf3's -c)")
+	p.StringArrayVar(&o.from, "from", nil, "agent that sends instead of this host: HOST[:PORT] running 'linerate serve', or ssh://[user@]host (repeatable: the i-th --from sends to the i-th --to; one --from with several --to fans out; several --from with one --to fans in)")
 	p.IntVarP(&o.port, "port", "p", traffic.DefaultPort, "control port of targets given without one")
 	secondsVarP(p, &o.duration, "duration", "t", 10*time.Second, "measured time: 10, 1.5 (seconds) or 500ms")
 	secondsVarP(p, &o.warmup, "warmup", "", time.Second, "time sent before the measured window, excluded from the results")
@@ -310,6 +311,9 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 }
 
 func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
+	if len(o.from) > 0 {
+		return o.runFlows(cmd, proto)
+	}
 	if o.search.asked() {
 		return o.runSearch(cmd, proto)
 	}
@@ -397,17 +401,7 @@ func withPort(targets []string, port int) []string {
 	return out
 }
 
-func saveResult(path string, res *traffic.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return usage.Errorf("--out: %w", err)
-	}
-	if err := report.BenchJSON(f, res); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
-}
+func saveResult(path string, res *traffic.Result) error { return saveJSON(path, res) }
 
 // checkLoadFlags checks the flags bench and tune auto share, naming the
 // flag in the error.

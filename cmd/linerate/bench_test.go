@@ -74,6 +74,7 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--token", "a", "--token-file", "b"}, "give one"},
 		{[]string{"serve", "--token", ""}, "--token is empty"},
 		{[]string{"serve", "extra"}, "unknown command"},
+		{[]string{"serve", "--allow", "10.0.0.0/33"}, "--allow \"10.0.0.0/33\": not a CIDR"},
 	} {
 		_, err := runArgs(t, []*cobra.Command{serveCmd}, c.args...)
 		if err == nil || !(usage.Is(err) || isCobraUsage(err)) || !strings.Contains(err.Error(), c.want) {

@@ -114,9 +114,9 @@ side by side. An id can be shortened to any prefix only one run has.`,
 			}
 			for _, k := range kinds {
 				switch k {
-				case history.KindBench, history.KindSearch, history.KindPlan, history.KindDiagnose, history.KindTuneAuto:
+				case history.KindBench, history.KindSearch, history.KindFlows, history.KindPlan, history.KindDiagnose, history.KindTuneAuto:
 				default:
-					return usage.Errorf("--kind %q: want bench, search, plan, diagnose or tune-auto", k)
+					return usage.Errorf("--kind %q: want bench, search, flows, plan, diagnose or tune-auto", k)
 				}
 			}
 			all, err := h.store(cmd).List()
@@ -149,7 +149,7 @@ side by side. An id can be shortened to any prefix only one run has.`,
 	h.add(cmd.PersistentFlags(), false)
 	f.BoolVar(&asJSON, "json", false, "print the list as JSON (one object per run, without the results)")
 	f.IntVar(&last, "last", 0, "only the newest N runs (0: all)")
-	f.StringSliceVar(&kinds, "kind", nil, "only runs of this kind: bench, search, plan, diagnose, tune-auto (repeatable)")
+	f.StringSliceVar(&kinds, "kind", nil, "only runs of this kind: bench, search, flows, plan, diagnose, tune-auto (repeatable)")
 	f.StringSliceVar(&hosts, "host", nil, "only runs made on this host (repeatable)")
 
 	rm := &cobra.Command{

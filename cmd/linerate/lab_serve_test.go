@@ -25,17 +25,7 @@ import (
 func TestLabServe(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := buildLinerate(t, t.TempDir())
-	dir := t.TempDir()
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	name := "ls-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		exec.Command(bin, "lab", "down", name, "--state-dir", dir).Run()
-		for _, pid := range labPids(t, name) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		checkLabGone(t, dir, name)
-	})
+	name, dir := labName(t, bin, "ls-")
 
 	start := time.Now()
 	up := run(t, bin, "lab", "up", "router", "--name", name, "--serve", "--state-dir", dir)
@@ -93,6 +83,25 @@ func TestLabServe(t *testing.T) {
 		t.Fatalf("lab down: %d %s", down.code, down.stderr)
 	}
 	checkLabGone(t, dir, name)
+}
+
+// labName is a fresh lab name with its own state directory; whatever of
+// the lab is left when the test ends is taken down, and the test fails if
+// anything remains.
+func labName(t *testing.T, bin, prefix string) (name, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	name = prefix + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		exec.Command(bin, "lab", "down", name, "--state-dir", dir).Run()
+		for _, pid := range labPids(t, name) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		checkLabGone(t, dir, name)
+	})
+	return name, dir
 }
 
 // checkLabGone fails the test if anything of lab name is left: a

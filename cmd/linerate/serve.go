@@ -29,6 +29,7 @@ var serveOpts struct {
 	cpus        string
 	quiet       bool
 	stdio       bool
+	allow       []string
 }
 
 var serveCmd = &cobra.Command{
@@ -52,13 +53,20 @@ must prove it knows it by challenge and response: the secret never crosses
 the wire, and a client checks the server knows it too. Connections still
 authenticating have their own few slots, apart from --max-clients; a source
 that fails waits longer after each failure. Without a secret, anyone who
-reaches the port may run tests (a warning says so). docs/agents.md has the
+reaches the port may run tests (a warning says so).
+
+As an agent, serve also runs third-party flows: a controller asks it to
+send to another agent ('linerate bench --from THIS --to OTHER'). It sends
+only to an agent that accepts the test on its own control port with the
+same secret, only with a secret of its own (or --allow), and only to the
+addresses --allow names when given. docs/agents.md has the
 handshake, docs/security.md the limits; the protocol is in docs/bench.md.`,
 	Example: `  linerate serve                                  # every address, port 7557
   linerate serve --listen 10.0.1.1 --listen 10.0.2.1 --listen 10.0.3.1
   linerate serve --listen 192.168.6.2:9000 --token-file /etc/linerate.token
   LINERATE_TOKEN=$(cat /root/secret) linerate serve
   linerate serve --max-duration 60s --max-rate 500Mbps --cpus 2,3
+  linerate serve --token-file /etc/linerate.token --allow 192.168.6.0/24   # flows only into the lab subnet
   linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link
   ssh pi@cm4 linerate serve --stdio                # one controller on stdin/stdout (what ssh:// hosts run)`,
 	Args: argsWith(cobra.NoArgs),
@@ -76,6 +84,7 @@ func init() {
 	f.DurationVar(&serveOpts.peerTimeout, "peer-timeout", 10*time.Second, "end a client's test once it has been silent this long (nothing acknowledged, no keepalive answer): its host or network vanished")
 	f.StringVar(&serveOpts.cpus, "cpus", "", "pin the server's sender and receiver threads to these CPUs, round robin (\"2,3\" or \"0-3\")")
 	f.BoolVarP(&serveOpts.quiet, "quiet", "q", false, "do not log clients and tests to stderr")
+	f.StringSliceVar(&serveOpts.allow, "allow", nil, "CIDR (repeatable, comma-separated): the only addresses a third-party flow may send to (bench --from); without a secret, the only way to allow such flows")
 	f.BoolVar(&serveOpts.stdio, "stdio", false, "serve one controller on standard input and output instead of listening (a controller starts it over ssh); stdout carries nothing but the protocol, logs go to stderr")
 	rootCmd.AddCommand(serveCmd)
 }
@@ -129,7 +138,20 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return usage.Errorf("--stdio and --listen: give one")
 	}
 	stderr := cmd.ErrOrStderr()
+	var allow []netip.Prefix
+	for _, a := range serveOpts.allow {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			if ip, ierr := netip.ParseAddr(a); ierr == nil {
+				p = netip.PrefixFrom(ip, ip.BitLen())
+			} else {
+				return usage.Errorf("--allow %q: not a CIDR (10.0.0.0/24) or an address", a)
+			}
+		}
+		allow = append(allow, p.Masked())
+	}
 	srv := &traffic.Server{
+		Allow:       allow,
 		Token:       token,
 		Limits:      traffic.Limits{MaxDuration: traffic.Seconds(serveOpts.maxDuration), MaxRate: rate},
 		MaxConns:    serveOpts.maxClients,

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"linerate/remote"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -43,6 +46,7 @@ type tuneAutoOptions struct {
 	passes   int
 	dryRun   bool
 	json     bool
+	from     string
 	history  historyFlags
 	stateDir string
 }
@@ -71,7 +75,9 @@ lab up' (--client lan to --server wan, through the router) and tunes the
 round. In a lab up with --serve the far end is the --server node's agent,
 reached as a real host's is (with the lab's secret); otherwise tune auto
 starts a server of its own inside that node. --to HOST benches against
-'linerate serve' on another host and tunes this host.
+'linerate serve' on another host and tunes this host. --from A --to B, run
+on the router between them, has the agent at A send to the agent at B
+through this host and tunes this host from its own counters.
 
 Ctrl-C rolls back the change being tried, prints what was kept and exits
 130. If auto is killed, 'linerate tune rollback --last' restores the trial
@@ -80,7 +86,8 @@ it was in; 'linerate tune rollback' also undoes the kept changes.`,
   linerate tune auto --lab demo --goal cpu --rate 200kpps --rounds 5
   linerate tune auto --lab demo --try rps:lan/rx-0=1 --try feature:lan/generic-receive-offload=on --no-fixes
   linerate tune auto --lab demo --dry-run                  # bench, diagnose and list the candidates only
-  linerate tune auto --to 192.168.1.10 --reverse --json    # tune this host's receive path`,
+  linerate tune auto --to 192.168.1.10 --reverse --json    # tune this host's receive path
+  linerate tune auto --from 192.168.1.10 --to 10.0.0.2      # on a router: tune it while lan sends to wan through it`,
 		Args: argsWith(cobra.NoArgs),
 		RunE: o.run,
 	}
@@ -94,6 +101,7 @@ it was in; 'linerate tune rollback' also undoes the kept changes.`,
 	f.StringVar(&o.server, "server", autotune.DefaultLabNodes.Server, "with --lab: the node it is sent to")
 	f.StringVar(&o.dut, "dut", autotune.DefaultLabNodes.DUT, "with --lab: the node to tune (the device under test)")
 	f.StringVar(&o.to, "to", "", "bench against 'linerate serve' at HOST[:PORT] and tune this host")
+	f.StringVar(&o.from, "from", "", "with --to: this agent (HOST[:PORT] or ssh://) sends to --to through this host, which is tuned (the router as device under test)")
 	f.StringVar(&o.token, "token", "", "with --to: the shared secret the server requires (serve --token)")
 	f.BoolVar(&o.reverse, "reverse", false, "with --to: the server sends and this host receives")
 	f.StringVar(&o.proto, "proto", "udp", "the load: udp (packets) or tcp (streams)")
@@ -166,7 +174,7 @@ func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
 // against a server.
 func (o *tuneAutoOptions) rig(cmd *cobra.Command, bench traffic.Config) (*autotune.Rig, error) {
 	labOnly := []string{"client", "server", "dut"}
-	toOnly := []string{"token", "reverse"}
+	toOnly := []string{"token", "reverse", "from"}
 	switch {
 	case o.lab == "" && o.to == "":
 		return nil, usage.Errorf("give --lab NAME (a lab made by 'linerate lab up') or --to HOST (a machine running 'linerate serve')")
@@ -196,12 +204,35 @@ func (o *tuneAutoOptions) rig(cmd *cobra.Command, bench traffic.Config) (*autotu
 	if !o.dryRun && os.Geteuid() != 0 {
 		return nil, usage.Errorf("tune auto changes this host's settings: run it as root (or look first with --dry-run)")
 	}
+	if o.from != "" {
+		return o.relayRig(cmd, bench)
+	}
 	bench.Targets = []string{o.to}
 	d, err := autotune.BenchFromHere(bench)
 	if err != nil {
 		return nil, err
 	}
 	return autotune.HostRig(d, true)
+}
+
+// relayRig is the rig of --from A --to B: A's agent sends to B's through
+// this host, which is tuned.
+func (o *tuneAutoOptions) relayRig(cmd *cobra.Command, bench traffic.Config) (*autotune.Rig, error) {
+	h, err := remote.Parse(o.from)
+	if err != nil {
+		return nil, usage.Errorf("--from %q: %w", o.from, err)
+	}
+	secret, warnings, err := readSecret(o.token, cmd.Flags().Changed("token"), "")
+	if err != nil {
+		return nil, err
+	}
+	warn(cmd.ErrOrStderr(), warnings)
+	bench.Token = secret
+	bench.Targets = withPort([]string{o.to}, traffic.DefaultPort)
+	d := &autotune.Relay{From: h.String(), Config: bench, Dial: func(ctx context.Context) (net.Conn, error) {
+		return remote.Dial(ctx, h, remote.Options{Stderr: cmd.ErrOrStderr()})
+	}}
+	return autotune.HostRig(d, false)
 }
 
 func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {

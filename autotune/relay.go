@@ -1,0 +1,72 @@
+package autotune
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"linerate/box"
+	"linerate/sample"
+	"linerate/traffic"
+)
+
+// Relay is the driver of `tune auto --from A --to B`: the agent at A runs
+// each round's flow to the agent at B (a third-party flow), and this host —
+// the device the traffic crosses, the router — is sampled over the flow's
+// measured window.
+type Relay struct {
+	// From names the sending agent; Dial opens a control connection to it
+	// for each round.
+	From string
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Config is the test (Targets as the agent reaches them, Spec,
+	// FrameSize, Engine, Idle) and Token the agents' secret.
+	Config traffic.Config
+}
+
+// Name says where the traffic runs.
+func (r *Relay) Name() string {
+	return fmt.Sprintf("%s → %v through this host", r.From, r.Config.Targets)
+}
+
+// Measure runs one flow and samples dut while it runs, keeping the
+// seconds inside the flow's measured window as this host's clock places
+// it (the request's time plus the idle probes and the warmup).
+func (r *Relay) Measure(ctx context.Context, dut sample.Reader) (Measurement, error) {
+	var m Measurement
+	conn, err := r.Dial(ctx)
+	if err != nil {
+		return m, err
+	}
+	c := r.Config
+	f := traffic.Flow{Targets: c.Targets, Spec: c.Spec, FrameSize: c.FrameSize, Engine: c.Engine, Idle: traffic.Seconds(c.Idle)}
+	var loop *sample.Loop
+	if dut != nil {
+		loop = sample.Start(dut, time.Second, nil)
+	}
+	start := time.Now().Add(c.Idle + c.Spec.Warmup.D())
+	end := start.Add(c.Spec.Duration.D())
+	m.Result, err = traffic.RunFlow(ctx, conn, c.Token, f, nil)
+	if loop != nil {
+		rates, serr := loop.Stop()
+		m.DUT, m.DUTErr = window(rates, start, end), serr
+	}
+	return m, err
+}
+
+// window keeps the rates of seconds inside [start, end], give or take
+// half a second for the control round trips.
+func window(rates []box.Rates, start, end time.Time) []box.Rates {
+	const slack = 500 * time.Millisecond
+	var out []box.Rates
+	for _, r := range rates {
+		if !r.Start.Before(start.Add(-slack)) && !r.End.After(end.Add(slack)) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Close has nothing to stop: each round's connection ends with it.
+func (r *Relay) Close() error { return nil }

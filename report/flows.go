@@ -1,0 +1,120 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"linerate/traffic"
+)
+
+// FlowSetText writes the result of third-party flows (bench --from): each
+// flow as bench prints it, under a line naming it, then their total and
+// the device in the middle's CPUs.
+func FlowSetText(w io.Writer, fs *traffic.FlowSet) {
+	for i, f := range fs.Flows {
+		fmt.Fprintf(w, "flow %d: %s → %s\n", i+1, f.From, strings.Join(f.To, ", "))
+		if f.Result != nil {
+			BenchText(w, f.Result)
+		}
+		if f.Error != "" {
+			fmt.Fprintf(w, "  failed: %s\n", f.Error)
+		}
+		fmt.Fprintln(w)
+	}
+	t := fs.Total
+	fmt.Fprintf(w, "total of %d flows: sent %s %s, received %s %s", len(fs.Flows),
+		benchSI(t.SentPPS, "pps"), benchSI(t.SentBPS, "b/s"), benchSI(t.ReceivedPPS, "pps"), benchSI(t.ReceivedBPS, "b/s"))
+	if fs.Spec.Proto == "udp" {
+		fmt.Fprintf(w, ", lost %d (%s)", t.LostPackets, pct(t.LossRatio))
+	} else if t.Retransmits > 0 {
+		fmt.Fprintf(w, ", %d retransmits", t.Retransmits)
+	}
+	fmt.Fprintln(w)
+	if line := dutLine(fs.Samples); line != "" {
+		fmt.Fprintln(w, line)
+	}
+	for _, n := range fs.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	if fs.Interrupted {
+		fmt.Fprintln(w, "INTERRUPTED: the figures cover the part that ran")
+	}
+}
+
+// dutLine is this host's CPU while the flows crossed it: mean busy and
+// softirq share per CPU, and NET_RX softirqs per second.
+func dutLine(samples []traffic.Sample) string {
+	type acc struct{ busy, soft float64 }
+	cpus := map[int]*acc{}
+	var n int
+	var netrx float64
+	for _, s := range samples {
+		if s.Side != "dut" {
+			continue
+		}
+		n++
+		for _, c := range s.CPU {
+			a := cpus[c.ID]
+			if a == nil {
+				a = &acc{}
+				cpus[c.ID] = a
+			}
+			a.busy += c.Busy
+			a.soft += c.SoftIRQ
+		}
+		for _, v := range s.SoftIRQs["NET_RX"] {
+			netrx += v
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	ids := make([]int, 0, len(cpus))
+	for id := range cpus {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	var b strings.Builder
+	fmt.Fprintf(&b, "this host (the device in the middle), %d s sampled: cpu", n)
+	for _, id := range ids {
+		fmt.Fprintf(&b, " %d:%.0f%% (softirq %.0f%%)", id, cpus[id].busy/float64(n), cpus[id].soft/float64(n))
+	}
+	fmt.Fprintf(&b, ", NET_RX %s/s", benchSI(netrx/float64(n), ""))
+	return strings.TrimRight(b.String(), " ")
+}
+
+func flowsHeadline(fs *traffic.FlowSet) string {
+	t := fs.Total
+	h := fmt.Sprintf("%s %s, %d flows: %s %s", fs.Spec.Proto, fs.Spec.Direction, len(fs.Flows),
+		benchSI(t.ReceivedPPS, "pps"), benchSI(t.ReceivedBPS, "b/s"))
+	if fs.Spec.Proto == "udp" {
+		h += ", loss " + pct(t.LossRatio)
+	}
+	return h
+}
+
+// flowSeconds adds up the flows' per-second received figures, second by
+// second (warmup left out).
+func flowSeconds(fs *traffic.FlowSet) (pps, bps []float64) {
+	for _, f := range fs.Flows {
+		if f.Result == nil {
+			continue
+		}
+		i := 0
+		for _, iv := range f.Result.Intervals {
+			if iv.Warmup {
+				continue
+			}
+			if i == len(pps) {
+				pps, bps = append(pps, 0), append(bps, 0)
+			}
+			pps[i] += iv.ReceivedPPS
+			bps[i] += iv.ReceivedBPS
+			i++
+		}
+	}
+	return slices.Clip(pps), slices.Clip(bps)
+}
