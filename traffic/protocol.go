@@ -34,6 +34,8 @@ const (
 	msgFlow         = "flow"          // controller: Flow
 	msgFlowInterval = "flow-interval" // agent, once a second: IntervalStats
 	msgFlowResult   = "flow-result"   // agent: the flow's Result
+	msgSample       = "sample"        // controller: sample your counters until stop
+	msgSamples      = "samples"       // agent: the samples
 	msgError        = "error"         // either: Error, then the sender closes
 )
 
@@ -65,6 +67,8 @@ type Message struct {
 	Flow         *Flow          `json:"flow,omitempty"`
 	FlowInterval *IntervalStats `json:"flow_interval,omitempty"`
 	FlowResult   *Result        `json:"flow_result,omitempty"`
+	// Samples answer a sample request.
+	Samples []box.Rates `json:"samples,omitempty"`
 }
 
 // Limits are what a server caps: a longer or faster test is shortened or

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"linerate/box"
 )
 
 // A third-party flow: a controller asks an agent (a Server) to run a test
@@ -223,4 +225,84 @@ func (fs *FlowSet) Sum() {
 		fs.Total.add(t)
 		fs.Interrupted = fs.Interrupted || f.Result.Interrupted
 	}
+}
+
+// sampleMax bounds how long an agent samples for a controller that never
+// says stop, when the agent caps no test's duration.
+const sampleMax = time.Hour
+
+// sampleFor records this agent's counters once a second for a controller
+// (bench --sample, a plan's sample:) until it says stop, its connection
+// closes, or the agent's longest test has passed; then sends them. The
+// connection ends with it.
+func (s *Server) sampleFor(ctx context.Context, c *ctl) error {
+	if s.Sampling == nil {
+		return c.write(errorMessage(fmt.Errorf("%w: this agent samples nothing", ErrTestRefused)))
+	}
+	limit := sampleMax
+	if d := s.Limits.MaxDuration.D(); d > 0 {
+		limit = d + flowGrace
+	}
+	stop := s.Sampling(nil)
+	if err := c.write(&Message{Type: msgRunning}); err != nil {
+		stop()
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		_, _ = c.read(limit)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-time.After(limit):
+	}
+	rates, err := stop()
+	m := &Message{Type: msgSamples, Samples: rates}
+	if err != nil {
+		m.Error = err.Error()
+	}
+	return c.write(m)
+}
+
+// AgentSampler is an agent recording its counters for this controller.
+type AgentSampler struct {
+	c    *ctl
+	conn net.Conn
+}
+
+// StartSampling asks the agent at the other end of conn to sample its
+// counters once a second until Stop.
+func StartSampling(conn net.Conn, secret string) (*AgentSampler, error) {
+	if _, err := Greet(conn, secret, authTimeout+helloTimeout); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	c := newCtl(conn)
+	if err := c.write(&Message{Type: msgSample}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if _, err := c.expect(helloTimeout, msgRunning); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &AgentSampler{c: c, conn: conn}, nil
+}
+
+// Stop ends the sampling and returns the agent's samples.
+func (a *AgentSampler) Stop() ([]box.Rates, error) {
+	defer a.conn.Close()
+	if err := a.c.write(&Message{Type: msgStop}); err != nil {
+		return nil, err
+	}
+	m, err := a.c.expect(flowGrace, msgSamples)
+	if err != nil {
+		return nil, err
+	}
+	if m.Error != "" {
+		return m.Samples, errors.New(m.Error)
+	}
+	return m.Samples, nil
 }

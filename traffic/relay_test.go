@@ -69,6 +69,10 @@ func TestThirdPartyFlow(t *testing.T) {
 
 	spec := Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Warmup: Seconds(200 * time.Millisecond),
 		Streams: 1, Ports: 1, Threads: 1, Payload: 64, Rate: Rate{PPS: 5000}}
+	sampler, err := StartSampling(dialIn(t, l.b, a), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ivs []IntervalStats
 	res, err := RunFlow(context.Background(), dialIn(t, l.b, a), secret, Flow{Targets: []string{l.server}, Spec: spec},
 		func(iv IntervalStats) { ivs = append(ivs, iv) })
@@ -82,6 +86,17 @@ func TestThirdPartyFlow(t *testing.T) {
 	}
 	if len(ivs) == 0 || len(res.Samples) == 0 {
 		t.Errorf("%d intervals, %d samples came back", len(ivs), len(res.Samples))
+	}
+	rates, err := sampler.Stop()
+	if err != nil || len(rates) == 0 {
+		t.Fatalf("agent a sampled for the controller: %d seconds, %v", len(rates), err)
+	}
+	var txPPS float64
+	for _, r := range rates {
+		txPPS = max(txPPS, r.NetDev["lra"].TxPps)
+	}
+	if txPPS < 2500 {
+		t.Errorf("agent a's own samples show lra sending %.0f pps at most during a 5 kpps flow", txPPS)
 	}
 
 	// Stopped early by the controller.

@@ -186,6 +186,9 @@ type Sample struct {
 	// Side is "client" or "server"; Target the target index for a server.
 	Side   string `json:"side"`
 	Target int    `json:"target"`
+	// Host names a host sampled at a controller's request (bench
+	// --sample, a plan's sample:), side "dut".
+	Host string `json:"host,omitempty"`
 	box.Rates
 }
 

@@ -258,6 +258,9 @@ func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn) error {
 		switch m.Type {
 		case msgBye:
 			return nil
+		case msgSample:
+			// Sampling, like a flow, is the last thing on its connection.
+			return s.sampleFor(ctx, c)
 		case msgFlow:
 			err = s.flow(ctx, c, m.Flow)
 			if errors.Is(err, ErrFlowRefused) {

@@ -26,6 +26,7 @@ import (
 type benchOptions struct {
 	to         []string
 	from       []string
+	sample     []string
 	port       int
 	duration   time.Duration
 	warmup     time.Duration
@@ -112,6 +113,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	p := c.PersistentFlags()
 	p.StringArrayVarP(&o.to, "to", "c", nil, "target HOST[:PORT] running 'linerate serve' (repeatable; iperf3's -c)")
 	p.StringArrayVar(&o.from, "from", nil, "agent that sends instead of this host: HOST[:PORT] running 'linerate serve', or ssh://[user@]host (repeatable: the i-th --from sends to the i-th --to; one --from with several --to fans out; several --from with one --to fans in)")
+	p.StringArrayVar(&o.sample, "sample", nil, "with --from: also record this host's counters once a second (HOST[:PORT] of its agent, or ssh://), as the device in the middle (repeatable)")
 	p.IntVarP(&o.port, "port", "p", traffic.DefaultPort, "control port of targets given without one")
 	secondsVarP(p, &o.duration, "duration", "t", 10*time.Second, "measured time: 10, 1.5 (seconds) or 500ms")
 	secondsVarP(p, &o.warmup, "warmup", "", time.Second, "time sent before the measured window, excluded from the results")
@@ -313,6 +315,9 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	if len(o.from) > 0 {
 		return o.runFlows(cmd, proto)
+	}
+	if len(o.sample) > 0 {
+		return usage.Errorf("--sample goes with --from: without it this host is an end, and the far ends are sampled already")
 	}
 	if o.search.asked() {
 		return o.runSearch(cmd, proto)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -98,6 +100,14 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 		set.Flows[i] = traffic.FlowRun{From: p.from.String(), To: withPort(p.to, o.port)}
 	}
 	stopSampling := liveSampling()(nil)
+	stopSamplers, err := startSamplers(ctx, o.sample, cfg.Token, stderr)
+	if err != nil {
+		stopSampling()
+		for _, c := range conns {
+			c.Close()
+		}
+		return err
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	live := o.interval > 0 && !o.json
@@ -132,6 +142,8 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	if serr != nil {
 		set.Notes = append(set.Notes, "this host's counters: "+serr.Error())
 	}
+	sampled, notes := stopSamplers()
+	set.Samples, set.Notes = append(set.Samples, sampled...), append(set.Notes, notes...)
 	set.Sum()
 	set.Interrupted = set.Interrupted || ctx.Err() != nil
 	o.history.save(cmd, history.KindFlows, set)
@@ -183,4 +195,48 @@ func saveJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// startSamplers asks the agent of each host to sample its counters until
+// the returned stop, which gives their samples (side "dut", Host set) and
+// a note for each host whose samples could not be had.
+func startSamplers(ctx context.Context, hosts []string, secret string, stderr io.Writer) (stop func() ([]traffic.Sample, []string), err error) {
+	type agent struct {
+		name string
+		s    *traffic.AgentSampler
+	}
+	var agents []agent
+	stop = func() ([]traffic.Sample, []string) {
+		var out []traffic.Sample
+		var notes []string
+		for _, a := range agents {
+			rates, err := a.s.Stop()
+			for _, r := range rates {
+				out = append(out, traffic.Sample{Side: "dut", Target: -1, Host: a.name, Rates: r})
+			}
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("--sample %s: %v", a.name, err))
+			}
+		}
+		return out, notes
+	}
+	for _, spec := range hosts {
+		h, err := remote.Parse(spec)
+		if err != nil {
+			stop()
+			return nil, usage.Errorf("--sample %q: %w", spec, err)
+		}
+		c, err := remote.Dial(ctx, h, remote.Options{Stderr: stderr})
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		s, err := traffic.StartSampling(c, secret)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("--sample %s: %w", h, err)
+		}
+		agents = append(agents, agent{h.String(), s})
+	}
+	return stop, nil
 }
