@@ -174,13 +174,17 @@ func (v *benchView) cards() {
 		return
 	}
 	recv := card{Label: "received", Value: pps(s.ReceivedPPS), Sub: ceiling.FormatBps(s.ReceivedBPS)}
+	sent := card{Label: "sent", Value: pps(s.SentPPS), Sub: ceiling.FormatBps(s.SentBPS)}
+	if r.Spec.Proto == "tcp" {
+		recv = card{Label: "goodput", Value: ceiling.FormatBps(s.ReceivedBPS), Sub: pps(s.ReceivedPPS) + " of segments"}
+		sent = card{Label: "sent", Value: ceiling.FormatBps(s.SentBPS), Sub: count(s.SentBytes) + " bytes"}
+	}
 	if pc := s.PathCeiling; pc != nil && pc.FPS > 0 && r.Spec.Proto == "udp" {
 		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s pps, %s at %s %s)", s.ReceivedPPS/pc.FPS*100, si(pc.FPS), pc.What, pc.Host, pc.Iface)
 	} else if pc != nil && pc.L2Bps > 0 {
 		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s, %s at %s %s)", s.ReceivedBPS/pc.L2Bps*100, ceiling.FormatBps(pc.L2Bps), pc.What, pc.Host, pc.Iface)
 	}
-	v.Cards = append(v.Cards, recv,
-		card{Label: "sent", Value: pps(s.SentPPS), Sub: ceiling.FormatBps(s.SentBPS)})
+	v.Cards = append(v.Cards, recv, sent)
 	if r.Spec.Proto == "udp" {
 		v.Cards = append(v.Cards, card{Label: "loss", Value: pct(s.LossRatio),
 			Sub: fmt.Sprintf("%s of %s packets", count(s.LostPackets), count(s.SentPackets)), Bad: s.LostPackets > 0})
@@ -194,11 +198,22 @@ func (v *benchView) cards() {
 		}
 		v.Cards = append(v.Cards, card{Label: "latency under load, p50", Value: ms(l.P50), Sub: sub})
 	}
-	if c := s.CPUSecondsPerMpkt.Server; c != nil {
-		v.Cards = append(v.Cards, card{Label: "server CPU", Value: fmt.Sprintf("%.3f s/Mpkt", *c), Sub: fmt.Sprintf("%.2f CPU-seconds", deref(s.CPUSeconds.Server))})
-	}
-	if c := s.CPUSecondsPerMpkt.Client; c != nil {
-		v.Cards = append(v.Cards, card{Label: "client CPU", Value: fmt.Sprintf("%.3f s/Mpkt", *c), Sub: fmt.Sprintf("%.2f CPU-seconds", deref(s.CPUSeconds.Client))})
+	for _, end := range []struct {
+		name         string
+		secs, mp, gb *float64
+	}{{"server", s.CPUSeconds.Server, s.CPUSecondsPerMpkt.Server, s.CPUSecondsPerGbit.Server},
+		{"client", s.CPUSeconds.Client, s.CPUSecondsPerMpkt.Client, s.CPUSecondsPerGbit.Client}} {
+		c := card{Label: end.name + " CPU"}
+		switch {
+		case r.Spec.Proto == "tcp" && end.gb != nil:
+			c.Value = fmt.Sprintf("%.3f s/Gbit", *end.gb)
+		case end.mp != nil:
+			c.Value = fmt.Sprintf("%.3f s/Mpkt", *end.mp)
+		default:
+			continue
+		}
+		c.Sub = fmt.Sprintf("%.2f CPU-seconds", deref(end.secs))
+		v.Cards = append(v.Cards, c)
 	}
 }
 
