@@ -102,6 +102,9 @@ type searchRow struct {
 
 func pct(r float64) string { return strconv.FormatFloat(r*100, 'f', 3, 64) + " %" }
 
+// lossPoints is a change of a loss ratio in percentage points.
+func lossPoints(d float64) string { return fmt.Sprintf("%+.3f points", d*100) }
+
 func pps(v float64) string { return si(v) + " pps" }
 
 func count(v uint64) string { return ceiling.FormatCount(float64(v)) }
@@ -244,7 +247,7 @@ func (v *benchView) figures() []figure {
 		{Name: "sent", Value: s.SentPPS, Format: pps, Higher: true},
 	}
 	if r.Spec.Proto == "udp" {
-		out = append(out, figure{Name: "loss", Value: s.LossRatio, Format: pct})
+		out = append(out, figure{Name: "loss", Value: s.LossRatio, Format: pct, Points: lossPoints})
 	} else {
 		out = append(out, figure{Name: "retransmits", Value: float64(s.Retransmits), Format: func(f float64) string { return count(uint64(f)) }})
 	}
@@ -373,7 +376,7 @@ func (v *benchView) latency() {
 	}
 	if len(ss) > 0 {
 		v.CDF = chart{Title: "round trip of the probes: share answered within a time (through min, p50, p90, p99, max)",
-			Series: ss, Unit: "%", YMax: 100, XFormat: func(x float64) string { return si(x) + "ms" }}.Render()
+			Series: ss, Unit: "%", YMax: 100, XLog: true, XFormat: func(x float64) string { return si(x) + "ms" }}.Render()
 	}
 }
 

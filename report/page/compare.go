@@ -1,6 +1,9 @@
 package page
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // comparison sets two or more runs side by side: each headline figure of
 // each run, and its change from the first run.
@@ -69,11 +72,17 @@ func delta(a, b figure) (string, string) {
 	case d != 0:
 		class = "worse"
 	}
-	if a.Value == 0 {
-		if d == 0 {
-			return "±0", class
+	switch {
+	case d == 0:
+		return "±0", class
+	case b.Points != nil:
+		return b.Points(d), class
+	case a.Value == 0:
+		sign := "+"
+		if d < 0 {
+			sign = "−"
 		}
-		return fmt.Sprintf("%+g", d), class
+		return sign + b.Format(math.Abs(d)), class
 	}
 	return fmt.Sprintf("%+.1f %%", d/a.Value*100), class
 }

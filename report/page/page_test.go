@@ -158,6 +158,9 @@ func TestSideBySide(t *testing.T) {
 	// 120,140.8 → 107,673.6 received pps.
 	contains(t, page, "Side by side", "120.14k pps", "107.67k pps", `<td class="worse">107.67k pps<br>-10.4 %</td>`,
 		`id="run1"`, `id="run2"`, `id="run3"`, `href="#run3"`)
+	// A loss changes in points, not relative to a zero.
+	page = render(t, before, fixture(t, "bench-udp-1518"))
+	contains(t, page, `<td class="worse">92.687 %<br>+92.687 points</td>`)
 	if i, j := strings.Index(page, "Side by side"), strings.Index(page, `id="run1"`); i > j {
 		t.Error("the comparison is not first")
 	}

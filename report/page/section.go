@@ -15,7 +15,9 @@ import (
 // section is one run's part of the page: what every run has, and the
 // view of its kind.
 type section struct {
-	Anchor  string
+	Anchor string
+	// ID is the run's history id ("" for a result read from a file).
+	ID      string
 	Name    string
 	Kind    string
 	When    string
@@ -44,6 +46,10 @@ type figure struct {
 	Format func(float64) string
 	// Higher says a higher value is better (false: lower is better).
 	Higher bool
+	// Points, when set, writes a change as a difference in the figure's
+	// own terms rather than relative: a loss going from 0.1 % to 0.3 % is
+	// "+0.2 points", not "+200 %".
+	Points func(float64) string
 }
 
 // Text is the figure with its unit.
@@ -59,7 +65,7 @@ type diagnosis struct {
 
 // newSection decodes a run's result by its kind and builds its view.
 func newSection(r *history.Run) (*section, error) {
-	s := &section{Name: runName(r), Kind: r.Kind, Host: r.Host, Kernel: r.Kernel, Version: r.Version,
+	s := &section{ID: r.ID, Name: runName(r), Kind: r.Kind, Host: r.Host, Kernel: r.Kernel, Version: r.Version,
 		Command: strings.Join(r.Command, " "), Headline: r.Headline}
 	if !r.Time.IsZero() {
 		s.When = r.Time.Format("2006-01-02 15:04:05 MST")

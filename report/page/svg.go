@@ -58,6 +58,9 @@ type chart struct {
 	// XFormat formats the X ticks (seconds by default).
 	XFormat func(float64) string
 	Refs    []ref
+	// XLog draws the X axis on a logarithmic scale (for latencies, which
+	// span decades); X values must be positive.
+	XLog bool
 	// Small draws a small multiple: smaller, no legend.
 	Small bool
 	Width int
@@ -68,13 +71,18 @@ type frame struct {
 	w, h                     float64
 	left, right, top, bottom float64
 	x0, x1, y0, y1           float64
+	xlog                     bool
 }
 
 func (f frame) px(x float64) float64 {
-	if f.x1 == f.x0 {
+	x0, x1 := f.x0, f.x1
+	if f.xlog {
+		x, x0, x1 = math.Log10(math.Max(x, f.x0)), math.Log10(x0), math.Log10(x1)
+	}
+	if x1 == x0 {
 		return f.left
 	}
-	return f.left + (x-f.x0)/(f.x1-f.x0)*(f.w-f.left-f.right)
+	return f.left + (x-x0)/(x1-x0)*(f.w-f.left-f.right)
 }
 
 func (f frame) py(y float64) float64 {
@@ -138,6 +146,27 @@ func ticks(lo, hi float64, n int) []float64 {
 	return out
 }
 
+// logTicks returns the values of 1, 2 and 5 times a power of ten within
+// lo..hi (lo > 0), only the powers of ten when they are enough.
+func logTicks(lo, hi float64) []float64 {
+	var all, decades []float64
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v >= lo*(1-1e-9) && v <= hi*(1+1e-9) {
+				all = append(all, v)
+				if m == 1 {
+					decades = append(decades, v)
+				}
+			}
+		}
+	}
+	if len(decades) >= 3 {
+		return decades
+	}
+	return all
+}
+
 // niceMax rounds a chart's top up to a round value.
 func niceMax(v float64) float64 {
 	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -183,12 +212,12 @@ func seconds(v float64) string { return si(v) + "s" }
 // Render draws the chart as an inline SVG in a figure with its title and
 // legend.
 func (c chart) Render() template.HTML {
-	f := frame{w: 720, h: 240, left: 60, right: 16, top: 10, bottom: 28}
+	f := frame{w: 550, h: 220, left: 56, right: 14, top: 10, bottom: 28}
 	if c.Width > 0 {
 		f.w = float64(c.Width)
 	}
 	if c.Small {
-		f = frame{w: 340, h: 130, left: 44, right: 8, top: 6, bottom: 22}
+		f = frame{w: 270, h: 120, left: 40, right: 6, top: 6, bottom: 22}
 	}
 	// The points to draw, downsampled, and the stack's running sums.
 	type line struct {
@@ -236,6 +265,13 @@ func (c chart) Render() template.HTML {
 	if math.IsInf(f.x0, 0) {
 		f.x0, f.x1 = 0, 1
 	}
+	if c.XLog {
+		f.xlog = true
+		f.x0 = math.Max(f.x0, 1e-3)
+		// Whole decades, or the 1-2-5 values around the data.
+		f.x0 = math.Pow(10, math.Floor(math.Log10(f.x0)))
+		f.x1 = math.Pow(10, math.Ceil(math.Log10(math.Max(f.x1, f.x0*10))))
+	}
 	f.y0, f.y1 = 0, niceMax(ymax*1.04)
 	if c.YMax > 0 {
 		f.y1 = c.YMax
@@ -266,7 +302,11 @@ func (c chart) Render() template.HTML {
 	if c.Small {
 		xt = 3
 	}
-	for _, t := range ticks(f.x0, f.x1, xt) {
+	xticks := ticks(f.x0, f.x1, xt)
+	if f.xlog {
+		xticks = logTicks(f.x0, f.x1)
+	}
+	for _, t := range xticks {
 		x := f.px(t)
 		fmt.Fprintf(&b, `<line class="tickmark" x1="%s" x2="%s" y1="%s" y2="%s"/>`, num(x), num(x), num(f.h-f.bottom), num(f.h-f.bottom+4))
 		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`, num(x), num(f.h-f.bottom+15), html.EscapeString(xfmt(t)))
@@ -361,7 +401,7 @@ type bars struct {
 
 // Render draws the bars as an inline SVG in a figure.
 func (c bars) Render() template.HTML {
-	f := frame{w: 720, h: 220, left: 60, right: 16, top: 10, bottom: 28}
+	f := frame{w: 550, h: 220, left: 56, right: 14, top: 10, bottom: 28}
 	n := len(c.Categories)
 	totals := make([]float64, n)
 	for _, s := range c.Series {

@@ -148,7 +148,7 @@ func (v *autoView) figures() []figure {
 	out := []figure{
 		{Name: "received (after)", Value: r.After.ReceivedPPS, Format: f(autotune.MetricRxPPS), Higher: true},
 		{Name: "received bits (after)", Value: r.After.ReceivedBPS, Format: f(autotune.MetricRxBPS), Higher: true},
-		{Name: "loss (after)", Value: r.After.LossRatio, Format: f(autotune.MetricLoss)},
+		{Name: "loss (after)", Value: r.After.LossRatio, Format: f(autotune.MetricLoss), Points: lossPoints},
 	}
 	if r.After.CPUSampled {
 		out = append(out, figure{Name: "CPU per Mpkt (after)", Value: r.After.CPUPerMpkt, Format: f(autotune.MetricCPUPerMpkt)})
