@@ -98,6 +98,13 @@ type ledgerRow struct {
 type searchRow struct {
 	Size, Frame, NDR, NDRBps, PDR, PDRBps, PDRLoss, LossBegins, Ceiling, Trials string
 	Latency                                                                     []string
+	TrialRows                                                                   []trialLine
+}
+
+// trialLine is one trial of a search.
+type trialLine struct {
+	N, Phase, Purpose, Goal, Rate, Duration, Sent, Received, Loss string
+	Lost                                                          bool
 }
 
 func pct(r float64) string { return strconv.FormatFloat(r*100, 'f', 3, 64) + " %" }
@@ -140,10 +147,16 @@ func newBenchView(r *traffic.Result) *benchView {
 func benchWhat(r *traffic.Result) string {
 	sp := r.Spec
 	what := sp.Proto + " " + sp.Direction
-	if sp.Proto == "udp" {
+	switch {
+	case len(r.Search) > 0:
+		what += fmt.Sprintf(", %d ports × %d streams", sp.Ports, sp.Streams)
+	case sp.Proto == "udp":
 		what += fmt.Sprintf(", %d-byte frames (%d-byte payload), %d ports × %d streams", r.FrameSize, sp.Payload, sp.Ports, sp.Streams)
-	} else {
+	default:
 		what += fmt.Sprintf(", %d streams", sp.Streams)
+	}
+	if len(r.Search) > 0 {
+		return "zero-loss search: " + what + fmt.Sprintf(", %d threads, engine %s", sp.Threads, r.Engine)
 	}
 	rate := "as fast as possible"
 	if !sp.Rate.Unlimited() {
@@ -153,11 +166,7 @@ func benchWhat(r *traffic.Result) string {
 	if sp.Warmup > 0 {
 		what += fmt.Sprintf(" after %s warm-up", sp.Warmup.D())
 	}
-	what += fmt.Sprintf(", %d threads, engine %s", sp.Threads, r.Engine)
-	if len(r.Search) > 0 {
-		what = "zero-loss search: " + what
-	}
-	return what
+	return what + fmt.Sprintf(", %d threads, engine %s", sp.Threads, r.Engine)
 }
 
 func (v *benchView) cards() {
@@ -830,6 +839,15 @@ func (v *benchView) search() {
 			if lat := l.Result.Latency; lat != nil {
 				row.Latency = append(row.Latency, fmt.Sprintf("at %s: p50 %s, p99 %s", pps(l.Spec.Rate), lat.P50, lat.P99))
 			}
+		}
+		for n, tr := range z.Trials {
+			d := tr.Spec.Duration
+			if tr.Result.Seconds > 0 {
+				d = time.Duration(tr.Result.Seconds * float64(time.Second))
+			}
+			row.TrialRows = append(row.TrialRows, trialLine{N: strconv.Itoa(n + 1), Phase: strconv.Itoa(tr.Phase), Purpose: string(tr.Purpose),
+				Goal: tr.Goal, Rate: pps(tr.Spec.Rate), Duration: d.String(), Sent: count(tr.Result.Sent), Received: count(tr.Result.Received),
+				Loss: pct(tr.Loss), Lost: tr.Loss > 0})
 		}
 		v.Search = append(v.Search, row)
 		if len(z.Trials) > 0 {

@@ -122,7 +122,7 @@ func TestSearch(t *testing.T) {
 	page := render(t, r)
 	checkOffline(t, page)
 	contains(t, page, "Zero-loss search", "NDR 1518 B", "16.71k pps", "16.51k pps (NDR 101.2 %)", "at 1.67k pps: p50 129µs, p99 397µs",
-		"the rate of each trial")
+		"the rate of each trial", "the 11 trials of 1518 B", "max-rate", "7.345 %", "zero-loss search: udp forward, 2 ports")
 }
 
 func TestDiagnose(t *testing.T) {
@@ -147,6 +147,9 @@ func TestTuneAuto(t *testing.T) {
 		"+37.6 % is within the noise (39.3 %)", "kept nothing", "Before and after", "noise band")
 	if charts(page) != 1 {
 		t.Errorf("%d charts, want the rounds' chart", charts(page))
+	}
+	if strings.Contains(page, "Dry run") {
+		t.Error("a run that tried changes shown as a dry run")
 	}
 }
 
