@@ -28,15 +28,7 @@ func newDiagView(d *diagnosis) *diagView {
 	v := &diagView{Source: d.Source, NoSamples: d.Seconds <= 0, counts: map[diagnose.Severity]int{}}
 	for _, f := range d.Findings {
 		v.counts[f.Severity]++
-		fv := findingView{Severity: string(f.Severity), Rule: f.Rule, Subject: f.Subject, Summary: f.Summary, Evidence: f.Evidence}
-		for _, fx := range f.Fixes {
-			s := fmt.Sprintf("%s %s → %s", fx.Kind, fx.Target, fx.Value)
-			if fx.Note != "" {
-				s += " (" + fx.Note + ")"
-			}
-			fv.Fixes = append(fv.Fixes, s)
-		}
-		v.Findings = append(v.Findings, fv)
+		v.Findings = append(v.Findings, newFindingView(f))
 	}
 	if len(d.Findings) == 0 {
 		v.Summary = fmt.Sprintf("no bottleneck found: %d rules checked over %.0f s of samples", d.Rules, d.Seconds)
@@ -45,6 +37,19 @@ func newDiagView(d *diagnosis) *diagView {
 			len(d.Findings), v.counts[diagnose.Critical], v.counts[diagnose.Warning], v.counts[diagnose.Info], d.Rules, d.Seconds)
 	}
 	return v
+}
+
+// newFindingView lays out a finding with its fixes in words.
+func newFindingView(f diagnose.Finding) findingView {
+	fv := findingView{Severity: string(f.Severity), Rule: f.Rule, Subject: f.Subject, Summary: f.Summary, Evidence: f.Evidence}
+	for _, fx := range f.Fixes {
+		s := fmt.Sprintf("%s %s → %s", fx.Kind, fx.Target, fx.Value)
+		if fx.Note != "" {
+			s += " (" + fx.Note + ")"
+		}
+		fv.Fixes = append(fv.Fixes, s)
+	}
+	return fv
 }
 
 // SeverityClass is the CSS class of a severity.

@@ -187,6 +187,16 @@ func TestEscaped(t *testing.T) {
 	}
 }
 
+// A kind the page does not chart shows its result as text.
+func TestOtherKind(t *testing.T) {
+	r := &history.Run{ID: "p1", Kind: history.KindPlan, Result: json.RawMessage(`{"plan": {"name": "<b>fan-in</b>"}}`)}
+	page := render(t, r)
+	checkOffline(t, page)
+	if !strings.Contains(page, `&#34;name&#34;: &#34;&lt;b&gt;fan-in&lt;/b&gt;&#34;`) {
+		t.Error("the plan's result is not on the page as escaped text")
+	}
+}
+
 func TestNoRuns(t *testing.T) {
 	if err := Write(&bytes.Buffer{}, nil); err == nil {
 		t.Fatal("no error for no runs")

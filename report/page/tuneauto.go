@@ -57,7 +57,7 @@ func newAutoView(r *autotune.Report) *autoView {
 		v.Baseline = fmt.Sprintf("%s (rounds: %v)", roundFigures(r.Before), rounds)
 	}
 	for _, f := range r.Findings {
-		v.Findings = append(v.Findings, findingView{Severity: string(f.Severity), Rule: f.Rule, Subject: f.Subject, Summary: f.Summary, Evidence: f.Evidence})
+		v.Findings = append(v.Findings, newFindingView(f))
 	}
 	for _, s := range r.Skipped {
 		v.Skipped = append(v.Skipped, fmt.Sprintf("%s %s: %s", s.Item.Kind, s.Item.Target, s.Reason))
