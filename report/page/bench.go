@@ -591,6 +591,10 @@ func meanOf(v []float64) float64 {
 	return s / float64(n)
 }
 
+// maxCPULines is the most CPUs a chart of one line per CPU draws; the
+// rest are summed in one line.
+const maxCPULines = 8
+
 // maxIRQs is the most IRQ labels the interrupt chart names; the rest are
 // "other".
 const maxIRQs = 7
@@ -669,20 +673,41 @@ func (e *endView) irqs(rs []box.Rates, t []float64) {
 	if len(ss) > 0 {
 		e.IRQs = bars{Title: e.Name + ": interrupts per second per CPU (mean over the window)", Categories: cats, Series: ss}.Render()
 	}
-	// NET_RX softirqs per CPU over time.
-	var nr []series
+	// NET_RX softirqs per CPU over time: the busiest CPUs, the rest summed.
+	type cpuLine struct {
+		name  string
+		y     []float64
+		total float64
+	}
+	var lines []cpuLine
 	for i := 0; i < n; i++ {
-		y := make([]float64, len(rs))
-		any := false
+		l := cpuLine{name: "cpu" + strconv.Itoa(i), y: make([]float64, len(rs))}
 		for j, r := range rs {
-			y[j] = math.NaN()
+			l.y[j] = math.NaN()
 			if v := r.SoftIRQs["NET_RX"]; i < len(v) {
-				y[j] = v[i]
-				any = any || v[i] > 0
+				l.y[j] = v[i]
+				l.total += v[i]
 			}
 		}
-		if any {
-			nr = append(nr, series{Name: "cpu" + strconv.Itoa(i), Color: colour(len(nr)), Y: y})
+		if l.total > 0 {
+			lines = append(lines, l)
+		}
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].total > lines[j].total })
+	var nr []series
+	for i, l := range lines {
+		if i < maxCPULines {
+			nr = append(nr, series{Name: l.name, Color: colour(i), Y: l.y})
+			continue
+		}
+		if i == maxCPULines {
+			nr = append(nr, series{Name: fmt.Sprintf("the other %d CPUs", len(lines)-maxCPULines), Color: "#999999", Y: make([]float64, len(rs))})
+		}
+		other := nr[len(nr)-1].Y
+		for j, v := range l.y {
+			if !math.IsNaN(v) {
+				other[j] += v
+			}
 		}
 	}
 	if len(nr) > 0 {

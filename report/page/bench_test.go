@@ -20,7 +20,7 @@ import (
 // longRun is a synthetic but realistic 10-minute bench: 600 intervals, both
 // ends sampled every second with 4 CPUs, a dozen IRQs and 2 NICs, latency,
 // drops and a ledger.
-func longRun(b testing.TB) *history.Run {
+func longRun(b testing.TB, cpus int) *history.Run {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const secs = 600
@@ -54,7 +54,7 @@ func longRun(b testing.TB) *history.Run {
 			rt := box.Rates{Start: t0.Add(time.Duration(i) * time.Second), End: t0.Add(time.Duration(i+1) * time.Second), Seconds: 1,
 				Interrupts: map[string][]float64{}, SoftIRQs: map[string][]float64{}, NetDev: map[string]box.NetDevRate{},
 				UDP: map[string]float64{"InDatagrams": noisy(1.1e6), "RcvbufErrors": noisy(1e5)}}
-			for c := range 4 {
+			for c := range cpus {
 				u := box.CPUUse{ID: c, User: noisy(10), System: noisy(20), IRQ: noisy(2), SoftIRQ: noisy(30 + 10*float64(c))}
 				u.Busy = u.User + u.System + u.IRQ + u.SoftIRQ
 				u.Idle = 100 - u.Busy
@@ -62,10 +62,18 @@ func longRun(b testing.TB) *history.Run {
 				rt.Softnet = append(rt.Softnet, box.SoftnetRate{CPU: c, Processed: noisy(2.7e5), Dropped: math.Max(0, noisy(10)-9), TimeSqueeze: noisy(50)})
 			}
 			for k, l := range irqs {
-				rt.Interrupts[l] = []float64{noisy(1000 / float64(k+1)), noisy(800), noisy(300), noisy(100)}
+				per := make([]float64, cpus)
+				for c := range per {
+					per[c] = noisy(1000 / float64(k+c+1))
+				}
+				rt.Interrupts[l] = per
 			}
 			for _, s := range []string{"NET_RX", "NET_TX", "TIMER", "SCHED", "RCU"} {
-				rt.SoftIRQs[s] = []float64{noisy(5e4), noisy(4e4), noisy(3e4), noisy(2e4)}
+				per := make([]float64, cpus)
+				for c := range per {
+					per[c] = noisy(5e4 / float64(c+1))
+				}
+				rt.SoftIRQs[s] = per
 			}
 			for _, n := range []string{"eth0", "eth1"} {
 				rt.NetDev[n] = box.NetDevRate{RxPps: noisy(1.1e6), TxPps: noisy(1.2e6), RxBps: noisy(5.6e8), TxBps: noisy(6.1e8), RxDrops: noisy(1e4)}
@@ -94,7 +102,22 @@ func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); re
 // BenchmarkTenMinutes renders the 10-minute run: the time per page (decode
 // included) and the page's size.
 func BenchmarkTenMinutes(b *testing.B) {
-	run := longRun(b)
+	run := longRun(b, 4)
+	var size int64
+	for b.Loop() {
+		var w countingWriter
+		if err := Write(&w, []*history.Run{run}); err != nil {
+			b.Fatal(err)
+		}
+		size = w.n
+	}
+	b.ReportMetric(float64(size), "page-bytes")
+	b.ReportMetric(float64(len(run.Result)), "result-bytes")
+}
+
+// BenchmarkTenMinutes64CPUs is the run on a box of 64 CPUs.
+func BenchmarkTenMinutes64CPUs(b *testing.B) {
+	run := longRun(b, 64)
 	var size int64
 	for b.Loop() {
 		var w countingWriter
@@ -109,7 +132,7 @@ func BenchmarkTenMinutes(b *testing.B) {
 
 // BenchmarkTenMinutesTwice is the same run twice, side by side.
 func BenchmarkTenMinutesTwice(b *testing.B) {
-	run := longRun(b)
+	run := longRun(b, 4)
 	var size int64
 	for b.Loop() {
 		var w countingWriter
@@ -122,19 +145,23 @@ func BenchmarkTenMinutesTwice(b *testing.B) {
 }
 
 // A long run's charts are downsampled: no line has more than maxPoints
-// points, and the page stays small.
+// points, and the page stays small, also for a box of 64 CPUs.
 func TestLongRunDownsampled(t *testing.T) {
-	run := longRun(t)
-	page := render(t, run)
-	checkOffline(t, page)
-	if len(page) > 5<<20 {
-		t.Errorf("the page of a 10-minute run is %d bytes", len(page))
-	}
-	for _, m := range regexp.MustCompile(`points="([^"]*)"`).FindAllStringSubmatch(page, -1) {
-		// An area has its top and its base.
-		if n := len(strings.Fields(m[1])); n > 2*maxPoints {
-			t.Fatalf("a shape of %d points", n)
+	for _, cpus := range []int{4, 64} {
+		page := render(t, longRun(t, cpus))
+		checkOffline(t, page)
+		if len(page) > 5<<20 {
+			t.Errorf("%d CPUs: the page of a 10-minute run is %d bytes", cpus, len(page))
+		}
+		for _, m := range regexp.MustCompile(`points="([^"]*)"`).FindAllStringSubmatch(page, -1) {
+			// An area has its top and its base.
+			if n := len(strings.Fields(m[1])); n > 2*maxPoints {
+				t.Fatalf("%d CPUs: a shape of %d points", cpus, n)
+			}
+		}
+		contains(t, page, "1.1M pps", "73.9 % of the ceiling", "socket-buffer", fmt.Sprintf("server 10.0.0.2:7557 cpu%d", cpus-1))
+		if cpus > maxCPULines {
+			contains(t, page, fmt.Sprintf("the other %d CPUs", cpus-maxCPULines))
 		}
 	}
-	contains(t, page, "1.1M pps", "73.9 % of the ceiling", "socket-buffer", "server 10.0.0.2:7557 cpu3")
 }

@@ -22,10 +22,13 @@ var palette = []string{"#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#
 // colour is the i-th series colour.
 func colour(i int) string { return palette[i%len(palette)] }
 
-// maxPoints is the most points a series keeps on a chart: longer ones are
-// averaged in buckets. A chart is a few hundred pixels wide, so more
-// points only make the file bigger.
-const maxPoints = 300
+// maxPoints is the most points a series keeps on a chart (maxSmallPoints
+// on a small multiple): longer ones are averaged in buckets. A chart is a
+// few hundred pixels wide, so more points only make the file bigger.
+const (
+	maxPoints      = 300
+	maxSmallPoints = 120
+)
 
 // series is one line (or one layer of a stack) of a chart. X, when set,
 // replaces the chart's X for this series.
@@ -227,6 +230,10 @@ func (c chart) Render() template.HTML {
 	}
 	var lines []line
 	var cum []float64
+	limit := maxPoints
+	if c.Small {
+		limit = maxSmallPoints
+	}
 	f.x0, f.x1 = math.Inf(1), math.Inf(-1)
 	ymax := 0.0
 	for _, s := range c.Series {
@@ -234,7 +241,7 @@ func (c chart) Render() template.HTML {
 		if x == nil {
 			x = c.X
 		}
-		dx, dy := downsample(x, s.Y, maxPoints)
+		dx, dy := downsample(x, s.Y, limit)
 		l := line{s: s, x: dx, y: dy}
 		if c.Stacked {
 			if cum == nil {
@@ -327,10 +334,8 @@ func (c chart) Render() template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	fmt.Fprintf(&b, `<figcaption><span class="ctitle">%s</span>`, html.EscapeString(c.Title))
-	if !c.Small || c.Stacked {
-		if len(c.Series) > 1 && !c.Small {
-			b.WriteString(legend(c.Series))
-		}
+	if len(c.Series) > 1 && !c.Small {
+		b.WriteString(legend(c.Series))
 	}
 	b.WriteString(`</figcaption></figure>`)
 	return template.HTML(b.String())
