@@ -572,7 +572,7 @@ func (e *endView) cpus(rs []box.Rates, t []float64) {
 	for l, layer := range cpuLayers {
 		ms = append(ms, series{Name: layer.name, Color: colour(l), Y: mean[l]})
 	}
-	e.CPUMean = bars{Title: e.Name + ": mean CPU use over the window", Categories: cats, Series: ms, Unit: "%"}.Render()
+	e.CPUMean = bars{Title: e.Name + ": mean CPU use over the window", Categories: cats, Series: ms, Unit: "%", YMax: 100}.Render()
 }
 
 // meanOf is the mean of the values that are not NaN.

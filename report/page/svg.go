@@ -402,6 +402,8 @@ type bars struct {
 	Categories []string
 	Series     []series
 	Unit       string
+	// YMax fixes the top of the Y axis (100 for a percentage); 0 fits it.
+	YMax float64
 }
 
 // Render draws the bars as an inline SVG in a figure.
@@ -420,6 +422,9 @@ func (c bars) Render() template.HTML {
 	}
 	f.x0, f.x1 = 0, float64(max(n, 1))
 	f.y0, f.y1 = 0, niceMax(top*1.04)
+	if c.YMax > 0 {
+		f.y1 = math.Max(c.YMax, top)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<figure class="chart"><svg viewBox="0 0 %s %s" width="%s" height="%s" role="img" xmlns="http://www.w3.org/2000/svg"><title>%s</title>`,
 		num(f.w), num(f.h), num(f.w), num(f.h), html.EscapeString(c.Title))
