@@ -138,7 +138,8 @@ func reportBase(arg string, r *history.Run) string {
 func writeFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("-o %s: %w", path, err)
+		// A directory that is not there or not writable: the flag is wrong.
+		return usage.Errorf("-o %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
 	if err := write(tmp); err != nil {

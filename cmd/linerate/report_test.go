@@ -113,6 +113,10 @@ func readPage(t *testing.T, path string) string {
 }
 
 func TestReportBadInput(t *testing.T) {
+	diag, err := os.ReadFile(filepath.Join("..", "..", "report", "page", "testdata", "diagnose.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	t.Chdir(dir)
 	hist := filepath.Join(dir, "history")
@@ -144,6 +148,14 @@ func TestReportBadInput(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error is not one line: %q", c.args, err)
 		}
+	}
+	// A run that reads, to a place that cannot be written.
+	if err := os.WriteFile("d.json.gz", diag, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runArgs(t, reportCmds(t), "report", "d.json.gz", "-o", "/nonexistent/dir/x.html")
+	if !usage.Is(err) || !strings.Contains(err.Error(), "-o /nonexistent/dir/x.html") {
+		t.Errorf("-o in a missing directory: %v", err)
 	}
 	if m, _ := filepath.Glob("report-*.html"); len(m) > 0 {
 		t.Errorf("bad input left %v", m)
