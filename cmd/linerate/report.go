@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,7 +140,12 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		// A directory that is not there or not writable: the flag is wrong.
-		return usage.Errorf("-o %s: %w", path, err)
+		// The temporary file's name would only confuse.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return usage.Errorf("-o %s: cannot write in %s: %w", path, filepath.Dir(path), err)
 	}
 	defer os.Remove(tmp.Name())
 	if err := write(tmp); err != nil {
