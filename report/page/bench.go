@@ -715,15 +715,15 @@ func (e *endView) irqs(rs []box.Rates, t []float64) {
 	}
 	// Softnet drops and time squeezes, summed over the CPUs.
 	drop, squeeze := make([]float64, len(rs)), make([]float64, len(rs))
-	any := false
+	moved := false
 	for j, r := range rs {
 		for _, s := range r.Softnet {
 			drop[j] += s.Dropped
 			squeeze[j] += s.TimeSqueeze
 		}
-		any = any || drop[j] > 0 || squeeze[j] > 0
+		moved = moved || drop[j] > 0 || squeeze[j] > 0
 	}
-	if any {
+	if moved {
 		e.Softnet = chart{Title: e.Name + ": softnet backlog drops and time squeezes per second (all CPUs)", X: t,
 			Series: []series{{Name: "dropped", Color: colour(3), Y: drop}, {Name: "time squeeze", Color: colour(1), Y: squeeze}}}.Render()
 	}
