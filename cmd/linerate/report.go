@@ -1,0 +1,166 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"linerate/history"
+	"linerate/internal/usage"
+	"linerate/report/page"
+)
+
+// reportOptions are the flags and arguments of `linerate report`.
+type reportOptions struct {
+	historyDir string
+	out        string
+}
+
+func newReportCmd() *cobra.Command {
+	o := &reportOptions{}
+	cmd := &cobra.Command{
+		Use:   "report ID|FILE... [-o report.html]",
+		Short: "Write saved runs as one self-contained HTML page with charts",
+		Long: `report writes one HTML page of one or more runs: runs of the history, named by
+their id or the start of it ('linerate runs' lists them), or result files
+(a history .json.gz, or the output of bench --json, diagnose --json or
+tune auto --json).
+
+For a bench or a zero-loss search the page shows the headline figures
+(against the path's ceiling when known), packets and bits per second each
+second, loss, latency idle and under load, each end's per-CPU use (usr,
+sys, irq, softirq), interrupts and NET_RX softirqs per CPU, drop counters
+and the drop ledger, and the search's table. For a diagnosis: the findings
+with their evidence and fixes. For tune auto: each trial's rounds against
+the noise band, what was kept and rolled back, before and after. Two or
+more runs are first set side by side with the changes of their headline
+figures: the before and after of a tuning session on one page.
+
+The page holds its style and charts (inline SVG, no script) and refers to
+nothing outside itself: it opens offline from a file and can be mailed.
+docs/report.md says what each part shows.`,
+		Example: `  linerate report 20261125-1405                    # one run of the history, by the start of its id
+  linerate report before.json after.json -o tuning.html
+  linerate bench udp --to 10.0.0.2 --json > run.json && linerate report run.json
+  linerate report 20261125-1405 20261125-1431       # before and after, side by side`,
+		Args: argsWith(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.historyDir, "history-dir", history.DefaultDir(), "the run history to read ids from")
+	f.StringVarP(&o.out, "output", "o", "", "write the page to `FILE` (default report-<first id or file name>.html here; - for stdout)")
+	return cmd
+}
+
+func (o *reportOptions) run(cmd *cobra.Command, args []string) error {
+	store := history.Open(o.historyDir)
+	var runs []*history.Run
+	for _, arg := range args {
+		r, err := loadRun(store, arg)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	out := o.out
+	if out == "" {
+		out = "report-" + reportBase(args[0], runs[0]) + ".html"
+	}
+	if out == "-" {
+		return page.Write(cmd.OutOrStdout(), runs)
+	}
+	if err := writeFileAtomic(out, func(w io.Writer) error { return page.Write(w, runs) }); err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), out)
+	return nil
+}
+
+// loadRun reads a run from a file when arg names one (or looks like a
+// path), else from the history by id or id prefix. A missing id, an
+// unreadable or foreign file are bad input.
+func loadRun(store *history.Store, arg string) (*history.Run, error) {
+	st, err := os.Stat(arg)
+	switch {
+	case err == nil && st.Mode().IsRegular():
+		r, err := history.ReadFile(arg)
+		if err != nil {
+			return nil, usage.Wrap(err)
+		}
+		return r, nil
+	case err == nil:
+		return nil, usage.Errorf("%s: not a regular file", arg)
+	case looksLikePath(arg):
+		return nil, usage.Wrap(err)
+	}
+	r, err := store.Load(arg)
+	var nf *history.NotFoundError
+	var newer *history.NewerError
+	switch {
+	case errors.As(err, &nf), errors.As(err, &newer):
+		return nil, usage.Wrap(err)
+	case err != nil && strings.Contains(err.Error(), "give more of the id"):
+		return nil, usage.Wrap(err)
+	case err != nil:
+		return nil, err
+	}
+	return r, nil
+}
+
+// looksLikePath says whether arg is meant as a file rather than an id.
+func looksLikePath(arg string) bool {
+	return strings.ContainsRune(arg, os.PathSeparator) || strings.HasSuffix(arg, ".json") || strings.HasSuffix(arg, ".gz")
+}
+
+// reportBase names the default output after the first run: its id, else
+// the file's name without its extensions.
+func reportBase(arg string, r *history.Run) string {
+	if _, err := os.Stat(arg); err != nil && r.ID != "" {
+		return r.ID
+	}
+	base := filepath.Base(arg)
+	for _, ext := range []string{".gz", ".json"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	if base == "" || base == "." {
+		base = "run"
+	}
+	return base
+}
+
+// writeFileAtomic writes a file through a temporary one beside it, so a
+// failed write leaves no half page behind.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		// A directory that is not there or not writable: the flag is wrong.
+		// The temporary file's name would only confuse.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return usage.Errorf("-o %s: cannot write in %s: %w", path, filepath.Dir(path), err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+package page
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strconv"
+
+	"linerate/ceiling"
+	"linerate/traffic"
+)
+
+// benchView is a bench or zero-loss search result as the page shows it.
+type benchView struct {
+	res *traffic.Result
+	// What is the test in words.
+	What        string
+	Interrupted bool
+	Cards       []card
+	LimitedBy   string
+	LimitedWhy  string
+	Targets     []targetRow
+	// Rates are the whole run's rates per second (the client's intervals).
+	Rates []template.HTML
+	// Warmup says how many warm-up seconds the charts leave out.
+	Warmup  int
+	Latency []latencyRow
+	CDF     template.HTML
+	Ends    []*endView
+	Ledger  *ledgerView
+	Search  []searchRow
+	// SearchCharts show each size's trials: rate against loss.
+	SearchCharts []template.HTML
+	Notes        []string
+	Errors       []string
+}
+
+// card is one headline figure in a box.
+type card struct {
+	Label, Value, Sub string
+	// Bad marks a figure that needs a look (loss, an error).
+	Bad bool
+}
+
+type targetRow struct {
+	Target, Direction                      string
+	Sent, Received, Lost, Loss             string
+	SentPPS, ReceivedPPS, ReceivedBPS, RTT string
+	Bad                                    bool
+}
+
+type latencyRow struct {
+	Target, Phase           string
+	Probes                  string
+	Min, P50, P90, P99, Max string
+	NoReply                 bool
+}
+
+func pct(r float64) string { return strconv.FormatFloat(r*100, 'f', 3, 64) + " %" }
+
+// lossPoints is a change of a loss ratio in percentage points.
+func lossPoints(d float64) string { return fmt.Sprintf("%+.3f points", d*100) }
+
+func pps(v float64) string { return si(v) + " pps" }
+
+func count(v uint64) string { return ceiling.FormatCount(float64(v)) }
+
+func ms(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) + " ms" }
+
+// newBenchView lays out a bench result.
+func newBenchView(r *traffic.Result) *benchView {
+	v := &benchView{res: r, Interrupted: r.Interrupted, Notes: r.Notes, Errors: r.Errors,
+		LimitedBy: r.Summary.LimitedBy, LimitedWhy: r.Summary.LimitedWhy}
+	v.What = benchWhat(r)
+	v.cards()
+	v.targets()
+	v.rates()
+	v.latency()
+	v.ends()
+	if r.Ledger != nil {
+		v.Ledger = newLedgerView(*r.Ledger)
+	}
+	v.search()
+	for _, t := range r.Targets {
+		for _, n := range t.Notes {
+			v.Notes = append(v.Notes, t.Target+": "+n)
+		}
+		for _, e := range t.Errors {
+			v.Errors = append(v.Errors, t.Target+": "+e)
+		}
+	}
+	return v
+}
+
+// benchWhat is the test in words.
+func benchWhat(r *traffic.Result) string {
+	sp := r.Spec
+	what := sp.Proto + " " + sp.Direction
+	switch {
+	case len(r.Search) > 0:
+		what += fmt.Sprintf(", %d ports × %d streams", sp.Ports, sp.Streams)
+	case sp.Proto == "udp":
+		what += fmt.Sprintf(", %d-byte frames (%d-byte payload), %d ports × %d streams", r.FrameSize, sp.Payload, sp.Ports, sp.Streams)
+	default:
+		what += fmt.Sprintf(", %d streams", sp.Streams)
+	}
+	if len(r.Search) > 0 {
+		return "zero-loss search: " + what + fmt.Sprintf(", %d threads, engine %s", sp.Threads, r.Engine)
+	}
+	rate := "as fast as possible"
+	if !sp.Rate.Unlimited() {
+		rate = "rate " + sp.Rate.String()
+	}
+	what += fmt.Sprintf(", %s, %s", rate, sp.Duration.D())
+	if sp.Warmup > 0 {
+		what += fmt.Sprintf(" after %s warm-up", sp.Warmup.D())
+	}
+	return what + fmt.Sprintf(", %d threads, engine %s", sp.Threads, r.Engine)
+}
+
+func (v *benchView) cards() {
+	r := v.res
+	s := r.Summary
+	if len(r.Search) > 0 {
+		for _, z := range r.Search {
+			c := card{Label: "NDR " + z.Size + " B", Value: pps(z.NDRPPS), Sub: ceiling.FormatBps(z.NDRBps)}
+			if z.CeilingPPS > 0 {
+				c.Sub += fmt.Sprintf(", %.1f %% of the ceiling", z.NDRPPS/z.CeilingPPS*100)
+			}
+			v.Cards = append(v.Cards, c)
+			if z.PDRPPS > 0 {
+				v.Cards = append(v.Cards, card{Label: fmt.Sprintf("PDR %s B (loss ≤ %s)", z.Size, pct(z.PDRLoss)), Value: pps(z.PDRPPS), Sub: ceiling.FormatBps(z.PDRBps)})
+			}
+		}
+		return
+	}
+	recv := card{Label: "received", Value: pps(s.ReceivedPPS), Sub: ceiling.FormatBps(s.ReceivedBPS)}
+	sent := card{Label: "sent", Value: pps(s.SentPPS), Sub: ceiling.FormatBps(s.SentBPS)}
+	if r.Spec.Proto == "tcp" {
+		recv = card{Label: "goodput", Value: ceiling.FormatBps(s.ReceivedBPS), Sub: pps(s.ReceivedPPS) + " of segments"}
+		sent = card{Label: "sent", Value: ceiling.FormatBps(s.SentBPS), Sub: count(s.SentBytes) + " bytes"}
+	}
+	if pc := s.PathCeiling; pc != nil && pc.FPS > 0 && r.Spec.Proto == "udp" {
+		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s pps, %s at %s %s)", s.ReceivedPPS/pc.FPS*100, si(pc.FPS), pc.What, pc.Host, pc.Iface)
+	} else if pc != nil && pc.L2Bps > 0 {
+		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s, %s at %s %s)", s.ReceivedBPS/pc.L2Bps*100, ceiling.FormatBps(pc.L2Bps), pc.What, pc.Host, pc.Iface)
+	}
+	v.Cards = append(v.Cards, recv, sent)
+	if r.Spec.Proto == "udp" {
+		v.Cards = append(v.Cards, card{Label: "loss", Value: pct(s.LossRatio),
+			Sub: fmt.Sprintf("%s of %s packets", count(s.LostPackets), count(s.SentPackets)), Bad: s.LostPackets > 0})
+	} else {
+		v.Cards = append(v.Cards, card{Label: "retransmits", Value: count(s.Retransmits), Bad: s.Retransmits > 0})
+	}
+	if l := s.LatencyLoad; l != nil && l.Received > 0 {
+		sub := "p99 " + ms(l.P99)
+		if i := s.LatencyIdle; i != nil && i.Received > 0 {
+			sub += ", idle p50 " + ms(i.P50)
+		}
+		v.Cards = append(v.Cards, card{Label: "latency under load, p50", Value: ms(l.P50), Sub: sub})
+	}
+	for _, end := range []struct {
+		name         string
+		secs, mp, gb *float64
+	}{{"server", s.CPUSeconds.Server, s.CPUSecondsPerMpkt.Server, s.CPUSecondsPerGbit.Server},
+		{"client", s.CPUSeconds.Client, s.CPUSecondsPerMpkt.Client, s.CPUSecondsPerGbit.Client}} {
+		c := card{Label: end.name + " CPU"}
+		switch {
+		case r.Spec.Proto == "tcp" && end.gb != nil:
+			c.Value = fmt.Sprintf("%.3f s/Gbit", *end.gb)
+		case end.mp != nil:
+			c.Value = fmt.Sprintf("%.3f s/Mpkt", *end.mp)
+		default:
+			continue
+		}
+		c.Sub = fmt.Sprintf("%.2f CPU-seconds", deref(end.secs))
+		v.Cards = append(v.Cards, c)
+	}
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// figures are the run's headline figures for a comparison.
+func (v *benchView) figures() []figure {
+	r := v.res
+	s := r.Summary
+	if len(r.Search) > 0 {
+		var out []figure
+		for _, z := range r.Search {
+			out = append(out, figure{Name: "NDR " + z.Size + " B", Value: z.NDRPPS, Format: pps, Higher: true})
+			if z.PDRPPS > 0 {
+				out = append(out, figure{Name: "PDR " + z.Size + " B", Value: z.PDRPPS, Format: pps, Higher: true})
+			}
+		}
+		return out
+	}
+	out := []figure{
+		{Name: "received", Value: s.ReceivedPPS, Format: pps, Higher: true},
+		{Name: "received bits", Value: s.ReceivedBPS, Format: ceiling.FormatBps, Higher: true},
+		{Name: "sent", Value: s.SentPPS, Format: pps, Higher: true},
+	}
+	if r.Spec.Proto == "udp" {
+		out = append(out, figure{Name: "loss", Value: s.LossRatio, Format: pct, Points: lossPoints})
+	} else {
+		out = append(out, figure{Name: "retransmits", Value: float64(s.Retransmits), Format: func(f float64) string { return count(uint64(f)) }})
+	}
+	if l := s.LatencyLoad; l != nil && l.Received > 0 {
+		out = append(out, figure{Name: "latency p50 under load", Value: l.P50, Format: ms},
+			figure{Name: "latency p99 under load", Value: l.P99, Format: ms})
+	}
+	cpu := func(f float64) string { return fmt.Sprintf("%.3f s/Mpkt", f) }
+	if c := s.CPUSecondsPerMpkt.Server; c != nil {
+		out = append(out, figure{Name: "server CPU per Mpkt", Value: *c, Format: cpu})
+	}
+	if c := s.CPUSecondsPerMpkt.Client; c != nil {
+		out = append(out, figure{Name: "client CPU per Mpkt", Value: *c, Format: cpu})
+	}
+	return out
+}
+
+func (v *benchView) targets() {
+	r := v.res
+	for i, t := range r.Targets {
+		for _, d := range []struct {
+			name string
+			t    *traffic.Totals
+		}{{traffic.Forward, t.Forward}, {traffic.Reverse, t.Reverse}} {
+			if d.t == nil {
+				continue
+			}
+			v.Targets = append(v.Targets, targetRow{Target: t.Target, Direction: d.name,
+				Sent: count(d.t.SentPackets), Received: count(d.t.ReceivedPackets), Lost: count(d.t.LostPackets),
+				Loss: pct(d.t.LossRatio), SentPPS: si(d.t.SentPPS), ReceivedPPS: si(d.t.ReceivedPPS),
+				ReceivedBPS: ceiling.FormatBps(d.t.ReceivedBPS), RTT: tcpRTT(r, i, d.name), Bad: d.t.LostPackets > 0})
+		}
+	}
+}
+
+// tcpRTT is the mean smoothed RTT of a target's TCP streams in a
+// direction.
+func tcpRTT(r *traffic.Result, target int, dir string) string {
+	var sum float64
+	n := 0
+	for _, s := range r.Streams {
+		if s.Target == target && s.Direction == dir && s.TCP != nil {
+			sum += float64(s.TCP.RTTMicros)
+			n++
+		}
+	}
+	if n == 0 {
+		return "-"
+	}
+	return ms(sum / float64(n) / 1000)
+}
+
+// rates charts the client's intervals: packets and bits per second sent
+// and received, and what went missing between them.
+func (v *benchView) rates() {
+	r := v.res
+	var t, spps, rpps, sbps, rbps, gap []float64
+	for _, iv := range r.Intervals {
+		if iv.Warmup {
+			v.Warmup++
+			continue
+		}
+		t = append(t, iv.T)
+		spps = append(spps, iv.SentPPS)
+		rpps = append(rpps, iv.ReceivedPPS)
+		sbps = append(sbps, iv.SentBPS)
+		rbps = append(rbps, iv.ReceivedBPS)
+		gap = append(gap, math.Max(0, iv.SentPPS-iv.ReceivedPPS))
+	}
+	if len(t) == 0 {
+		return
+	}
+	var pref, bref []ref
+	if pc := r.Summary.PathCeiling; pc != nil {
+		if pc.FPS > 0 && r.Spec.Proto == "udp" {
+			pref = append(pref, ref{Y: pc.FPS, Label: "ceiling " + si(pc.FPS) + " pps (" + pc.What + ")"})
+		}
+		if pc.L2Bps > 0 {
+			bref = append(bref, ref{Y: pc.L2Bps, Label: "ceiling " + ceiling.FormatBps(pc.L2Bps) + " (" + pc.What + ")"})
+		}
+	}
+	v.Rates = append(v.Rates,
+		chart{Title: "packets per second", X: t, Unit: "", Refs: pref, Series: []series{
+			{Name: "sent", Color: colour(0), Y: spps}, {Name: "received", Color: colour(1), Y: rpps}}}.Render(),
+		chart{Title: "bits per second", X: t, Unit: "b/s", Refs: bref, Series: []series{
+			{Name: "sent", Color: colour(0), Y: sbps}, {Name: "received", Color: colour(1), Y: rbps}}}.Render())
+	if r.Spec.Proto == "udp" {
+		v.Rates = append(v.Rates, chart{Title: "sent − received, packets per second (loss, and what was in flight)", X: t,
+			Series: []series{{Name: "sent − received", Color: colour(3), Y: gap}}}.Render())
+	}
+}
+
+func (v *benchView) latency() {
+	r := v.res
+	add := func(target string, idle, load *traffic.Latency) {
+		for _, p := range []struct {
+			phase string
+			l     *traffic.Latency
+		}{{"idle", idle}, {"under load", load}} {
+			if p.l == nil {
+				continue
+			}
+			row := latencyRow{Target: target, Phase: p.phase, Probes: fmt.Sprintf("%d / %d", p.l.Received, p.l.Sent), NoReply: p.l.Received == 0}
+			if p.l.Received > 0 {
+				row.Min, row.P50, row.P90, row.P99, row.Max = ms(p.l.Min), ms(p.l.P50), ms(p.l.P90), ms(p.l.P99), ms(p.l.Max)
+			}
+			v.Latency = append(v.Latency, row)
+		}
+	}
+	add("all targets", r.Summary.LatencyIdle, r.Summary.LatencyLoad)
+	if len(r.Targets) > 1 {
+		for _, t := range r.Targets {
+			add(t.Target, t.LatencyIdle, t.LatencyLoad)
+		}
+	}
+	var ss []series
+	for i, p := range []struct {
+		name string
+		l    *traffic.Latency
+	}{{"idle", r.Summary.LatencyIdle}, {"under load", r.Summary.LatencyLoad}} {
+		if p.l == nil || p.l.Received == 0 {
+			continue
+		}
+		ss = append(ss, series{Name: p.name, Color: colour(i),
+			X: []float64{p.l.Min, p.l.P50, p.l.P90, p.l.P99, p.l.Max}, Y: []float64{0, 50, 90, 99, 100}})
+	}
+	if len(ss) > 0 {
+		v.CDF = chart{Title: "round trip of the probes: share answered within a time (through min, p50, p90, p99, max)",
+			Series: ss, Unit: "%", YMax: 100, XLog: true, XFormat: func(x float64) string { return si(x) + "ms" }}.Render()
+	}
+}

@@ -1,0 +1,212 @@
+package page
+
+import (
+	"bytes"
+	"encoding/json"
+	"html"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"linerate/history"
+)
+
+// svgNS is the one URL a page may hold: the SVG namespace, a name and not
+// a place anything is fetched from.
+const svgNS = "http://www.w3.org/2000/svg"
+
+// checkOffline fails when the page refers to anything outside itself.
+func checkOffline(t *testing.T, page string) {
+	t.Helper()
+	rest := strings.ReplaceAll(page, `xmlns="`+svgNS+`"`, "")
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`(?i)https?://`),
+		regexp.MustCompile(`(?i)\b(src|href)\s*=\s*"(?:[^"#]|$)`),
+		regexp.MustCompile(`(?i)@import|url\(`),
+		regexp.MustCompile(`(?i)//[a-z0-9.-]+\.[a-z]{2,}/`),
+	} {
+		if m := re.FindString(rest); m != "" {
+			i := strings.Index(rest, m)
+			t.Errorf("the page refers outside itself: %q in …%s…", m, rest[max(0, i-80):min(len(rest), i+80)])
+		}
+	}
+}
+
+// readRun reads a result file as the report command does.
+func readRun(t *testing.T, path string) *history.Run {
+	t.Helper()
+	r, err := history.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func render(t *testing.T, runs ...*history.Run) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, runs); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// fixture reads a real result of testdata (README.md there says how each
+// was made).
+func fixture(t *testing.T, name string) *history.Run {
+	t.Helper()
+	return readRun(t, filepath.Join("testdata", name+".json.gz"))
+}
+
+// contains fails for each string the page lacks.
+func contains(t *testing.T, page string, want ...string) {
+	t.Helper()
+	text := html.UnescapeString(page)
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("the page lacks %q", w)
+		}
+	}
+}
+
+// charts counts the page's charts.
+func charts(page string) int { return strings.Count(page, `<figure class="chart`) }
+
+func TestBenchUDP(t *testing.T) {
+	r := fixture(t, "bench-udp")
+	if r.Kind != history.KindBench {
+		t.Fatalf("kind %q", r.Kind)
+	}
+	page := render(t, r)
+	checkOffline(t, page)
+	contains(t, page,
+		// Headline: 600,704 packets in 5 s, against tbf's 416,667 pps.
+		"120.14k pps", "61.5 Mb/s", "28.8 % of the ceiling", "tbf 1: 200M", "0.000 %",
+		// Per second, per target and direction.
+		"packets per second", "bits per second", `<td class="l">wan:7557</td><td class="l">forward</td>`,
+		// Latency, idle and loaded, and its CDF.
+		"0.234 ms", "9.174 ms", "28.359 ms", "round trip of the probes",
+		// Both ends: interfaces, per-CPU stacks, interrupts, NET_RX.
+		"client: packets per second by interface", "server wan:7557: packets per second by interface",
+		"client cpu0", "client cpu1", "server wan:7557 cpu0", "server wan:7557 cpu1", "usr", "softirq",
+		"client: interrupts per second per CPU", "server wan:7557: NET_RX softirqs per second per CPU",
+		// The ledger of a run without loss.
+		"no packets lost (600,704 sent, 600,704 received)",
+		"8.186 s/Mpkt")
+	// Rates (3), CDF, and per end: 2 traffic, mean CPU, 2 CPUs, IRQs, NET_RX.
+	if n := charts(page); n < 4+2*7 {
+		t.Errorf("%d charts", n)
+	}
+}
+
+func TestBenchLoss(t *testing.T) {
+	page := render(t, fixture(t, "bench-udp-1518"))
+	checkOffline(t, page)
+	contains(t, page, "92.687 %", "1,046,284 of 1,128,832 packets", "Limited by link",
+		"where the 1,046,284 lost packets died", "sender-qdisc", "99.9 %", "tbf 1: on router: 1045427 dropped",
+		"router qdisc tbf", "1,045,427", "card bad")
+}
+
+func TestBenchTCP(t *testing.T) {
+	page := render(t, fixture(t, "bench-tcp-bidir"))
+	checkOffline(t, page)
+	contains(t, page, "tcp bidir", "goodput", "381.9 Mb/s", "s/Gbit", "retransmits", ">reverse<", ">forward<")
+}
+
+func TestSearch(t *testing.T) {
+	r := fixture(t, "search")
+	if r.Kind != history.KindSearch {
+		t.Fatalf("kind %q", r.Kind)
+	}
+	page := render(t, r)
+	checkOffline(t, page)
+	contains(t, page, "Zero-loss search", "NDR 1518 B", "16.71k pps", "16.51k pps (NDR 101.2 %)", "at 1.67k pps: p50 129µs, p99 397µs",
+		"the rate of each trial", "the 11 trials of 1518 B", "max-rate", "7.345 %", "zero-loss search: udp forward, 2 ports")
+}
+
+func TestDiagnose(t *testing.T) {
+	r := fixture(t, "diagnose")
+	if r.Kind != history.KindDiagnose {
+		t.Fatalf("kind %q", r.Kind)
+	}
+	page := render(t, r)
+	checkOffline(t, page)
+	contains(t, page, "1 findings (0 critical, 1 warning, 0 info) from 18 rules", "qdisc-drop", "sev-warning",
+		"the shaper tbf 1: on router (200 Mb/s) drops")
+}
+
+func TestTuneAuto(t *testing.T) {
+	r := fixture(t, "tune-auto")
+	if r.Kind != history.KindTuneAuto {
+		t.Fatalf("kind %q", r.Kind)
+	}
+	page := render(t, r)
+	checkOffline(t, page)
+	contains(t, page, "rps lan/rx-0", "feature lan/generic-receive-offload", "rolled back", "+37.6 %", "± 39.3 %",
+		"+37.6 % is within the noise (39.3 %)", "kept nothing", "Before and after", "noise band")
+	if charts(page) != 1 {
+		t.Errorf("%d charts, want the rounds' chart", charts(page))
+	}
+	if strings.Contains(page, "Dry run") {
+		t.Error("a run that tried changes shown as a dry run")
+	}
+}
+
+// Two runs: side by side with the deltas, then each run's section.
+func TestSideBySide(t *testing.T) {
+	before, after := fixture(t, "bench-udp"), fixture(t, "bench-udp-1thread")
+	page := render(t, before, after, fixture(t, "tune-auto"))
+	checkOffline(t, page)
+	// 120,140.8 → 107,673.6 received pps.
+	contains(t, page, "Side by side", "120.14k pps", "107.67k pps", `<td class="worse">107.67k pps<br>-10.4 %</td>`,
+		`id="run1"`, `id="run2"`, `id="run3"`, `href="#run3"`)
+	// A loss changes in points, not relative to a zero.
+	page = render(t, before, fixture(t, "bench-udp-1518"))
+	contains(t, page, `<td class="worse">92.687 %<br>+92.687 points</td>`)
+	if i, j := strings.Index(page, "Side by side"), strings.Index(page, `id="run1"`); i > j {
+		t.Error("the comparison is not first")
+	}
+}
+
+// What a result says is text on the page, never markup.
+func TestEscaped(t *testing.T) {
+	r := fixture(t, "bench-udp")
+	var res map[string]any
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	res["notes"] = []string{`<script>alert(1)</script>`}
+	r.Result, _ = json.Marshal(res)
+	page := render(t, r)
+	if strings.Contains(page, "<script>") {
+		t.Error("a note's markup reached the page")
+	}
+	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("the note is not on the page as text")
+	}
+}
+
+// A kind the page does not chart shows its result as text.
+func TestOtherKind(t *testing.T) {
+	r := &history.Run{ID: "p1", Kind: history.KindPlan, Result: json.RawMessage(`{"plan": {"name": "<b>fan-in</b>"}}`)}
+	page := render(t, r)
+	checkOffline(t, page)
+	if !strings.Contains(page, `&#34;name&#34;: &#34;&lt;b&gt;fan-in&lt;/b&gt;&#34;`) {
+		t.Error("the plan's result is not on the page as escaped text")
+	}
+}
+
+func TestNoRuns(t *testing.T) {
+	if err := Write(&bytes.Buffer{}, nil); err == nil {
+		t.Fatal("no error for no runs")
+	}
+}
+
+func TestUndecodable(t *testing.T) {
+	r := &history.Run{ID: "x1", Kind: history.KindBench, Result: json.RawMessage(`{"spec": 3}`)}
+	err := Write(&bytes.Buffer{}, []*history.Run{r})
+	if err == nil || !strings.Contains(err.Error(), "x1") {
+		t.Fatalf("err %v, want one naming the run", err)
+	}
+}
