@@ -456,14 +456,14 @@ func Decode(data []byte, where string) (*Run, error) {
 		r.Kind = KindTuneAuto
 	case len(probe.Rules) > 0 && len(probe.Findings) > 0:
 		r.Kind = KindDiagnose
-	case len(probe.Search) > 0 && string(probe.Search) != "null":
-		r.Kind = KindSearch
-	case len(probe.Spec) > 0:
-		r.Kind = KindBench
 	case len(probe.Plan) > 0:
 		r.Kind = KindPlan
 	case len(probe.Flows) > 0:
 		r.Kind = KindFlows
+	case len(probe.Search) > 0 && string(probe.Search) != "null":
+		r.Kind = KindSearch
+	case len(probe.Spec) > 0:
+		r.Kind = KindBench
 	default:
 		return nil, fmt.Errorf("%s: not a linerate run or result (no kind, spec, rig or findings)", where)
 	}

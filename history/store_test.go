@@ -193,6 +193,7 @@ func TestDecodeBareResults(t *testing.T) {
 		KindSearch:   `{"schema":1,"spec":{},"search":[{"size":64}]}`,
 		KindTuneAuto: `{"schema":1,"rig":"host","trials":[]}`,
 		KindDiagnose: `{"source":"live","rules":12,"findings":[]}`,
+		KindFlows:    `{"schema":1,"spec":{},"flows":[{"from":"a"}],"total":{}}`,
 	} {
 		r, err := Decode([]byte(body), "x.json")
 		if err != nil || r.Kind != kind {

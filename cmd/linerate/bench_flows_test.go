@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,6 +67,18 @@ func TestBenchFrom(t *testing.T) {
 		}
 		if forwarded < 5000 {
 			t.Errorf("%s: the router's samples show %.0f packets/s received in all, not the flow crossing it", dir, forwarded)
+		}
+		// The page of a set of flows: one section per flow, the router's
+		// samples as an end of their own.
+		res := filepath.Join(t.TempDir(), "flows.json")
+		os.WriteFile(res, []byte(r.stdout), 0o644)
+		html := filepath.Join(t.TempDir(), "flows.html")
+		if rep := run(t, bin, "report", res, "-o", html); rep.code != 0 {
+			t.Fatalf("report of the flows: %d %s", rep.code, rep.stderr)
+		}
+		page, _ := os.ReadFile(html)
+		if !strings.Contains(string(page), "flow 1: lan:7557 → wan:7557") || !strings.Contains(string(page), "dut (this host)") {
+			t.Errorf("%s: the page lacks the flow or the router's samples", dir)
 		}
 	}
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -65,25 +64,6 @@ func (h *historyFlags) save(cmd *cobra.Command, kind string, result any) {
 		return
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "saved as run %s ('linerate report %s' makes its page)\n", id, id)
-}
-
-// loadRun reads a run by history id (or prefix) or from a file: an
-// argument that names an existing file is a file.
-func loadRun(s *history.Store, arg string) (*history.Run, error) {
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		r, err := history.ReadFile(arg)
-		if err != nil {
-			return nil, usage.Wrap(err)
-		}
-		return r, nil
-	}
-	r, err := s.Load(arg)
-	var nf *history.NotFoundError
-	var ne *history.NewerError
-	if errors.As(err, &nf) || errors.As(err, &ne) || (err != nil && strings.Contains(err.Error(), "give more of the id")) {
-		return nil, usage.Wrap(err)
-	}
-	return r, err
 }
 
 func newRunsCmd() *cobra.Command {

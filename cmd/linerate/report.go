@@ -53,7 +53,7 @@ docs/report.md says what each part shows.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.historyDir, "history-dir", history.DefaultDir(), "the run history to read ids from")
+	f.StringVar(&o.historyDir, "history-dir", "", "the run history to read ids from (default $LINERATE_HISTORY_DIR, else /var/lib/linerate/runs as root, else $XDG_STATE_HOME/linerate/runs)")
 	f.StringVarP(&o.out, "output", "o", "", "write the page to `FILE` (default report-<first id or file name>.html here; - for stdout)")
 	return cmd
 }

@@ -3,11 +3,14 @@ package page
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 
 	"linerate/history"
+	"linerate/traffic"
 )
 
 //go:embed page.css
@@ -34,7 +37,15 @@ func Write(w io.Writer, runs []*history.Run) error {
 		return fmt.Errorf("report: no run to render")
 	}
 	d := doc{CSS: template.CSS(css)}
-	for i, r := range runs {
+	var expanded []*history.Run
+	for _, r := range runs {
+		rs, err := flowRuns(r)
+		if err != nil {
+			return err
+		}
+		expanded = append(expanded, rs...)
+	}
+	for i, r := range expanded {
 		s, err := newSection(r)
 		if err != nil {
 			return err
@@ -43,8 +54,8 @@ func Write(w io.Writer, runs []*history.Run) error {
 		d.Sections = append(d.Sections, s)
 	}
 	d.Title = "linerate report: " + runName(runs[0])
-	if len(runs) > 1 {
-		d.Title = fmt.Sprintf("linerate report: %d runs", len(runs))
+	if len(expanded) > 1 {
+		d.Title = fmt.Sprintf("linerate report: %d runs", len(expanded))
 		d.Compare = compare(d.Sections)
 	}
 	var b bytes.Buffer
@@ -65,4 +76,50 @@ func runName(r *history.Run) string {
 		return r.Kind
 	}
 	return r.Kind + " " + r.Time.Format("2006-01-02 15:04:05")
+}
+
+// flowRuns is a run of third-party flows (bench --from) as one bench run
+// per flow, each named after its flow, with the samples of the hosts in
+// the middle (side "dut", one end per host) on the first; any other run
+// is itself.
+func flowRuns(r *history.Run) ([]*history.Run, error) {
+	if r.Kind != history.KindFlows {
+		return []*history.Run{r}, nil
+	}
+	var fs traffic.FlowSet
+	if err := json.Unmarshal(r.Result, &fs); err != nil {
+		return nil, fmt.Errorf("run %s: a flows result that does not decode: %w", runName(r), err)
+	}
+	var out []*history.Run
+	for i, f := range fs.Flows {
+		if f.Result == nil {
+			continue
+		}
+		res := *f.Result
+		if len(out) == 0 {
+			for _, s := range fs.Samples {
+				if s.Host != "" {
+					s.Side = "dut " + s.Host
+				} else {
+					s.Side = "dut (this host)"
+				}
+				res.Samples = append(res.Samples, s)
+			}
+		}
+		data, err := json.Marshal(&res)
+		if err != nil {
+			return nil, err
+		}
+		one := *r
+		one.Kind, one.Result = history.KindBench, data
+		one.Headline = fmt.Sprintf("flow %d: %s → %s", i+1, f.From, strings.Join(f.To, ", "))
+		if one.ID != "" {
+			one.ID = fmt.Sprintf("%s flow %d", r.ID, i+1)
+		}
+		out = append(out, &one)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("run %s: no flow of it has a result", runName(r))
+	}
+	return out, nil
 }
