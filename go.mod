@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	github.com/creack/pty v1.1.24
 	github.com/google/nftables v0.3.0
 	github.com/mdlayher/netlink v1.9.0
 	github.com/prometheus/client_model v0.6.3

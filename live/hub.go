@@ -31,14 +31,13 @@ func NewHub(view *View) *Hub {
 }
 
 // Rates publishes one interval of the sampler, with the last bench
-// second if there is one.
+// second if there is one, and returns the snapshot published.
 func (h *Hub) Rates(r box.Rates) Snapshot {
 	s := h.view.Snapshot(r)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s.Bench = h.bench
-	h.publish(s)
-	return s
+	return h.publish(s)
 }
 
 // Bench publishes one second of a running bench with the last sampled
@@ -57,9 +56,9 @@ func (h *Hub) Bench(iv traffic.IntervalStats) {
 
 // publish numbers s, keeps it and offers it to every subscriber; h.mu is
 // held.
-func (h *Hub) publish(s Snapshot) {
+func (h *Hub) publish(s Snapshot) Snapshot {
 	if h.closed {
-		return
+		return s
 	}
 	h.seq++
 	s.Seq = h.seq
@@ -72,6 +71,7 @@ func (h *Hub) publish(s Snapshot) {
 			close(ch)
 		}
 	}
+	return s
 }
 
 // Latest is the last snapshot published; ok is false before the first.
