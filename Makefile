@@ -9,7 +9,7 @@ BIN      := bin/linerate
 # cross-check what linerate reads, nftables for the lab's NAT, iperf3,
 # sockperf and netsniff-ng (trafgen) for side-by-side benchmarks, OpenSSH's
 # server and client for the tests of reaching hosts over ssh.
-DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils openssh-server openssh-client
+DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils openssh-server openssh-client chromium
 TEST_TIMEOUT ?= 12m
 
 .PHONY: all build deps test test-short fuzz fuzz-short demo demo-smoke release bench soak clean

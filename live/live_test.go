@@ -2,6 +2,7 @@ package live
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +207,22 @@ func TestHubDropsSlowSubscriber(t *testing.T) {
 	h.Close()
 	if _, open := <-fast; open {
 		t.Error("channel open after Close")
+	}
+}
+
+// docs/watch.md's table lists every metric, with its labels.
+func TestMetricsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/watch.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Metrics {
+		labels := m.Labels
+		if labels == "" {
+			labels = "—"
+		}
+		if row := "| `" + m.Name + "` | " + labels + " | "; !strings.Contains(string(b), row) {
+			t.Errorf("docs/watch.md lacks the row %q", row)
+		}
 	}
 }

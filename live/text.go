@@ -33,7 +33,11 @@ func WriteText(w io.Writer, s Snapshot, o TextOptions) error {
 	}
 	line := func(format string, a ...any) { fmt.Fprintf(b, format, a...); b.WriteString(eol) }
 
-	line("linerate watch  %s  interval %.2fs", s.Time.Format("15:04:05"), s.Seconds)
+	clock := "15:04:05"
+	if s.Seconds < 0.995 {
+		clock = "15:04:05.0"
+	}
+	line("linerate watch  %s  interval %.2fs", s.Time.Format(clock), s.Seconds)
 	if bn := s.Bench; bn != nil {
 		phase := ""
 		if bn.Warmup {
@@ -43,11 +47,11 @@ func WriteText(w io.Writer, s Snapshot, o TextOptions) error {
 			si(bn.SentPPS), si(bn.SentBPS), si(bn.ReceivedPPS), si(bn.ReceivedBPS))
 	}
 	line("")
-	line("%-5s %6s %6s %6s %6s %6s %8s %8s %8s %8s %8s %8s", "CPU", "usr%", "sys%", "irq%", "soft%", "busy%",
-		"intr/s", "NET_RX/s", "NET_TX/s", "backlog", "drop/s", "squeeze")
+	line("%-5s %6s %6s %6s %6s %6s %8s %8s %8s %8s %8s %9s", "CPU", "usr%", "sys%", "irq%", "soft%", "busy%",
+		"intr/s", "NET_RX/s", "NET_TX/s", "pkts/s", "drop/s", "squeeze/s")
 	var all CPU
 	for _, c := range s.CPUs {
-		line("%-5d %6.1f %6.1f %6.1f %6.1f %6.1f %8s %8s %8s %8s %8s %8s", c.ID, c.User, c.System, c.IRQ, c.SoftIRQ, c.Busy,
+		line("%-5d %6.1f %6.1f %6.1f %6.1f %6.1f %8s %8s %8s %8s %8s %9s", c.ID, c.User, c.System, c.IRQ, c.SoftIRQ, c.Busy,
 			si(c.Interrupts), si(c.NetRX), si(c.NetTX), si(c.Processed), si(c.Dropped), si(c.TimeSqueeze))
 		all.User += c.User
 		all.System += c.System
@@ -62,7 +66,7 @@ func WriteText(w io.Writer, s Snapshot, o TextOptions) error {
 		all.TimeSqueeze += c.TimeSqueeze
 	}
 	if n := float64(len(s.CPUs)); n > 1 {
-		line("%-5s %6.1f %6.1f %6.1f %6.1f %6.1f %8s %8s %8s %8s %8s %8s", "all", all.User/n, all.System/n, all.IRQ/n, all.SoftIRQ/n, all.Busy/n,
+		line("%-5s %6.1f %6.1f %6.1f %6.1f %6.1f %8s %8s %8s %8s %8s %9s", "all", all.User/n, all.System/n, all.IRQ/n, all.SoftIRQ/n, all.Busy/n,
 			si(all.Interrupts), si(all.NetRX), si(all.NetTX), si(all.Processed), si(all.Dropped), si(all.TimeSqueeze))
 	}
 

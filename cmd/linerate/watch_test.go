@@ -89,7 +89,7 @@ func testWatchTerminal(t *testing.T, bin string) {
 		t.Fatal("the terminal output did not end")
 	}
 	s := out.String()
-	for _, want := range []string{"\x1b[2J", "\x1b[?25l", "usr%", "sys%", "soft%", "NET_RX/s", "squeeze", "IFACE", "rx pps", "IRQ", "total/s", "\x1b[?25h"} {
+	for _, want := range []string{"\x1b[2J", "\x1b[?25l", "usr%", "sys%", "soft%", "NET_RX/s", "squeeze/s", "IFACE", "rx pps", "IRQ", "total/s", "\x1b[?25h"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("terminal output lacks %q:\n%s", want, s)
 		}
