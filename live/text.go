@@ -89,12 +89,13 @@ func WriteText(w io.Writer, s Snapshot, o TextOptions) error {
 	if o.MaxIRQs > 0 && len(irqs) > o.MaxIRQs {
 		irqs = busiest(irqs, o.MaxIRQs)
 	}
-	name := 16
+	name, ifw := 16, 9
 	for _, q := range irqs {
 		name = max(name, min(len(q.Name), 28))
+		ifw = max(ifw, len(q.Iface))
 	}
 	var h strings.Builder
-	fmt.Fprintf(&h, "%-5s %-*s %-9s", "IRQ", name, "NAME", "IFACE")
+	fmt.Fprintf(&h, "%-5s %-*s %-*s", "IRQ", name, "NAME", ifw, "IFACE")
 	wide := len(s.CPUs) <= perCPUColumns
 	if wide {
 		for _, c := range s.CPUs {
@@ -106,7 +107,7 @@ func WriteText(w io.Writer, s Snapshot, o TextOptions) error {
 	fmt.Fprintf(&h, " %8s", "total/s")
 	line("%s", h.String())
 	if len(irqs) == 0 {
-		line("(no interrupt of these interfaces, none fired)")
+		line("(no interrupt fired)")
 	}
 	for _, q := range irqs {
 		var r strings.Builder
@@ -114,7 +115,7 @@ func WriteText(w io.Writer, s Snapshot, o TextOptions) error {
 		if len(qn) > name {
 			qn = qn[:name]
 		}
-		fmt.Fprintf(&r, "%-5s %-*s %-9s", q.IRQ, name, qn, q.Iface)
+		fmt.Fprintf(&r, "%-5s %-*s %-*s", q.IRQ, name, qn, ifw, q.Iface)
 		if wide {
 			for i := range s.CPUs {
 				v := 0.0
