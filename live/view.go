@@ -58,6 +58,12 @@ func (v *View) Snapshot(r box.Rates) Snapshot {
 	if stale {
 		v.refresh()
 		v.checked = now
+		// What the file did not name stays unnamed until the next look.
+		for label := range r.Interrupts {
+			if _, known := v.irqs[label]; !known {
+				v.irqs[label] = IRQInfo{}
+			}
+		}
 	}
 	if len(v.Ifaces) > 0 {
 		return Build(r, v.Ifaces, v.irqs)
