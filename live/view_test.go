@@ -17,7 +17,7 @@ func TestViewNamesInterrupts(t *testing.T) {
 	looks := 0
 	now := time.Unix(1000, 0)
 	v := &View{Proc: procfs.NewFS(root + "/proc"), Sys: sysfs.NewFS(root + "/sys"),
-		Up: func() ([]string, error) { looks++; return []string{"eth0", "eth1"}, nil },
+		Up:  func() ([]string, error) { looks++; return []string{"eth0", "eth1"}, nil },
 		now: func() time.Time { return now }}
 	r := box.Rates{Seconds: 1,
 		CPU:        []box.CPUUse{{ID: 0}, {ID: 1}, {ID: 2}, {ID: 3}},
