@@ -18,14 +18,18 @@ var page []byte
 // proxies and browsers keep it open.
 const keepAlive = 15 * time.Second
 
+// maxStreams bounds the event streams served at once: each holds a
+// goroutine and a few snapshots.
+const maxStreams = 64
+
 // pagePolicy lets the page run its own inline script and style and talk
 // to nothing but this server.
 const pagePolicy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:"
 
 // Handler serves the live page at /, every snapshot as a Server-Sent
 // Event at /events (a JSON Snapshot in each event's data, the latest one
-// first) and the latest snapshot at /metrics in the Prometheus text
-// format.
+// first; at most maxStreams at once) and the latest snapshot at /metrics
+// in the Prometheus text format.
 func Handler(h *Hub) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
@@ -33,7 +37,16 @@ func Handler(h *Hub) http.Handler {
 		w.Header().Set("Content-Security-Policy", pagePolicy)
 		w.Write(page)
 	})
-	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { events(w, r, h) })
+	streams := make(chan struct{}, maxStreams)
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case streams <- struct{}{}:
+			defer func() { <-streams }()
+			events(w, r, h)
+		default:
+			http.Error(w, fmt.Sprintf("%d event streams are open already", maxStreams), http.StatusServiceUnavailable)
+		}
+	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		s, ok := h.Latest()
 		if !ok {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -183,5 +184,56 @@ func TestSI(t *testing.T) {
 		if got := si(v); got != want {
 			t.Errorf("si(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// Beyond maxStreams open event streams, /events answers 503; a closed
+// stream frees its place.
+func TestEventStreamLimit(t *testing.T) {
+	h := NewHub(&View{Ifaces: []string{"eth0"}, irqs: names, checked: time.Now(), now: time.Now})
+	srv := httptest.NewServer(Handler(h))
+	defer srv.Close()
+	defer h.Close()
+	open := func() *http.Response {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	var streams []*http.Response
+	defer func() {
+		for _, r := range streams {
+			r.Body.Close()
+		}
+	}()
+	for range maxStreams {
+		r := open()
+		if r.StatusCode != 200 {
+			t.Fatalf("stream %d: %s", len(streams)+1, r.Status)
+		}
+		streams = append(streams, r)
+	}
+	if r := open(); r.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("stream %d: %s, want 503", maxStreams+1, r.Status)
+		r.Body.Close()
+	}
+	streams[0].Body.Close()
+	streams = streams[1:]
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := open()
+		if r.StatusCode == 200 {
+			streams = append(streams, r)
+			break
+		}
+		r.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("a closed stream did not free its place")
+		}
+		// The server notices the closed connection on its next write.
+		h.Rates(rates())
+		time.Sleep(10 * time.Millisecond)
 	}
 }
