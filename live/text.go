@@ -16,6 +16,8 @@ type TextOptions struct {
 	Terminal bool
 	// MaxIRQs limits the interrupt rows (the busiest are kept); 0: all.
 	MaxIRQs int
+	// Web is the live page's address, shown in the title when set.
+	Web string
 }
 
 // perCPUColumns is the most CPUs the interrupt table shows one column
@@ -37,7 +39,11 @@ func WriteText(w io.Writer, s Snapshot, o TextOptions) error {
 	if s.Seconds < 0.995 {
 		clock = "15:04:05.0"
 	}
-	line("linerate watch  %s  interval %.2fs", s.Time.Format(clock), s.Seconds)
+	web := ""
+	if o.Web != "" {
+		web = "  live page " + o.Web
+	}
+	line("linerate watch  %s  interval %.2fs%s", s.Time.Format(clock), s.Seconds, web)
 	if bn := s.Bench; bn != nil {
 		phase := ""
 		if bn.Warmup {

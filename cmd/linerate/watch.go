@@ -87,9 +87,10 @@ func (o *watchOptions) run(cmd *cobra.Command, ifaces []string) error {
 	hub := live.NewHub(liveView(ifaces))
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
+	var page string
 	if o.web != "" {
-		stop, err := startLiveWeb(ctx, o.web, hub, cmd.ErrOrStderr())
-		if err != nil {
+		var stop func()
+		if page, stop, err = startLiveWeb(ctx, o.web, hub, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
 		defer stop()
@@ -128,7 +129,7 @@ func (o *watchOptions) run(cmd *cobra.Command, ifaces []string) error {
 		if o.json {
 			err = enc.Encode(s)
 		} else {
-			err = live.WriteText(w, s, live.TextOptions{Terminal: term, MaxIRQs: irqRows(f, term, s)})
+			err = live.WriteText(w, s, live.TextOptions{Terminal: term, MaxIRQs: irqRows(f, term, s), Web: page})
 		}
 		if err != nil {
 			return err
@@ -157,27 +158,28 @@ func liveView(ifaces []string) *live.View {
 }
 
 // startLiveWeb serves hub's page, /events and /metrics on addr until stop
-// is called or ctx ends, and says where on stderr.
-func startLiveWeb(ctx context.Context, addr string, hub *live.Hub, stderr io.Writer) (stop func(), err error) {
+// is called or ctx ends, and says where on stderr; page is its URL.
+func startLiveWeb(ctx context.Context, addr string, hub *live.Hub, stderr io.Writer) (page string, stop func(), err error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, usage.Errorf("--web %q: want HOST:PORT, such as 127.0.0.1:9464", addr)
+		return "", nil, usage.Errorf("--web %q: want HOST:PORT, such as 127.0.0.1:9464", addr)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return nil, usage.Errorf("--web %q: port %q is not 0-65535", addr, port)
+		return "", nil, usage.Errorf("--web %q: port %q is not 0-65535", addr, port)
 	}
 	if host != "" && host != "localhost" && net.ParseIP(host) == nil {
-		return nil, usage.Errorf("--web %q: %q is not an IP address of this host", addr, host)
+		return "", nil, usage.Errorf("--web %q: %q is not an IP address of this host", addr, host)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--web %s: %w", addr, err)
+		return "", nil, fmt.Errorf("--web %s: %w", addr, err)
 	}
-	fmt.Fprintf(stderr, "live view: http://%s/ (metrics: /metrics)\n", ln.Addr())
+	page = "http://" + ln.Addr().String() + "/"
+	fmt.Fprintf(stderr, "live view: %s (metrics: /metrics)\n", page)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- live.Serve(ctx, ln, hub) }()
-	return func() {
+	return page, func() {
 		cancel()
 		if err := <-done; err != nil {
 			fmt.Fprintln(stderr, "linerate:", err)
@@ -191,7 +193,7 @@ func startLiveWeb(ctx context.Context, addr string, hub *live.Hub, stderr io.Wri
 // the server after the run.
 func benchLive(ctx context.Context, addr string, cfg *traffic.Config, stderr io.Writer) (stop func(), err error) {
 	hub := live.NewHub(liveView(nil))
-	if stop, err = startLiveWeb(ctx, addr, hub, stderr); err != nil {
+	if _, stop, err = startLiveWeb(ctx, addr, hub, stderr); err != nil {
 		return nil, err
 	}
 	if sampling := cfg.Sampling; sampling != nil {

@@ -63,7 +63,7 @@ func TestWatch(t *testing.T) {
 }
 
 func testWatchTerminal(t *testing.T, bin string) {
-	cmd := exec.Command(bin, "watch", "--count", "3", "--interval", "200ms")
+	cmd := exec.Command(bin, "watch", "--count", "3", "--interval", "200ms", "--web", "127.0.0.1:0")
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 120})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func testWatchTerminal(t *testing.T, bin string) {
 		t.Fatal("the terminal output did not end")
 	}
 	s := out.String()
-	for _, want := range []string{"\x1b[2J", "\x1b[?25l", "usr%", "sys%", "soft%", "NET_RX/s", "squeeze/s", "IFACE", "rx pps", "IRQ", "total/s", "\x1b[?25h"} {
+	for _, want := range []string{"\x1b[2J", "\x1b[?25l", "live page http://127.0.0.1:", "usr%", "sys%", "soft%", "NET_RX/s", "squeeze/s", "IFACE", "rx pps", "IRQ", "total/s", "\x1b[?25h"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("terminal output lacks %q:\n%s", want, s)
 		}
