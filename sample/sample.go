@@ -31,6 +31,9 @@ type Loop struct {
 	every time.Duration
 	each  func(box.Rates)
 	clock func() time.Time
+	// keep says whether Stop returns the intervals (Start) or not
+	// (Stream, which runs for as long as someone watches).
+	keep bool
 
 	mu    sync.Mutex
 	rates []box.Rates
@@ -43,7 +46,18 @@ type Loop struct {
 // Start takes a first snapshot now and then one every interval; each
 // interval's rates go to each (if not nil) as they are made.
 func Start(read Reader, every time.Duration, each func(box.Rates)) *Loop {
-	l := &Loop{read: read, every: every, each: each, clock: time.Now,
+	return start(read, every, each, true)
+}
+
+// Stream is Start for a loop that may run for days: each interval goes
+// to each and is not kept, so Stop returns no rates (and only a read's
+// error).
+func Stream(read Reader, every time.Duration, each func(box.Rates)) *Loop {
+	return start(read, every, each, false)
+}
+
+func start(read Reader, every time.Duration, each func(box.Rates), keep bool) *Loop {
+	l := &Loop{read: read, every: every, each: each, clock: time.Now, keep: keep,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	l.take()
 	go l.run()
@@ -81,7 +95,9 @@ func (l *Loop) take() {
 	var r *box.Rates
 	if l.prev != nil && c.Time.After(l.prev.Time) {
 		d := box.Delta(*l.prev, c)
-		l.rates = append(l.rates, d)
+		if l.keep {
+			l.rates = append(l.rates, d)
+		}
 		r = &d
 	}
 	l.prev = &c
@@ -102,7 +118,7 @@ func (l *Loop) Stop() ([]box.Rates, error) {
 	l.take()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.rates) == 0 && l.err == nil {
+	if l.keep && len(l.rates) == 0 && l.err == nil {
 		l.err = errors.New("no interval was recorded")
 	}
 	return l.rates, l.err

@@ -123,3 +123,28 @@ func TestFunc(t *testing.T) {
 		t.Fatalf("rates %d, err %v", len(rates), err)
 	}
 }
+
+// Stream hands every interval to each and keeps none.
+func TestStreamKeepsNothing(t *testing.T) {
+	f := &fakeReader{t0: time.Unix(1000, 0)}
+	var mu sync.Mutex
+	seen := 0
+	l := Stream(f.read, time.Millisecond, func(r box.Rates) {
+		mu.Lock()
+		seen++
+		mu.Unlock()
+		if r.NetDev["eth0"].RxPps != 1000 {
+			t.Errorf("rx %v pps, want 1000", r.NetDev["eth0"].RxPps)
+		}
+	})
+	waitReads(t, f, 5)
+	rates, err := l.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || len(rates) != 0 || seen < 4 {
+		t.Errorf("Stop: %d rates, %v; each saw %d: want none kept, no error, at least 4 seen", len(rates), err, seen)
+	}
+	if len(l.rates) != 0 {
+		t.Errorf("the loop holds %d intervals", len(l.rates))
+	}
+}

@@ -42,6 +42,7 @@ type benchOptions struct {
 	tokenFile  string
 	json       bool
 	jsonStream bool
+	web        string
 	out        string
 	probe      time.Duration
 	idle       time.Duration
@@ -130,6 +131,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	p.BoolVarP(&o.json, "json", "J", false, "print the final result as JSON (docs/bench.md)")
 	p.BoolVar(&o.jsonStream, "json-stream", false, "print one JSON event per line, as iperf3 does: start, each interval, end (or error)")
 	p.StringVarP(&o.out, "out", "o", "", "also save the JSON result to this file (partial on Ctrl-C)")
+	p.StringVar(&o.web, "web", "", "serve a live page, /events and /metrics of the run at this HOST:PORT (docs/watch.md)")
 	secondsVarP(p, &o.probe, "probe-interval", "", 10*time.Millisecond, "time between latency probes (0: no probes)")
 	secondsVarP(p, &o.idle, "idle", "", 500*time.Millisecond, "how long to probe latency before the load starts")
 	o.history.add(p, true)
@@ -320,6 +322,9 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 		return usage.Errorf("--sample goes with --from: without it this host is an end, and the far ends are sampled already")
 	}
 	if o.search.asked() {
+		if o.web != "" {
+			return usage.Errorf("--web: not for --search")
+		}
 		return o.runSearch(cmd, proto)
 	}
 	cfg, err := o.config(proto, cmd.Flags().Changed)
@@ -356,6 +361,14 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	}
 	if show != nil && o.interval > 0 {
 		cfg.OnInterval = traffic.GroupIntervals(o.interval, show)
+	}
+	if o.web != "" {
+		stop, err := benchLive(cmd.Context(), o.web, &cfg, cmd.ErrOrStderr())
+		if err != nil {
+			stream.Error(err)
+			return err
+		}
+		defer stop()
 	}
 	res, runErr := traffic.Run(cmd.Context(), cfg)
 	if live && cfg.OnInterval != nil {

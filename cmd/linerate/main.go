@@ -59,6 +59,7 @@ var versionCmd = &cobra.Command{
 func init() {
 	rootCmd.AddCommand(versionCmd)
 	rootCmd.AddCommand(newReportCmd())
+	rootCmd.AddCommand(newWatchCmd())
 	rootCmd.Version = version.Version
 	rootCmd.SetVersionTemplate("linerate {{.Version}}\n")
 	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage.Wrap(err) })

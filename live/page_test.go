@@ -1,0 +1,84 @@
+package live
+
+import (
+	"context"
+	"net"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"linerate/traffic"
+)
+
+// TestPageInChromium loads the page in headless Chromium while snapshots
+// are published and checks that its script filled the tables from
+// /events: the DOM Chromium dumps holds the CPUs, the interface, an
+// interrupt and the bench figures. Chromium dumps the DOM once nothing
+// loads any more, so the server stops after the page got 5 events; the
+// page then says it lost the connection and keeps the last figures.
+func TestPageInChromium(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium in $PATH (make deps installs it)")
+	}
+	h := NewHub(&View{Ifaces: []string{"eth0"}, irqs: names, checked: time.Now(), now: time.Now})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { Serve(ctx, ln, h); close(served) }()
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		seen := 0
+		for n := 1; ; n++ {
+			h.Rates(rates())
+			h.Bench(traffic.IntervalStats{T: float64(n), SentPPS: 1000, ReceivedPPS: 987654, ReceivedBPS: 5.5e8})
+			h.mu.Lock()
+			if len(h.subs) > 0 {
+				seen++
+			}
+			h.mu.Unlock()
+			if seen == 5 {
+				cancel()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-served; <-published })
+
+	run, stop := context.WithTimeout(context.Background(), 60*time.Second)
+	defer stop()
+	cmd := exec.CommandContext(run, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=3000", "--dump-dom", "http://"+ln.Addr().String()+"/")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	dom := string(out)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`<td>eth0</td><td>512k</td>`),
+		regexp.MustCompile(`<td>41</td><td class="l">eth0-rx-0</td><td class="l">eth0</td><td>0</td><td>900</td>`),
+		regexp.MustCompile(`<td>1</td><td class="l"><div class="bar">`),
+		regexp.MustCompile(`id="brp">988k<`),
+		regexp.MustCompile(`sample \d+ · `),
+	} {
+		if !want.MatchString(dom) {
+			t.Errorf("the page after 3s lacks %s:\n%s", want, dom)
+		}
+	}
+	if !strings.Contains(dom, "disconnected: linerate stopped") {
+		t.Error("the page does not say the server went away")
+	}
+}

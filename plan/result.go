@@ -1,0 +1,17 @@
+package plan
+
+import "linerate/traffic"
+
+// Result is what running a plan measured: each round's flows as their
+// agents measured them (traffic.FlowSet, in Plan.Flows order), with what
+// the plan expected.
+type Result struct {
+	Schema   int    `json:"schema"`
+	Linerate string `json:"linerate_version"`
+	// Plan is the plan's file as given.
+	Plan        string            `json:"plan"`
+	Expected    *Expectation      `json:"expected,omitempty"`
+	Rounds      []traffic.FlowSet `json:"rounds"`
+	Interrupted bool              `json:"interrupted"`
+	Errors      []string          `json:"errors,omitempty"`
+}
