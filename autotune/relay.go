@@ -23,6 +23,9 @@ type Relay struct {
 	// Config is the test (Targets as the agent reaches them, Spec,
 	// FrameSize, Engine, Idle) and Token the agents' secret.
 	Config traffic.Config
+	// Channel says From is reached over ssh: its agent has no secret of
+	// its own and is given Config.Token with each flow.
+	Channel bool
 }
 
 // Name says where the traffic runs.
@@ -41,6 +44,9 @@ func (r *Relay) Measure(ctx context.Context, dut sample.Reader) (Measurement, er
 	}
 	c := r.Config
 	f := traffic.Flow{Targets: c.Targets, Spec: c.Spec, FrameSize: c.FrameSize, Engine: c.Engine, Idle: traffic.Seconds(c.Idle)}
+	if r.Channel {
+		f.Secret = c.Token
+	}
 	var loop *sample.Loop
 	if dut != nil {
 		loop = sample.Start(dut, time.Second, nil)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"linerate/box"
 	"linerate/traffic"
 )
 
@@ -16,7 +17,10 @@ import (
 func FlowSetText(w io.Writer, fs *traffic.FlowSet) {
 	for i, f := range fs.Flows {
 		fmt.Fprintf(w, "flow %d: %s → %s\n", i+1, f.From, strings.Join(f.To, ", "))
-		if f.Result != nil {
+		switch {
+		case f.Result != nil && len(f.Result.Search) > 0:
+			BenchSearch(w, f.Result)
+		case f.Result != nil:
 			BenchText(w, f.Result)
 		}
 		if f.Error != "" {
@@ -44,19 +48,28 @@ func FlowSetText(w io.Writer, fs *traffic.FlowSet) {
 	}
 }
 
-// dutLine is this host's CPU while the flows crossed it: mean busy and
-// softirq share per CPU, and NET_RX softirqs per second.
+// dutLine is this host's CPU while the flows crossed it.
 func dutLine(samples []traffic.Sample) string {
+	var rates []box.Rates
+	for _, s := range samples {
+		if s.Side == "dut" && s.Host == "" {
+			rates = append(rates, s.Rates)
+		}
+	}
+	if len(rates) == 0 {
+		return ""
+	}
+	return "this host (the device in the middle), " + cpuSummary(rates)
+}
+
+// cpuSummary is a host's mean busy and softirq share per CPU over its
+// samples, and its NET_RX softirqs per second.
+func cpuSummary(rates []box.Rates) string {
 	type acc struct{ busy, soft float64 }
 	cpus := map[int]*acc{}
-	var n int
 	var netrx float64
-	for _, s := range samples {
-		if s.Side != "dut" {
-			continue
-		}
-		n++
-		for _, c := range s.CPU {
+	for _, r := range rates {
+		for _, c := range r.CPU {
 			a := cpus[c.ID]
 			if a == nil {
 				a = &acc{}
@@ -65,10 +78,11 @@ func dutLine(samples []traffic.Sample) string {
 			a.busy += c.Busy
 			a.soft += c.SoftIRQ
 		}
-		for _, v := range s.SoftIRQs["NET_RX"] {
+		for _, v := range r.SoftIRQs["NET_RX"] {
 			netrx += v
 		}
 	}
+	n := float64(len(rates))
 	if n == 0 {
 		return ""
 	}
@@ -78,12 +92,12 @@ func dutLine(samples []traffic.Sample) string {
 	}
 	sort.Ints(ids)
 	var b strings.Builder
-	fmt.Fprintf(&b, "this host (the device in the middle), %d s sampled: cpu", n)
+	fmt.Fprintf(&b, "%d s sampled: cpu", len(rates))
 	for _, id := range ids {
-		fmt.Fprintf(&b, " %d:%.0f%% (softirq %.0f%%)", id, cpus[id].busy/float64(n), cpus[id].soft/float64(n))
+		fmt.Fprintf(&b, " %d:%.0f%% (softirq %.0f%%)", id, cpus[id].busy/n, cpus[id].soft/n)
 	}
-	fmt.Fprintf(&b, ", NET_RX %s/s", benchSI(netrx/float64(n), ""))
-	return strings.TrimRight(b.String(), " ")
+	fmt.Fprintf(&b, ", NET_RX %s/s", benchSI(netrx/n, ""))
+	return b.String()
 }
 
 func flowsHeadline(fs *traffic.FlowSet) string {

@@ -11,6 +11,7 @@ import (
 
 	"linerate/autotune"
 	"linerate/history"
+	"linerate/plan"
 	"linerate/traffic"
 )
 
@@ -25,6 +26,11 @@ func Headline(kind string, result any) string {
 		return benchHeadline(r)
 	case *traffic.FlowSet:
 		return flowsHeadline(r)
+	case *plan.Result:
+		if len(r.Rounds) == 0 {
+			return r.Plan + ": no round ran"
+		}
+		return fmt.Sprintf("%s: %s", r.Plan, flowsHeadline(&r.Rounds[len(r.Rounds)-1]))
 	case *autotune.Report:
 		return tuneHeadline(r)
 	case *DiagnoseReport:
@@ -126,6 +132,8 @@ func DecodeRun(r *history.Run) (any, error) {
 		v = new(traffic.Result)
 	case history.KindFlows:
 		v = new(traffic.FlowSet)
+	case history.KindPlan:
+		v = new(plan.Result)
 	case history.KindTuneAuto:
 		v = new(autotune.Report)
 	case history.KindDiagnose:
@@ -193,6 +201,11 @@ func Figures(result any) []Figure {
 				Figure{Name: "latency p99 loaded", Value: l.P99, format: ms})
 		}
 		return out
+	case *plan.Result:
+		if len(r.Rounds) == 0 {
+			return nil
+		}
+		return Figures(&r.Rounds[len(r.Rounds)-1])
 	case *traffic.FlowSet:
 		pps, bps := flowSeconds(r)
 		t := r.Total

@@ -34,8 +34,11 @@ const (
 	msgFlow         = "flow"          // controller: Flow
 	msgFlowInterval = "flow-interval" // agent, once a second: IntervalStats
 	msgFlowResult   = "flow-result"   // agent: the flow's Result
+	msgFlowProgress = "flow-progress" // agent: a search trial's line
 	msgSample       = "sample"        // controller: sample your counters until stop
 	msgSamples      = "samples"       // agent: the samples
+	msgListen       = "listen"        // controller over ssh: listen for other agents too
+	msgListening    = "listening"     // agent: where it listens
 	msgError        = "error"         // either: Error, then the sender closes
 )
 
@@ -67,8 +70,13 @@ type Message struct {
 	Flow         *Flow          `json:"flow,omitempty"`
 	FlowInterval *IntervalStats `json:"flow_interval,omitempty"`
 	FlowResult   *Result        `json:"flow_result,omitempty"`
+	Progress     string         `json:"progress,omitempty"`
 	// Samples answer a sample request.
 	Samples []box.Rates `json:"samples,omitempty"`
+	// Listen and Listening belong to an agent started over ssh that also
+	// listens for the test's other agents.
+	Listen    *Listen  `json:"listen,omitempty"`
+	Listening []string `json:"listening,omitempty"`
 }
 
 // Limits are what a server caps: a longer or faster test is shortened or

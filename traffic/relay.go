@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,26 @@ type Flow struct {
 	Engine    string `json:"engine,omitempty"`
 	// Idle is how long latency probes run before the load.
 	Idle Seconds `json:"idle,omitempty"`
+	// Secret is the secret to prove to the targets, sent only to an agent
+	// reached over ssh (serve --stdio): the ssh channel authenticated the
+	// controller and encrypts the secret; such an agent has no secret of
+	// its own. An agent on a plain connection refuses a flow that carries
+	// one.
+	Secret string `json:"secret,omitempty"`
+	// Search, when set, makes the flow a zero-loss search (bench --search)
+	// instead of one test; the agent sends a progress line per trial.
+	Search *SearchConfig `json:"search,omitempty"`
+	// Progress gets the search's progress lines on the controller.
+	Progress func(line string) `json:"-"`
+}
+
+// wait is how long either end waits for the other's next message: a
+// test's length, or a search trial's.
+func (f *Flow) wait() time.Duration {
+	if f.Search != nil {
+		return 2*f.Search.Trial + flowGrace
+	}
+	return (f.Spec.Warmup + f.Spec.Duration + f.Idle).D() + flowGrace
 }
 
 // ErrFlowRefused: an agent will not run a third-party flow (no secret to
@@ -43,8 +64,13 @@ const flowGrace = 30 * time.Second
 
 // checkFlow decides whether this agent runs f, and returns its targets as
 // addresses (resolved here once, so what was checked is what is reached).
-func (s *Server) checkFlow(f *Flow) ([]string, error) {
-	if s.Token == "" && len(s.Allow) == 0 {
+func (s *Server) checkFlow(f *Flow, channel bool) ([]string, error) {
+	switch {
+	case f.Secret != "" && !channel:
+		return nil, fmt.Errorf("%w: a secret sent over a plain control connection: only an agent reached over ssh takes one", ErrFlowRefused)
+	case channel:
+		// The controller logged in over ssh to start this agent.
+	case s.Token == "" && len(s.Allow) == 0:
 		return nil, fmt.Errorf("%w: this agent has no secret to trust a controller by: third-party flows need serve --token (or --allow naming where it may send)", ErrFlowRefused)
 	}
 	if len(f.Targets) == 0 {
@@ -99,11 +125,11 @@ func prefixes(ps []netip.Prefix) string {
 // flow runs a third-party flow on this agent and reports it on c; the
 // connection ends with it. The controller's stop message, or its
 // connection closing, stops the flow early: its partial result is sent.
-func (s *Server) flow(ctx context.Context, c *ctl, f *Flow) error {
+func (s *Server) flow(ctx context.Context, c *ctl, f *Flow, channel bool) error {
 	if f == nil {
 		return fmt.Errorf("%w: flow without a spec", errProtocol)
 	}
-	targets, err := s.checkFlow(f)
+	targets, err := s.checkFlow(f, channel)
 	if err != nil {
 		return err
 	}
@@ -112,19 +138,36 @@ func (s *Server) flow(ctx context.Context, c *ctl, f *Flow) error {
 	go func() {
 		// Whatever comes next (stop, or the connection closing) ends the
 		// flow.
-		_, _ = c.read((f.Spec.Warmup + f.Spec.Duration + f.Idle).D() + 2*flowGrace)
+		wait := f.wait() + flowGrace
+		if f.Search != nil {
+			wait = channelIdle // a search's trials are many
+		}
+		_, _ = c.read(wait)
 		cancel()
 	}()
 	var mu sync.Mutex
 	cfg := Config{Targets: targets, Spec: f.Spec, FrameSize: f.FrameSize, Engine: f.Engine, Idle: f.Idle.D(),
-		Token: s.Token, CPUs: s.CPUs, Sampling: s.Sampling, Setup: s.Setup, Drops: s.Drops, Machine: s.Machine,
+		Token: cmp.Or(s.Token, f.Secret), CPUs: s.CPUs, Sampling: s.Sampling, Setup: s.Setup, Drops: s.Drops, Machine: s.Machine,
 		OnInterval: func(iv IntervalStats) {
 			mu.Lock()
 			defer mu.Unlock()
 			_ = c.write(&Message{Type: msgFlowInterval, FlowInterval: &iv})
 		}}
 	s.logf("third-party flow: %s %s to %v", f.Spec.Proto, f.Spec.Direction, targets)
-	res, runErr := Run(ctx, cfg)
+	var res *Result
+	var runErr error
+	if f.Search != nil {
+		sc := *f.Search
+		sc.Progress = func(line string) {
+			mu.Lock()
+			defer mu.Unlock()
+			_ = c.write(&Message{Type: msgFlowProgress, Progress: line})
+		}
+		cfg.OnInterval = nil
+		res, runErr = Search(ctx, cfg, sc)
+	} else {
+		res, runErr = Run(ctx, cfg)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if res == nil {
@@ -154,14 +197,19 @@ func RunFlow(ctx context.Context, conn net.Conn, secret string, f Flow, onInterv
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.write(&Message{Type: msgStop}) })
 	defer stop()
-	wait := (f.Spec.Warmup + f.Spec.Duration + f.Idle).D() + flowGrace
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(f.wait())
 	for {
 		m, err := c.read(time.Until(deadline))
 		if err != nil {
 			return nil, err
 		}
 		switch m.Type {
+		case msgFlowProgress:
+			// A search: each trial's line moves the deadline on.
+			deadline = time.Now().Add(f.wait())
+			if f.Progress != nil {
+				f.Progress(m.Progress)
+			}
 		case msgFlowInterval:
 			if m.FlowInterval != nil && onInterval != nil {
 				onInterval(*m.FlowInterval)
@@ -305,4 +353,76 @@ func (a *AgentSampler) Stop() ([]box.Rates, error) {
 		return m.Samples, errors.New(m.Error)
 	}
 	return m.Samples, nil
+}
+
+// Listen asks an agent started over ssh (serve --stdio, which serves only
+// its controller) to listen for the test's other agents too, on these
+// addresses, while the ssh channel is open: a flow's receiver reached
+// over ssh. Secret is what those agents must prove (the channel carries
+// it, encrypted; the agent has none of its own).
+type Listen struct {
+	// Addresses are IP or IP:PORT; port 0 or none picks a free port.
+	Addresses []string `json:"addresses"`
+	Secret    string   `json:"secret,omitempty"`
+}
+
+// channelIdle is how long an ssh channel whose agent listens for others
+// may stay silent: the controller has nothing to say while the test runs.
+const channelIdle = 24 * time.Hour
+
+// listen starts listeners for l on this agent until ctx ends, and returns
+// their addresses.
+func (s *Server) listen(ctx context.Context, l *Listen) ([]string, error) {
+	if l == nil || len(l.Addresses) == 0 {
+		return nil, fmt.Errorf("%w: listen without an address", ErrTestRefused)
+	}
+	srv := &Server{Token: cmp.Or(l.Secret, s.Token), Limits: s.Limits, MaxConns: s.MaxConns, CPUs: s.CPUs,
+		Sampling: s.Sampling, Setup: s.Setup, Drops: s.Drops, Machine: s.Machine, Logf: s.Logf,
+		PeerTimeout: s.PeerTimeout, Allow: s.Allow}
+	var lns []net.Listener
+	fail := func(err error) ([]string, error) {
+		for _, ln := range lns {
+			ln.Close()
+		}
+		return nil, err
+	}
+	var out []string
+	for _, a := range l.Addresses {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			a = net.JoinHostPort(a, "0")
+		}
+		var ln net.Listener
+		err := s.setup(func() (err error) {
+			ln, err = net.Listen("tcp", a)
+			return err
+		})
+		if err != nil {
+			return fail(fmt.Errorf("%w: listen on %s: %v", ErrTestRefused, a, err))
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		go func() { _ = srv.Serve(ctx, ln) }()
+	}
+	s.logf("listening for the test's agents on %v while the channel is open", out)
+	return out, nil
+}
+
+// ListenOn asks the agent at the other end of conn (one started over ssh)
+// to listen for other agents on l's addresses while conn stays open, and
+// returns where it listens. The caller closes conn when the test is over.
+func ListenOn(conn net.Conn, l Listen) ([]string, error) {
+	if _, err := Greet(conn, "", authTimeout+helloTimeout); err != nil {
+		return nil, err
+	}
+	c := newCtl(conn)
+	if err := c.write(&Message{Type: msgListen, Listen: &l}); err != nil {
+		return nil, err
+	}
+	m, err := c.expect(helloTimeout, msgListening)
+	if err != nil {
+		return nil, err
+	}
+	return m.Listening, nil
 }

@@ -31,7 +31,7 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 	if err := watchPeer(conn, cmp.Or(s.PeerTimeout, peerTimeout)); err != nil {
 		s.logf("%s: keepalive: %v", conn.RemoteAddr(), err)
 	}
-	err := s.handle(ctx, c, conn)
+	err := s.handle(ctx, c, conn, true)
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -218,7 +218,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn, peer netip.Addr) 
 	if err := watchPeer(conn, cmp.Or(s.PeerTimeout, peerTimeout)); err != nil {
 		s.logf("%s: keepalive: %v", conn.RemoteAddr(), err)
 	}
-	return s.handle(ctx, c, conn)
+	return s.handle(ctx, c, conn, false)
 }
 
 // refuse tells a client why it is turned away and closes the connection.
@@ -241,11 +241,16 @@ func addrOf(a net.Addr) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
-// handle speaks the protocol on one authenticated control connection.
-func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn) error {
+// handle speaks the protocol on one authenticated control connection;
+// channel says it is an ssh channel (serve --stdio), whose controller ssh
+// authenticated.
+func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn, channel bool) error {
 	local, peer := addrOf(conn.LocalAddr()), addrOf(conn.RemoteAddr())
+	idle := idleTimeout
+	ctx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
 	for {
-		m, err := c.read(idleTimeout)
+		m, err := c.read(idle)
 		if err != nil {
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return nil
@@ -258,11 +263,23 @@ func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn) error {
 		switch m.Type {
 		case msgBye:
 			return nil
+		case msgListen:
+			if !channel {
+				err = c.write(errorMessage(fmt.Errorf("%w: listen is for an agent reached over ssh", ErrTestRefused)))
+				break
+			}
+			addrs, lerr := s.listen(ctx, m.Listen)
+			if lerr != nil {
+				err = c.write(errorMessage(lerr))
+				break
+			}
+			idle = channelIdle
+			err = c.write(&Message{Type: msgListening, Listening: addrs})
 		case msgSample:
 			// Sampling, like a flow, is the last thing on its connection.
 			return s.sampleFor(ctx, c)
 		case msgFlow:
-			err = s.flow(ctx, c, m.Flow)
+			err = s.flow(ctx, c, m.Flow, channel)
 			if errors.Is(err, ErrFlowRefused) {
 				s.logf("%s: %v", peer, err)
 				_ = c.write(errorMessage(err))

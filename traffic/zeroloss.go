@@ -19,19 +19,19 @@ import (
 // loss ratio (PDR), each trial one UDP test against the targets
 // (docs/search.md).
 type SearchConfig struct {
-	Goals []search.Goal
+	Goals []search.Goal `json:"goals"`
 	// Sizes are the frame sizes, one search each; only single sizes: the
 	// send engines send one frame size per test.
-	Sizes []ceiling.Mix
+	Sizes []ceiling.Mix `json:"sizes"`
 	// Precision is the relative width of the final interval.
-	Precision float64
+	Precision float64 `json:"precision"`
 	// Trial is the duration of the final trials.
-	Trial time.Duration
+	Trial time.Duration `json:"trial_ns"`
 	// Latency runs the latency steps at 10, 50 and 90 % of the PDR (or the
 	// NDR when no PDR is searched), with latency probes.
-	Latency bool
+	Latency bool `json:"latency,omitempty"`
 	// Progress, if set, gets one line per trial: the search is long.
-	Progress func(line string)
+	Progress func(line string) `json:"-"`
 }
 
 // SizeSearch is the search of one frame size in a result: the search's

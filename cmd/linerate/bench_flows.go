@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -68,8 +66,13 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	if o.jsonStream {
 		return usage.Errorf("--from and --json-stream: give one (--json prints every flow)")
 	}
+	var search *traffic.SearchConfig
 	if o.search.asked() {
-		return usage.Errorf("--from and --search: the zero-loss search runs from this host only, for now")
+		sc, err := o.searchConfig(cmd, proto)
+		if err != nil {
+			return err
+		}
+		search = &sc
 	}
 	plans, err := pairFlows(o.from, o.to)
 	if err != nil {
@@ -79,12 +82,24 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	if err != nil {
 		return err
 	}
+	if search != nil {
+		search.Latency = cfg.Spec.ProbeInterval > 0
+		cfg.Spec.Warmup = 0
+	}
 	stderr := cmd.ErrOrStderr()
 	warn(stderr, o.warnings)
 	ctx := cmd.Context()
 
 	set := &traffic.FlowSet{Schema: traffic.ResultSchema, Linerate: version.Version, Time: time.Now().UTC(), Spec: cfg.Spec,
 		Flows: make([]traffic.FlowRun, len(plans))}
+	var sampled []sampleTarget
+	for _, spec := range o.sample {
+		h, err := remote.Parse(spec)
+		if err != nil {
+			return usage.Errorf("--sample %q: %w", spec, err)
+		}
+		sampled = append(sampled, sampleTarget{name: h.String(), host: h, opts: remote.Options{Stderr: stderr}})
+	}
 	// Reach every agent first: a host that cannot be reached stops the
 	// test before anything is sent.
 	conns := make([]net.Conn, len(plans))
@@ -99,10 +114,8 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 		conns[i] = c
 		set.Flows[i] = traffic.FlowRun{From: p.from.String(), To: withPort(p.to, o.port)}
 	}
-	stopSampling := liveSampling()(nil)
-	stopSamplers, err := startSamplers(ctx, o.sample, cfg.Token, stderr)
+	mid, err := startMiddle(ctx, sampled, cfg.Token)
 	if err != nil {
-		stopSampling()
 		for _, c := range conns {
 			c.Close()
 		}
@@ -114,9 +127,19 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	for i, p := range plans {
 		f := traffic.Flow{Targets: set.Flows[i].To, Spec: cfg.Spec, FrameSize: cfg.FrameSize, Engine: cfg.Engine,
 			Idle: traffic.Seconds(cfg.Idle)}
+		if p.from.Kind == remote.SSH {
+			f.Secret = cfg.Token // the agent ssh started has none of its own
+		}
 		label := fmt.Sprintf("%s → %s", set.Flows[i].From, joinTargets(p.to))
 		var show func(traffic.IntervalStats)
-		if live {
+		if search != nil {
+			f.Search = search
+			f.Progress = func(line string) {
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprintf(stderr, "search [%s]: %s\n", label, line)
+			}
+		} else if live {
 			show = traffic.GroupIntervals(o.interval, func(iv traffic.IntervalStats) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -135,17 +158,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 		}()
 	}
 	wg.Wait()
-	rates, serr := stopSampling()
-	for _, r := range rates {
-		set.Samples = append(set.Samples, traffic.Sample{Side: "dut", Target: -1, Rates: r})
-	}
-	if serr != nil {
-		set.Notes = append(set.Notes, "this host's counters: "+serr.Error())
-	}
-	sampled, notes := stopSamplers()
-	set.Samples, set.Notes = append(set.Samples, sampled...), append(set.Notes, notes...)
-	set.Sum()
-	set.Interrupted = set.Interrupted || ctx.Err() != nil
+	mid.finish(ctx, set)
 	o.history.save(cmd, history.KindFlows, set)
 	if o.out != "" {
 		if err := saveJSON(o.out, set); err != nil {
@@ -195,48 +208,4 @@ func saveJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
-}
-
-// startSamplers asks the agent of each host to sample its counters until
-// the returned stop, which gives their samples (side "dut", Host set) and
-// a note for each host whose samples could not be had.
-func startSamplers(ctx context.Context, hosts []string, secret string, stderr io.Writer) (stop func() ([]traffic.Sample, []string), err error) {
-	type agent struct {
-		name string
-		s    *traffic.AgentSampler
-	}
-	var agents []agent
-	stop = func() ([]traffic.Sample, []string) {
-		var out []traffic.Sample
-		var notes []string
-		for _, a := range agents {
-			rates, err := a.s.Stop()
-			for _, r := range rates {
-				out = append(out, traffic.Sample{Side: "dut", Target: -1, Host: a.name, Rates: r})
-			}
-			if err != nil {
-				notes = append(notes, fmt.Sprintf("--sample %s: %v", a.name, err))
-			}
-		}
-		return out, notes
-	}
-	for _, spec := range hosts {
-		h, err := remote.Parse(spec)
-		if err != nil {
-			stop()
-			return nil, usage.Errorf("--sample %q: %w", spec, err)
-		}
-		c, err := remote.Dial(ctx, h, remote.Options{Stderr: stderr})
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		s, err := traffic.StartSampling(c, secret)
-		if err != nil {
-			stop()
-			return nil, fmt.Errorf("--sample %s: %w", h, err)
-		}
-		agents = append(agents, agent{h.String(), s})
-	}
-	return stop, nil
 }

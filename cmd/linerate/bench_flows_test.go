@@ -91,3 +91,46 @@ func TestBenchFrom(t *testing.T) {
 		t.Errorf("mismatched --from/--to: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestBenchFromSearch runs the zero-loss search as a third-party flow
+// through the router of a lab whose links are shaped to 100 Mbit/s: the
+// NDR at 1518-byte frames comes back from lan's agent, below what the
+// shaper passes, with the agent's progress lines.
+func TestBenchFromSearch(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := buildLinerate(t, t.TempDir())
+	name, dir := labName(t, bin, "bs-")
+	if up := run(t, bin, "lab", "up", "router", "--name", name, "--serve", "--rate", "100M", "--state-dir", dir); up.code != 0 {
+		t.Fatalf("lab up: %d\n%s%s", up.code, up.stdout, up.stderr)
+	}
+	r := run(t, bin, "lab", "exec", "--state-dir", dir, name, "router", "--", bin, "bench", "udp", "--from", "lan", "--to", "wan",
+		"--search", "ndr", "--sizes", "1518", "--trial", "500ms", "--precision", "1%", "--probe-interval", "0", "--json", "--no-save")
+	if r.code != 0 {
+		t.Fatalf("search --from: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var set traffic.FlowSet
+	if err := json.Unmarshal([]byte(r.stdout), &set); err != nil || len(set.Flows) != 1 || set.Flows[0].Result == nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	s := set.Flows[0].Result.Search
+	if len(s) != 1 {
+		t.Fatalf("search %+v", s)
+	}
+	// 100 Mbit/s of 1518-byte frames, 20 bytes of preamble and gap not
+	// shaped: tbf counts the frame without FCS (1514 bytes).
+	shaper := 100e6 / (1514 * 8)
+	if s[0].CeilingPPS > 0 {
+		shaper = s[0].CeilingPPS // the path's shaper as the agent found it
+	}
+	t.Logf("NDR at 1518 B through the router: %.0f fps (the shaper passes %.0f); progress lines: %d", s[0].NDRPPS, shaper,
+		strings.Count(r.stderr, "search [lan:7557 → wan]"))
+	// Above the shaper no trial can pass; how close below it the NDR
+	// lands is TestSearchShapedVeth's to judge (on a quiet machine):
+	// here a busy one may lose a trial to a stalled sender.
+	if s[0].NDRPPS <= shaper*0.5 || s[0].NDRPPS > shaper*1.02 {
+		t.Errorf("NDR %.0f fps, want at most 2 %% above the shaper's %.0f and more than half of it", s[0].NDRPPS, shaper)
+	}
+	if !strings.Contains(r.stderr, "search [lan:7557 → wan]") {
+		t.Errorf("no progress lines from the agent:\n%s", r.stderr)
+	}
+}

@@ -79,27 +79,32 @@ func percent(flag, s string) (float64, error) {
 	return v / 100, nil
 }
 
-// runSearch runs `bench udp --search`: the zero-loss search per frame
-// size, progress on stderr, the table (or JSON) on stdout.
-func (o *benchOptions) runSearch(cmd *cobra.Command, proto string) error {
+// searchConfig checks the flags of a search and reads its settings.
+func (o *benchOptions) searchConfig(cmd *cobra.Command, proto string) (traffic.SearchConfig, error) {
 	changed := cmd.Flags().Changed
 	switch {
 	case proto != "udp":
-		return usage.Errorf("--search: UDP only")
+		return traffic.SearchConfig{}, usage.Errorf("--search: UDP only")
 	case o.jsonStream:
-		return usage.Errorf("--search and --json-stream: give one (--json prints the search)")
+		return traffic.SearchConfig{}, usage.Errorf("--search and --json-stream: give one (--json prints the search)")
 	case changed("size") || changed("payload"):
-		return usage.Errorf("--search takes its frame sizes from --sizes, not --size or --payload")
+		return traffic.SearchConfig{}, usage.Errorf("--search takes its frame sizes from --sizes, not --size or --payload")
 	case changed("rate"):
-		return usage.Errorf("--search chooses the rates: drop --rate")
+		return traffic.SearchConfig{}, usage.Errorf("--search chooses the rates: drop --rate")
 	case changed("duration") || changed("warmup"):
-		return usage.Errorf("--search runs trials of --trial without warmup: drop --duration and --warmup")
+		return traffic.SearchConfig{}, usage.Errorf("--search runs trials of --trial without warmup: drop --duration and --warmup")
 	}
-	sc, err := o.search.config()
+	return o.search.config()
+}
+
+// runSearch runs `bench udp --search`: the zero-loss search per frame
+// size, progress on stderr, the table (or JSON) on stdout.
+func (o *benchOptions) runSearch(cmd *cobra.Command, proto string) error {
+	sc, err := o.searchConfig(cmd, proto)
 	if err != nil {
 		return err
 	}
-	cfg, err := o.config(proto, changed)
+	cfg, err := o.config(proto, cmd.Flags().Changed)
 	if err != nil {
 		return err
 	}

@@ -33,13 +33,15 @@ type runOptions struct {
 	// secret go to stderr before anything runs.
 	tokenGiven bool
 	warnings   []string
+	json       bool
+	history    historyFlags
 }
 
 func newRunCmd() *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run PLAN.yaml --check",
-		Short: "Check a plan: flows between many hosts at once, the hosts to sample, the ceiling to reach",
+		Use:   "run PLAN.yaml [--check]",
+		Short: "Run a plan: flows between many hosts at once, the hosts to sample, the total against the ceiling",
 		Long: `run takes a plan: a YAML file naming the hosts of a test and how each is
 reached (an agent already running, HOST[:PORT], or ssh://[user@]host[:port]
 where linerate starts one over ssh), the flows between them (from, to,
@@ -56,9 +58,19 @@ sent, unless --reach: then each host is reached as the run will reach it
 (a TCP connection to its agent, or ssh starting 'linerate serve --stdio'
 there, copied first with copy:) and says hello. A host that cannot be
 reached is one line naming it and the cause (ssh's exit code and last line
-of stderr), exit 1. Running a plan comes with the agents' third-party
-flows; until then run needs --check.`,
-		Example: `  linerate run examples/cm4-fan-in.yaml --check        # five hosts into a CM4's four-port NIC
+of stderr), exit 1.
+
+Without --check, run runs the plan: each round, every flow's sender agent
+runs its flow to the receiver's agent (third-party flows, as bench --from),
+all flows at once, while the hosts under sample: record their counters and
+this host samples itself. It prints per round each flow, each port against
+what it was expected to carry, the total against the plan's ceiling and
+each host's CPUs; --json prints it all, and the run history keeps it. A
+flow's receiver must be an agent the sender can reach (at: HOST[:PORT]);
+senders and sampled hosts may be reached over ssh.`,
+		Example: `  linerate run plan.yaml                                # run it: every flow at once, every round
+  linerate run plan.yaml --json > result.json
+  linerate run examples/cm4-fan-in.yaml --check        # five hosts into a CM4's four-port NIC
   linerate run examples/routerpi-bidir.yaml --check     # a NAT router, both directions at once
   linerate run examples/apu4-mars-venus.yaml --check    # mars to four addresses of venus
   linerate run plan.yaml --check --reach                # and reach every host: ssh, keys, linerate there`,
@@ -79,14 +91,16 @@ flows; until then run needs --check.`,
 	f.StringVar(&o.sshConfig, "ssh-config", "", "ssh client config file for ssh:// hosts (ssh -F; default: ssh's own, ~/.ssh/config)")
 	f.StringVar(&o.token, "token", "", "shared secret the agents require; visible in ps, prefer --token-file or $LINERATE_TOKEN")
 	f.StringVar(&o.tokenFile, "token-file", "", "read the shared secret from this file (first line)")
+	f.BoolVar(&o.json, "json", false, "print the run's result as JSON: every round's flows, as bench --from prints them, and what the plan expected")
+	o.history.add(f, true)
 	return cmd
 }
 
 func init() { rootCmd.AddCommand(newRunCmd()) }
 
 func (o *runOptions) validate() error {
-	if !o.check {
-		return usage.Errorf("run %s: give --check: running a plan comes with the agents' third-party flows; --check reads it and prints what will run", o.file)
+	if o.reach && !o.check {
+		return usage.Errorf("--reach goes with --check: a run reaches every host anyway")
 	}
 	if o.sshConfig != "" {
 		if _, err := os.Stat(o.sshConfig); err != nil {
@@ -119,6 +133,9 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	e, err := pl.Expect(bus)
 	if err != nil {
 		return usage.Errorf("%s: %w", pl.File, err)
+	}
+	if !o.check {
+		return o.runPlan(cmd, pl, e)
 	}
 	if err := report.Plan(cmd.OutOrStdout(), pl, e); err != nil {
 		return err

@@ -104,7 +104,7 @@ func TestRunErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"examples/cm4-fan-in.yaml"}, "run examples/cm4-fan-in.yaml: give --check: running a plan comes with the agents' third-party flows; --check reads it and prints what will run"},
+		{[]string{"examples/cm4-fan-in.yaml", "--reach"}, "--reach goes with --check"},
 		{[]string{bad, "--check"}, bad + ":5: flow 1: to c: no such host (hosts: a, b)"},
 		{[]string{filepath.Join(dir, "none.yaml"), "--check"}, filepath.Join(dir, "none.yaml") + ": cannot read the plan: no such file or directory"},
 		{[]string{noCapture, "--check"}, noCapture + ":6: ceiling: capture " + filepath.Join(dir, "none.tar.gz") + ": "},

@@ -23,10 +23,7 @@ import (
 func TestRunReach(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := buildLinerate(t, t.TempDir())
-	client, server := testenv.NewNetNS(t), testenv.NewNetNS(t)
-	testenv.Veth(t, client, "vc", server, "vs", 1)
-	client.AddAddr(t, "vc", "10.78.0.1/24")
-	server.AddAddr(t, "vs", "10.78.0.2/24")
+	client, server := nsPair(t, "10.78.0")
 	tmp := t.TempDir()
 	sshd := testenv.StartSSHD(t, server, netip.MustParseAddrPort("10.78.0.2:22"),
 		testenv.SSHDOptions{Env: map[string]string{"PATH": "/usr/bin:/bin", "TMPDIR": tmp}})
@@ -91,4 +88,15 @@ flows:
 	if want := "linerate: 10.78.0.2:7557: unreachable (dial tcp 10.78.0.2:7557: connect: connection refused): is 'linerate serve' running there?\n"; code != 1 || stderr != want {
 		t.Errorf("no agent: exit %d, stderr %q; want 1, %q", code, stderr, want)
 	}
+}
+
+// nsPair is two namespaces joined by a veth pair, prefix.1 and prefix.2
+// (a /24), removed when the test ends.
+func nsPair(t *testing.T, prefix string) (a, b *testenv.NetNS) {
+	t.Helper()
+	a, b = testenv.NewNetNS(t), testenv.NewNetNS(t)
+	testenv.Veth(t, a, "vc", b, "vs", 1)
+	a.AddAddr(t, "vc", prefix+".1/24")
+	b.AddAddr(t, "vs", prefix+".2/24")
+	return a, b
 }

@@ -229,7 +229,7 @@ func (o *tuneAutoOptions) relayRig(cmd *cobra.Command, bench traffic.Config) (*a
 	warn(cmd.ErrOrStderr(), warnings)
 	bench.Token = secret
 	bench.Targets = withPort([]string{o.to}, traffic.DefaultPort)
-	d := &autotune.Relay{From: h.String(), Config: bench, Dial: func(ctx context.Context) (net.Conn, error) {
+	d := &autotune.Relay{From: h.String(), Config: bench, Channel: h.Kind == remote.SSH, Dial: func(ctx context.Context) (net.Conn, error) {
 		return remote.Dial(ctx, h, remote.Options{Stderr: cmd.ErrOrStderr()})
 	}}
 	return autotune.HostRig(d, false)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"linerate/history"
+	"linerate/plan"
 	"linerate/traffic"
 )
 
@@ -83,13 +84,43 @@ func runName(r *history.Run) string {
 // the middle (side "dut", one end per host) on the first; any other run
 // is itself.
 func flowRuns(r *history.Run) ([]*history.Run, error) {
-	if r.Kind != history.KindFlows {
+	var sets []traffic.FlowSet
+	switch r.Kind {
+	case history.KindFlows:
+		var fs traffic.FlowSet
+		if err := json.Unmarshal(r.Result, &fs); err != nil {
+			return nil, fmt.Errorf("run %s: a flows result that does not decode: %w", runName(r), err)
+		}
+		sets = []traffic.FlowSet{fs}
+	case history.KindPlan:
+		var pr plan.Result
+		if err := json.Unmarshal(r.Result, &pr); err != nil {
+			return nil, fmt.Errorf("run %s: a plan result that does not decode: %w", runName(r), err)
+		}
+		sets = pr.Rounds
+	default:
 		return []*history.Run{r}, nil
 	}
-	var fs traffic.FlowSet
-	if err := json.Unmarshal(r.Result, &fs); err != nil {
-		return nil, fmt.Errorf("run %s: a flows result that does not decode: %w", runName(r), err)
+	var out []*history.Run
+	for n, fs := range sets {
+		prefix := ""
+		if len(sets) > 1 {
+			prefix = fmt.Sprintf("round %d ", n+1)
+		}
+		rs, err := setRuns(r, &fs, prefix)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
 	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("run %s: no flow of it has a result", runName(r))
+	}
+	return out, nil
+}
+
+// setRuns is one bench run per flow of a set.
+func setRuns(r *history.Run, fs *traffic.FlowSet, prefix string) ([]*history.Run, error) {
 	var out []*history.Run
 	for i, f := range fs.Flows {
 		if f.Result == nil {
@@ -112,14 +143,11 @@ func flowRuns(r *history.Run) ([]*history.Run, error) {
 		}
 		one := *r
 		one.Kind, one.Result = history.KindBench, data
-		one.Headline = fmt.Sprintf("flow %d: %s → %s", i+1, f.From, strings.Join(f.To, ", "))
+		one.Headline = fmt.Sprintf("%sflow %d: %s → %s", prefix, i+1, f.From, strings.Join(f.To, ", "))
 		if one.ID != "" {
-			one.ID = fmt.Sprintf("%s flow %d", r.ID, i+1)
+			one.ID = fmt.Sprintf("%s %sflow %d", r.ID, prefix, i+1)
 		}
 		out = append(out, &one)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("run %s: no flow of it has a result", runName(r))
 	}
 	return out, nil
 }

@@ -189,7 +189,7 @@ func TestEscaped(t *testing.T) {
 
 // A kind the page does not chart shows its result as text.
 func TestOtherKind(t *testing.T) {
-	r := &history.Run{ID: "p1", Kind: history.KindPlan, Result: json.RawMessage(`{"plan": {"name": "<b>fan-in</b>"}}`)}
+	r := &history.Run{ID: "p1", Kind: "some-later-kind", Result: json.RawMessage(`{"plan": {"name": "<b>fan-in</b>"}}`)}
 	page := render(t, r)
 	checkOffline(t, page)
 	if !strings.Contains(page, `&#34;name&#34;: &#34;&lt;b&gt;fan-in&lt;/b&gt;&#34;`) {

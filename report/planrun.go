@@ -1,0 +1,180 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"linerate/box"
+	"linerate/ceiling"
+	"linerate/plan"
+	"linerate/traffic"
+)
+
+// PlanResult writes what a plan's run measured: per round each flow, each
+// port against what it was expected to carry, the total against the
+// ceiling, and each host's CPUs.
+func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
+	ew := &ceilErrWriter{w: w}
+	for n, set := range r.Rounds {
+		fmt.Fprintf(ew, "round %d of %d\n", n+1, len(r.Rounds))
+		planFlows(ew, pl, &set)
+		if r.Expected != nil {
+			planPorts(ew, pl, r.Expected, &set)
+		}
+		t := set.Total
+		fmt.Fprintf(ew, "total: received %s, goodput %s", benchSI(t.ReceivedPPS, "pps"), benchSI(goodput(&t), "b/s"))
+		if e := r.Expected; e != nil && e.Total.Known {
+			fmt.Fprintf(ew, " (expected at line rate %s", ceiling.FormatBps(e.Total.GoodputBps))
+			if e.Bus != nil && e.LimitedBps < e.Total.GoodputBps {
+				fmt.Fprintf(ew, "; %s after the bus", ceiling.FormatBps(e.LimitedBps))
+			}
+			fmt.Fprint(ew, ")")
+		}
+		fmt.Fprintln(ew)
+		planHosts(ew, pl, &set)
+		for _, n := range set.Notes {
+			fmt.Fprintln(ew, "note:", n)
+		}
+		fmt.Fprintln(ew)
+	}
+	if len(r.Rounds) > 1 {
+		var bps []float64
+		for _, s := range r.Rounds {
+			bps = append(bps, s.Total.ReceivedBPS)
+		}
+		slices.Sort(bps)
+		fmt.Fprintf(ew, "over %d rounds: total received %s median, %s to %s\n", len(bps),
+			benchSI(bps[len(bps)/2], "b/s"), benchSI(bps[0], "b/s"), benchSI(bps[len(bps)-1], "b/s"))
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintln(ew, "error:", e)
+	}
+	if r.Interrupted {
+		fmt.Fprintln(ew, "INTERRUPTED: the figures cover the part that ran")
+	}
+	return ew.err
+}
+
+// flowWays is a flow's forward and reverse totals (nil where it sent none).
+func flowWays(fr *traffic.FlowRun) (fwd, rev *traffic.Totals) {
+	if fr.Result == nil || len(fr.Result.Targets) == 0 {
+		return nil, nil
+	}
+	t := fr.Result.Targets[0]
+	return t.Forward, t.Reverse
+}
+
+func planFlows(w io.Writer, pl *plan.Plan, set *traffic.FlowSet) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "FLOW\tFROM\tTO\tWAY\tSENT\tRECEIVED\tLOST\tRETRANS\tRECV PPS\tRECV BIT/S\t")
+	for i := range set.Flows {
+		fr := &set.Flows[i]
+		f := &pl.Flows[i]
+		to := strings.Join(fr.To, ",")
+		if fr.Error != "" {
+			fmt.Fprintf(tw, "%d\t%s\t%s\tfailed\t\t\t\t\t\t\t%s\n", f.Index, f.From, to, fr.Error)
+			continue
+		}
+		fwd, rev := flowWays(fr)
+		for _, way := range []struct {
+			name string
+			t    *traffic.Totals
+		}{{"forward", fwd}, {"reverse", rev}} {
+			if way.t == nil {
+				continue
+			}
+			t := way.t
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", f.Index, f.From, to, way.name,
+				t.SentPackets, t.ReceivedPackets, t.LostPackets, t.Retransmits, benchSI(t.ReceivedPPS, ""), benchSI(t.ReceivedBPS, ""))
+		}
+	}
+	tw.Flush()
+}
+
+// planPorts writes each port's measured traffic in and out beside what
+// the plan expected of it.
+func planPorts(w io.Writer, pl *plan.Plan, e *plan.Expectation, set *traffic.FlowSet) {
+	fmt.Fprintln(w, "per port (goodput received: UDP payload, TCP data):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tPORT\tIN\tEXPECTED IN\tOUT\tEXPECTED OUT")
+	for _, p := range e.Ports {
+		var in, out float64
+		for _, i := range p.Flows {
+			if i >= len(set.Flows) {
+				continue
+			}
+			fwd, rev := flowWays(&set.Flows[i])
+			f := &pl.Flows[i]
+			into, back := &in, &out
+			if f.From == p.Host {
+				into, back = &out, &in
+			}
+			*into += goodput(fwd)
+			*back += goodput(rev)
+		}
+		port := strings.Join(p.Addresses, " ")
+		if p.Port != "" {
+			port = p.Port + " " + port
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Host, port, measured(in, p.In), oneWay(p.In), measured(out, p.Out), oneWay(p.Out))
+	}
+	tw.Flush()
+}
+
+// planHosts writes each host's CPUs over the round: a sender's from its
+// flows' client samples, a receiver's from their server samples, a host
+// under sample: from its own, and this host's.
+func planHosts(w io.Writer, pl *plan.Plan, set *traffic.FlowSet) {
+	for _, h := range pl.Hosts {
+		var rates []box.Rates
+		for i := range set.Flows {
+			r := set.Flows[i].Result
+			if r == nil || len(rates) > 0 {
+				continue
+			}
+			f := &pl.Flows[i]
+			for _, s := range r.Samples {
+				if (f.From == h.Name && s.Side == "client") || (f.To == h.Name && s.Side == "server") {
+					rates = append(rates, s.Rates)
+				}
+			}
+		}
+		for _, s := range set.Samples {
+			if s.Host == h.Name {
+				rates = append(rates, s.Rates)
+			}
+		}
+		if line := cpuSummary(rates); line != "" {
+			fmt.Fprintf(w, "%s (%s): %s\n", h.Name, strings.Join(pl.Roles(h.Name), "+"), line)
+		}
+	}
+	var self []box.Rates
+	for _, s := range set.Samples {
+		if s.Side == "dut" && s.Host == "" {
+			self = append(self, s.Rates)
+		}
+	}
+	if line := cpuSummary(self); line != "" {
+		fmt.Fprintf(w, "this host: %s\n", line)
+	}
+}
+
+// goodput is the payload bits per second received (UDP payload, TCP data).
+func goodput(t *traffic.Totals) float64 {
+	if t == nil || t.Seconds <= 0 {
+		return 0
+	}
+	return float64(t.ReceivedBytes) * 8 / t.Seconds
+}
+
+// measured writes a port's measured goodput, "-" where nothing went and
+// nothing was expected.
+func measured(bps float64, want plan.Traffic) string {
+	if bps == 0 && want.Known && want.PPS == 0 {
+		return "-"
+	}
+	return benchSI(bps, "b/s")
+}
