@@ -26,25 +26,34 @@ func (r *clientRun) dropLedger(res *Result) {
 			res.Drops = append(res.Drops, d)
 		}
 	}
-	if r.spec.Proto != "udp" || len(res.Drops) == 0 {
+	res.buildLedger(true)
+}
+
+// buildLedger builds the result's drop ledger from its ends' drop
+// counters (UDP only); notes says to note the ends whose counters could
+// not be read.
+func (res *Result) buildLedger(notes bool) {
+	if res.Spec.Proto != "udp" || len(res.Drops) == 0 {
 		return
 	}
 	test := ledger.Test{Sent: res.Summary.SentPackets}
 	test.Received = test.Sent - min(res.Summary.LostPackets, test.Sent)
 	var hosts []ledger.Host
-	several := len(r.targets) > 1
+	several := len(res.Targets) > 1
 	for _, d := range res.Drops {
-		if d.Error != "" {
+		if d.Error != "" && notes {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s drop counters: %s", endName(d, several), d.Error))
 		}
 		if d.Delta == nil {
 			continue
 		}
-		sends := (d.Side == "client") == r.spec.clientSends() || r.spec.Direction == Bidir
-		if sends {
+		side := endSide(d.Side, res.Spec.Direction)
+		if d.Side == SideDUT {
+			side = ledger.Path
+		} else if (d.Side == "client") == res.Spec.clientSends() || res.Spec.Direction == Bidir {
 			test.Refused += d.Refused
 		}
-		h := ledger.Host{Name: endName(d, several), Side: endSide(d.Side, r.spec.Direction), Ifaces: d.Ifaces, Delta: *d.Delta}
+		h := ledger.Host{Name: endName(d, several), Side: side, Ifaces: d.Ifaces, Delta: *d.Delta}
 		if j := sameNetns(hosts, h); j >= 0 {
 			// Ends in one namespace are one host, their counters counted
 			// once: both ends (loopback) make one that sends and
@@ -68,10 +77,50 @@ func (r *clientRun) dropLedger(res *Result) {
 	res.Ledger = &l
 }
 
+// SideDUT is the side of a device the test crossed, neither end (the
+// controller of third-party flows, a router): its samples and drops.
+const SideDUT = "dut"
+
+// AddPathDrops adds the drop counters of a device the test crossed (side
+// "dut", Name its host) and builds the ledger again with it: what its
+// counters place (a NAT's conntrack, a firewall, a full backlog) is then
+// the path's.
+func (res *Result) AddPathDrops(d EndDrops) {
+	d.Side, d.Target = SideDUT, -1
+	res.Drops = append(res.Drops, d)
+	res.buildLedger(false)
+	if d.Error != "" {
+		res.Notes = append(res.Notes, "the device in the middle's drop counters: "+d.Error)
+	}
+}
+
+// PathDrops snapshots the drop counters of a device in the middle (this
+// host, when it runs third-party flows) now; the returned function
+// snapshots them again and gives the difference, over every interface.
+func PathDrops(r DropCounters) func() EndDrops {
+	before, err := r.Drops()
+	return func() EndDrops {
+		out := EndDrops{Side: SideDUT, Target: -1}
+		if err != nil {
+			out.Error = err.Error()
+			return out
+		}
+		after, err := r.Drops()
+		if err != nil {
+			out.Error = err.Error()
+			return out
+		}
+		d := box.DropDelta(before, after)
+		out.Delta = &d
+		return out
+	}
+}
+
 // endName is how an end is named in the ledger: "client", "server", or
-// "server N" (from 1) when there are several targets.
+// "server N" (from 1) when there are several targets; "dut" for the
+// device in the middle.
 func endName(d EndDrops, several bool) string {
-	if d.Side == "client" || !several {
+	if d.Side == "client" || d.Side == SideDUT || !several {
 		return d.Side
 	}
 	return fmt.Sprintf("server %d", d.Target+1)

@@ -121,6 +121,27 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 		}
 		return err
 	}
+	// This host's drop counters over the measured window, for the ledger
+	// of a single UDP flow through it: what it dropped is the path's.
+	ends := openEndCounters()
+	defer ends.close()
+	var pathMu sync.Mutex
+	var pathDrops func() traffic.EndDrops
+	if dc := ends.drops(); dc != nil && proto == "udp" && search == nil && len(plans) == 1 {
+		// The agent's window opens after its idle probes (with probes)
+		// and the warmup; the snapshot a little before it: a wider window
+		// only adds what the ledger calls excess.
+		start := cfg.Spec.Warmup.D() - 100*time.Millisecond
+		if cfg.Spec.ProbeInterval > 0 {
+			start += cfg.Idle
+		}
+		t := time.AfterFunc(max(start, 0), func() {
+			pathMu.Lock()
+			defer pathMu.Unlock()
+			pathDrops = traffic.PathDrops(dc)
+		})
+		defer t.Stop()
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	live := o.interval > 0 && !o.json
@@ -158,6 +179,11 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 		}()
 	}
 	wg.Wait()
+	pathMu.Lock()
+	if pathDrops != nil && set.Flows[0].Result != nil {
+		set.Flows[0].Result.AddPathDrops(pathDrops())
+	}
+	pathMu.Unlock()
 	mid.finish(ctx, set)
 	o.history.save(cmd, history.KindFlows, set)
 	if o.out != "" {

@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"linerate/internal/testenv"
+	"linerate/ledger"
 	"linerate/traffic"
 )
 
@@ -81,6 +83,35 @@ func TestBenchFrom(t *testing.T) {
 			t.Errorf("%s: the page lacks the flow or the router's samples", dir)
 		}
 	}
+
+	// The router drops every 10th forwarded datagram: the flow's ledger
+	// places them at the router (side path), from its own counters.
+	rule := exec.Command(bin, "lab", "exec", "--state-dir", dir, name, "router", "--", "nft", "-f", "-")
+	rule.Stdin = strings.NewReader("table inet bfdrop {\n chain passing {\n  type filter hook forward priority 0;\n  meta l4proto udp numgen inc mod 10 == 0 drop\n }\n}\n")
+	if out, err := rule.CombinedOutput(); err != nil {
+		t.Fatalf("nft in the router: %v\n%s", err, out)
+	}
+	fw := onRouter("bench", "udp", "--from", "lan", "--to", "wan", "-t", "2", "--warmup", "300ms", "-b", "10kpps", "--probe-interval", "0", "--json", "--no-save")
+	var set traffic.FlowSet
+	if err := json.Unmarshal([]byte(fw.stdout), &set); err != nil || len(set.Flows) != 1 || set.Flows[0].Result == nil {
+		t.Fatalf("bench through the firewall: %v\n%s%s", err, fw.stdout, fw.stderr)
+	}
+	res := set.Flows[0].Result
+	if res.Ledger == nil {
+		t.Fatalf("no ledger: %+v", res.Notes)
+	}
+	var atRouter uint64
+	for _, e := range res.Ledger.Entries {
+		t.Logf("ledger: %s %s %s %d %v", e.Host, e.Side, e.Place, e.Packets, e.Evidence)
+		if e.Host == "dut" && e.Side == ledger.Path && e.Place == ledger.Netfilter {
+			atRouter += e.Packets
+		}
+	}
+	lost := res.Summary.LostPackets
+	if lost < res.Summary.SentPackets/20 || atRouter < lost*9/10 || atRouter > lost*11/10 {
+		t.Errorf("lost %d of %d; the ledger places %d at the router's netfilter", lost, res.Summary.SentPackets, atRouter)
+	}
+	run(t, bin, "lab", "exec", "--state-dir", dir, name, "router", "--", "nft", "delete", "table", "inet", "bfdrop")
 
 	r := onRouter("bench", "udp", "--from", "lan", "--to", "wan:9", "-t", "1", "--no-save")
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "nothing listening") {
