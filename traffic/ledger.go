@@ -26,20 +26,20 @@ func (r *clientRun) dropLedger(res *Result) {
 			res.Drops = append(res.Drops, d)
 		}
 	}
-	res.buildLedger(true)
+	res.buildLedger(len(r.targets) > 1, true)
 }
 
 // buildLedger builds the result's drop ledger from its ends' drop
-// counters (UDP only); notes says to note the ends whose counters could
-// not be read.
-func (res *Result) buildLedger(notes bool) {
+// counters (UDP only); several says the test had several targets (its
+// servers are named by number), notes to note the ends whose counters
+// could not be read.
+func (res *Result) buildLedger(several, notes bool) {
 	if res.Spec.Proto != "udp" || len(res.Drops) == 0 {
 		return
 	}
 	test := ledger.Test{Sent: res.Summary.SentPackets}
 	test.Received = test.Sent - min(res.Summary.LostPackets, test.Sent)
 	var hosts []ledger.Host
-	several := len(res.Targets) > 1
 	for _, d := range res.Drops {
 		if d.Error != "" && notes {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s drop counters: %s", endName(d, several), d.Error))
@@ -88,7 +88,7 @@ const SideDUT = "dut"
 func (res *Result) AddPathDrops(d EndDrops) {
 	d.Side, d.Target = SideDUT, -1
 	res.Drops = append(res.Drops, d)
-	res.buildLedger(false)
+	res.buildLedger(len(res.Targets) > 1, false)
 	if d.Error != "" {
 		res.Notes = append(res.Notes, "the device in the middle's drop counters: "+d.Error)
 	}
