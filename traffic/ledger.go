@@ -160,16 +160,89 @@ func pathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
 	if !res.Spec.clientSends() {
 		senderSide = "server"
 	}
-	var path []box.PathIface
+	type ifaceKey struct {
+		netns uint64
+		side  string
+		iface string
+	}
+	var path, client []box.PathIface
+	servers := map[int][]box.PathIface{}
+	seen := map[ifaceKey]bool{}
 	for _, d := range res.Drops {
+		if d.Side == SideDUT {
+			continue
+		}
 		for _, p := range d.Path {
 			if d.Side != senderSide {
 				p.Qdiscs, p.Classes = nil, nil
 			}
 			path = append(path, p)
+			if d.Side == "client" {
+				client = append(client, p)
+				continue
+			}
+			// Targets served from one namespace share its interfaces.
+			k := ifaceKey{side: d.Side, iface: p.Iface}
+			if d.Delta != nil && d.Delta.Netns != 0 {
+				k.netns = d.Delta.Netns
+			} else {
+				k.side = fmt.Sprint(d.Target)
+			}
+			if !seen[k] {
+				seen[k] = true
+				servers[d.Target] = append(servers[d.Target], p)
+			}
 		}
 	}
-	return ceiling.PathCeiling(path, ceiling.SingleFrame(frame))
+	mix := ceiling.SingleFrame(frame)
+	if len(res.Targets) <= 1 {
+		return ceiling.PathCeiling(path, mix)
+	}
+	// Several targets: each has its own path, and the client's interfaces
+	// carry all of them. The ceiling is the lower of what the targets'
+	// paths add up to and what the client's interfaces add up to.
+	serverSum, bound := 0.0, ceiling.PathLimit{}
+	for i := range res.Targets {
+		lim, ok := ceiling.PathCeiling(servers[i], mix)
+		if !ok {
+			// A target with nothing on its side to hold it: its share is
+			// what the client's interfaces leave.
+			serverSum = math.Inf(1)
+			break
+		}
+		serverSum += lim.FPS
+		bound = lim
+	}
+	clientSum, clientBound := 0.0, ceiling.PathLimit{}
+	for _, p := range client {
+		if lim, ok := ceiling.PathCeiling([]box.PathIface{p}, mix); ok {
+			clientSum += lim.FPS
+			clientBound = lim
+		} else {
+			clientSum = math.Inf(1)
+			break
+		}
+	}
+	if len(client) == 0 {
+		clientSum = math.Inf(1)
+	}
+	total := min(serverSum, clientSum)
+	if math.IsInf(total, 1) || total <= 0 {
+		return ceiling.PathLimit{}, false
+	}
+	lim := bound
+	what := fmt.Sprintf("the %d targets' paths added up", len(res.Targets))
+	if clientSum < serverSum {
+		lim = clientBound
+		what = fmt.Sprintf("the client's %d interfaces added up", len(client))
+		if len(client) == 1 {
+			what = clientBound.What + " shared by the " + fmt.Sprint(len(res.Targets)) + " targets"
+		}
+	}
+	lim.What, lim.FPS = what, total
+	lim.L2Bps = total * float64(frame) * 8
+	lim.LineBps = total * float64(frame+ceiling.WireExtraBytes) * 8
+	return lim, true
 }
 
 // tcpFrame is the mean Ethernet frame (FCS included) of a TCP test's data

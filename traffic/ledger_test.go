@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/box"
+	"linerate/ceiling"
 	"linerate/internal/testenv"
 	"linerate/ledger"
 	"linerate/source"
@@ -296,5 +298,33 @@ func TestDropLedgerHosts(t *testing.T) {
 	}
 	if e := l.Entries[0]; e.Host != "server 1" || e.Side != ledger.Receiver || e.Place != ledger.NoSocket || e.Packets != 30 {
 		t.Errorf("entry %+v: want server 1's no-socket 30, counted once for the two servers of one namespace", e)
+	}
+}
+
+// With several targets the path's ceiling adds up each target's path, and
+// the client's interfaces bound the sum: two 100 Mbit/s servers behind a
+// client with no limit of its own carry twice one; behind one 100 Mbit/s
+// client port, one.
+func TestPathCeilingTargets(t *testing.T) {
+	port := func(host, kind string, mbps int) box.PathIface {
+		return box.PathIface{Host: host, Iface: "eth0", Kind: kind, SpeedMbps: mbps}
+	}
+	res := func(client box.PathIface) *Result {
+		r := &Result{Spec: Spec{Proto: "udp", Direction: Forward}, Targets: make([]TargetResult, 2)}
+		r.Drops = []EndDrops{
+			{Side: "client", Target: -1, Path: []box.PathIface{client}},
+			{Side: "server", Target: 0, Path: []box.PathIface{port("server 1", "", 100)}, Delta: &box.Drops{Netns: 11}},
+			{Side: "server", Target: 1, Path: []box.PathIface{port("server 2", "", 100)}, Delta: &box.Drops{Netns: 12}},
+		}
+		return r
+	}
+	one, _ := ceiling.PathCeiling([]box.PathIface{port("x", "", 100)}, ceiling.SingleFrame(1518))
+	lim, ok := pathCeiling(res(port("client", "veth", 0)), 1518)
+	if !ok || math.Abs(lim.FPS-2*one.FPS) > 1 {
+		t.Errorf("two 100M targets behind an unlimited client: %+v, want %.0f fps", lim, 2*one.FPS)
+	}
+	lim, ok = pathCeiling(res(port("client", "", 100)), 1518)
+	if !ok || math.Abs(lim.FPS-one.FPS) > 1 || !strings.Contains(lim.What, "shared by the 2 targets") {
+		t.Errorf("behind one 100M client port: %+v, want %.0f fps", lim, one.FPS)
 	}
 }
