@@ -382,8 +382,8 @@ func (s *Session) rigUp() (err error) {
 	}
 	s.relay = relay
 	s.rig = &autotune.Rig{
-		Name: fmt.Sprintf("lab %s: %s's agent → %s → %s's agent, run by %s", c.Name, clientNode, routerNode, serverNode, routerNode),
-		DUT:  fmt.Sprintf("%s (netns %s)", routerNode, router.Netns),
+		Name:   fmt.Sprintf("lab %s: %s's agent → %s → %s's agent, run by %s", c.Name, clientNode, routerNode, serverNode, routerNode),
+		DUT:    fmt.Sprintf("%s (netns %s)", routerNode, router.Netns),
 		System: sys,
 		Inspect: func(ctx context.Context) (*box.Box, error) {
 			return box.Collect(ctx, src)
