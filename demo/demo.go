@@ -222,6 +222,9 @@ type Report struct {
 	Runs []SavedRun `json:"runs"`
 	// Kept says the lab was left up (--keep).
 	Kept bool `json:"kept"`
+	// Page is the file the report page was written to ("" when none was),
+	// set by the caller that writes it (WritePage).
+	Page string `json:"page,omitempty"`
 
 	// page are the runs of the report page: before, after, tune auto.
 	page []pageRun
@@ -254,13 +257,15 @@ type Session struct {
 	// Report is filled in by the steps.
 	Report *Report
 
-	// rig floods lan → wan through the router (its driver, relay, asks
-	// lan's agent from inside the router) and reads, samples and changes
-	// the router (Diagnose and Tune); floodCPU is the CPU the agents'
+	// rig floods lan → wan through the router (its driver, an
+	// autotune.Relay, asks lan's agent from inside the router) and reads,
+	// samples and changes the router (Diagnose and Tune); flood is that
+	// driver with the floods' length, for the runs before and after
+	// tuning; floodCPU is the CPU the agents'
 	// senders and receivers run on, spareCPUs the others this process may
 	// use.
 	rig       *autotune.Rig
-	relay     *autotune.Relay
+	flood     *autotune.Relay
 	floodCPU  int
 	spareCPUs []int
 }

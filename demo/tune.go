@@ -48,6 +48,12 @@ const (
 	MaxTuneRounds = 10
 )
 
+// minFlood is the shortest measured time of the floods before and after
+// tuning: the router samples itself once a second from when it asks for
+// the flood, so a window of one second may hold no whole second of load;
+// two do (the diagnose rules judge whole seconds).
+const minFlood = 2 * time.Second
+
 // floodFrame is the Ethernet frame size of the flood, FCS included: the
 // seeds' smallest packets (seeds/004 counts packets per second in them).
 const floodFrame = 64
@@ -122,7 +128,7 @@ func Diagnose() Step {
 			c := &s.Config
 			s.Logf("  %s", s.floodLine())
 			start := time.Now().UTC()
-			m, err := s.rig.Measure(ctx)
+			m, err := s.flood.Measure(ctx, s.rig.Sample)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -146,7 +152,7 @@ func Diagnose() Step {
 				return err
 			}
 			sum := m.Result.Summary
-			d := &Diagnosis{DUT: s.rig.DUT, FrameSize: floodFrame, Duration: c.TuneDuration.Seconds(),
+			d := &Diagnosis{DUT: s.rig.DUT, FrameSize: floodFrame, Duration: s.floodDuration().Seconds(),
 				Warmup: c.Warmup.Seconds(), CPU: s.floodCPU,
 				SentPPS: sum.SentPPS, ReceivedPPS: sum.ReceivedPPS, LossRatio: sum.LossRatio,
 				Samples: len(ev.Rates), Rules: len(diagnose.Rules()), Findings: fs}
@@ -223,9 +229,9 @@ func (s *Session) floodAfter(ctx context.Context, t *Tuning) error {
 	if n := len(t.Auto.Kept()); n > 0 {
 		kept = fmt.Sprintf("with the %d change%s kept", n, plural(n))
 	}
-	s.Logf("  after tuning (%s): the same flood once more, %s measured", kept, s.Config.TuneDuration)
+	s.Logf("  after tuning (%s): the same flood once more, %s measured", kept, s.floodDuration())
 	start := time.Now().UTC()
-	m, err := s.rig.Measure(ctx)
+	m, err := s.flood.Measure(ctx, s.rig.Sample)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -256,8 +262,8 @@ func afterLine(before *Diagnosis, after *Flood) string {
 // flowSet is a flood through the router as `bench --from` records it: lan's
 // flow as its agent measured it, and the router's own samples (side "dut").
 func (s *Session) flowSet(start time.Time, m autotune.Measurement) *traffic.FlowSet {
-	fs := &traffic.FlowSet{Schema: traffic.ResultSchema, Linerate: version.Version, Time: start, Spec: s.relay.Config.Spec,
-		Flows: []traffic.FlowRun{{From: s.relay.From, To: s.relay.Config.Targets, Result: m.Result}}}
+	fs := &traffic.FlowSet{Schema: traffic.ResultSchema, Linerate: version.Version, Time: start, Spec: s.flood.Config.Spec,
+		Flows: []traffic.FlowRun{{From: s.flood.From, To: s.flood.Config.Targets, Result: m.Result}}}
 	for _, r := range m.DUT {
 		fs.Samples = append(fs.Samples, traffic.Sample{Side: "dut", Target: -1, Rates: r})
 	}
@@ -269,8 +275,12 @@ func (s *Session) flowSet(start time.Time, m autotune.Measurement) *traffic.Flow
 func (s *Session) floodCommand() []string {
 	c := &s.Config
 	return []string{"linerate", "bench", "udp", "--size", strconv.Itoa(floodFrame), "--from", clientNode, "--to", serverNode,
-		"--duration", c.TuneDuration.String(), "--warmup", c.Warmup.String()}
+		"--duration", s.floodDuration().String(), "--warmup", c.Warmup.String()}
 }
+
+// floodDuration is the measured time of the floods before and after
+// tuning: a tuning round's, and at least minFlood.
+func (s *Session) floodDuration() time.Duration { return max(s.Config.TuneDuration, minFlood) }
 
 // tuneCommand is the tune step as a command the router could run itself.
 func (s *Session) tuneCommand(try []tune.Item) []string {
@@ -380,7 +390,9 @@ func (s *Session) rigUp() (err error) {
 			Warmup: traffic.Seconds(c.Warmup), Streams: 1, Ports: 1, Threads: 1}},
 		Dial: func(ctx context.Context) (net.Conn, error) { return remote.Dial(ctx, agent, inRouter) },
 	}
-	s.relay = relay
+	flood := *relay
+	flood.Config.Spec.Duration = traffic.Seconds(s.floodDuration())
+	s.flood = &flood
 	s.rig = &autotune.Rig{
 		Name:   fmt.Sprintf("lab %s: %s's agent → %s → %s's agent, run by %s", c.Name, clientNode, routerNode, serverNode, routerNode),
 		DUT:    fmt.Sprintf("%s (netns %s)", routerNode, router.Netns),
@@ -400,7 +412,7 @@ func (s *Session) floodLine() string {
 	c := &s.Config
 	return fmt.Sprintf("flood: %s asks %s's agent to send udp to %s's agent through it in %d-byte frames, as fast as one sender goes, "+
 		"%s measured after %s of warmup; the agents on CPU%d, so that one CPU does all the work as on the seeds' RouterPi; %s's own counters sampled each second",
-		routerNode, clientNode, serverNode, floodFrame, c.TuneDuration, c.Warmup, s.floodCPU, routerNode)
+		routerNode, clientNode, serverNode, floodFrame, s.floodDuration(), c.Warmup, s.floodCPU, routerNode)
 }
 
 // allowedCPUs are the CPUs this process may run on, in order.
