@@ -28,6 +28,13 @@ const (
 
 var pageOrder = []string{RoleBefore, RoleAfter, RoleTuneAuto}
 
+// roleLabels start the headlines of the floods, which the history and the
+// page show: `linerate runs` then says which is which.
+var roleLabels = map[string]string{
+	RoleBefore: "demo, before tuning",
+	RoleAfter:  "demo, after tuning",
+}
+
 // SavedRun is one run the demo made, as the run history keeps it.
 type SavedRun struct {
 	// Role says what the run was in the demo: an experiment's name,
@@ -53,6 +60,9 @@ func (s *Session) save(role, kind string, command []string, result any) {
 		Machine: source.MachineID(), Result: data}
 	if v, err := report.DecodeRun(r); err == nil {
 		r.Headline = report.Headline(kind, v)
+	}
+	if label := roleLabels[role]; label != "" {
+		r.Headline = label + ": " + r.Headline
 	}
 	r.Host, _ = os.Hostname()
 	var u unix.Utsname

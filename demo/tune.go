@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"linerate/box"
 	"linerate/diagnose"
 	"linerate/history"
-	"linerate/internal/version"
 	"linerate/remote"
 	"linerate/sample"
 	"linerate/source"
@@ -127,7 +127,6 @@ func Diagnose() Step {
 			}
 			c := &s.Config
 			s.Logf("  %s", s.floodLine())
-			start := time.Now().UTC()
 			m, err := s.flood.Measure(ctx, s.rig.Sample)
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -163,7 +162,7 @@ func Diagnose() Step {
 			for _, l := range diagnosisLines(d) {
 				s.Logf("  %s", l)
 			}
-			s.save(RoleBefore, history.KindFlows, s.floodCommand(), s.flowSet(start, m))
+			s.save(RoleBefore, history.KindBench, s.floodCommand(), floodResult(m))
 			return nil
 		},
 	}
@@ -230,7 +229,6 @@ func (s *Session) floodAfter(ctx context.Context, t *Tuning) error {
 		kept = fmt.Sprintf("with the %d change%s kept", n, plural(n))
 	}
 	s.Logf("  after tuning (%s): the same flood once more, %s measured", kept, s.floodDuration())
-	start := time.Now().UTC()
 	m, err := s.flood.Measure(ctx, s.rig.Sample)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -244,7 +242,7 @@ func (s *Session) floodAfter(ctx context.Context, t *Tuning) error {
 	sum := m.Result.Summary
 	t.After = &Flood{SentPPS: sum.SentPPS, ReceivedPPS: sum.ReceivedPPS, LossRatio: sum.LossRatio}
 	s.Logf("  %s", afterLine(s.Report.Diagnosis, t.After))
-	s.save(RoleAfter, history.KindFlows, s.floodCommand(), s.flowSet(start, m))
+	s.save(RoleAfter, history.KindBench, s.floodCommand(), floodResult(m))
 	return nil
 }
 
@@ -259,16 +257,19 @@ func afterLine(before *Diagnosis, after *Flood) string {
 	return l
 }
 
-// flowSet is a flood through the router as `bench --from` records it: lan's
-// flow as its agent measured it, and the router's own samples (side "dut").
-func (s *Session) flowSet(start time.Time, m autotune.Measurement) *traffic.FlowSet {
-	fs := &traffic.FlowSet{Schema: traffic.ResultSchema, Linerate: version.Version, Time: start, Spec: s.flood.Config.Spec,
-		Flows: []traffic.FlowRun{{From: s.flood.From, To: s.flood.Config.Targets, Result: m.Result}}}
+// floodResult is a flood through the router as the history keeps it: lan's
+// flow as its agent measured it (its own and wan's samples), with the
+// router's samples added (side "dut", host router), as the report page
+// shows a flow of `bench --from`. It is kept as a bench run rather than a
+// set of flows so that its headline — before or after tuning — stays on
+// the page.
+func floodResult(m autotune.Measurement) *traffic.Result {
+	res := *m.Result
+	res.Samples = slices.Clone(res.Samples)
 	for _, r := range m.DUT {
-		fs.Samples = append(fs.Samples, traffic.Sample{Side: "dut", Target: -1, Rates: r})
+		res.Samples = append(res.Samples, traffic.Sample{Side: "dut", Target: -1, Host: routerNode, Rates: r})
 	}
-	fs.Sum()
-	return fs
+	return &res
 }
 
 // floodCommand is the flood as a command the router could run itself.

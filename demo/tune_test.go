@@ -371,10 +371,7 @@ func checkRuns(t *testing.T, rep *Report, store *history.Store, roles ...string)
 		if saved.Kind != r.Kind || saved.Headline != r.Headline || r.Headline == "" || len(saved.Command) < 3 {
 			t.Errorf("run %s: saved %s %q %q, reported %s %q", r.ID, saved.Kind, saved.Headline, saved.Command, r.Kind, r.Headline)
 		}
-		want := history.KindFlows
-		if r.Role == RoleTuneAuto {
-			want = history.KindTuneAuto
-		}
+		want := map[string]string{RoleBefore: history.KindBench, RoleAfter: history.KindBench, RoleTuneAuto: history.KindTuneAuto}[r.Role]
 		if r.Kind != want {
 			t.Errorf("run %s (%s) of kind %s, want %s", r.ID, r.Role, r.Kind, want)
 		}
@@ -405,6 +402,7 @@ func checkPage(t *testing.T, rep *Report) {
 	av, _ := a.After.Value(a.Metric)
 	wants := []string{
 		autotune.FormatMetric(a.Metric, bv) + " → " + autotune.FormatMetric(a.Metric, av),
+		"demo, before tuning: ", "demo, after tuning: ", "dut",
 		pageSI(rep.Diagnosis.ReceivedPPS) + " pps",
 		pageSI(rep.Tuning.After.ReceivedPPS) + " pps",
 	}

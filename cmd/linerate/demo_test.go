@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -317,20 +318,23 @@ func testDemoEndToEnd(t *testing.T, bin string) {
 	for _, r := range runs {
 		kinds = append(kinds, r.Kind)
 	}
-	if want := "flows,flows,flows,flows,tune-auto,flows"; strings.Join(kinds, ",") != want {
+	if want := "flows,flows,flows,bench,tune-auto,bench"; strings.Join(kinds, ",") != want {
 		t.Errorf("the history holds runs of kinds %v, want %s", kinds, want)
 	}
 	if len(runs) == 6 {
-		for _, r := range []*history.Run{runs[3], runs[5]} {
-			var fs traffic.FlowSet
-			if err := json.Unmarshal(r.Result, &fs); err != nil {
+		for i, r := range []*history.Run{runs[3], runs[5]} {
+			var res traffic.Result
+			if err := json.Unmarshal(r.Result, &res); err != nil {
 				t.Fatalf("run %s: %v", r.ID, err)
 			}
-			if len(fs.Samples) == 0 || fs.Samples[0].Side != "dut" {
+			if !slices.ContainsFunc(res.Samples, func(s traffic.Sample) bool { return s.Side == "dut" && s.Host == "router" }) {
 				t.Errorf("run %s has no samples of the router", r.ID)
 			}
-			if v := fs.Total.ReceivedPPS; v <= 0 || !strings.Contains(page, pageSI(v)+" pps") {
+			if v := res.Summary.ReceivedPPS; v <= 0 || !strings.Contains(page, pageSI(v)+" pps") {
 				t.Errorf("the page lacks the received %s pps of run %s", pageSI(v), r.ID)
+			}
+			if label := []string{"demo, before tuning: ", "demo, after tuning: "}[i]; !strings.HasPrefix(r.Headline, label) || !strings.Contains(page, r.Headline) {
+				t.Errorf("run %s: headline %q, want it to start with %q and be on the page", r.ID, r.Headline, label)
 			}
 		}
 	}
