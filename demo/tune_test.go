@@ -53,21 +53,26 @@ func TestWriteTuning(t *testing.T) {
 		{"nothing tried", func(tu *Tuning) {
 			tu.Auto.Trials, tu.Auto.Skipped, tu.Auto.After = nil, nil, tu.Auto.Before
 			tu.Restored = nil
-		}, []string{"nothing was tried: no candidate this system can take\n", "nothing was kept"}, []string{"CHANGE", "not tried"}},
+		}, []string{"nothing was tried: no candidate this system can take\n", "nothing was kept"}, []string{"CHANGE", "not tried", "the flood again"}},
 		{"no baseline", func(tu *Tuning) {
 			tu.Auto.Baseline, tu.Auto.Trials, tu.Restored = nil, nil, nil
 		}, []string{"tune auto: stopped before its baseline was measured\n", "nothing was kept"}, []string{"before → after"}},
 		{"not run", func(tu *Tuning) { tu.Auto = nil }, []string{"tune auto: did not run\n"}, []string{"CHANGE"}},
 		{"journal kept", func(tu *Tuning) { tu.JournalRemoved = false }, []string{"the journal could not be emptied"}, []string{"is empty and removed"}},
+		{"after", func(tu *Tuning) {
+			tu.After = &Flood{SentPPS: 230000, ReceivedPPS: 211000, LossRatio: 0.0826}
+		}, []string{
+			"the flood again after tuning, with what was kept: lan→wan  211,000 pps received of 230,000 pps sent, 8.26% lost; before tuning 97,536 pps (+116.3%)\n",
+		}, nil},
 		{"two restored", func(tu *Tuning) {
 			tu.Restored = append(tu.Restored, tune.RollbackResult{ID: "x", Restored: 1})
 		}, []string{"the demo rolled back the 2 kept changes at the end"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, tu := testTuning(t)
+			d, tu := testTuning(t)
 			tc.change(tu)
 			var b strings.Builder
-			writeTuning(&b, tu)
+			writeTuning(&b, tu, d)
 			got := b.String()
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
