@@ -1,18 +1,27 @@
-// Package demo owns linerate's guided run, the main job of `make demo`: it
-// builds a router lab (lan — router — wan, network namespaces joined by veth
-// links shaped like Ethernet ports), starts `linerate serve` in wan, runs the
-// seeds' experiments from lan through the router's NAT with `linerate
-// bench`, sets each figure beside the ceiling of the port the links stand
-// for and the CPU use per core, and removes the lab at the end, on failure
-// and on cancellation (Ctrl-C).
+// Package demo owns linerate's guided run, the main job of `make demo`: the
+// RouterPi's story (seeds/002) told on any Linux machine. It builds a router
+// lab (lan — router — wan, network namespaces joined by veth links shaped
+// like Ethernet ports) with an agent, `linerate serve`, in every node, all
+// pinned to one CPU; the router — the device under test — then measures
+// itself: it asks lan's agent to run the seeds' experiments to wan's agent
+// through it (third-party flows, `linerate bench --from lan --to wan` run in
+// the router) while it samples its own counters, sets each figure beside
+// the ceiling of the port the links stand for and the CPU use per core,
+// diagnoses itself from those samples and tunes itself the same way
+// (autotune.Relay). It removes the lab at the end, on failure and on
+// cancellation (Ctrl-C).
 //
 // The run is a list of Steps run in order once the lab is up: the three
 // measurements (Measure of each of Experiments), then Diagnose (the
 // router's own counters during a 64-byte UDP flood, through the diagnose
-// rules) and Tune (`tune auto` on the router: each change measured before
-// and after, kept or rolled back; at the end whatever was kept is rolled
+// rules: the "before" run) and Tune (`tune auto` on the router: each change
+// measured before and after, kept or rolled back; then one more flood with
+// what was kept, the "after" run; at the end whatever was kept is rolled
 // back too, so the demo leaves the machine as it found it). Steps work
-// through the Session (its Lab, Bench and Report).
+// through the Session (its Lab, Bench and Report). Each measurement and
+// tune auto's report are saved to the run history (Config.History), and
+// Report.WritePage sets the before and after runs side by side with tune
+// auto's trials on one HTML page.
 package demo
 
 import (
@@ -24,14 +33,15 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"linerate/autotune"
 	"linerate/ceiling"
+	"linerate/history"
 	"linerate/internal/usage"
 	"linerate/lab"
+	"linerate/source/cpuset"
+	"linerate/traffic"
 )
 
 // Defaults of a Config.
@@ -60,12 +70,9 @@ const (
 	serverNode = "wan"
 )
 
-// How long serve may take to listen, bench may overrun its own length, and
-// serve may take to exit when asked.
+// How long bench may overrun its own length, and take to stop when asked.
 const (
-	serveReady   = 10 * time.Second
 	benchGrace   = 30 * time.Second
-	serveStop    = 3 * time.Second
 	benchStopped = 5 * time.Second
 )
 
@@ -74,8 +81,9 @@ const (
 // TuneRounds, TuneDuration and StateDir are for the Tune step (and
 // Diagnose, which floods for one round of TuneDuration).
 type Config struct {
-	// Self is the linerate binary run inside the nodes (serve in wan,
-	// bench in lan): the running one (os.Executable) from the command line.
+	// Self is the linerate binary run inside the nodes (the agents in
+	// every node, bench in the router): the running one (os.Executable)
+	// from the command line.
 	Self string
 	// Name names the lab; DefaultName when empty. A lab of that name must
 	// not exist.
@@ -98,8 +106,12 @@ type Config struct {
 	// StateDir is where the Tune step makes its own journal directory,
 	// removed at the end; os.TempDir() when empty.
 	StateDir string
-	// Keep leaves the lab up at the end (serve is stopped all the same).
+	// Keep leaves the lab up at the end, with its agents.
 	Keep bool
+	// History is the run history the demo saves its runs to (each
+	// experiment, the floods before and after tuning, tune auto's report);
+	// nil saves nothing (the report page is written all the same).
+	History *history.Store
 	// Progress gets a line for each thing the demo does; nil discards.
 	Progress io.Writer
 	// Steps run in order once the lab and serve are up; nil runs Steps().
@@ -191,19 +203,31 @@ type Report struct {
 	// Duration and Warmup are per experiment, seconds.
 	Duration float64 `json:"duration"`
 	Warmup   float64 `json:"warmup"`
-	// Nodes are the client, router and server: bench runs in the client,
-	// serve in the server.
+	// Nodes are the client, router and server: the client's agent sends
+	// to the server's, through the router, which runs the test.
 	Client     string     `json:"client"`
 	Router     string     `json:"router"`
 	Server     string     `json:"server"`
 	ServerAddr netip.Addr `json:"server_addr"`
-	Outcomes   []Outcome  `json:"experiments"`
+	// AgentCPUs are the CPUs every agent's sender and receiver threads are
+	// pinned to (serve --cpus).
+	AgentCPUs []int     `json:"agent_cpus"`
+	Outcomes  []Outcome `json:"experiments"`
 	// Diagnosis and Tuning are what the Diagnose and Tune steps found and
 	// did; nil when they did not run.
 	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
 	Tuning    *Tuning    `json:"tune,omitempty"`
+	// Runs are the runs the demo saved to the history (or would have, with
+	// --no-save: then without an id), in the order it made them.
+	Runs []SavedRun `json:"runs"`
 	// Kept says the lab was left up (--keep).
 	Kept bool `json:"kept"`
+	// Page is the file the report page was written to ("" when none was),
+	// set by the caller that writes it (WritePage).
+	Page string `json:"page,omitempty"`
+
+	// page are the runs of the report page: before, after, tune auto.
+	page []pageRun
 }
 
 // Step is one stage of the demo.
@@ -233,12 +257,15 @@ type Session struct {
 	// Report is filled in by the steps.
 	Report *Report
 
-	serve *server
-	// rig floods lan → wan through the router and reads, samples and
-	// changes the router (Diagnose and Tune); floodCPU is the CPU its
-	// sender and receiver run on, spareCPUs the others this process may
+	// rig floods lan → wan through the router (its driver, an
+	// autotune.Relay, asks lan's agent from inside the router) and reads,
+	// samples and changes the router (Diagnose and Tune); flood is that
+	// driver with the floods' length, for the runs before and after
+	// tuning; floodCPU is the CPU the agents'
+	// senders and receivers run on, spareCPUs the others this process may
 	// use.
 	rig       *autotune.Rig
+	flood     *autotune.Relay
 	floodCPU  int
 	spareCPUs []int
 }
@@ -248,7 +275,7 @@ func (s *Session) Logf(format string, args ...any) {
 	fmt.Fprintf(s.Config.Progress, format+"\n", args...)
 }
 
-// Run builds the lab, starts serve, runs the steps and removes the lab (also
+// Run builds the lab with its agents, runs the steps and removes the lab (also
 // when a step fails or ctx ends, as on Ctrl-C), then checks nothing of it
 // is left. It returns the report of what was measured, also when it
 // fails part way. It needs root, and refuses (as bad input) a name a lab
@@ -266,13 +293,25 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	} else if !usage.Is(err) {
 		return nil, err
 	}
-	s := &Session{Config: cfg}
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{Config: cfg, floodCPU: cpus[0], spareCPUs: cpus[1:]}
 	s.Report = &Report{Lab: cfg.Name, Topology: lab.Router, SpeedBps: cfg.Speed, ShapeBps: ShapeRate(cfg.Speed),
 		Duration: cfg.Duration.Seconds(), Warmup: cfg.Warmup.Seconds(),
-		Client: clientNode, Router: routerNode, Server: serverNode}
+		Client: clientNode, Router: routerNode, Server: serverNode, AgentCPUs: cpus[:1], Runs: []SavedRun{}}
 	rep = s.Report
 
-	spec := lab.Spec{Name: cfg.Name, Topology: lab.Router, Rate: rep.ShapeBps}
+	// The agents, as `lab up --serve --cpus N` starts them: all pinned to
+	// one CPU, so that a flow's sender and receiver — and the router's
+	// forwarding, which a veth runs on the CPU that sends — pile up there,
+	// as all the receive work did on CPU0 of the seeds' RouterPi.
+	pin := cpuset.FormatList(rep.AgentCPUs)
+	spec := lab.Spec{Name: cfg.Name, Topology: lab.Router, Rate: rep.ShapeBps,
+		Serve: &lab.Serve{Port: traffic.DefaultPort, CPUs: rep.AgentCPUs, Command: func(_, secretFile string) *exec.Cmd {
+			return exec.Command(cfg.Self, "serve", "--token-file", secretFile, "--cpus", pin)
+		}}}
 	if cfg.Speed > 0 {
 		s.Logf("building lab %s: %s — %s (forwards, NAT) — %s, links shaped like %s Ethernet ports (tbf at %sbit/s each way)",
 			cfg.Name, clientNode, routerNode, serverNode, ceiling.FormatSpeed(cfg.Speed), lab.FormatRate(rep.ShapeBps))
@@ -300,10 +339,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	router, _ := l.Addr(clientNode, routerNode)
 	s.Logf("lab %s is up: %s %s → %s %s (NAT) → %s %s", cfg.Name, clientNode, firstAddr(l, clientNode),
 		routerNode, router, serverNode, addr)
-
-	if err := s.startServe(ctx); err != nil {
-		return rep, s.stopped(ctx, "starting serve", err)
-	}
+	s.Logf("agents: linerate serve --cpus %s in %s, %s and %s (port %d, the lab's secret): the router asks %s's to send to %s's through it, and samples itself",
+		pin, clientNode, routerNode, serverNode, traffic.DefaultPort, clientNode, serverNode)
 	for i, st := range cfg.Steps {
 		s.Logf("[%d/%d] %s", i+1, len(cfg.Steps), st.Title)
 		if err := st.Run(ctx, s); err != nil {
@@ -340,23 +377,18 @@ func firstAddr(l *lab.Lab, node string) string {
 	return n.Addrs()[0].String()
 }
 
-// teardown stops serve and removes the lab (unless Keep), then checks
+// teardown removes the lab and its agents (unless Keep), then checks
 // nothing of it is left.
 func (s *Session) teardown() error {
 	var errs []error
 	if err := s.closeRig(); err != nil {
 		errs = append(errs, err)
 	}
-	if s.serve != nil {
-		if err := s.serve.stop(); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	name := s.Config.Name
 	if s.Config.Keep {
 		s.Report.Kept = true
-		s.Logf("lab %s stays up (--keep). Try: linerate lab exec %s %s -- linerate serve & linerate lab exec %s %s -- linerate bench tcp --to %s",
-			name, name, serverNode, name, clientNode, serverNode)
+		s.Logf("lab %s stays up with its agents (--keep). Try: linerate lab exec %s %s -- linerate bench udp --from %s --to %s",
+			name, name, routerNode, clientNode, serverNode)
 		s.Logf("remove it: linerate lab down %s", name)
 		return joinErrors(errs)
 	}
@@ -368,7 +400,7 @@ func (s *Session) teardown() error {
 		errs = append(errs, fmt.Errorf("lab %s: left behind: %s (linerate lab down %s removes what is recorded)",
 			name, strings.Join(left, ", "), name))
 	} else {
-		s.Logf("lab %s is gone: no state file, no namespace left", name)
+		s.Logf("lab %s is gone: no state file, no namespace, no agent left", name)
 	}
 	return joinErrors(errs)
 }
@@ -389,7 +421,8 @@ func joinErrors(errs []error) error {
 	return out
 }
 
-// leftovers lists what remains of the lab: its state file, its namespaces.
+// leftovers lists what remains of the lab: its state file, its namespaces,
+// its agents.
 func (s *Session) leftovers() []string {
 	var left []string
 	labs, err := s.Config.Dir.List()
@@ -406,17 +439,22 @@ func (s *Session) leftovers() []string {
 			left = append(left, "network namespace "+n.Netns)
 		}
 	}
+	if n := s.Lab.AgentsRunning(); n > 0 {
+		left = append(left, fmt.Sprintf("%d agent(s) still running", n))
+	}
 	return left
 }
 
-// Bench runs experiment e from the client node against serve and returns
-// its Outcome. When bench fails after printing a result, the Outcome comes
+// Bench runs experiment e as the router: `linerate bench --from lan --to
+// wan` in the router node asks lan's agent to send to wan's agent through
+// it and samples the router meanwhile. It returns the experiment's
+// Outcome; when bench fails after printing a result, the Outcome comes
 // with the error.
 func (s *Session) Bench(ctx context.Context, e Experiment) (*Outcome, error) {
 	c := &s.Config
-	args := benchArgs(e, s.Report.ServerAddr.String(), c)
+	args := benchArgs(e, c)
 	shown := "linerate " + commandLine(args)
-	s.Logf("  %s: %s", clientNode, shown)
+	s.Logf("  %s: %s", routerNode, shown)
 
 	limit := c.Idle + c.Warmup + c.Duration + benchGrace
 	bctx, cancel := context.WithTimeout(ctx, limit)
@@ -428,23 +466,23 @@ func (s *Session) Bench(ctx context.Context, e Experiment) (*Outcome, error) {
 	cmd.WaitDelay = benchStopped
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	runErr := s.Lab.Run(clientNode, cmd)
+	runErr := s.Lab.Run(routerNode, cmd)
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case bctx.Err() != nil:
-		return nil, fmt.Errorf("%s (in %s): no result after %s", shown, clientNode, limit)
+		return nil, fmt.Errorf("%s (in %s): no result after %s", shown, routerNode, limit)
 	}
-	o, perr := outcome(e, args, out.Bytes(), clientNode, serverNode, c.Speed)
+	o, perr := flowOutcome(e, args, out.Bytes(), clientNode, serverNode, c.Speed)
 	if runErr != nil {
 		why := lastLine(errb.String())
 		if why == "" && o != nil && len(o.Errors) > 0 {
 			why = errorsLine(o.Errors)
 		}
-		return o, fmt.Errorf("%s (in %s): %w: %s", shown, clientNode, runErr, why)
+		return o, fmt.Errorf("%s (in %s): %w: %s", shown, routerNode, runErr, why)
 	}
 	if perr != nil {
-		return nil, fmt.Errorf("%s (in %s): %w", shown, clientNode, perr)
+		return nil, fmt.Errorf("%s (in %s): %w", shown, routerNode, perr)
 	}
 	return o, nil
 }
@@ -453,126 +491,4 @@ func (s *Session) Bench(ctx context.Context, e Experiment) (*Outcome, error) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// server is `linerate serve` running in the server node.
-type server struct {
-	cmd  *exec.Cmd
-	log  *watch
-	done chan struct{}
-	err  error // of Wait, once done is closed
-}
-
-// startServe starts serve in the server node on its lab address and waits
-// until it listens.
-func (s *Session) startServe(ctx context.Context) error {
-	addr := s.Report.ServerAddr.String()
-	args := []string{"serve", "--listen", addr}
-	s.Logf("%s: linerate %s", serverNode, commandLine(args))
-	sv := &server{log: newWatch("listening on"), done: make(chan struct{})}
-	sv.cmd = exec.Command(s.Config.Self, args...)
-	sv.cmd.Stdout, sv.cmd.Stderr = sv.log, sv.log
-	sv.cmd.WaitDelay = serveStop
-	if err := s.Lab.Start(serverNode, sv.cmd); err != nil {
-		return fmt.Errorf("start linerate serve in %s: %w", serverNode, err)
-	}
-	s.serve = sv
-	go func() {
-		sv.err = sv.cmd.Wait()
-		close(sv.done)
-	}()
-	t := time.NewTimer(serveReady)
-	defer t.Stop()
-	select {
-	case <-sv.log.seen:
-		s.Logf("%s: %s", serverNode, sv.log.match())
-		return nil
-	case <-sv.done:
-		return fmt.Errorf("linerate serve in %s exited (%v) before listening: %s", serverNode, sv.err, sv.log.tail())
-	case <-t.C:
-		return fmt.Errorf("linerate serve in %s: not listening after %s: %s", serverNode, serveReady, sv.log.tail())
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// stop asks serve to end (SIGTERM) and kills it if it has not within
-// serveStop.
-func (sv *server) stop() error {
-	select {
-	case <-sv.done:
-		return nil // it had exited: startServe reported why
-	default:
-	}
-	_ = sv.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-sv.done:
-		return nil
-	case <-time.After(serveStop):
-	}
-	_ = sv.cmd.Process.Kill()
-	<-sv.done
-	return fmt.Errorf("linerate serve in %s did not stop within %s; killed", serverNode, serveStop)
-}
-
-// watch is an io.Writer that keeps the last lines written to it and
-// signals once a line containing a word has been.
-type watch struct {
-	word string
-	seen chan struct{}
-
-	mu      sync.Mutex
-	partial []byte
-	lines   []string
-	matched string
-}
-
-const watchLines = 20
-
-func newWatch(word string) *watch { return &watch{word: word, seen: make(chan struct{})} }
-
-func (w *watch) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.partial = append(w.partial, p...)
-	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
-		}
-		line := strings.TrimSpace(string(w.partial[:i]))
-		w.partial = w.partial[i+1:]
-		if line == "" {
-			continue
-		}
-		w.lines = append(w.lines, line)
-		if len(w.lines) > watchLines {
-			w.lines = w.lines[1:]
-		}
-		if w.matched == "" && strings.Contains(line, w.word) {
-			w.matched = line
-			close(w.seen)
-		}
-	}
-	return len(p), nil
-}
-
-func (w *watch) match() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.matched
-}
-
-// tail is the last lines written, on one line.
-func (w *watch) tail() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	lines := w.lines
-	if p := strings.TrimSpace(string(w.partial)); p != "" {
-		lines = append(lines[:len(lines):len(lines)], p)
-	}
-	if len(lines) == 0 {
-		return "no output"
-	}
-	return strings.Join(lines, " | ")
 }

@@ -7,16 +7,18 @@ import (
 	"strings"
 
 	"linerate/box"
+	"linerate/history"
 )
 
-// Experiment is one of the seeds' measurements, run from the client node
-// through the router to the server node with `linerate bench`.
+// Experiment is one of the seeds' measurements: the router runs it with
+// `linerate bench --from lan --to wan`, lan's agent sending to wan's
+// through the router.
 type Experiment struct {
 	// Name is kebab-case: "tcp-bidir".
 	Name  string `json:"name"`
 	Title string `json:"title"`
 	// Bench is the protocol and options of `linerate bench`; the demo adds
-	// --to, --duration, --warmup, --idle and --json.
+	// --from, --to, --duration, --warmup, --idle, --json and --no-save.
 	Bench []string `json:"bench"`
 	// Seed is what the seeds measured on real hardware, for comparison.
 	Seed string `json:"seed"`
@@ -41,7 +43,9 @@ var Experiments = []Experiment{
 	{
 		Name:  "udp-64",
 		Title: "64-byte UDP packets per second",
-		Bench: []string{"udp", "--size", "64"},
+		// One sender, as the flood of the diagnose and tune steps: on the
+		// agents' one CPU, more threads only contend.
+		Bench: []string{"udp", "--size", "64", "--threads", "1"},
 		Seed: "APU4 with i211 NICs (seeds/004): 105k packets/s received as it came, about 250k once " +
 			"spread over queues and cores, of the 1,488,095 a gigabit port carries",
 	},
@@ -50,7 +54,7 @@ var Experiments = []Experiment{
 // Outcome is what one experiment measured.
 type Outcome struct {
 	Experiment Experiment `json:"experiment"`
-	// Command is the bench command line as run in the client node.
+	// Command is the bench command line as run in the router node.
 	Command []string `json:"command"`
 	// Flows holds each direction that carried traffic.
 	Flows []Flow `json:"flows"`
@@ -63,7 +67,9 @@ type Outcome struct {
 	LimitedWhy string `json:"limited_why,omitempty"`
 	// Errors are those bench reported with its result.
 	Errors []string `json:"errors,omitempty"`
-	// Bench is bench's whole JSON result, samples included, for diagnosis.
+	// Bench is bench's whole JSON result, for diagnosis: the set of flows
+	// (lan's flow as its agent measured it, samples included) and the
+	// router's own samples (side "dut").
 	Bench json.RawMessage `json:"bench"`
 }
 
@@ -81,18 +87,34 @@ func Measure(e Experiment) Step {
 				for _, line := range outcomeLines(o, s.Config.Speed) {
 					s.Logf("  %s", line)
 				}
+				s.save(e.Name, history.KindFlows, append([]string{"linerate"}, o.Command...), o.Bench)
 			}
 			return err
 		},
 	}
 }
 
-// outcome builds an Outcome from bench's output.
+// outcome builds an Outcome from the output of `linerate bench --json`.
 func outcome(e Experiment, cmd []string, out []byte, from, to string, speedBps int64) (*Outcome, error) {
 	r, err := parseBench(out)
 	if err != nil {
 		return nil, err
 	}
+	return outcomeOf(e, cmd, r, out, from, to, speedBps)
+}
+
+// flowOutcome builds an Outcome from the output of `linerate bench --from
+// --json`: one flow's result, and the router's samples for the CPU use.
+func flowOutcome(e Experiment, cmd []string, out []byte, from, to string, speedBps int64) (*Outcome, error) {
+	r, err := parseFlowSet(out)
+	if err != nil {
+		return nil, err
+	}
+	return outcomeOf(e, cmd, r, out, from, to, speedBps)
+}
+
+// outcomeOf builds an Outcome from a bench result and its JSON, out.
+func outcomeOf(e Experiment, cmd []string, r *benchResult, out []byte, from, to string, speedBps int64) (*Outcome, error) {
 	flows, cpu, err := summarise(r, from, to, speedBps)
 	if err != nil {
 		return nil, err
@@ -109,11 +131,13 @@ func outcome(e Experiment, cmd []string, out []byte, from, to string, speedBps i
 // commandLine quotes nothing: the demo's arguments never hold spaces.
 func commandLine(args []string) string { return strings.Join(args, " ") }
 
-// benchArgs is the bench command line of e against addr.
-func benchArgs(e Experiment, addr string, c *Config) []string {
+// benchArgs is the bench command line of e as the router runs it: lan's
+// agent sends to wan's (the nodes' names resolve in the lab; the secret
+// comes in $LINERATE_TOKEN). The demo saves the result itself.
+func benchArgs(e Experiment, c *Config) []string {
 	args := append([]string{"bench"}, e.Bench...)
-	return append(args, "--to", addr,
-		"--duration", c.Duration.String(), "--warmup", c.Warmup.String(), "--idle", c.Idle.String(), "--json")
+	return append(args, "--from", clientNode, "--to", serverNode,
+		"--duration", c.Duration.String(), "--warmup", c.Warmup.String(), "--idle", c.Idle.String(), "--json", "--no-save")
 }
 
 func errorsLine(errs []string) string {

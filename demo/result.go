@@ -40,13 +40,65 @@ type benchResult struct {
 			SndMSS int `json:"snd_mss"`
 		} `json:"tcp"`
 	} `json:"streams"`
-	Samples []struct {
-		Side    string       `json:"side"`
-		Target  int          `json:"target"`
-		Seconds float64      `json:"seconds"`
-		CPU     []box.CPUUse `json:"cpu"`
-	} `json:"samples"`
-	Errors []string `json:"errors"`
+	Samples []benchSample `json:"samples"`
+	Errors  []string      `json:"errors"`
+}
+
+// benchSample is one second of one end's counters, as far as the demo
+// reads it.
+type benchSample struct {
+	Side    string       `json:"side"`
+	Target  int          `json:"target"`
+	Seconds float64      `json:"seconds"`
+	CPU     []box.CPUUse `json:"cpu"`
+}
+
+// flowSet is the part of `linerate bench --from --json` (docs/bench.md:
+// a set of third-party flows) the demo reads: each flow's result, and the
+// samples of the host that ran bench (side "dut", the router).
+type flowSet struct {
+	Schema int `json:"schema"`
+	Flows  []struct {
+		From   string          `json:"from"`
+		Result json.RawMessage `json:"result"`
+		Error  string          `json:"error"`
+	} `json:"flows"`
+	Samples []benchSample `json:"samples"`
+}
+
+// parseFlowSet decodes the output of `linerate bench --from --json` with
+// one flow: its result, with the router's samples added to it.
+func parseFlowSet(b []byte) (*benchResult, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, fmt.Errorf("no JSON result on its output")
+	}
+	var fs flowSet
+	if err := json.Unmarshal(b, &fs); err != nil {
+		return nil, fmt.Errorf("its JSON result: %w", err)
+	}
+	if fs.Schema != benchSchema {
+		return nil, fmt.Errorf("its JSON result has schema %d; this demo reads schema %d", fs.Schema, benchSchema)
+	}
+	if len(fs.Flows) != 1 {
+		return nil, fmt.Errorf("its JSON result has %d flows; want one", len(fs.Flows))
+	}
+	f := fs.Flows[0]
+	if len(f.Result) == 0 || string(f.Result) == "null" {
+		if f.Error == "" {
+			f.Error = "no reason given"
+		}
+		return nil, fmt.Errorf("the flow from %s has no result: %s", f.From, f.Error)
+	}
+	r, err := parseBench(f.Result)
+	if err != nil {
+		return nil, err
+	}
+	r.Samples = append(fs.Samples, r.Samples...)
+	if f.Error != "" {
+		r.Errors = append(r.Errors, f.Error)
+	}
+	return r, nil
 }
 
 type benchTotals struct {
@@ -205,11 +257,12 @@ func (r *benchResult) sndMSS(dir string) int {
 }
 
 // cpuUse averages each CPU's use over the result's samples, weighted by
-// each sample's length. It takes the client's samples, or the server's
-// when the client has none: in a lab both ends read the same /proc/stat
-// (CPU time is not per network namespace), so either is the whole machine.
+// each sample's length. It takes the router's samples (side "dut"), else
+// the client's, else the server's: in a lab they all read the same
+// /proc/stat (CPU time is not per network namespace), so each is the
+// whole machine.
 func (r *benchResult) cpuUse() []box.CPUUse {
-	for _, side := range []string{"client", "server"} {
+	for _, side := range []string{"dut", "client", "server"} {
 		sum := map[int]*box.CPUUse{}
 		weight := map[int]float64{}
 		for _, s := range r.Samples {

@@ -225,3 +225,39 @@ func TestShapeRate(t *testing.T) {
 		t.Errorf("shaped link passes %v full frames/s, a gigabit port %v", lab, port)
 	}
 }
+
+// TestParseFlowSet: `bench --from --json` as the router prints it — one
+// flow's result, and the router's own samples, which the CPU use is taken
+// from.
+func TestParseFlowSet(t *testing.T) {
+	res := string(readBench(t, "udp-64"))
+	dut := `{"side":"dut","target":-1,"seconds":1,"cpu":[{"id":0,"busy":100,"softirq":60},{"id":1,"busy":5}]}`
+	set := `{"schema":1,"flows":[{"from":"lan:7557","to":["wan:7557"],"result":` + res + `}],"samples":[` + dut + `]}`
+	r, err := parseFlowSet([]byte(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Spec.Proto != "udp" || r.Summary.ReceivedPPS <= 0 {
+		t.Errorf("the flow's result was not read: %+v", r.Summary)
+	}
+	cpu := r.cpuUse()
+	if len(cpu) != 2 || cpu[0].Busy != 100 || cpu[0].SoftIRQ != 60 || cpu[1].Busy != 5 {
+		t.Errorf("CPU use %+v, want the router's samples", cpu)
+	}
+	o, err := flowOutcome(Experiments[2], []string{"bench"}, []byte(set), "lan", "wan", 1e9)
+	if err != nil || len(o.Flows) != 1 || o.Flows[0].PPS != 87936 || string(o.Bench) != set {
+		t.Errorf("outcome %+v, %v", o, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"", "no JSON result"},
+		{`{"schema":2,"flows":[]}`, "schema 2"},
+		{`{"schema":1,"flows":[]}`, "0 flows; want one"},
+		{`{"schema":1,"flows":[{"from":"lan:7557","result":null,"error":"lan:7557: flow refused"}]}`, "the flow from lan:7557 has no result: lan:7557: flow refused"},
+		{`{"schema":1,"flows":[{"from":"lan:7557"}]}`, "no result: no reason given"},
+		{`{"schema":1,"flows":[{"from":"lan:7557","result":{"schema":1,"spec":{"proto":"sctp"}}}]}`, `proto "sctp"`},
+	} {
+		if _, err := parseFlowSet([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseFlowSet(%q) = %v, want an error with %q", tc.in, err, tc.want)
+		}
+	}
+}

@@ -104,6 +104,18 @@ func nothingLeft(t *testing.T, name string, dir lab.Dir) {
 			t.Errorf("network namespace %s is left (%v)", ns, err)
 		}
 	}
+	// The agents, and anything else started in the lab's nodes.
+	if pids := testenv.PidsWithEnv(t, lab.EnvLab+"="+name); len(pids) > 0 {
+		t.Errorf("processes of lab %s still run: %v", name, pids)
+	}
+	// The agents' secret and log.
+	ents, err := os.ReadDir(string(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("%s is left in the state directory %s", e.Name(), dir)
+	}
 }
 
 func TestRunRefusesExistingLab(t *testing.T) {
@@ -131,22 +143,20 @@ func TestRunRefusesExistingLab(t *testing.T) {
 	}
 }
 
-func TestRunServeFails(t *testing.T) {
-	// serve is /bin/false here: it exits at once, and the demo must say so
-	// and remove the lab it built.
+func TestRunAgentsFail(t *testing.T) {
+	// The agents are /bin/false here: the first exits at once, the lab is
+	// not built, and the demo must say so and leave nothing behind.
 	name, dir := testLab(t)
 	var progress bytes.Buffer
 	rep, err := Run(context.Background(), Config{Self: "/bin/false", Name: name, Dir: dir, Progress: &progress})
-	if err == nil || !strings.Contains(err.Error(), "exited (exit status 1) before listening") {
-		t.Fatalf("Run with a serve that fails: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "ended before it listened") {
+		t.Fatalf("Run with agents that fail: %v\n%s", err, progress.String())
 	}
-	if rep == nil || len(rep.Outcomes) != 0 || rep.Kept {
+	if rep == nil || len(rep.Outcomes) != 0 || rep.Kept || rep.HasPage() {
 		t.Errorf("report %+v: want one with no outcomes", rep)
 	}
-	for _, want := range []string{"lab " + name + " is up", "removing lab " + name, "lab " + name + " is gone"} {
-		if !strings.Contains(progress.String(), want) {
-			t.Errorf("progress lacks %q:\n%s", want, progress.String())
-		}
+	if !strings.Contains(progress.String(), "building lab "+name) {
+		t.Errorf("progress lacks the lab being built:\n%s", progress.String())
 	}
 	nothingLeft(t, name, dir)
 }
@@ -162,9 +172,13 @@ func TestRunCancelled(t *testing.T) {
 	steps := []Step{
 		{Name: "look", Title: "look around", Run: func(ctx context.Context, s *Session) error {
 			reached = append(reached, "look")
-			// Inside the lab while the step runs: the server node is up.
+			// Inside the lab while the step runs: the server node is up,
+			// with an agent in every node.
 			if ok, err := lab.NetnsExists(lab.NetnsName(name, serverNode)); !ok || err != nil {
 				t.Errorf("namespace of %s missing during a step (%v)", serverNode, err)
+			}
+			if n := s.Lab.AgentsRunning(); n != 3 {
+				t.Errorf("%d agents run during a step, want 3", n)
 			}
 			return nil
 		}},
@@ -191,8 +205,8 @@ func TestRunCancelled(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("teardown took %s", d)
 	}
-	if !strings.Contains(progress.String(), "listening on") {
-		t.Errorf("serve never listened:\n%s", progress.String())
+	if !strings.Contains(progress.String(), "agents: linerate serve --cpus ") {
+		t.Errorf("no agents were started:\n%s", progress.String())
 	}
 	nothingLeft(t, name, dir)
 }

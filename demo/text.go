@@ -174,7 +174,7 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	writeDiagnosis(&b, r.Diagnosis)
-	writeTuning(&b, r.Tuning)
+	writeTuning(&b, r.Tuning, r.Diagnosis)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -193,9 +193,10 @@ func writeDiagnosis(b *strings.Builder, d *Diagnosis) {
 
 // writeTuning writes tune auto's before/after table: each change tried,
 // the goal metric before and after it (medians), the change, whether it
-// was kept and why; then the first baseline against the last, and what the
-// demo undid.
-func writeTuning(b *strings.Builder, t *Tuning) {
+// was kept and why; then the first baseline against the last, the flood
+// after tuning against the diagnose step's (before), and what the demo
+// undid.
+func writeTuning(b *strings.Builder, t *Tuning, before *Diagnosis) {
 	if t == nil {
 		return
 	}
@@ -251,6 +252,9 @@ func writeTuning(b *strings.Builder, t *Tuning) {
 	b.WriteString(line + "\n")
 	if r.Interrupted {
 		b.WriteString("interrupted: the change being tried was rolled back\n")
+	}
+	if t.After != nil {
+		fmt.Fprintf(b, "the flood again after tuning, with what was kept: %s\n", afterLine(before, t.After))
 	}
 	writeUndo(b, t)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -27,7 +26,7 @@ func testReport(t *testing.T, speed int64) *Report {
 	for i, file := range []string{"tcp-bidir", "tcp-mss88", "udp-64"} {
 		e := Experiments[i]
 		c := &Config{Duration: 3 * time.Second, Warmup: time.Second, Idle: 500 * time.Millisecond}
-		o, err := outcome(e, benchArgs(e, "10.231.2.2", c), readBench(t, file), "lan", "wan", speed)
+		o, err := outcome(e, benchArgs(e, c), readBench(t, file), "lan", "wan", speed)
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
@@ -143,8 +142,8 @@ func TestCheck(t *testing.T) {
 
 func TestBenchArgs(t *testing.T) {
 	c := &Config{Duration: time.Second, Warmup: 500 * time.Millisecond, Idle: 200 * time.Millisecond}
-	got := commandLine(benchArgs(Experiments[1], "10.231.2.2", c))
-	want := "bench tcp --mss 88 --to 10.231.2.2 --duration 1s --warmup 500ms --idle 200ms --json"
+	got := commandLine(benchArgs(Experiments[1], c))
+	want := "bench tcp --mss 88 --from lan --to wan --duration 1s --warmup 500ms --idle 200ms --json --no-save"
 	if got != want {
 		t.Errorf("bench args %q, want %q", got, want)
 	}
@@ -160,38 +159,6 @@ func TestSteps(t *testing.T) {
 		if st.Name != names[i] || st.Title == "" || st.Run == nil {
 			t.Errorf("step %d: %+v, want %s", i, st, names[i])
 		}
-	}
-}
-
-func TestWatch(t *testing.T) {
-	w := newWatch("listening on")
-	for _, p := range []string{"linerate serve: list", "ening on 10.0.0.1:7557\n", "07:00:01 a client\n\n", "partial"} {
-		if _, err := io.WriteString(w, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case <-w.seen:
-	default:
-		t.Fatal("the line with the word was not seen")
-	}
-	if got, want := w.match(), "linerate serve: listening on 10.0.0.1:7557"; got != want {
-		t.Errorf("match %q, want %q", got, want)
-	}
-	if got, want := w.tail(), "linerate serve: listening on 10.0.0.1:7557 | 07:00:01 a client | partial"; got != want {
-		t.Errorf("tail %q, want %q", got, want)
-	}
-	// A second matching line does not close the channel again, and only
-	// the last lines are kept.
-	io.WriteString(w, " listening on again\n")
-	for i := 0; i < 2*watchLines; i++ {
-		io.WriteString(w, "line\n")
-	}
-	if n := strings.Count(w.tail(), "|") + 1; n != watchLines {
-		t.Errorf("tail holds %d lines, want %d", n, watchLines)
-	}
-	if got := newWatch("x").tail(); got != "no output" {
-		t.Errorf("empty tail %q", got)
 	}
 }
 

@@ -6,24 +6,35 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"linerate/autotune"
+	"linerate/box"
 	"linerate/diagnose"
+	"linerate/history"
+	"linerate/remote"
+	"linerate/sample"
+	"linerate/source"
 	"linerate/source/cpuset"
 	"linerate/traffic"
 	"linerate/tune"
 )
 
-// The demo ends by closing the loop on the router, as issue 5 asks: it
-// diagnoses the router from its own counters during a flood of 64-byte
-// UDP packets from lan to wan, runs `tune auto` on it (a baseline, then
-// each candidate change in a journalled transaction of its own, kept when
-// it beats the noise, rolled back otherwise), and finally rolls back what
+// The demo ends by closing the loop on the router, as issue 5 asks, the
+// way a real router would run it on itself (issue 8): the router asks
+// lan's agent to flood wan's agent with 64-byte UDP packets through it,
+// samples its own counters meanwhile and diagnoses itself from them (the
+// "before" run), runs `tune auto --from lan --to wan` on itself (a
+// baseline, then each candidate change in a journalled transaction of its
+// own, kept when it beats the noise, rolled back otherwise), floods once
+// more with what was kept (the "after" run), and finally rolls back what
 // was kept, in a journal of its own that it removes: the demo leaves the
 // machine as it found it.
 
@@ -36,6 +47,12 @@ const (
 	// costs its warmup and duration.
 	MaxTuneRounds = 10
 )
+
+// minFlood is the shortest measured time of the floods before and after
+// tuning: the router samples itself once a second from when it asks for
+// the flood, so a window of one second may hold no whole second of load;
+// two do (the diagnose rules judge whole seconds).
+const minFlood = 2 * time.Second
 
 // floodFrame is the Ethernet frame size of the flood, FCS included: the
 // seeds' smallest packets (seeds/004 counts packets per second in them).
@@ -71,6 +88,13 @@ type Diagnosis struct {
 	Findings []diagnose.Finding `json:"findings"`
 }
 
+// Flood is what one flood through the router measured at the far end.
+type Flood struct {
+	SentPPS     float64 `json:"sent_pps"`
+	ReceivedPPS float64 `json:"received_pps"`
+	LossRatio   float64 `json:"loss_ratio"`
+}
+
 // Tuning is what the tune step did: tune auto's report, and the undoing of
 // what it kept.
 type Tuning struct {
@@ -81,6 +105,9 @@ type Tuning struct {
 	// Restored are the journal records of the kept changes the demo rolled
 	// back at the end, newest first.
 	Restored []tune.RollbackResult `json:"restored"`
+	// After is one more flood once tune auto is done, with the changes it
+	// kept still applied (nil when it did not finish).
+	After *Flood `json:"after,omitempty"`
 	// JournalRemoved says the demo's private journal was empty at the end
 	// and was removed.
 	JournalRemoved bool `json:"journal_removed"`
@@ -100,7 +127,7 @@ func Diagnose() Step {
 			}
 			c := &s.Config
 			s.Logf("  %s", s.floodLine())
-			m, err := s.rig.Measure(ctx)
+			m, err := s.flood.Measure(ctx, s.rig.Sample)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -124,7 +151,7 @@ func Diagnose() Step {
 				return err
 			}
 			sum := m.Result.Summary
-			d := &Diagnosis{DUT: s.rig.DUT, FrameSize: floodFrame, Duration: c.TuneDuration.Seconds(),
+			d := &Diagnosis{DUT: s.rig.DUT, FrameSize: floodFrame, Duration: s.floodDuration().Seconds(),
 				Warmup: c.Warmup.Seconds(), CPU: s.floodCPU,
 				SentPPS: sum.SentPPS, ReceivedPPS: sum.ReceivedPPS, LossRatio: sum.LossRatio,
 				Samples: len(ev.Rates), Rules: len(diagnose.Rules()), Findings: fs}
@@ -135,6 +162,7 @@ func Diagnose() Step {
 			for _, l := range diagnosisLines(d) {
 				s.Logf("  %s", l)
 			}
+			s.save(RoleBefore, history.KindBench, s.floodCommand(), floodResult(m))
 			return nil
 		},
 	}
@@ -182,12 +210,88 @@ func Tune() Step {
 			rep, err := autotune.Run(ctx, autotune.Config{Rig: s.rig, Store: store, Goal: autotune.GoalThroughput,
 				Rounds: c.TuneRounds, Try: try, Progress: &indent{w: c.Progress, prefix: "  "}})
 			t.Auto = rep
+			if rep != nil && len(rep.Baseline) > 0 {
+				s.save(RoleTuneAuto, history.KindTuneAuto, s.tuneCommand(try), rep)
+			}
 			if err != nil {
 				return oneLine{err}
 			}
-			return nil
+			return s.floodAfter(ctx, t)
 		},
 	}
+}
+
+// floodAfter floods once more with the changes tune auto kept still
+// applied: the "after" run beside the diagnose step's "before".
+func (s *Session) floodAfter(ctx context.Context, t *Tuning) error {
+	kept := "nothing kept: as before"
+	if n := len(t.Auto.Kept()); n > 0 {
+		kept = fmt.Sprintf("with the %d change%s kept", n, plural(n))
+	}
+	s.Logf("  after tuning (%s): the same flood once more, %s measured", kept, s.floodDuration())
+	m, err := s.flood.Measure(ctx, s.rig.Sample)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err == nil && m.Result == nil {
+		err = errors.New("no result")
+	}
+	if err != nil {
+		return fmt.Errorf("flood %s → %s after tuning: %w", clientNode, serverNode, err)
+	}
+	sum := m.Result.Summary
+	t.After = &Flood{SentPPS: sum.SentPPS, ReceivedPPS: sum.ReceivedPPS, LossRatio: sum.LossRatio}
+	s.Logf("  %s", afterLine(s.Report.Diagnosis, t.After))
+	s.save(RoleAfter, history.KindBench, s.floodCommand(), floodResult(m))
+	return nil
+}
+
+// afterLine sets the flood after tuning beside the one before it.
+func afterLine(before *Diagnosis, after *Flood) string {
+	l := fmt.Sprintf("%s→%s  %s received of %s sent, %.2f%% lost", clientNode, serverNode, pps(after.ReceivedPPS),
+		pps(after.SentPPS), after.LossRatio*100)
+	if before != nil && before.ReceivedPPS > 0 {
+		l += fmt.Sprintf("; before tuning %s (%+.1f%%)", pps(before.ReceivedPPS),
+			(after.ReceivedPPS-before.ReceivedPPS)/before.ReceivedPPS*100)
+	}
+	return l
+}
+
+// floodResult is a flood through the router as the history keeps it: lan's
+// flow as its agent measured it (its own and wan's samples), with the
+// router's samples added (side "dut", host router), as the report page
+// shows a flow of `bench --from`. It is kept as a bench run rather than a
+// set of flows so that its headline — before or after tuning — stays on
+// the page.
+func floodResult(m autotune.Measurement) *traffic.Result {
+	res := *m.Result
+	res.Samples = slices.Clone(res.Samples)
+	for _, r := range m.DUT {
+		res.Samples = append(res.Samples, traffic.Sample{Side: "dut", Target: -1, Host: routerNode, Rates: r})
+	}
+	return &res
+}
+
+// floodCommand is the flood as a command the router could run itself.
+func (s *Session) floodCommand() []string {
+	c := &s.Config
+	return []string{"linerate", "bench", "udp", "--size", strconv.Itoa(floodFrame), "--from", clientNode, "--to", serverNode,
+		"--duration", s.floodDuration().String(), "--warmup", c.Warmup.String()}
+}
+
+// floodDuration is the measured time of the floods before and after
+// tuning: a tuning round's, and at least minFlood.
+func (s *Session) floodDuration() time.Duration { return max(s.Config.TuneDuration, minFlood) }
+
+// tuneCommand is the tune step as a command the router could run itself.
+func (s *Session) tuneCommand(try []tune.Item) []string {
+	c := &s.Config
+	cmd := []string{"linerate", "tune", "auto", "--from", clientNode, "--to", serverNode, "--size", strconv.Itoa(floodFrame),
+		"--duration", c.TuneDuration.String(), "--warmup", c.Warmup.String(), "--rounds", strconv.Itoa(c.TuneRounds)}
+	for _, it := range try {
+		cmd = append(cmd, "--try", it.String())
+	}
+	return cmd
 }
 
 // undoTuning rolls back what tune auto kept (whatever ctx says: Ctrl-C
@@ -237,43 +341,79 @@ func (s *Session) undoTuning(ctx context.Context, store tune.Store, dir string, 
 // undoTimeout bounds rolling back the kept changes: a few file writes.
 const undoTimeout = 30 * time.Second
 
-// rigUp makes the rig the diagnose and tune steps measure with, once: a
-// flood of 64-byte UDP packets from lan to wan through the router, sent
-// from this process with its sockets in lan to a receiver it runs in wan,
-// and the router's namespace read, sampled and changed. Sender and
-// receiver are pinned to one CPU, which then also does the router's
-// forwarding (a veth delivers on the CPU that sends), as CPU0 did all the
-// work on the seeds' RouterPi; RPS on the router's lan queue can move
-// that work to the other CPUs.
-func (s *Session) rigUp() error {
+// rigUp makes the rig the diagnose and tune steps measure with, once: the
+// router is the device under test and runs the test, as `tune auto --from
+// lan --to wan` run on it does (autotune.Relay). Its control connection to
+// lan's agent is made inside the router's namespace, the agent sends
+// 64-byte UDP packets to wan's agent through the router, and the router's
+// namespace is read, sampled and changed. The agents run pinned to one
+// CPU, which then also does the router's forwarding (a veth delivers on
+// the CPU that sends), as CPU0 did all the work on the seeds' RouterPi;
+// RPS on the router's lan queue can move that work to the other CPUs.
+func (s *Session) rigUp() (err error) {
 	if s.rig != nil {
 		return nil
 	}
-	cpus, err := allowedCPUs()
+	l, c := s.Lab, &s.Config
+	from, ok := l.AgentIn(routerNode, clientNode)
+	if !ok {
+		return fmt.Errorf("lab %s: no agent in %s that %s reaches", c.Name, clientNode, routerNode)
+	}
+	to, ok := l.AgentIn(clientNode, serverNode)
+	if !ok {
+		return fmt.Errorf("lab %s: no agent in %s that %s reaches", c.Name, serverNode, clientNode)
+	}
+	secret, err := l.Secret()
 	if err != nil {
 		return err
 	}
-	c := &s.Config
-	bench := traffic.Config{
-		Spec: traffic.Spec{Proto: "udp", Direction: traffic.Forward, Duration: traffic.Seconds(c.TuneDuration),
-			Warmup: traffic.Seconds(c.Warmup), Streams: 1, Ports: 1, Threads: 1},
-		FrameSize: floodFrame,
-		CPUs:      cpus[:1],
-	}
-	rig, err := autotune.LabRig(s.Lab, autotune.LabNodes{Client: clientNode, Server: serverNode, DUT: routerNode}, bench)
+	agent, err := remote.Parse(from)
 	if err != nil {
-		return fmt.Errorf("set up the flood through %s: %w", routerNode, err)
+		return fmt.Errorf("%s's agent %s: %w", clientNode, from, err)
 	}
-	s.rig, s.floodCPU, s.spareCPUs = rig, cpus[0], cpus[1:]
+	router, err := l.Node(routerNode)
+	if err != nil {
+		return err
+	}
+	sys, err := tune.NewLiveNetns(router.Netns)
+	if err != nil {
+		return err
+	}
+	src, err := source.NewLiveNetns(router.Netns)
+	if err != nil {
+		sys.Close()
+		return fmt.Errorf("read %s: %w", routerNode, err)
+	}
+	inRouter := remote.Options{Setup: func(fn func() error) error { return l.Do(routerNode, fn) }}
+	relay := &autotune.Relay{From: from, Config: traffic.Config{
+		Targets: []string{to}, Token: secret, FrameSize: floodFrame,
+		Spec: traffic.Spec{Proto: "udp", Direction: traffic.Forward, Duration: traffic.Seconds(c.TuneDuration),
+			Warmup: traffic.Seconds(c.Warmup), Streams: 1, Ports: 1, Threads: 1}},
+		Dial: func(ctx context.Context) (net.Conn, error) { return remote.Dial(ctx, agent, inRouter) },
+	}
+	flood := *relay
+	flood.Config.Spec.Duration = traffic.Seconds(s.floodDuration())
+	s.flood = &flood
+	s.rig = &autotune.Rig{
+		Name:   fmt.Sprintf("lab %s: %s's agent → %s → %s's agent, run by %s", c.Name, clientNode, routerNode, serverNode, routerNode),
+		DUT:    fmt.Sprintf("%s (netns %s)", routerNode, router.Netns),
+		System: sys,
+		Inspect: func(ctx context.Context) (*box.Box, error) {
+			return box.Collect(ctx, src)
+		},
+		Sample:  sample.Live(src.Proc(), src.Ethtool(), nil),
+		Driver:  relay,
+		Release: func() error { return errors.Join(sys.Close(), src.Close()) },
+	}
 	return nil
 }
 
 // floodLine says what the flood is, for the progress lines.
 func (s *Session) floodLine() string {
 	c := &s.Config
-	return fmt.Sprintf("flood: udp %s → %s in %d-byte frames, as fast as one sender goes, %s measured after %s of warmup; "+
-		"sender and receiver on CPU%d, so that one CPU does all the work as on the seeds' RouterPi; %s's own counters sampled each second",
-		clientNode, serverNode, floodFrame, c.TuneDuration, c.Warmup, s.floodCPU, routerNode)
+	return fmt.Sprintf("flood: %s asks %s's agent to send udp to %s's agent through it in %d-byte frames, as fast as one sender goes, "+
+		"%s measured after %s of warmup; the agents on CPU%d, so that one CPU does all the work as on the seeds' RouterPi; %s's own counters sampled each second",
+		routerNode, clientNode, serverNode, floodFrame, s.floodDuration(), c.Warmup, s.floodCPU, routerNode)
 }
 
 // allowedCPUs are the CPUs this process may run on, in order.
@@ -295,8 +435,7 @@ func allowedCPUs() ([]int, error) {
 	return cpus, nil
 }
 
-// closeRig frees the rig: its receiver in wan, its handles on the
-// router's namespace.
+// closeRig frees the rig: its handles on the router's namespace.
 func (s *Session) closeRig() error {
 	if s.rig == nil {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"linerate/autotune"
 	"linerate/diagnose"
+	"linerate/history"
 	"linerate/lab"
 	"linerate/tune"
 )
@@ -51,21 +53,26 @@ func TestWriteTuning(t *testing.T) {
 		{"nothing tried", func(tu *Tuning) {
 			tu.Auto.Trials, tu.Auto.Skipped, tu.Auto.After = nil, nil, tu.Auto.Before
 			tu.Restored = nil
-		}, []string{"nothing was tried: no candidate this system can take\n", "nothing was kept"}, []string{"CHANGE", "not tried"}},
+		}, []string{"nothing was tried: no candidate this system can take\n", "nothing was kept"}, []string{"CHANGE", "not tried", "the flood again"}},
 		{"no baseline", func(tu *Tuning) {
 			tu.Auto.Baseline, tu.Auto.Trials, tu.Restored = nil, nil, nil
 		}, []string{"tune auto: stopped before its baseline was measured\n", "nothing was kept"}, []string{"before → after"}},
 		{"not run", func(tu *Tuning) { tu.Auto = nil }, []string{"tune auto: did not run\n"}, []string{"CHANGE"}},
 		{"journal kept", func(tu *Tuning) { tu.JournalRemoved = false }, []string{"the journal could not be emptied"}, []string{"is empty and removed"}},
+		{"after", func(tu *Tuning) {
+			tu.After = &Flood{SentPPS: 230000, ReceivedPPS: 211000, LossRatio: 0.0826}
+		}, []string{
+			"the flood again after tuning, with what was kept: lan→wan  211,000 pps received of 230,000 pps sent, 8.26% lost; before tuning 97,536 pps (+116.3%)\n",
+		}, nil},
 		{"two restored", func(tu *Tuning) {
 			tu.Restored = append(tu.Restored, tune.RollbackResult{ID: "x", Restored: 1})
 		}, []string{"the demo rolled back the 2 kept changes at the end"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, tu := testTuning(t)
+			d, tu := testTuning(t)
 			tc.change(tu)
 			var b strings.Builder
-			writeTuning(&b, tu)
+			writeTuning(&b, tu, d)
 			got := b.String()
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
@@ -201,10 +208,13 @@ func TestRunTune(t *testing.T) {
 	}
 	var progress syncBuffer
 	cfg := quickTune(t, name, dir, steps, &progress)
+	store := history.Open(t.TempDir())
+	cfg.History = store
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
+	t.Logf("progress:\n%s", progress.String())
 	if before != "" || after != before {
 		t.Errorf("router lan rx-0 rps_cpus %q before, %q after the demo", before, after)
 	}
@@ -233,6 +243,11 @@ func TestRunTune(t *testing.T) {
 	if restored := len(tu.Restored); restored != len(a.Kept()) || !tu.JournalRemoved {
 		t.Errorf("%d kept, %d restored, journal removed %v", len(a.Kept()), restored, tu.JournalRemoved)
 	}
+	if tu.After == nil || tu.After.ReceivedPPS <= 0 {
+		t.Errorf("no flood after tuning: %+v", tu.After)
+	}
+	checkRuns(t, rep, store, RoleBefore, RoleTuneAuto, RoleAfter)
+	checkPage(t, rep)
 	emptyDir(t, cfg.StateDir)
 	nothingLeft(t, name, dir)
 	var text bytes.Buffer
@@ -344,4 +359,76 @@ func TestOneLine(t *testing.T) {
 	if !errors.Is(err, inner) {
 		t.Error("the parts left the chain")
 	}
+}
+
+// checkRuns checks the report lists the runs of roles, in that order, each
+// saved in store under its id with its kind.
+func checkRuns(t *testing.T, rep *Report, store *history.Store, roles ...string) {
+	t.Helper()
+	var got []string
+	for _, r := range rep.Runs {
+		got = append(got, r.Role)
+		saved, err := store.Load(r.ID)
+		if err != nil {
+			t.Errorf("run %s (%s) is not in the history: %v", r.ID, r.Role, err)
+			continue
+		}
+		if saved.Kind != r.Kind || saved.Headline != r.Headline || r.Headline == "" || len(saved.Command) < 3 {
+			t.Errorf("run %s: saved %s %q %q, reported %s %q", r.ID, saved.Kind, saved.Headline, saved.Command, r.Kind, r.Headline)
+		}
+		want := map[string]string{RoleBefore: history.KindBench, RoleAfter: history.KindBench, RoleTuneAuto: history.KindTuneAuto}[r.Role]
+		if r.Kind != want {
+			t.Errorf("run %s (%s) of kind %s, want %s", r.ID, r.Role, r.Kind, want)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(roles, ",") {
+		t.Errorf("runs %v, want %v", got, roles)
+	}
+	if all, err := store.List(); err != nil || len(all) != len(roles) {
+		t.Errorf("the history holds %d runs (%v), want %d", len(all), err, len(roles))
+	}
+}
+
+// checkPage writes the report page and checks it is HTML with the floods
+// before and after tuning side by side (their received pps as the page
+// writes them) and tune auto's before and after.
+func checkPage(t *testing.T, rep *Report) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := rep.WritePage(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.HasPrefix(page, "<!DOCTYPE html>") || !strings.HasSuffix(strings.TrimSpace(page), "</html>") {
+		t.Errorf("the page is not an HTML document: %.200q", page)
+	}
+	a := rep.Tuning.Auto
+	bv, _ := a.Before.Value(a.Metric)
+	av, _ := a.After.Value(a.Metric)
+	wants := []string{
+		autotune.FormatMetric(a.Metric, bv) + " → " + autotune.FormatMetric(a.Metric, av),
+		"demo, before tuning: ", "demo, after tuning: ", "dut",
+		pageSI(rep.Diagnosis.ReceivedPPS) + " pps",
+		pageSI(rep.Tuning.After.ReceivedPPS) + " pps",
+	}
+	for _, w := range wants {
+		if !strings.Contains(page, w) {
+			t.Errorf("the page lacks %q", w)
+		}
+	}
+}
+
+// pageSI writes a figure as the report page does: two decimals at most,
+// with a k or M prefix.
+func pageSI(v float64) string {
+	p := ""
+	switch {
+	case v >= 1e6:
+		v, p = v/1e6, "M"
+	case v >= 1e3:
+		v, p = v/1e3, "k"
+	}
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + p
 }

@@ -31,6 +31,12 @@ import (
 type Serve struct {
 	// Port is the agents' control port in every node.
 	Port int `json:"port"`
+	// CPUs, when set, are the CPUs every agent pins its sender and
+	// receiver threads to (serve --cpus): with them all on one CPU, the
+	// work of a flow between two nodes piles up there, as on a small box
+	// whose receive work lands on CPU0. Command must pass them on; they
+	// are recorded so that the lab says how its agents run.
+	CPUs []int `json:"cpus,omitempty"`
 	// Command makes the agent's command for a node, given the path of the
 	// secret file. It is not recorded: the lab's package does not know
 	// what binary serves.

@@ -137,6 +137,13 @@ func (s *Spec) Validate() error {
 	if s.Serve != nil && (s.Serve.Port < 1 || s.Serve.Port > 65535) {
 		return usage.Errorf("agents' port %d: want 1 to 65535", s.Serve.Port)
 	}
+	if s.Serve != nil {
+		for _, c := range s.Serve.CPUs {
+			if c < 0 {
+				return usage.Errorf("agents' CPU %d: negative", c)
+			}
+		}
+	}
 	return checkSubnet(s.Subnet, s.links())
 }
 

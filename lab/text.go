@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -56,8 +57,12 @@ func (l *Lab) Describe(w io.Writer) error {
 		return err
 	}
 	if s := l.Spec.Serve; s != nil {
-		_, err := fmt.Fprintf(w, "agents: linerate serve in %d of %d nodes, port %d; secret in %s; log in %s\n",
-			len(l.Agents), len(l.Nodes), s.Port, l.SecretFile(), l.dir.logPath(l.Spec.Name))
+		pinned := ""
+		if len(s.CPUs) > 0 {
+			pinned = "; pinned to CPUs " + cpuList(s.CPUs)
+		}
+		_, err := fmt.Fprintf(w, "agents: linerate serve in %d of %d nodes, port %d%s; secret in %s; log in %s\n",
+			len(l.Agents), len(l.Nodes), s.Port, pinned, l.SecretFile(), l.dir.logPath(l.Spec.Name))
 		return err
 	}
 	return nil
@@ -83,4 +88,13 @@ func (l *Lab) Summary() string {
 		agents = fmt.Sprintf("%d/%d running", l.AgentsRunning(), len(l.Nodes))
 	}
 	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", l.Spec.Name, topo, l.Status(), list, subnet, agents)
+}
+
+// cpuList is a list of CPUs as serve --cpus takes it: "0", "0,2".
+func cpuList(cpus []int) string {
+	parts := make([]string, len(cpus))
+	for i, c := range cpus {
+		parts[i] = strconv.Itoa(c)
+	}
+	return strings.Join(parts, ",")
 }

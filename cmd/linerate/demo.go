@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,34 +26,46 @@ var demoOpts struct {
 	keep     bool
 	speed    string
 	name     string
+	report   string
+	history  historyFlags
 }
 
 var demoCmd = &cobra.Command{
 	Use:   "demo",
-	Short: "Build a NAT router lab, measure the seeds' experiments through it, then diagnose and tune the router",
-	Long: `demo is the guided run of 'make demo'. On any Linux machine, as root, it:
+	Short: "Tell the RouterPi story: a NAT router lab measures, diagnoses and tunes itself through agents, then writes a report",
+	Long: `demo is the guided run of 'make demo': the story of the seeds' RouterPi, a
+small NAT router whose CPU0 did all the receive work. On any Linux machine,
+as root, it:
 
   1. builds a router lab (lan — router — wan, network namespaces; the router
      forwards and NATs out of wan) whose links are shaped like Ethernet
-     ports of --speed;
-  2. starts 'linerate serve' in wan;
-  3. runs the seeds' experiments from lan through the router with
-     'linerate bench': TCP in both directions at once, TCP with 88-byte
-     segments, 64-byte UDP packets;
-  4. prints each figure beside the ceiling of a --speed port for the same
+     ports of --speed, with an agent ('linerate serve', as 'lab up --serve'
+     starts them) in every node, all pinned to one CPU (serve --cpus), so
+     that the work of the traffic through the router piles up there;
+  2. has the router run the seeds' experiments as third-party flows: it
+     asks lan's agent to send to wan's agent through it ('linerate bench
+     --from lan --to wan', run in the router) and samples its own counters:
+     TCP in both directions at once, TCP with 88-byte segments, 64-byte
+     UDP packets;
+  3. prints each figure beside the ceiling of a --speed port for the same
      frames, and the CPU use per core while it ran;
-  5. diagnoses the router from its own counters during a flood of 64-byte
-     UDP packets from lan to wan (sender and receiver on one CPU, as all
-     the work was on CPU0 of the seeds' RouterPi), and prints the findings
-     with their fixes;
-  6. runs 'tune auto' on the router: a baseline of --rounds rounds of that
-     flood, then each change — RPS on the router's lan queue (the seeds'
-     fix) and the fixes of the findings — in a journalled transaction of
-     its own, measured again, kept when it beats the noise, rolled back
-     otherwise; prints the before/after table;
-  7. rolls back every change it kept, in a journal of its own under $TMPDIR
-     that it removes, and removes the lab, also on Ctrl-C or failure, and
-     checks nothing is left.
+  4. diagnoses the router from its own counters during a flood of 64-byte
+     UDP packets from lan's agent to wan's (the run "before"), and prints
+     the findings with their fixes;
+  5. runs 'tune auto --from lan --to wan' as the router: a baseline of
+     --rounds rounds of that flood, then each change — RPS on the router's
+     lan queue (the seeds' fix) and the fixes of the findings — in a
+     journalled transaction of its own, measured again, kept when it beats
+     the noise, rolled back otherwise; prints the before/after table; then
+     floods once more with what was kept (the run "after");
+  6. rolls back every change it kept, in a journal of its own under $TMPDIR
+     that it removes, and removes the lab and its agents, also on Ctrl-C or
+     failure, and checks nothing is left;
+  7. saves each experiment, the floods before and after and tune auto's
+     report to the run history (unless --no-save; 'linerate runs' lists
+     them) and ends by writing one HTML page — the floods before and after
+     tuning side by side, then tune auto's trials — to --report, whose path
+     is its last line.
 
 The lab's nodes share this machine's CPUs: the CPU figures are the sender,
 the router and the receiver together. With --speed 1G the links are capped
@@ -62,12 +75,14 @@ little faster than on a real port. --speed 0 leaves the links uncapped.
 
 It takes about a minute (5 s measured per experiment, 2 s per tuning
 round); --quick about half that. Ctrl-C stops it at any point: the change
-being tried is rolled back, the kept ones too, the lab removed (exit 130).`,
+being tried is rolled back, the kept ones too, the lab removed (exit 130);
+the page is written of what was measured.`,
 	Example: `  sudo linerate demo
   sudo linerate demo --quick               # 1 s per experiment and per tuning round, for CI
   sudo linerate demo --rounds 3 --round-duration 5s   # tune with more, longer rounds
   sudo linerate demo --duration 10s --json > demo.json
-  sudo linerate demo --speed 2.5G --keep   # leave the lab up to explore`,
+  sudo linerate demo --speed 2.5G --keep   # leave the lab up to explore
+  sudo linerate demo -o /tmp/demo.html --no-save   # the page elsewhere, nothing in the history`,
 	Args: argsWith(cobra.NoArgs),
 	RunE: runDemo,
 }
@@ -83,6 +98,8 @@ func init() {
 	f.BoolVar(&demoOpts.keep, "keep", false, "leave the lab up at the end (remove it with linerate lab down NAME); the tuning is rolled back all the same")
 	f.StringVar(&demoOpts.speed, "speed", "1G", "Ethernet port speed the lab's links stand for and the ceilings are for (100M, 1G, 2.5G; 0: uncapped)")
 	f.StringVar(&demoOpts.name, "name", demo.DefaultName, "name of the lab to build; no lab of that name may exist")
+	f.StringVarP(&demoOpts.report, "report", "o", demoReport, "write the report page (HTML: before and after tuning side by side, tune auto's trials) to `FILE`")
+	demoOpts.history.add(f, true)
 	rootCmd.AddCommand(demoCmd)
 }
 
@@ -118,6 +135,9 @@ func demoConfig(cmd *cobra.Command) (demo.Config, error) {
 	return c, nil
 }
 
+// demoReport is where the demo writes its report page by default: here.
+const demoReport = "linerate-demo-report.html"
+
 func runDemo(cmd *cobra.Command, _ []string) error {
 	cfg, err := demoConfig(cmd)
 	if err != nil {
@@ -128,6 +148,15 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("find the linerate binary to run in the lab: %w", err)
 	}
 	cfg.Self = self
+	if strings.TrimSpace(demoOpts.report) == "" || demoOpts.report == "-" {
+		return usage.Errorf("--report %q: give a file to write the page to", demoOpts.report)
+	}
+	if st, err := os.Stat(filepath.Dir(demoOpts.report)); err != nil || !st.IsDir() {
+		return usage.Errorf("--report %s: no directory %s to write the page in", demoOpts.report, filepath.Dir(demoOpts.report))
+	}
+	if !demoOpts.history.noSave {
+		cfg.History = demoOpts.history.store(cmd)
+	}
 	stdout := cmd.OutOrStdout()
 	cfg.Progress = stdout
 	if demoOpts.json {
@@ -139,11 +168,30 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	if err := lab.RequireRoot("linerate demo"); err != nil {
 		return err
 	}
+	if cfg.History != nil {
+		fmt.Fprintf(cfg.Progress, "runs are saved to the history in %s ('linerate runs' lists them; --no-save keeps none)\n", cfg.History.Dir)
+	}
 	rep, runErr := demo.Run(cmd.Context(), cfg)
+	var page error
+	if rep != nil && rep.HasPage() {
+		page = writeFileAtomic(demoOpts.report, rep.WritePage)
+		if page == nil {
+			rep.Page = demoOpts.report
+		}
+	}
 	if rep != nil && (len(rep.Outcomes) > 0 || runErr == nil) {
 		if err := writeDemo(stdout, rep); err != nil && runErr == nil {
 			runErr = err
 		}
+	}
+	switch {
+	case page != nil && runErr == nil:
+		runErr = fmt.Errorf("the report page: %w", page)
+	case page == nil && rep != nil && rep.Page != "" && !demoOpts.json:
+		// The last line: where the page is.
+		fmt.Fprintf(stdout, "\nthe report, one HTML page (before and after tuning side by side, tune auto's trials):\n%s\n", rep.Page)
+	case page == nil && rep != nil && rep.Page != "":
+		fmt.Fprintf(cmd.ErrOrStderr(), "the report page: %s\n", rep.Page)
 	}
 	return runErr
 }

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,9 +24,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"linerate/demo"
+	"linerate/history"
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
 	"linerate/lab"
+	"linerate/traffic"
 )
 
 // buildDemoBinary builds linerate into a directory anyone may read: the
@@ -74,6 +78,9 @@ func TestDemoBadInput(t *testing.T) {
 		{[]string{"--name", strings.Repeat("a", lab.MaxNameLen+1)}, "--name"},
 		{[]string{"extra"}, `unknown command "extra"`},
 		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"--report", ""}, `--report "": give a file`},
+		{[]string{"-o", "-"}, `--report "-": give a file`},
+		{[]string{"-o", "/nonexistent-dir/demo.html"}, "--report /nonexistent-dir/demo.html: no directory /nonexistent-dir"},
 	} {
 		err := demoRunInProcess(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -133,9 +140,22 @@ func testDemoNeedsRoot(t *testing.T, bin string) {
 	}
 }
 
+// demoRun is where one demo run keeps its lab and writes: the lab's name
+// and state directory, its TMPDIR (tune's journal: empty at the end), its
+// run history, and its report page. All are the test's own temporary
+// directories; the demo runs in another, so nothing lands in the repo.
+type demoRun struct {
+	name    string
+	dir     lab.Dir
+	tmp     string
+	history string
+	page    string
+	cwd     string
+}
+
 // demoLab is a fresh lab name and state directory for one demo run; what
 // is left of it when the test ends is removed.
-func demoLab(t *testing.T) (string, lab.Dir, string) {
+func demoLab(t *testing.T) demoRun {
 	t.Helper()
 	testenv.RequireRoot(t)
 	var b [3]byte
@@ -144,6 +164,8 @@ func demoLab(t *testing.T) (string, lab.Dir, string) {
 	dir := lab.Dir(t.TempDir())
 	// The demo's TMPDIR, where tune's journal goes: empty at the end.
 	tmp := t.TempDir()
+	d := demoRun{name: name, dir: dir, tmp: tmp, history: t.TempDir(), cwd: t.TempDir()}
+	d.page = filepath.Join(t.TempDir(), "demo.html")
 	t.Cleanup(func() {
 		if _, err := dir.Load(name); err == nil {
 			t.Errorf("lab %s was left behind; removing it", name)
@@ -152,22 +174,24 @@ func demoLab(t *testing.T) (string, lab.Dir, string) {
 			}
 		}
 	})
-	return name, dir, tmp
+	return d
 }
 
-// demoCommand is the binary's `demo ARGS...` recording its lab in dir,
-// with TMPDIR tmp.
-func demoCommand(bin string, dir lab.Dir, tmp string, args ...string) *exec.Cmd {
-	cmd := exec.Command(bin, append([]string{"demo"}, args...)...)
-	cmd.Env = append(os.Environ(), lab.EnvDir+"="+string(dir), "TMPDIR="+tmp)
+// demoCommand is the binary's `demo --name NAME -o PAGE ARGS...` recording
+// its lab in d.dir, with TMPDIR d.tmp and its history in d.history.
+func demoCommand(bin string, d demoRun, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, append([]string{"demo", "--name", d.name, "-o", d.page}, args...)...)
+	cmd.Env = append(os.Environ(), lab.EnvDir+"="+string(d.dir), "TMPDIR="+d.tmp, "LINERATE_HISTORY_DIR="+d.history)
+	cmd.Dir = d.cwd
 	return cmd
 }
 
 // demoLeftovers fails the test if anything of the lab remains: its state
 // file, its namespaces, a process running the test's binary bin (serve
 // or bench in a node), or anything in the demo's TMPDIR (tune's journal).
-func demoLeftovers(t *testing.T, bin, name string, dir lab.Dir, tmp string) {
+func demoLeftovers(t *testing.T, bin string, d demoRun) {
 	t.Helper()
+	name, dir, tmp := d.name, d.dir, d.tmp
 	ents, err := os.ReadDir(tmp)
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +221,10 @@ func demoLeftovers(t *testing.T, bin, name string, dir lab.Dir, tmp string) {
 			t.Errorf("process %s is still running: %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
 		}
 	}
+	// The directory the demo ran in: the page went to -o.
+	if ents, _ := os.ReadDir(d.cwd); len(ents) > 0 {
+		t.Errorf("the demo wrote %s in the directory it ran in", ents[0].Name())
+	}
 }
 
 // rowFigures finds the table row of an experiment and direction and
@@ -218,8 +246,9 @@ func rowFigures(out, title, path string) (mbps, pps float64, ok bool) {
 // testDemoEndToEnd is `make demo` in CI: the real binary, a real lab, the
 // three experiments with short durations.
 func testDemoEndToEnd(t *testing.T, bin string) {
-	name, dir, tmp := demoLab(t)
-	cmd := demoCommand(bin, dir, tmp, "--quick", "--name", name)
+	d := demoLab(t)
+	name := d.name
+	cmd := demoCommand(bin, d, "--quick")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = time.Second
@@ -254,6 +283,8 @@ func testDemoEndToEnd(t *testing.T, bin string) {
 		t.Errorf("no wan→lan figures above zero in:\n%s", got)
 	}
 	for _, want := range []string{"[5/5]", "1G PORT", "CPU0", "lab " + name + " is gone",
+		"agents: linerate serve --cpus ", "router: linerate bench tcp --bidir --from lan --to wan",
+		"after tuning (", "saved as run ",
 		"diagnose: router (netns " + lab.NetnsName(name, "router") + ") during a flood of 64-byte UDP packets lan → wan",
 		"tune auto on router", "before → after: ",
 		"the router is as the demo found it, and its journal is empty and removed"} {
@@ -273,14 +304,101 @@ func testDemoEndToEnd(t *testing.T, bin string) {
 	if errb.Len() != 0 {
 		t.Errorf("stderr: %s", errb.String())
 	}
-	demoLeftovers(t, bin, name, dir, tmp)
+	page := checkDemoPage(t, d, got)
+	// Tune auto's before and after, as the text says them.
+	if m := regexp.MustCompile(`(?m)^before → after: (\S+ k?pps → \S+ k?pps)`).FindStringSubmatch(got); m == nil {
+		t.Errorf("no before → after line in:\n%s", got)
+	} else if !strings.Contains(page, m[1]) {
+		t.Errorf("the page lacks tune auto's %q", m[1])
+	}
+	// Every experiment, the floods before and after, tune auto: in the
+	// history, and the floods' received figures on the page side by side.
+	runs := demoRuns(t, d.history)
+	var kinds []string
+	for _, r := range runs {
+		kinds = append(kinds, r.Kind)
+	}
+	if want := "flows,flows,flows,bench,tune-auto,bench"; strings.Join(kinds, ",") != want {
+		t.Errorf("the history holds runs of kinds %v, want %s", kinds, want)
+	}
+	if len(runs) == 6 {
+		for i, r := range []*history.Run{runs[3], runs[5]} {
+			var res traffic.Result
+			if err := json.Unmarshal(r.Result, &res); err != nil {
+				t.Fatalf("run %s: %v", r.ID, err)
+			}
+			if !slices.ContainsFunc(res.Samples, func(s traffic.Sample) bool { return s.Side == "dut" && s.Host == "router" }) {
+				t.Errorf("run %s has no samples of the router", r.ID)
+			}
+			if v := res.Summary.ReceivedPPS; v <= 0 || !strings.Contains(page, pageSI(v)+" pps") {
+				t.Errorf("the page lacks the received %s pps of run %s", pageSI(v), r.ID)
+			}
+			if label := []string{"demo, before tuning: ", "demo, after tuning: "}[i]; !strings.HasPrefix(r.Headline, label) || !strings.Contains(page, r.Headline) {
+				t.Errorf("run %s: headline %q, want it to start with %q and be on the page", r.ID, r.Headline, label)
+			}
+		}
+	}
+	demoLeftovers(t, bin, d)
+}
+
+// checkDemoPage checks the last line of the demo's output is the report
+// page's path, and the page is a whole HTML document; it returns the page.
+func checkDemoPage(t *testing.T, d demoRun, out string) string {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if last := lines[len(lines)-1]; last != d.page {
+		t.Errorf("last line %q, want the page's path %s", last, d.page)
+	}
+	b, err := os.ReadFile(d.page)
+	if err != nil {
+		t.Fatalf("the report page: %v", err)
+	}
+	page := string(b)
+	if !strings.HasPrefix(page, "<!DOCTYPE html>") || !strings.HasSuffix(strings.TrimSpace(page), "</html>") {
+		t.Errorf("the report page is not a whole HTML document: %.200q", page)
+	}
+	return page
+}
+
+// demoRuns are the runs in the history dir, oldest first.
+func demoRuns(t *testing.T, dir string) []*history.Run {
+	t.Helper()
+	store := history.Open(dir)
+	list, err := store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*history.Run
+	for i := len(list) - 1; i >= 0; i-- {
+		r, err := store.Load(list[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// pageSI writes a figure as the report page does: two decimals at most,
+// with a k or M prefix.
+func pageSI(v float64) string {
+	p := ""
+	switch {
+	case v >= 1e6:
+		v, p = v/1e6, "M"
+	case v >= 1e3:
+		v, p = v/1e3, "k"
+	}
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	return strings.TrimRight(strings.TrimRight(s, "0"), ".") + p
 }
 
 // testDemoInterrupted sends SIGINT once the lab is up and the first
 // experiment runs: the demo exits 130 and leaves nothing behind.
 func testDemoInterrupted(t *testing.T, bin string) {
-	name, dir, tmp := demoLab(t)
-	cmd := demoCommand(bin, dir, tmp, "--name", name)
+	d := demoLab(t)
+	name := d.name
+	cmd := demoCommand(bin, d)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +458,11 @@ func testDemoInterrupted(t *testing.T, bin string) {
 	if !strings.Contains(out.String(), "lab "+name+" is gone") {
 		t.Errorf("stdout does not say the lab is gone:\n%s", out.String())
 	}
-	demoLeftovers(t, bin, name, dir, tmp)
+	// Stopped before the flood through the router: no page to write.
+	if _, err := os.Stat(d.page); err == nil {
+		t.Errorf("a page was written with no run for it")
+	}
+	demoLeftovers(t, bin, d)
 }
 
 // testDemoInterruptedTune sends SIGINT while tune auto tries its first
@@ -350,10 +472,11 @@ func testDemoInterruptedTune(t *testing.T, bin string) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("one CPU: the demo has no RPS change to try")
 	}
-	name, dir, tmp := demoLab(t)
+	d := demoLab(t)
+	name := d.name
 	// Short experiments, one round per baseline and change, long enough to
-	// stop in the middle.
-	cmd := demoCommand(bin, dir, tmp, "--duration", "200ms", "--rounds", "1", "--round-duration", "2s", "--name", name)
+	// stop in the middle; nothing saved.
+	cmd := demoCommand(bin, d, "--duration", "200ms", "--rounds", "1", "--round-duration", "2s", "--no-save")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -426,5 +549,15 @@ func testDemoInterruptedTune(t *testing.T, bin string) {
 			t.Errorf("stdout lacks %q:\n%s", want, got)
 		}
 	}
-	demoLeftovers(t, bin, name, dir, tmp)
+	// The page of what was measured is written all the same: the flood
+	// before tuning and tune auto's interrupted report; and with
+	// --no-save the history holds nothing.
+	page := checkDemoPage(t, d, got)
+	if !strings.Contains(page, "interrupted") {
+		t.Errorf("the page does not say tune auto was interrupted")
+	}
+	if ents, _ := os.ReadDir(d.history); len(ents) > 0 {
+		t.Errorf("--no-save, but the history holds %s", ents[0].Name())
+	}
+	demoLeftovers(t, bin, d)
 }

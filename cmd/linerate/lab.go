@@ -32,6 +32,7 @@ type labUpOptions struct {
 	rate   string
 	subnet string
 	serve  bool
+	cpus   string
 }
 
 func newLabCmd() *cobra.Command {
@@ -76,6 +77,7 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
   sudo linerate lab up star --ports 5 --mtu 9000
   sudo linerate lab up pair --name p --subnet 192.168.77.0/24
   sudo linerate lab up router --name demo --serve    # and an agent (linerate serve) in every node
+  sudo linerate lab up router --name demo --serve --cpus 0   # agents pinned to CPU0: the router's receive work piles up there
   sudo linerate lab exec demo lan -- linerate bench udp --to wan   # reaches wan's agent by name`,
 		Args: argsWith(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -111,9 +113,19 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("--serve: the agents run this linerate: %w", err)
 				}
-				s.Serve = &lab.Serve{Port: traffic.DefaultPort, Command: func(_, secretFile string) *exec.Cmd {
-					return exec.Command(self, "serve", "--token-file", secretFile)
+				cpus, err := parseCPUs(o.cpus)
+				if err != nil {
+					return err
+				}
+				s.Serve = &lab.Serve{Port: traffic.DefaultPort, CPUs: cpus, Command: func(_, secretFile string) *exec.Cmd {
+					args := []string{"serve", "--token-file", secretFile}
+					if len(cpus) > 0 {
+						args = append(args, "--cpus", o.cpus)
+					}
+					return exec.Command(self, args...)
 				}}
+			} else if o.cpus != "" {
+				return usage.Errorf("--cpus pins the agents: it goes with --serve")
 			}
 			l, err := o.dir().Up(cmd.Context(), s)
 			if err != nil {
@@ -135,6 +147,7 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
 	f.IntVar(&o.queues, "queues", 1, fmt.Sprintf("rx and tx queues of each veth, 1 to %d", lab.MaxQueues))
 	f.StringVar(&o.rate, "rate", "", "cap each direction of each link with a tbf qdisc, in bits/s: 100M, 1G, 2.5G (default: uncapped)")
 	f.StringVar(&o.subnet, "subnet", lab.DefaultSubnet.String(), "IPv4 prefix to carve one subnet per link from")
+	f.StringVar(&o.cpus, "cpus", "", "with --serve: pin every agent's sender and receiver threads to these CPUs (serve --cpus: \"0\", \"0-1\"), so that a flow's work piles up there")
 	f.BoolVar(&o.serve, "serve", false, fmt.Sprintf("start an agent (linerate serve, port %d) in every node, with a secret in the state directory; lab down stops them", traffic.DefaultPort))
 	return c
 }
