@@ -2,8 +2,10 @@ package autotune
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"linerate/box"
@@ -47,16 +49,37 @@ func (r *Relay) Measure(ctx context.Context, dut sample.Reader) (Measurement, er
 	if r.Channel {
 		f.Secret = c.Token
 	}
-	var loop *sample.Loop
-	if dut != nil {
-		loop = sample.Start(dut, time.Second, nil)
+	// The sampler starts when the agent's window opens (after its idle
+	// probes, with probes, and the warmup), so that its seconds are the
+	// window's.
+	lead := c.Spec.Warmup.D()
+	if c.Spec.ProbeInterval > 0 {
+		lead += c.Idle
 	}
-	start := time.Now().Add(c.Idle + c.Spec.Warmup.D())
+	start := time.Now().Add(lead)
 	end := start.Add(c.Spec.Duration.D())
+	var mu sync.Mutex
+	var loop *sample.Loop
+	over := false
+	if dut != nil {
+		t := time.AfterFunc(lead, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !over {
+				loop = sample.Start(dut, time.Second, nil)
+			}
+		})
+		defer t.Stop()
+	}
 	m.Result, err = traffic.RunFlow(ctx, conn, c.Token, f, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	over = true
 	if loop != nil {
 		rates, serr := loop.Stop()
 		m.DUT, m.DUTErr = window(rates, start, end), serr
+	} else if dut != nil {
+		m.DUTErr = errors.New("the flow ended before its measured window opened")
 	}
 	return m, err
 }

@@ -114,7 +114,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 		conns[i] = c
 		set.Flows[i] = traffic.FlowRun{From: p.from.String(), To: withPort(p.to, o.port)}
 	}
-	mid, err := startMiddle(ctx, sampled, cfg.Token)
+	mid, err := startMiddle(ctx, sampled, cfg.Token, flowLead(cfg.Spec, cfg.Idle))
 	if err != nil {
 		for _, c := range conns {
 			c.Close()
@@ -128,13 +128,9 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	var pathMu sync.Mutex
 	var pathDrops func() traffic.EndDrops
 	if dc := ends.drops(); dc != nil && proto == "udp" && search == nil && len(plans) == 1 {
-		// The agent's window opens after its idle probes (with probes)
-		// and the warmup; the snapshot a little before it: a wider window
-		// only adds what the ledger calls excess.
-		start := cfg.Spec.Warmup.D() - 100*time.Millisecond
-		if cfg.Spec.ProbeInterval > 0 {
-			start += cfg.Idle
-		}
+		// The snapshot a little before the agent's window opens: a wider
+		// window only adds what the ledger calls excess.
+		start := flowLead(cfg.Spec, cfg.Idle) - 100*time.Millisecond
 		t := time.AfterFunc(max(start, 0), func() {
 			pathMu.Lock()
 			defer pathMu.Unlock()

@@ -128,7 +128,7 @@ func (o *runOptions) planRound(ctx context.Context, pl *plan.Plan, targets []str
 		conns[i] = c
 		set.Flows[i] = traffic.FlowRun{From: f.From, To: []string{targets[i]}}
 	}
-	mid, err := startMiddle(ctx, sampled, o.token)
+	mid, err := startMiddle(ctx, sampled, o.token, pl.Warmup)
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -163,14 +163,50 @@ type middle struct {
 	others func() ([]traffic.Sample, []string)
 }
 
-func startMiddle(ctx context.Context, hosts []sampleTarget, secret string) (*middle, error) {
-	self := liveSampling()(nil)
+// startMiddle starts sampling the hosts in the middle. This host's own
+// sampling starts after lead (the flows' idle probes and warmup), so that
+// its seconds are the measured window's; the agents of the other hosts
+// sample from now on (their clocks are not this host's to cut by).
+func startMiddle(ctx context.Context, hosts []sampleTarget, secret string, lead time.Duration) (*middle, error) {
 	others, err := startSampling(ctx, hosts, secret)
 	if err != nil {
-		self()
 		return nil, err
 	}
-	return &middle{self: self, others: others}, nil
+	return &middle{self: sampleAfter(lead), others: others}, nil
+}
+
+// sampleAfter samples this host once a second from lead on; the returned
+// stop gives what was sampled (nothing, when it stops before lead).
+func sampleAfter(lead time.Duration) func() ([]box.Rates, error) {
+	var mu sync.Mutex
+	var stop func() ([]box.Rates, error)
+	over := false
+	t := time.AfterFunc(lead, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !over {
+			stop = liveSampling()(nil)
+		}
+	})
+	return func() ([]box.Rates, error) {
+		t.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		over = true
+		if stop == nil {
+			return nil, nil
+		}
+		return stop()
+	}
+}
+
+// flowLead is how long after a flow's request its measured window opens:
+// the idle latency probes (with probes) and the warmup.
+func flowLead(sp traffic.Spec, idle time.Duration) time.Duration {
+	if sp.ProbeInterval > 0 {
+		return idle + sp.Warmup.D()
+	}
+	return sp.Warmup.D()
 }
 
 // finish stops the sampling and completes set: the samples (side dut),
