@@ -13,6 +13,7 @@ import (
 	"linerate/internal/usage"
 	// Named apart: the package's tests have a helper called lab.
 	nslab "linerate/lab"
+	"linerate/remote"
 	"linerate/sample"
 	"linerate/source"
 	"linerate/traffic"
@@ -75,6 +76,14 @@ func LabRig(l *nslab.Lab, nodes LabNodes, bench traffic.Config) (rig *Rig, err e
 		}
 	}()
 
+	if relay, ok, err := labRelay(l, nodes, bench); err != nil {
+		return nil, err
+	} else if ok {
+		rig.Driver, rig.Name = relay, fmt.Sprintf("lab %s: %s's agent %s → %s → %s's agent %s, run by %s", l.Name(),
+			nodes.Client, relay.From, nodes.DUT, nodes.Server, relay.Config.Targets[0], nodes.DUT)
+		rig.DUT = fmt.Sprintf("%s (netns %s)", nodes.DUT, dut.Netns)
+		return rig, nil
+	}
 	d := &Bench{Config: bench, ClientIsDUT: nodes.DUT == nodes.Client}
 	far := "server in " + nodes.Server
 	if nodes.Serve == "" {
@@ -109,6 +118,40 @@ func LabRig(l *nslab.Lab, nodes LabNodes, bench traffic.Config) (rig *Rig, err e
 	rig.DUT = fmt.Sprintf("%s (netns %s)", nodes.DUT, dut.Netns)
 	rig.Local = d.ClientIsDUT
 	return rig, nil
+}
+
+// labRelay is the driver of a lab with agents whose device under test is
+// neither end: the same as `tune auto --from CLIENT --to SERVER` run in
+// the device under test (a real router) — its control connection to the
+// client's agent made inside the device under test's namespace, the
+// client's agent sending to the server's through it. ok is false when the
+// lab has no agents there (or a far end was named): LabRig then runs the
+// bench client itself.
+func labRelay(l *nslab.Lab, nodes LabNodes, bench traffic.Config) (*Relay, bool, error) {
+	if nodes.Serve != "" || nodes.DUT == nodes.Client || nodes.DUT == nodes.Server {
+		return nil, false, nil
+	}
+	from, ok := l.AgentIn(nodes.DUT, nodes.Client)
+	if !ok {
+		return nil, false, nil
+	}
+	to, ok := l.AgentIn(nodes.Client, nodes.Server)
+	if !ok {
+		return nil, false, nil
+	}
+	secret, err := l.Secret()
+	if err != nil {
+		return nil, false, err
+	}
+	agent, err := remote.Parse(from)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s's agent %s: %w", nodes.Client, from, err)
+	}
+	inDUT := remote.Options{Setup: func(fn func() error) error { return l.Do(nodes.DUT, fn) }}
+	cfg := bench
+	cfg.Targets, cfg.Token, cfg.Setup, cfg.CPUs = []string{to}, secret, nil, nil
+	return &Relay{From: from, Config: cfg,
+		Dial: func(ctx context.Context) (net.Conn, error) { return remote.Dial(ctx, agent, inDUT) }}, true, nil
 }
 
 // serveIn starts a traffic server inside a lab node, listening on addr

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -16,12 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/autotune"
-	"linerate/box"
 	"linerate/diagnose"
 	"linerate/history"
-	"linerate/remote"
-	"linerate/sample"
-	"linerate/source"
 	"linerate/source/cpuset"
 	"linerate/traffic"
 	"linerate/tune"
@@ -355,56 +350,21 @@ func (s *Session) rigUp() (err error) {
 		return nil
 	}
 	l, c := s.Lab, &s.Config
-	from, ok := l.AgentIn(routerNode, clientNode)
-	if !ok {
-		return fmt.Errorf("lab %s: no agent in %s that %s reaches", c.Name, clientNode, routerNode)
-	}
-	to, ok := l.AgentIn(clientNode, serverNode)
-	if !ok {
-		return fmt.Errorf("lab %s: no agent in %s that %s reaches", c.Name, serverNode, clientNode)
-	}
-	secret, err := l.Secret()
-	if err != nil {
-		return err
-	}
-	agent, err := remote.Parse(from)
-	if err != nil {
-		return fmt.Errorf("%s's agent %s: %w", clientNode, from, err)
-	}
-	router, err := l.Node(routerNode)
-	if err != nil {
-		return err
-	}
-	sys, err := tune.NewLiveNetns(router.Netns)
-	if err != nil {
-		return err
-	}
-	src, err := source.NewLiveNetns(router.Netns)
-	if err != nil {
-		sys.Close()
-		return fmt.Errorf("read %s: %w", routerNode, err)
-	}
-	inRouter := remote.Options{Setup: func(fn func() error) error { return l.Do(routerNode, fn) }}
-	relay := &autotune.Relay{From: from, Config: traffic.Config{
-		Targets: []string{to}, Token: secret, FrameSize: floodFrame,
+	rig, err := autotune.LabRig(l, autotune.LabNodes{Client: clientNode, Server: serverNode, DUT: routerNode}, traffic.Config{
+		FrameSize: floodFrame,
 		Spec: traffic.Spec{Proto: "udp", Direction: traffic.Forward, Duration: traffic.Seconds(c.TuneDuration),
-			Warmup: traffic.Seconds(c.Warmup), Streams: 1, Ports: 1, Threads: 1}},
-		Dial: func(ctx context.Context) (net.Conn, error) { return remote.Dial(ctx, agent, inRouter) },
+			Warmup: traffic.Seconds(c.Warmup), Streams: 1, Ports: 1, Threads: 1}})
+	if err != nil {
+		return err
+	}
+	relay, ok := rig.Driver.(*autotune.Relay)
+	if !ok {
+		rig.Close()
+		return fmt.Errorf("lab %s: no agents in %s and %s for the router to run the test with", c.Name, clientNode, serverNode)
 	}
 	flood := *relay
 	flood.Config.Spec.Duration = traffic.Seconds(s.floodDuration())
-	s.flood = &flood
-	s.rig = &autotune.Rig{
-		Name:   fmt.Sprintf("lab %s: %s's agent → %s → %s's agent, run by %s", c.Name, clientNode, routerNode, serverNode, routerNode),
-		DUT:    fmt.Sprintf("%s (netns %s)", routerNode, router.Netns),
-		System: sys,
-		Inspect: func(ctx context.Context) (*box.Box, error) {
-			return box.Collect(ctx, src)
-		},
-		Sample:  sample.Live(src.Proc(), src.Ethtool(), nil),
-		Driver:  relay,
-		Release: func() error { return errors.Join(sys.Close(), src.Close()) },
-	}
+	s.flood, s.rig = &flood, rig
 	return nil
 }
 

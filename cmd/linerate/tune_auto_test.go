@@ -337,11 +337,11 @@ func autoLastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// TestTuneAutoLabAgents: in a lab up with --serve, tune auto --lab
-// benches against the far node's agent (the path a real host's bench
-// takes, with the lab's secret) instead of a server of its own, and the
-// loop runs as before: a measured baseline, a trial kept or rolled back,
-// the router as it was after rollback.
+// TestTuneAutoLabAgents: in a lab up with --serve, tune auto --lab runs
+// as tune auto --from lan --to wan run on the router does (the router
+// asks lan's agent to send to wan's, with the lab's secret), and the loop
+// runs as before: a measured baseline, a trial kept or rolled back, the
+// router as it was after rollback.
 func TestTuneAutoLabAgents(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := buildLinerate(t, t.TempDir())
@@ -372,8 +372,8 @@ func TestTuneAutoLabAgents(t *testing.T) {
 		"--rate", "20kpps", "--state-dir", state, "--try", "rps:lan/rx-0="+other, "--no-fixes", "--json")
 	c.Env = append(os.Environ(), lab.EnvDir+"="+dir)
 	rep, progress := autoJSON(t, c)
-	if !strings.Contains(rep.Rig, "agent 10.231.2.2:7557") {
-		t.Errorf("rig %q: want the wan agent", rep.Rig)
+	if !strings.Contains(rep.Rig, "wan's agent 10.231.2.2:7557, run by router") {
+		t.Errorf("rig %q: want lan's agent sending to wan's, run by the router", rep.Rig)
 	}
 	if len(rep.Baseline) != 1 || rep.Baseline[0].ReceivedPPS <= 0 || !rep.Baseline[0].CPUSampled {
 		t.Errorf("baseline: %+v\n%s", rep.Baseline, progress)
