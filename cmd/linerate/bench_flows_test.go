@@ -113,6 +113,19 @@ func TestBenchFrom(t *testing.T) {
 	}
 	run(t, bin, "lab", "exec", "--state-dir", dir, name, "router", "--", "nft", "delete", "table", "inet", "bfdrop")
 
+	// The run kept in the history; the router diagnoses itself from it.
+	hist := t.TempDir()
+	kept := onRouter("bench", "udp", "--from", "lan", "--to", "wan", "-t", "2", "--warmup", "300ms", "-b", "20kpps", "--history-dir", hist)
+	i := strings.Index(kept.stderr, "saved as run ")
+	if kept.code != 0 || i < 0 {
+		t.Fatalf("bench --from kept: %d\n%s", kept.code, kept.stderr)
+	}
+	id := strings.Fields(kept.stderr[i+len("saved as run "):])[0]
+	diag := onRouter("diagnose", id, "--history-dir", hist, "--no-save")
+	if diag.code != 0 || !strings.Contains(diag.stdout, "diagnosis of run "+id+" (the device in the middle)") {
+		t.Errorf("diagnose of the flows run: %d\n%s%s", diag.code, diag.stdout, diag.stderr)
+	}
+
 	r := onRouter("bench", "udp", "--from", "lan", "--to", "wan:9", "-t", "1", "--no-save")
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "nothing listening") {
 		t.Errorf("a target with no agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +31,7 @@ var diagnoseFlags struct {
 }
 
 var diagnoseCmd = &cobra.Command{
-	Use:   "diagnose [RESULT.json | --root CAPTURE | --live DURATION]",
+	Use:   "diagnose [RESULT.json | RUN-ID | --root CAPTURE | --live DURATION]",
 	Short: "Name the bottleneck with evidence and say what would fix it",
 	Long: `diagnose runs linerate's rules over the box's configuration and the counters
 sampled while traffic ran: from a saved bench result (its samples), from a
@@ -39,6 +41,7 @@ tuning that would fix it; feed those to 'linerate tune plan'.`,
 	Example: `  linerate diagnose --live 10s              # sample this box while your traffic runs
   linerate diagnose --root routerpi.tar.gz   # a capture made with 'capture --samples 5'
   linerate diagnose result.json              # a saved 'bench --json' result
+  linerate diagnose 20261125-1403            # a run of the history ('linerate runs'); a bench --from run: this host in the middle
   linerate diagnose --rules                  # list the rules
   linerate diagnose --live 5s --rule rps-off --json`,
 	Args: argsWith(cobra.MaximumNArgs(1)),
@@ -52,7 +55,7 @@ func init() {
 	f.BoolVar(&diagnoseFlags.json, "json", false, "print findings as JSON")
 	f.BoolVar(&diagnoseFlags.rules, "rules", false, "list the rules and exit")
 	f.StringSliceVar(&diagnoseFlags.only, "rule", nil, "run only these rules (repeatable, comma-separated)")
-	f.StringVar(&diagnoseFlags.side, "side", "server", "with RESULT.json: diagnose the `client` or the `server` end")
+	f.StringVar(&diagnoseFlags.side, "side", "server", "with a result: diagnose the `client` or the `server` end, or `dut`, the device in the middle (the default for a bench --from run)")
 	diagnoseFlags.history.add(f, true)
 	rootCmd.AddCommand(diagnoseCmd)
 }
@@ -168,18 +171,47 @@ func liveEvidence(cmd *cobra.Command, d time.Duration) (*diagnose.Evidence, stri
 // counters of both ends but not their configuration: the configuration is
 // this machine's, read now, so run it on the end you diagnose.
 func resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string, error) {
-	if diagnoseFlags.side != "client" && diagnoseFlags.side != "server" {
-		return nil, "", usage.Errorf("--side %q: want client or server", diagnoseFlags.side)
-	}
-	// A result someone sent: a regular file of at most 64 MiB (an hour of
-	// samples is a few MiB), read without blocking (docs/security.md).
-	data, err := tree.ReadNamed(path, 64<<20)
-	if err != nil {
-		return nil, "", usage.Wrap(err)
+	side := diagnoseFlags.side
+	if side != "client" && side != "server" && side != traffic.SideDUT {
+		return nil, "", usage.Errorf("--side %q: want client, server or dut", side)
 	}
 	var r traffic.Result
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, "", usage.Errorf("%s: not a bench result: %w", path, err)
+	if _, err := os.Stat(path); err == nil || strings.ContainsRune(path, os.PathSeparator) {
+		// A result someone sent: a regular file of at most 64 MiB (an
+		// hour of samples is a few MiB), read without blocking
+		// (docs/security.md).
+		data, err := tree.ReadNamed(path, 64<<20)
+		if err != nil {
+			return nil, "", usage.Wrap(err)
+		}
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, "", usage.Errorf("%s: not a bench result: %w", path, err)
+		}
+	} else {
+		// A run of the history: a bench, or third-party flows whose
+		// device in the middle (this host, side dut) is diagnosed.
+		run, err := diagnoseFlags.history.store(cmd).Load(path)
+		if err != nil {
+			return nil, "", usage.Wrap(err)
+		}
+		switch run.Kind {
+		case history.KindBench:
+			err = json.Unmarshal(run.Result, &r)
+		case history.KindFlows:
+			var set traffic.FlowSet
+			err = json.Unmarshal(run.Result, &set)
+			r = traffic.Result{Schema: set.Schema, Spec: set.Spec, Samples: set.Samples}
+			r.Summary.Totals = set.Total
+			if !cmd.Flags().Changed("side") {
+				side = traffic.SideDUT
+			}
+		default:
+			return nil, "", usage.Errorf("run %s: a %s run; diagnose reads bench and flows runs (and captures, with --root)", run.ID, run.Kind)
+		}
+		if err != nil {
+			return nil, "", usage.Errorf("run %s: %w", run.ID, err)
+		}
+		path = "run " + run.ID
 	}
 	if r.Schema == 0 || len(r.Samples) == 0 {
 		return nil, "", usage.Errorf("%s: a bench result with samples is needed (linerate bench ... --json)", path)
@@ -189,11 +221,15 @@ func resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string
 		return nil, "", err
 	}
 	src.Close()
-	ev := diagnose.FromResult(&r, diagnoseFlags.side, b)
+	ev := diagnose.FromResult(&r, side, b)
 	if len(ev.Rates) == 0 {
-		return nil, "", usage.Errorf("%s: no %s samples in the result", path, diagnoseFlags.side)
+		return nil, "", usage.Errorf("%s: no %s samples in the result", path, side)
 	}
-	return ev, fmt.Sprintf("%s (%s end)", path, diagnoseFlags.side), nil
+	what := side + " end"
+	if side == traffic.SideDUT {
+		what = "the device in the middle"
+	}
+	return ev, fmt.Sprintf("%s (%s)", path, what), nil
 }
 
 // liveBox opens this machine and collects its model; the caller closes src.
