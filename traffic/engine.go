@@ -26,6 +26,7 @@ type udpEngine struct {
 var udpEngines = []*udpEngine{
 	{name: "socket", fits: func(*Spec) error { return nil }, open: openSocketEngine},
 	{name: "ring", fits: ringFits, open: openRingEngine},
+	{name: "xdp", fits: xdpFits, open: openXDPEngine},
 	{name: "auto", fits: func(*Spec) error { return nil }, open: openAutoEngine},
 }
 

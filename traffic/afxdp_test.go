@@ -1,0 +1,85 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"linerate/internal/usage"
+)
+
+// skipWithoutAFXDP skips when this process cannot open AF_XDP sockets
+// inside ns (a kernel without CONFIG_XDP_SOCKETS, no CAP_NET_RAW).
+func skipWithoutAFXDP(t *testing.T, l *lab) {
+	t.Helper()
+	var why string
+	_ = l.a.Do(func() error { why = xdpAvailable(); return nil })
+	if why != "" {
+		t.Skipf("AF_XDP unavailable: %s", why)
+	}
+}
+
+func TestXDPConfigChecks(t *testing.T) {
+	good := XDPConfig{RingConfig: RingConfig{Iface: "lo", DstIP: netip.MustParseAddr("127.0.0.1"), DstPort: 5300, Duration: time.Second, CPU: -1}}
+	for _, c := range []struct {
+		name   string
+		change func(*XDPConfig)
+		want   string
+	}{
+		{"ipv6", func(c *XDPConfig) { c.DstIP = netip.MustParseAddr("::1") }, "not an IPv4"},
+		{"jumbo", func(c *XDPConfig) { c.FrameSize = 9018 }, "one UMEM chunk per frame"},
+		{"negative queue", func(c *XDPConfig) { c.Queue = -1 }, "queue -1"},
+		{"no such interface", func(c *XDPConfig) { c.Iface = "nosuch0" }, "nosuch0"},
+	} {
+		cfg := good
+		c.change(&cfg)
+		_, err := NewXDPSender(cfg)
+		var ue *usage.Error
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ue) {
+			t.Errorf("%s: error %v, want a usage error with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestXDPEngine sends through an AF_XDP socket on a veth in copy mode,
+// with no XDP program anywhere: the server must count every frame, and the
+// counts must agree with the receiving interface's.
+func TestXDPEngine(t *testing.T) {
+	l := newLab(t, &Server{})
+	skipWithoutAFXDP(t, l)
+	cfg := l.config(udpSpec(1200*time.Millisecond, Rate{PPS: 20000}))
+	cfg.Engine = "xdp"
+	cfg.FrameSize = 64
+	before := ifStats(t, l.b, "lrb")
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Engine != "xdp" {
+		t.Errorf("engine %q, want xdp", res.Engine)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "copy mode") }) {
+		t.Errorf("notes %q: nothing says veth sends in copy mode", res.Notes)
+	}
+	if len(res.Intervals) == 0 || res.Intervals[0].SentPPS < 10000 {
+		t.Errorf("intervals %+v: the first second sent under half the asked 20 kpps", res.Intervals)
+	}
+	rx := ifStats(t, l.b, "lrb").rxPk - before.rxPk
+	s := res.Summary
+	t.Logf("xdp: sent %d, received %d, lost %d, lrb rx %d (control included)", s.SentPackets, s.ReceivedPackets, s.LostPackets, rx)
+	// 1.2 s at 20 kpps: 24000 frames, held on average.
+	if !closeTo(s.SentPackets, 24000, 0.01) {
+		t.Errorf("sent %d, want 24000 ± 1%%", s.SentPackets)
+	}
+	if s.LostPackets != 0 || s.ReceivedPackets != s.SentPackets {
+		t.Errorf("sent %d, received %d, lost %d: want no loss at 20 kpps", s.SentPackets, s.ReceivedPackets, s.LostPackets)
+	}
+	// lrb's counter also holds a few ARP and control packets.
+	if !closeTo(s.ReceivedPackets, rx, 0.005) {
+		t.Errorf("received %d, lrb received %d", s.ReceivedPackets, rx)
+	}
+}
