@@ -178,6 +178,12 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 			break
 		}
 	}
+	if cfg.Queue > 0 && errors.Is(firstErr, unix.EINVAL) {
+		// The queue is past the ones the interface uses: veth starts with
+		// one, whatever its maximum.
+		return nil, usage.Errorf("xdp sender: %s has no TX queue %d in use (one AF_XDP socket per queue, one queue per port): send to fewer ports or raise its queues with `ethtool -L %s tx %d`: %w",
+			rc.Iface, cfg.Queue, rc.Iface, cfg.Queue+1, firstErr)
+	}
 	return nil, fmt.Errorf("xdp sender on %s queue %d: %w", rc.Iface, cfg.Queue, firstErr)
 }
 
