@@ -10,7 +10,7 @@ BIN      := bin/linerate
 # sockperf and netsniff-ng (trafgen) for side-by-side benchmarks, OpenSSH's
 # server and client for the tests of reaching hosts over ssh, chromium to
 # open the HTML report headless in its test.
-DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils openssh-server openssh-client chromium
+DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils openssh-server openssh-client chromium jq
 TEST_TIMEOUT ?= 12m
 
 .PHONY: all build deps test test-short fuzz fuzz-short demo demo-smoke release bench soak clean

@@ -498,3 +498,44 @@ func xdpAvailable() string {
 	unix.Close(fd)
 	return ""
 }
+
+// ethtoolChannels is struct ethtool_channels (include/uapi/linux/ethtool.h).
+type ethtoolChannels struct {
+	Cmd                                         uint32
+	MaxRX, MaxTX, MaxOther, MaxCombined         uint32
+	RXCount, TXCount, OtherCount, CombinedCount uint32
+}
+
+// ethtoolGChannels is ETHTOOL_GCHANNELS.
+const ethtoolGChannels = 0x3c
+
+// ifreqData is struct ifreq with its union holding a pointer (ifr_data).
+type ifreqData struct {
+	name [unix.IFNAMSIZ]byte
+	data unsafe.Pointer
+	_    [24 - unsafe.Sizeof(uintptr(0))]byte
+}
+
+// txQueuesInUse is how many TX queues iface uses (ethtool -l: tx +
+// combined), in the calling thread's network namespace; 1 when the driver
+// does not say (no ETHTOOL_GCHANNELS).
+func txQueuesInUse(iface string) (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("ethtool socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ch := ethtoolChannels{Cmd: ethtoolGChannels}
+	var req ifreqData
+	copy(req.name[:unix.IFNAMSIZ-1], iface)
+	req.data = unsafe.Pointer(&ch)
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&req)))
+	runtime.KeepAlive(&ch)
+	switch {
+	case e == unix.EOPNOTSUPP:
+		return 1, nil
+	case e != 0:
+		return 0, fmt.Errorf("ETHTOOL_GCHANNELS on %s: %w", iface, e)
+	}
+	return max(1, int(ch.TXCount+ch.CombinedCount)), nil
+}

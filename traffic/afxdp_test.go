@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"linerate/internal/testenv"
 	"linerate/internal/usage"
 )
 
@@ -81,5 +82,31 @@ func TestXDPEngine(t *testing.T) {
 	// lrb's counter also holds a few ARP and control packets.
 	if !closeTo(s.ReceivedPackets, rx, 0.005) {
 		t.Errorf("received %d, lrb received %d", s.ReceivedPackets, rx)
+	}
+}
+
+func TestTXQueuesInUse(t *testing.T) {
+	l := newLab(t, &Server{})
+	testenv.Veth(t, l.a, "lrq", l.b, "lrq1", 3)
+	count := func(iface string) int {
+		var n int
+		err := l.a.Do(func() error {
+			var err error
+			n, err = txQueuesInUse(iface)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count("lra"); n != 1 {
+		t.Errorf("lra uses %d TX queues, want 1", n)
+	}
+	if n := count("lrq"); n != 3 {
+		t.Errorf("lrq uses %d TX queues, want 3", n)
+	}
+	if err := l.a.Do(func() error { _, err := txQueuesInUse("nosuch0"); return err }); err == nil {
+		t.Error("no error for an interface that does not exist")
 	}
 }

@@ -35,6 +35,53 @@ func xdpFits(sp *Spec) error {
 	return nil
 }
 
+// xdpWhyNot says why the AF_XDP engine cannot run this test to these
+// targets ("" when it can): where the ring cannot, nor can it; it also
+// needs AF_XDP sockets, frames that fit a UMEM chunk, and a TX queue per
+// port on the interface towards each target.
+func xdpWhyNot(r *clientRun, to []*target) string {
+	if why := ringWhyNot(r, to); why != "" {
+		return why
+	}
+	sp := &r.spec
+	if n := sp.Payload + UDPOverhead(true); n > MaxXDPFrameSize {
+		return fmt.Sprintf("AF_XDP sends frames up to %d bytes, not %d", MaxXDPFrameSize, n)
+	}
+	var why string
+	err := r.cfg.setup(func() error {
+		if why = xdpAvailable(); why != "" {
+			return nil
+		}
+		for _, t := range to {
+			routes, err := netlink.RouteGet(t.addr.Addr().AsSlice())
+			if err != nil || len(routes) == 0 {
+				why = fmt.Sprintf("no route to %s", t.addr.Addr())
+				return nil
+			}
+			link, err := netlink.LinkByIndex(routes[0].LinkIndex)
+			if err != nil {
+				why = fmt.Sprintf("interface towards %s: %v", t.addr.Addr(), err)
+				return nil
+			}
+			name := link.Attrs().Name
+			q, err := txQueuesInUse(name)
+			if err != nil {
+				why = err.Error()
+				return nil
+			}
+			if sp.Ports > q {
+				why = fmt.Sprintf("%d ports need %d TX queues (one AF_XDP socket each), %s uses %d", sp.Ports, sp.Ports, name, q)
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err.Error()
+	}
+	return why
+}
+
 // openXDPEngine makes the AF_XDP senders of each target.
 func openXDPEngine(r *clientRun, to []*target) error {
 	for _, t := range to {
@@ -66,8 +113,9 @@ func (t *target) openXDP(r *clientRun) error {
 		if err != nil {
 			return fmt.Errorf("%s: interface of the route to %s: %w", t.name, t.addr.Addr(), err)
 		}
-		if q := link.Attrs().NumTxQueues; q > 0 && sp.Ports > q {
-			return usage.Errorf("%s: --engine xdp binds one socket per TX queue: %d ports, %s has %d queues", t.name, sp.Ports, link.Attrs().Name, q)
+		if q, err := txQueuesInUse(link.Attrs().Name); err == nil && sp.Ports > q {
+			return usage.Errorf("%s: --engine xdp binds one AF_XDP socket per TX queue, one port per socket: %d ports, %s uses %d TX queues (give --ports %d, or raise them with `ethtool -L %s tx %d`)",
+				t.name, sp.Ports, link.Attrs().Name, q, q, link.Attrs().Name, sp.Ports)
 		}
 		modes := map[bool]int{}
 		for p := range sp.Ports {
