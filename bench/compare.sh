@@ -191,14 +191,22 @@ counters() {
 # stime + their reaped children's, /proc/PID/stat fields 14-17), and the
 # machine's busy ticks (/proc/stat: all but idle and iowait).
 cpu() {
-	awk -v tx=" $1 " -v rx=" $2 " '
-		FILENAME == "/proc/stat" { if ($1 == "cpu") box = $2 + $3 + $4 + $7 + $8 + $9; next }
-		{
-			s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
-			if (index(tx, " " f[3] " ")) a += f[12] + f[13] + f[14] + f[15]
-			if (index(rx, " " f[3] " ")) b += f[12] + f[13] + f[14] + f[15]
+	local files=(/proc/[0-9]*/stat)
+	# getline, not awk's own file loop: a process that ends between the
+	# glob and the read is a -1 here, not a fatal read error.
+	awk -v tx=" $1 " -v rx=" $2 " 'BEGIN {
+		while ((getline l < "/proc/stat") > 0)
+			if (l ~ /^cpu /) { split(l, c, " "); box = c[2] + c[3] + c[4] + c[7] + c[8] + c[9] }
+		for (i = 1; i < ARGC; i++) {
+			if ((getline l < ARGV[i]) > 0) {
+				sub(/^.*\) /, "", l); split(l, f, " ")
+				if (index(tx, " " f[3] " ")) a += f[12] + f[13] + f[14] + f[15]
+				if (index(rx, " " f[3] " ")) b += f[12] + f[13] + f[14] + f[15]
+			}
+			close(ARGV[i])
 		}
-		END { print a + 0, b + 0, box + 0 }' /proc/stat /proc/[0-9]*/stat 2>/dev/null
+		print a + 0, b + 0, box + 0
+	}' "${files[@]}"
 }
 
 # measure KIND "TX_GROUPS" "RX_GROUPS": sleeps WARM, reads the counters,
@@ -222,8 +230,9 @@ measure() {
 		split(ca, p, " "); split(cb, q, " ")
 		mpkt = pps * dt / 1e6; gbit = gbps * dt
 		printf "%.0f %.3f", pps, gbps
-		for (i = 1; i <= 3; i++) printf " %s", (mpkt > 0) ? sprintf("%.3f", (q[i] - p[i]) / hz / mpkt) : "-"
-		for (i = 1; i <= 3; i++) printf " %s", (gbit > 0) ? sprintf("%.3f", (q[i] - p[i]) / hz / gbit) : "-"
+		ok = p[3] > 0 && q[3] >= p[3]
+		for (i = 1; i <= 3; i++) printf " %s", (ok && mpkt > 0) ? sprintf("%.3f", (q[i] - p[i]) / hz / mpkt) : "-"
+		for (i = 1; i <= 3; i++) printf " %s", (ok && gbit > 0) ? sprintf("%.3f", (q[i] - p[i]) / hz / gbit) : "-"
 		printf "\n" }'
 }
 
