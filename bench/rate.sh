@@ -8,8 +8,9 @@
 # Packet rates use 64-byte frames; bit rates use 1518-byte frames (the
 # Ethernet maximum, as a bulk transfer would) and count the whole frame,
 # FCS included, as --rate does. Each engine is also run once as fast as it
-# can at each frame size: a rate above 97 % of that ceiling is marked
-# "beyond this machine" rather than judged against the ±1 % target.
+# can at each frame size: a rate above 97 % of that ceiling (or of what
+# the paced run sent, when that was more) is marked "beyond this machine"
+# rather than judged against the ±1 % target.
 #
 # Environment:
 #   ENGINES="socket ring xdp"   the engines (--engine) to run
@@ -135,7 +136,9 @@ for row in "${ROWS[@]}"; do
 		got = (unit == "pps") ? sent : sent * size * 8
 		askpps = (unit == "pps") ? asked : asked / (size * 8)
 		err = (got - asked) / asked * 100
-		if (max != "" && askpps > 0.97 * max) v = sprintf("beyond this machine (%.0f pps max): as fast as possible", max)
+		# The ceiling is one run: a paced run may beat it; the higher counts.
+		if (max == "" || sent > max) max = sent
+		if (askpps > 0.97 * max) v = sprintf("beyond this machine (%.0f pps at most): as fast as possible", max)
 		else if (err <= tgt && err >= -tgt) v = "within " tgt " %"
 		else v = "MISSED"
 		printf "%.0f %.0f %+.2f %s", asked, got, err, v }')
