@@ -46,15 +46,28 @@ func TestXDPConfigChecks(t *testing.T) {
 	}
 }
 
-// TestXDPEngine sends through an AF_XDP socket on a veth in copy mode,
-// with no XDP program anywhere: the server must count every frame, and the
-// counts must agree with the receiving interface's.
+// TestXDPEngine sends through an AF_XDP socket on a veth in copy mode:
+// with no XDP program anywhere, and with the server's XDP counter on the
+// receiving veth (which puts veth in NAPI mode). The server must count
+// every frame, and the counts must agree with the receiving interface's
+// (and with the XDP counter's).
 func TestXDPEngine(t *testing.T) {
+	for _, peerXDP := range []bool{false, true} {
+		name := "no XDP program"
+		if peerXDP {
+			name = "XDP counter on the peer"
+		}
+		t.Run(name, func(t *testing.T) { testXDPEngine(t, peerXDP) })
+	}
+}
+
+func testXDPEngine(t *testing.T, peerXDP bool) {
 	l := newLab(t, &Server{})
 	skipWithoutAFXDP(t, l)
 	cfg := l.config(udpSpec(1200*time.Millisecond, Rate{PPS: 20000}))
 	cfg.Engine = "xdp"
 	cfg.FrameSize = 64
+	cfg.Spec.XDP = peerXDP
 	before := ifStats(t, l.b, "lrb")
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -71,7 +84,7 @@ func TestXDPEngine(t *testing.T) {
 	}
 	rx := ifStats(t, l.b, "lrb").rxPk - before.rxPk
 	s := res.Summary
-	t.Logf("xdp: sent %d, received %d, lost %d, lrb rx %d (control included)", s.SentPackets, s.ReceivedPackets, s.LostPackets, rx)
+	t.Logf("xdp: sent %d, received %d, lost %d, lrb rx %d (control included), xdp counter %+v", s.SentPackets, s.ReceivedPackets, s.LostPackets, rx, res.Targets[0].XDP)
 	// 1.2 s at 20 kpps: 24000 frames, held on average.
 	if !closeTo(s.SentPackets, 24000, 0.01) {
 		t.Errorf("sent %d, want 24000 ± 1%%", s.SentPackets)
@@ -82,6 +95,11 @@ func TestXDPEngine(t *testing.T) {
 	// lrb's counter also holds a few ARP and control packets.
 	if !closeTo(s.ReceivedPackets, rx, 0.005) {
 		t.Errorf("received %d, lrb received %d", s.ReceivedPackets, rx)
+	}
+	if peerXDP {
+		if x := res.Targets[0].XDP; x == nil || (x.Error == "" && !closeTo(x.Packets, s.ReceivedPackets, 0.01)) {
+			t.Errorf("xdp counter %+v for %d received", x, s.ReceivedPackets)
+		}
 	}
 }
 
@@ -108,5 +126,20 @@ func TestTXQueuesInUse(t *testing.T) {
 	}
 	if err := l.a.Do(func() error { _, err := txQueuesInUse("nosuch0"); return err }); err == nil {
 		t.Error("no error for an interface that does not exist")
+	}
+}
+
+// TestXDPEngineNeedsAQueuePerPort: two ports on a veth using one TX queue
+// is a usage error that says how to get more queues.
+func TestXDPEngineNeedsAQueuePerPort(t *testing.T) {
+	l := newLab(t, &Server{})
+	skipWithoutAFXDP(t, l)
+	cfg := l.config(udpSpec(300*time.Millisecond, Rate{PPS: 1000}))
+	cfg.Engine = "xdp"
+	cfg.Spec.Ports = 2
+	_, err := Run(context.Background(), cfg)
+	var ue *usage.Error
+	if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), "ethtool -L lra tx 2") {
+		t.Fatalf("error %v: want a usage error naming ethtool -L lra tx 2", err)
 	}
 }
