@@ -159,32 +159,31 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 	if frameLen > chunk {
 		chunk = 4096
 	}
-	var firstErr error
+	// Zero-copy first; copy mode when the driver has none. The error
+	// reported is the last mode's: copy mode's, which works everywhere.
+	var lastErr error
 	modes := []bool{true, false}
 	if cfg.CopyOnly {
 		modes = modes[1:]
 	}
 	for _, zc := range modes {
 		s := &XDPSender{base: RingSender{cfg: rc, fd: -1, frameLen: frameLen}, queue: cfg.Queue, fd: -1, chunk: chunk}
-		err := s.open(attrs.Index, zc)
-		if err == nil {
+		lastErr = s.open(attrs.Index, zc)
+		if lastErr == nil {
 			return s, nil
 		}
 		s.Close()
-		if firstErr == nil || zc == false && !errors.Is(err, ErrAFXDPUnavailable) {
-			firstErr = err
-		}
-		if errors.Is(err, ErrAFXDPUnavailable) {
+		if errors.Is(lastErr, ErrAFXDPUnavailable) {
 			break
 		}
 	}
-	if cfg.Queue > 0 && errors.Is(firstErr, unix.EINVAL) {
+	if cfg.Queue > 0 && errors.Is(lastErr, unix.EINVAL) {
 		// The queue is past the ones the interface uses: veth starts with
 		// one, whatever its maximum.
 		return nil, usage.Errorf("xdp sender: %s has no TX queue %d in use (one AF_XDP socket per queue, one queue per port): send to fewer ports or raise its queues with `ethtool -L %s tx %d`: %w",
-			rc.Iface, cfg.Queue, rc.Iface, cfg.Queue+1, firstErr)
+			rc.Iface, cfg.Queue, rc.Iface, cfg.Queue+1, lastErr)
 	}
-	return nil, fmt.Errorf("xdp sender on %s queue %d: %w", rc.Iface, cfg.Queue, firstErr)
+	return nil, fmt.Errorf("xdp sender on %s queue %d: %w", rc.Iface, cfg.Queue, lastErr)
 }
 
 // sockoptPtr sets a socket option whose value is a struct.
@@ -261,6 +260,17 @@ func (s *XDPSender) open(ifindex int, zc bool) error {
 		return fmt.Errorf("bind (%s): %w", mode, err)
 	}
 	s.zeroCopy = zc
+	if zc {
+		// A zero-copy send is the driver's wakeup; some drivers refuse it
+		// without an XDP program of their own (EINVAL, ENETDOWN). An empty
+		// kick finds out before the run does: copy mode then.
+		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS, unix.EINTR:
+		default:
+			return fmt.Errorf("zero-copy wakeup: %w", e)
+		}
+	}
 
 	frame := buildRingFrame(s.base.cfg)
 	s.free = make([]uint64, 0, xdpRingEntries)
