@@ -43,10 +43,12 @@ func xdpWhyNot(r *clientRun, to []*target) string {
 	if why := ringWhyNot(r, to); why != "" {
 		return why
 	}
-	sp := &r.spec
-	if n := sp.Payload + UDPOverhead(true); n > MaxXDPFrameSize {
-		return fmt.Sprintf("AF_XDP sends frames up to %d bytes, not %d", MaxXDPFrameSize, n)
+	for _, t := range to {
+		if n := t.spec.Payload + UDPOverhead(true); n > MaxXDPFrameSize {
+			return fmt.Sprintf("AF_XDP sends frames up to %d bytes, not %d", MaxXDPFrameSize, n)
+		}
 	}
+	sp := &r.spec
 	var why string
 	err := r.cfg.setup(func() error {
 		if why = xdpAvailable(); why != "" {
