@@ -10,10 +10,10 @@ BIN      := bin/linerate
 # sockperf and netsniff-ng (trafgen) for side-by-side benchmarks, OpenSSH's
 # server and client for the tests of reaching hosts over ssh, chromium to
 # open the HTML report headless in its test.
-DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils openssh-server openssh-client chromium
+DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils openssh-server openssh-client chromium jq
 TEST_TIMEOUT ?= 12m
 
-.PHONY: all build deps test test-short fuzz fuzz-short demo demo-smoke release bench soak clean
+.PHONY: all build deps test test-short fuzz fuzz-short demo demo-smoke release bench bench-rate soak clean
 
 all: build
 
@@ -95,6 +95,10 @@ release:
 
 bench: build
 	bash bench/compare.sh
+
+# bench-rate: how closely each engine holds an asked rate (bench/rate.sh).
+bench-rate: build
+	bash bench/rate.sh
 
 # soak runs one serve under repeated benches for SOAK_MINUTES (default 10)
 # and prints its memory and thread count every 30 s (bench/soak.sh).

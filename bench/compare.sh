@@ -14,12 +14,25 @@
 # UDP Gb/s is pps × 64-byte frames × 8. The tools alternate within each
 # round; the table shows each one's median over the rounds.
 #
+# CPU, measured the same way for every tool over the same window: the CPU
+# time (user + system, /proc/PID/stat, children included) of the sending
+# process group (tx) and of the receiving one (rx: the server, or the sink
+# trafgen and the XDP rows send into), and the whole machine's busy time
+# (box, /proc/stat: both ends, softirq work in ksoftirqd included, which no
+# process is charged for), each per million packets and per gigabit counted
+# in the window. Below the table, the CPU cost as linerate (its result's
+# summary) and iperf3 (-J cpu_utilization_percent) report it themselves.
+#
+# The sending veth uses 2 TX queues (ethtool -L tx 2; veth starts with 1):
+# the AF_XDP engine binds one socket per queue, one per port.
+#
 # Environment:
 #   ROUNDS=3        rounds (each runs every tool once)
 #   DURATION=5      measured seconds per run
 #   WARM=1          seconds of each run before the window
-#   TOOLS="..."     a subset of: linerate-socket linerate-ring iperf3 sockperf
-#                   trafgen trafgen-xdp linerate-ring-xdp linerate-tcp1 iperf3-tcp1
+#   TOOLS="..."     a subset of: linerate-socket linerate-ring linerate-afxdp iperf3
+#                   sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-afxdp-xdp
+#                   linerate-tcp1 iperf3-tcp1
 #                   linerate-tcp4 iperf3-tcp4 linerate-tcp8 iperf3-tcp8
 #                   linerate-tcp16 iperf3-tcp16 linerate-default (default: all)
 #   JSON=FILE       also write the medians and every round as JSON
@@ -38,7 +51,7 @@ DURATION=${DURATION:-5}
 WARM=${WARM:-1}
 JSON=${JSON:-}
 LINERATE_UDP_FLAGS=${LINERATE_UDP_FLAGS:---threads 2 --ports 2}
-ALL_TOOLS="linerate-default linerate-socket linerate-ring iperf3 sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-tcp1 iperf3-tcp1 linerate-tcp4 iperf3-tcp4 linerate-tcp8 iperf3-tcp8 linerate-tcp16 iperf3-tcp16"
+ALL_TOOLS="linerate-default linerate-socket linerate-ring linerate-afxdp iperf3 sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-afxdp-xdp linerate-tcp1 iperf3-tcp1 linerate-tcp4 iperf3-tcp4 linerate-tcp8 iperf3-tcp8 linerate-tcp16 iperf3-tcp16"
 TOOLS=${TOOLS:-$ALL_TOOLS}
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
@@ -81,6 +94,7 @@ trap 'echo; echo "compare.sh: interrupted" >&2; exit 130' INT TERM
 need() { command -v "$1" >/dev/null || die "$1 is not installed (make deps installs it)"; }
 need ip
 need timeout
+CLK_TCK=$(getconf CLK_TCK)
 
 if [[ ! -x $LINERATE ]]; then
 	echo "building $LINERATE"
@@ -100,6 +114,8 @@ ip -n "$NS_TX" link add name "$IF_TX" type veth peer name "$IF_RX" netns "$NS_RX
 ip -n "$NS_TX" addr add "$IP_TX/24" dev "$IF_TX"
 ip -n "$NS_RX" addr add "$IP_RX/24" dev "$IF_RX"
 ip -n "$NS_TX" link set "$IF_TX" up
+# One AF_XDP socket per TX queue: two, for linerate's --ports 2.
+ip netns exec "$NS_TX" ethtool -L "$IF_TX" tx 2 >/dev/null 2>&1 || echo "compare.sh: ethtool -L $IF_TX tx 2 failed: the AF_XDP rows with 2 ports will fail" >&2
 ip -n "$NS_RX" link set "$IF_RX" up
 MAC_TX=$(ip netns exec "$NS_TX" cat "/sys/class/net/$IF_TX/address")
 MAC_RX=$(ip netns exec "$NS_RX" cat "/sys/class/net/$IF_RX/address")
@@ -170,21 +186,54 @@ counters() {
 		END { print t, udp, pk, by }' /proc/net/snmp /proc/net/dev
 }
 
-# measure KIND: sleeps WARM, reads the counters, sleeps DURATION, reads them
-# again and prints "pps gbps" for KIND udp (InDatagrams, 64-byte frames),
-# tcp (rx bytes) or link (rx packets, 64-byte frames).
+# cpu "TX_GROUPS" "RX_GROUPS": "tx rx box", CPU ticks so far of the
+# processes in the sending and in the receiving process groups (utime +
+# stime + their reaped children's, /proc/PID/stat fields 14-17), and the
+# machine's busy ticks (/proc/stat: all but idle and iowait).
+cpu() {
+	local files=(/proc/[0-9]*/stat)
+	# getline, not awk's own file loop: a process that ends between the
+	# glob and the read is a -1 here, not a fatal read error.
+	awk -v tx=" $1 " -v rx=" $2 " 'BEGIN {
+		while ((getline l < "/proc/stat") > 0)
+			if (l ~ /^cpu /) { split(l, c, " "); box = c[2] + c[3] + c[4] + c[7] + c[8] + c[9] }
+		for (i = 1; i < ARGC; i++) {
+			if ((getline l < ARGV[i]) > 0) {
+				sub(/^.*\) /, "", l); split(l, f, " ")
+				if (index(tx, " " f[3] " ")) a += f[12] + f[13] + f[14] + f[15]
+				if (index(rx, " " f[3] " ")) b += f[12] + f[13] + f[14] + f[15]
+			}
+			close(ARGV[i])
+		}
+		print a + 0, b + 0, box + 0
+	}' "${files[@]}"
+}
+
+# measure KIND "TX_GROUPS" "RX_GROUPS": sleeps WARM, reads the counters,
+# sleeps DURATION, reads them again and prints "pps gbps" for KIND udp
+# (InDatagrams, 64-byte frames), tcp (rx bytes) or link (rx packets, 64-byte
+# frames), then the CPU-seconds per million packets of tx, rx and box, then
+# the same per gigabit.
 measure() {
-	local kind=$1 a b
+	local kind=$1 a b ca cb
 	sleep "$WARM"
 	a=$(counters)
+	ca=$(cpu "$2" "$3")
 	sleep "$DURATION"
 	b=$(counters)
-	awk -v kind="$kind" -v a="$a" -v b="$b" 'BEGIN {
+	cb=$(cpu "$2" "$3")
+	awk -v kind="$kind" -v a="$a" -v b="$b" -v ca="$ca" -v cb="$cb" -v hz="$CLK_TCK" 'BEGIN {
 		split(a, x, " "); split(b, y, " "); dt = y[1] - x[1]
 		if (kind == "udp") { pps = (y[2] - x[2]) / dt; gbps = pps * 64 * 8 / 1e9 }
 		else if (kind == "link") { pps = (y[3] - x[3]) / dt; gbps = pps * 64 * 8 / 1e9 }
 		else { pps = (y[3] - x[3]) / dt; gbps = (y[4] - x[4]) * 8 / dt / 1e9 }
-		printf "%.0f %.3f\n", pps, gbps }'
+		split(ca, p, " "); split(cb, q, " ")
+		mpkt = pps * dt / 1e6; gbit = gbps * dt
+		printf "%.0f %.3f", pps, gbps
+		ok = p[3] > 0 && q[3] >= p[3]
+		for (i = 1; i <= 3; i++) printf " %s", (ok && mpkt > 0) ? sprintf("%.3f", (q[i] - p[i]) / hz / mpkt) : "-"
+		for (i = 1; i <= 3; i++) printf " %s", (ok && gbit > 0) ? sprintf("%.3f", (q[i] - p[i]) / hz / gbit) : "-"
+		printf "\n" }'
 }
 
 # finish SENDER_PID LOG: waits for the sender; on failure prints its log's
@@ -216,17 +265,30 @@ linerate_serve() {
 run_linerate-socket() { run_linerate_udp socket udp "$LINERATE_UDP_FLAGS"; }
 run_linerate-ring() { run_linerate_udp ring udp "$LINERATE_UDP_FLAGS"; }
 run_linerate-ring-xdp() { run_linerate_udp ring link "--threads 1 --ports 1" xdp; }
+run_linerate-afxdp() { run_linerate_udp xdp udp "$LINERATE_UDP_FLAGS"; }
+run_linerate-afxdp-xdp() { run_linerate_udp xdp link "--threads 1 --ports 1" xdp; }
+
+# linerate_self FILE: SELF, linerate's own "client server" CPU-seconds per
+# Mpkt and per Gbit from its result's summary, or nothing without jq.
+linerate_self() {
+	SELF=
+	command -v jq >/dev/null && [[ -s $1 ]] || return 0
+	SELF=$(jq -r '.summary | [.cpu_seconds_per_mpkt.client, .cpu_seconds_per_mpkt.server,
+		.cpu_seconds_per_gbit.client, .cpu_seconds_per_gbit.server] | map(if . == null then "-" else (. * 1000 | round / 1000) end) | join(" ")' "$1" 2>/dev/null) || SELF=
+}
 
 # What a user types: bench udp with no flags but the target (and the
 # script's timing), into serve.
 run_linerate-default() {
 	local out rc=0
 	linerate_serve || return 1
-	bg "$NS_TX" "$LIMIT" "$WORK/client.log" "$LINERATE" bench udp --to "$IP_RX" --idle 0s --warmup 0s --duration "${TOTAL}s" --json
+	rm -f "$WORK/result.json"
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" "$LINERATE" bench udp --to "$IP_RX" --idle 0s --warmup 0s --duration "${TOTAL}s" --json --out "$WORK/result.json"
 	local client=$BG
-	out=$(measure udp)
+	out=$(measure udp "$client" "$SERVER")
 	finish "$client" "$WORK/client.log" || rc=1
 	stop "$SERVER"
+	linerate_self "$WORK/result.json"
 	[[ $rc == 0 ]] && RESULT=$out
 }
 
@@ -238,14 +300,16 @@ run_linerate_udp() {
 		sink=$BG
 		sleep 0.5
 	fi
+	rm -f "$WORK/result.json"
 	# shellcheck disable=SC2086 # flags are words
 	bg "$NS_TX" "$LIMIT" "$WORK/client.log" "$LINERATE" bench udp --to "$IP_RX" --size 64 \
-		--engine "$engine" $flags --idle 0s --warmup 0s --duration "${TOTAL}s" --json
+		--engine "$engine" $flags --idle 0s --warmup 0s --duration "${TOTAL}s" --json --out "$WORK/result.json"
 	local client=$BG
-	out=$(measure "$kind")
+	out=$(measure "$kind" "$client" "$SERVER $sink")
 	finish "$client" "$WORK/client.log" || rc=1
 	[[ -z $sink ]] || stop "$sink"
 	stop "$SERVER"
+	linerate_self "$WORK/result.json"
 	[[ $rc == 0 ]] && RESULT=$out
 }
 
@@ -254,12 +318,32 @@ run_iperf3() {
 	bg "$NS_RX" "$LIMIT" "$WORK/server.log" iperf3 -s -1 -B "$IP_RX" -p 5201
 	local server=$BG
 	listening "$NS_RX" tcp 5201 || { stop "$server"; echo "    iperf3 -s did not start" >&2; return 1; }
-	bg "$NS_TX" "$LIMIT" "$WORK/client.log" iperf3 -c "$IP_RX" -p 5201 -u -b 0 -l 18 -t "$TOTAL"
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" iperf3 -c "$IP_RX" -p 5201 -u -b 0 -l 18 -t "$TOTAL" -J
 	local client=$BG
-	out=$(measure udp)
+	out=$(measure udp "$client" "$server")
 	finish "$client" "$WORK/client.log" || rc=1
 	stop "$server"
+	iperf3_self "$WORK/client.log" udp
 	[[ $rc == 0 ]] && RESULT=$out
+}
+
+# iperf3_self LOG KIND: SELF, iperf3's own "host remote" CPU-seconds per
+# Mpkt and per Gbit: -J's cpu_utilization_percent (host_total, remote_total:
+# percent of one CPU over the test) × the test's seconds, over the packets
+# it sent (UDP; TCP does not count packets: "-") and the gigabits.
+iperf3_self() {
+	SELF=
+	command -v jq >/dev/null && [[ -s $1 ]] || return 0
+	SELF=$(jq -r --arg kind "$2" '
+		def per($x; $n): if $n > 0 then ($x / $n * 1000 | round / 1000 | tostring) else "-" end;
+		.end as $e |
+		(if $kind == "udp" then $e.sum else $e.sum_received end) as $s |
+		($s.seconds * $e.cpu_utilization_percent.host_total / 100) as $host |
+		($s.seconds * $e.cpu_utilization_percent.remote_total / 100) as $remote |
+		($s.bytes * 8 / 1e9) as $gbit |
+		(if $kind == "udp" then $s.packets / 1e6 else 0 end) as $mpkt |
+		[per($host; $mpkt), per($remote; $mpkt), per($host; $gbit), per($remote; $gbit)] | join(" ")' "$1" 2>/dev/null) || SELF=
+	return 0
 }
 
 run_sockperf() {
@@ -269,7 +353,7 @@ run_sockperf() {
 	listening "$NS_RX" udp 11111 || { stop "$server"; echo "    sockperf server did not start" >&2; return 1; }
 	bg "$NS_TX" "$LIMIT" "$WORK/client.log" sockperf throughput -i "$IP_RX" -p 11111 -m 18 -t "$TOTAL"
 	local client=$BG
-	out=$(measure udp)
+	out=$(measure udp "$client" "$server")
 	finish "$client" "$WORK/client.log" || rc=1
 	stop "$server"
 	[[ $rc == 0 ]] && RESULT=$out
@@ -300,7 +384,7 @@ run_trafgen_into() {
 		-P "$procs" --no-sock-mem -Q >"$WORK/client.log" 2>&1 &
 	local client=$!
 	PIDS+=("$client")
-	out=$(measure "$kind")
+	out=$(measure "$kind" "$client" "$sink")
 	# trafgen must still be sending when the window closes; how it exits
 	# when stopped does not matter (it may fail to flush its ring).
 	if ! kill -0 "$client" 2>/dev/null; then
@@ -324,12 +408,14 @@ run_linerate-tcp16() { run_linerate_tcp 16; }
 run_linerate_tcp() {
 	local out rc=0
 	linerate_serve || return 1
+	rm -f "$WORK/result.json"
 	bg "$NS_TX" "$LIMIT" "$WORK/client.log" "$LINERATE" bench tcp --to "$IP_RX" --streams "$1" --idle 0s --warmup 0s \
-		--duration "${TOTAL}s" --json
+		--duration "${TOTAL}s" --json --out "$WORK/result.json"
 	local client=$BG
-	out=$(measure tcp)
+	out=$(measure tcp "$client" "$SERVER")
 	finish "$client" "$WORK/client.log" || rc=1
 	stop "$SERVER"
+	linerate_self "$WORK/result.json"
 	[[ $rc == 0 ]] && RESULT=$out
 }
 
@@ -342,11 +428,12 @@ run_iperf3_tcp() {
 	bg "$NS_RX" "$LIMIT" "$WORK/server.log" iperf3 -s -1 -B "$IP_RX" -p 5201
 	local server=$BG
 	listening "$NS_RX" tcp 5201 || { stop "$server"; echo "    iperf3 -s did not start" >&2; return 1; }
-	bg "$NS_TX" "$LIMIT" "$WORK/client.log" iperf3 -c "$IP_RX" -p 5201 -P "$1" -t "$TOTAL"
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" iperf3 -c "$IP_RX" -p 5201 -P "$1" -t "$TOTAL" -J
 	local client=$BG
-	out=$(measure tcp)
+	out=$(measure tcp "$client" "$server")
 	finish "$client" "$WORK/client.log" || rc=1
 	stop "$server"
+	iperf3_self "$WORK/client.log" tcp
 	[[ $rc == 0 ]] && RESULT=$out
 }
 
@@ -360,8 +447,10 @@ for t in $TOOLS; do
 		[[ $t == linerate-tcp* ]] && sub=tcp
 		if ! "$LINERATE" bench "$sub" --help >/dev/null 2>&1; then
 			SKIP[$t]="$LINERATE has no 'bench $sub'"
-		elif [[ $t == linerate-ring* ]] && ! "$LINERATE" bench udp --help 2>&1 | grep -q -- --engine; then
+		elif [[ $t == linerate-ring* || $t == linerate-afxdp* ]] && ! "$LINERATE" bench udp --help 2>&1 | grep -q -- --engine; then
 			SKIP[$t]="$LINERATE bench udp has no --engine"
+		elif [[ $t == linerate-afxdp* ]] && ! "$LINERATE" bench udp --help 2>&1 | grep -q -- 'xdp (AF_XDP'; then
+			SKIP[$t]="$LINERATE bench udp has no --engine xdp"
 		fi
 		;;
 	iperf3*) command -v iperf3 >/dev/null || SKIP[$t]="iperf3 is not installed" ;;
@@ -381,17 +470,25 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average before: $LOAD_BEFORE (other work on the machine moves these figures)"
 for t in "${!SKIP[@]}"; do echo "  skipping $t: ${SKIP[$t]}"; done
 
-declare -A PPS GBPS
+# Per tool, each round's figure appended: PPS, GBPS; CPU-seconds per Mpkt
+# of tx, rx, box (TXM RXM BOXM) and per Gbit (TXG RXG BOXG); the tool's own
+# CPU figures, tx and rx per Mpkt and per Gbit (SM1 SM2 SG1 SG2).
+CPU_KEYS="TXM RXM BOXM TXG RXG BOXG SM1 SM2 SG1 SG2"
+declare -A PPS GBPS TXM RXM BOXM TXG RXG BOXG SM1 SM2 SG1 SG2
 for r in $(seq "$ROUNDS"); do
 	echo "round $r/$ROUNDS"
 	for t in $TOOLS; do
 		[[ -z ${SKIP[$t]:-} ]] || continue
-		RESULT=
+		RESULT= SELF=
 		if "run_$t" && [[ -n $RESULT ]]; then
-			read -r pps gbps <<<"$RESULT"
-			printf '  %-18s %10s pps %8s Gb/s\n' "$t" "$pps" "$gbps"
+			read -r pps gbps txm rxm boxm txg rxg boxg <<<"$RESULT"
+			read -r sm1 sm2 sg1 sg2 <<<"${SELF:-- - - -}"
+			printf '  %-18s %10s pps %8s Gb/s  CPU s/Mpkt tx %s rx %s box %s\n' "$t" "$pps" "$gbps" "$txm" "$rxm" "$boxm"
 			PPS[$t]+="$pps "
 			GBPS[$t]+="$gbps "
+			TXM[$t]+="$txm " RXM[$t]+="$rxm " BOXM[$t]+="$boxm "
+			TXG[$t]+="$txg " RXG[$t]+="$rxg " BOXG[$t]+="$boxg "
+			SM1[$t]+="$sm1 " SM2[$t]+="$sm2 " SG1[$t]+="$sg1 " SG2[$t]+="$sg2 "
 		else
 			printf '  %-18s failed\n' "$t"
 		fi
@@ -400,14 +497,31 @@ done
 
 # ---- the table -----------------------------------------------------------
 
-median() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END {
+median() { tr ' ' '\n' | { grep -E '^[0-9.]+$' || true; } | sort -g | awk '{ v[NR] = $1 } END {
 	if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-declare -A MED_PPS MED_GBPS
+declare -A MED_PPS MED_GBPS MED
 for t in $TOOLS; do
 	MED_PPS[$t]=$(median <<<"${PPS[$t]:-}")
 	MED_GBPS[$t]=$(median <<<"${GBPS[$t]:-}")
+	for k in $CPU_KEYS; do
+		declare -n arr=$k
+		v=$(median <<<"${arr[$t]:-}")
+		MED[$k,$t]=${v:--}
+		unset -n arr
+	done
 done
+# cpus TOOL K1 K2 K3: the medians "a/b/c", two decimals.
+cpus() {
+	local t=$1 out= k v
+	shift
+	for k; do
+		v=${MED[$k,$t]:--}
+		[[ $v == - ]] || v=$(printf '%.2f' "$v")
+		out+=${out:+/}$v
+	done
+	echo "$out"
+}
 
 # ref TOOL: the linerate row TOOL is compared with.
 ref() {
@@ -417,16 +531,22 @@ ref() {
 	*-tcp8) echo linerate-tcp8 ;;
 	*-tcp16) echo linerate-tcp16 ;;
 	linerate-default) echo linerate-default ;;
-	*-xdp) echo linerate-ring-xdp ;;
-	*)
-		local s=${MED_PPS[linerate-socket]:-} g=${MED_PPS[linerate-ring]:-}
-		if [[ -n $g && (-z $s || $(awk -v a="$g" -v b="$s" 'BEGIN{print (a>=b)}') == 1) ]]; then
-			echo linerate-ring
-		else
-			echo linerate-socket
-		fi
-		;;
+	*-xdp) best linerate-ring-xdp linerate-afxdp-xdp ;;
+	*) best linerate-socket linerate-ring linerate-afxdp ;;
 	esac
+}
+
+# best TOOL...: the one with the highest median pps (the first when none
+# was measured).
+best() {
+	local b=$1 t
+	for t; do
+		[[ -n ${MED_PPS[$t]:-} ]] || continue
+		if [[ -z ${MED_PPS[$b]:-} || $(awk -v a="${MED_PPS[$t]}" -v b="${MED_PPS[$b]}" 'BEGIN{print (a>b)}') == 1 ]]; then
+			b=$t
+		fi
+	done
+	echo "$b"
 }
 
 # ratio A B: A/B to two decimals, or "-".
@@ -435,7 +555,9 @@ ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) pr
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "median of $ROUNDS rounds, ${DURATION}s each; received in $NS_RX (UDP: InDatagrams; TCP, XDP: $IF_RX rx counters)"
-printf '%-18s %-54s %12s %9s %16s\n' tool "what" "pps" "Gb/s" "linerate/tool"
+echo "CPU: CPU-seconds per million packets and per gigabit received in the window, tx/rx/box"
+echo "(tx: the sending processes, rx: the receiving ones, box: the whole machine; see the top of this script)"
+printf '%-18s %-48s %10s %7s %14s %20s %20s\n' tool "what" "pps" "Gb/s" "linerate/tool" "s/Mpkt tx/rx/box" "s/Gbit tx/rx/box"
 describe() {
 	case $1 in
 	linerate-socket) echo "bench udp $LINERATE_UDP_FLAGS -> serve" ;;
@@ -445,6 +567,8 @@ describe() {
 	trafgen) echo "trafgen -P 2, 2 ports -> recvmmsg sink" ;;
 	trafgen-xdp) echo "trafgen -P 1 -> XDP drop" ;;
 	linerate-ring-xdp) echo "bench udp --engine ring, 1 thread -> XDP drop" ;;
+	linerate-afxdp) echo "bench udp --engine xdp $LINERATE_UDP_FLAGS -> serve" ;;
+	linerate-afxdp-xdp) echo "bench udp --engine xdp, 1 thread -> XDP drop" ;;
 	linerate-tcp1) echo "bench tcp --streams 1" ;;
 	iperf3-tcp1) echo "iperf3 -P 1" ;;
 	linerate-tcp4) echo "bench tcp --streams 4" ;;
@@ -458,7 +582,7 @@ describe() {
 }
 for t in $TOOLS; do
 	if [[ -n ${SKIP[$t]:-} ]]; then
-		printf '%-18s %-54s %12s\n' "$t" "$(describe "$t")" "skipped"
+		printf '%-18s %-48s %10s\n' "$t" "$(describe "$t")" "skipped"
 		continue
 	fi
 	rf=$(ref "$t")
@@ -469,10 +593,24 @@ for t in $TOOLS; do
 	fi
 	[[ $t == "$rf" ]] && x="(reference)"
 	if [[ -z ${MED_PPS[$t]:-} ]]; then
-		printf '%-18s %-54s %12s\n' "$t" "$(describe "$t")" "failed"
+		printf '%-18s %-48s %10s\n' "$t" "$(describe "$t")" "failed"
 		continue
 	fi
-	printf '%-18s %-54s %12.0f %9.3f %16s\n' "$t" "$(describe "$t")" "${MED_PPS[$t]}" "${MED_GBPS[$t]}" "$x"
+	printf '%-18s %-48s %10.0f %7.3f %14s %20s %20s\n' "$t" "$(describe "$t")" "${MED_PPS[$t]}" "${MED_GBPS[$t]}" "$x" \
+		"$(cpus "$t" TXM RXM BOXM)" "$(cpus "$t" TXG RXG BOXG)"
+done
+
+# What linerate and iperf3 say their CPU cost was. linerate's summary is
+# each end's machine CPU (here one machine: both ends and the kernel's work
+# for them, so close to box above); iperf3's is its own processes' (as tx
+# and rx above), over its whole run and the packets it sent.
+echo
+echo "CPU as the tools report it themselves (medians): client/server"
+printf '%-18s %20s %20s\n' tool "s/Mpkt" "s/Gbit"
+for t in $TOOLS; do
+	[[ $t == linerate-* || $t == iperf3* ]] || continue
+	[[ -n ${MED_PPS[$t]:-} ]] || continue
+	printf '%-18s %20s %20s\n' "$t" "$(cpus "$t" SM1 SM2)" "$(cpus "$t" SG1 SG2)"
 done
 
 # The issue's targets, where both sides were measured.
@@ -506,8 +644,12 @@ if [[ -n $JSON ]]; then
 				continue
 			fi
 			list() { local v; v=$(echo $1 | tr ' ' ','); echo "[$v]"; }
-			printf '    "%s": {"median_pps": %s, "median_gbps": %s, "pps": %s, "gbps": %s}' "$t" \
-				"${MED_PPS[$t]:-null}" "${MED_GBPS[$t]:-null}" "$(list "${PPS[$t]:-}")" "$(list "${GBPS[$t]:-}")"
+			num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo null; }
+			printf '    "%s": {"median_pps": %s, "median_gbps": %s, "pps": %s, "gbps": %s, "cpu_s_per_mpkt": {"tx": %s, "rx": %s, "box": %s}, "cpu_s_per_gbit": {"tx": %s, "rx": %s, "box": %s}, "self_cpu_s_per_mpkt": {"client": %s, "server": %s}, "self_cpu_s_per_gbit": {"client": %s, "server": %s}}' "$t" \
+				"${MED_PPS[$t]:-null}" "${MED_GBPS[$t]:-null}" "$(list "${PPS[$t]:-}")" "$(list "${GBPS[$t]:-}")" \
+				"$(num "${MED[TXM,$t]:-}")" "$(num "${MED[RXM,$t]:-}")" "$(num "${MED[BOXM,$t]:-}")" \
+				"$(num "${MED[TXG,$t]:-}")" "$(num "${MED[RXG,$t]:-}")" "$(num "${MED[BOXG,$t]:-}")" \
+				"$(num "${MED[SM1,$t]:-}")" "$(num "${MED[SM2,$t]:-}")" "$(num "${MED[SG1,$t]:-}")" "$(num "${MED[SG2,$t]:-}")"
 		done
 		printf '\n  }\n}\n'
 	} >"$JSON"

@@ -27,8 +27,8 @@ type Config struct {
 	Token string
 	// CPUs pins the client's sender and receiver threads, round robin.
 	CPUs []int
-	// Engine is "socket" (default) or "ring" (AF_PACKET TX_RING; UDP,
-	// IPv4, forward only).
+	// Engine is "socket" (default), "ring" (AF_PACKET TX_RING; UDP,
+	// IPv4, forward only), "xdp" (AF_XDP, as the ring) or "auto".
 	Engine string
 	// Idle is how long latency probes run before the load (with
 	// Spec.ProbeInterval).

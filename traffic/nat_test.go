@@ -174,24 +174,36 @@ func TestUDPThroughNAT(t *testing.T) {
 	}
 }
 
-// TestEngineAuto: --engine auto runs the ring on a direct route from the
-// client, the socket engine through the lab's router (a gateway), and
-// names the default for reverse, where the client sends nothing; the
-// result says which ran and why.
+// TestEngineAuto: --engine auto runs AF_XDP on a direct route from the
+// client when the interface has a TX queue per port, else the ring; the
+// socket engine through the lab's router (a gateway), and names the
+// default for reverse, where the client sends nothing; the result says
+// which ran and why.
 func TestEngineAuto(t *testing.T) {
 	direct := newLab(t, &Server{})
 	routed := newNATLab(t)
+	first, firstWhy := "xdp", "ran AF_XDP"
+	var why string
+	_ = direct.a.Do(func() error { why = xdpAvailable(); return nil })
+	if why != "" {
+		t.Logf("AF_XDP unavailable (%s): auto runs the ring", why)
+		first, firstWhy = "ring", "ran the ring"
+	}
 	for _, c := range []struct {
 		name, dir, want, why string
+		ports                int
 		cfg                  func(Spec) Config
 	}{
-		{"direct", Forward, "ring", "ran the ring", direct.config},
-		{"through a router", Forward, "socket", "is reached through the gateway", routed.config},
-		{"reverse", Reverse, "socket", "", direct.config},
+		{"direct", Forward, first, firstWhy, 1, direct.config},
+		// lra uses one TX queue: AF_XDP would need one per port.
+		{"direct, 2 ports", Forward, "ring", "ran the ring", 2, direct.config},
+		{"through a router", Forward, "socket", "is reached through the gateway", 1, routed.config},
+		{"reverse", Reverse, "socket", "", 1, direct.config},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sp := udpSpec(300*time.Millisecond, Rate{PPS: 20000})
 			sp.Direction = c.dir
+			sp.Ports = c.ports
 			cfg := c.cfg(sp)
 			cfg.Engine = "auto"
 			res, err := Run(context.Background(), cfg)

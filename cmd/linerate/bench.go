@@ -155,7 +155,7 @@ func (o *benchOptions) protoCmd(proto string) *cobra.Command {
 		f.IntVarP(&o.payload, "payload", "l", 0, "UDP payload bytes instead of --size (at least 16; iperf3's -l)")
 		f.IntVar(&o.ports, "ports", 0, "spread the flows over this many destination ports: RSS queues, receiver threads (default: --threads)")
 		f.IntVar(&o.rcvbuf, "rcvbuf", 0, "SO_RCVBUF of each receiver socket in bytes (default 4 MiB)")
-		f.StringVar(&o.engine, "engine", "auto", "send engine: socket (batched sendmmsg), ring (AF_PACKET TX_RING: IPv4, forward, direct route, root) or auto (the ring where it applies, else socket; with auto and no --threads, one thread per CPU up to 4)")
+		f.StringVar(&o.engine, "engine", "auto", "send engine: socket (batched sendmmsg), ring (AF_PACKET TX_RING: IPv4, forward, direct route, root), xdp (AF_XDP: as the ring, and one TX queue per port) or auto (xdp, else the ring, else socket, whichever applies first; with auto and no --threads, one thread per CPU up to 4)")
 		f.BoolVar(&o.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
 		o.search.flags(f)
 		c.Example += "\n" + searchExample

@@ -1,0 +1,145 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"linerate/internal/testenv"
+	"linerate/internal/usage"
+)
+
+// skipWithoutAFXDP skips when this process cannot open AF_XDP sockets
+// inside ns (a kernel without CONFIG_XDP_SOCKETS, no CAP_NET_RAW).
+func skipWithoutAFXDP(t *testing.T, l *lab) {
+	t.Helper()
+	var why string
+	_ = l.a.Do(func() error { why = xdpAvailable(); return nil })
+	if why != "" {
+		t.Skipf("AF_XDP unavailable: %s", why)
+	}
+}
+
+func TestXDPConfigChecks(t *testing.T) {
+	good := XDPConfig{RingConfig: RingConfig{Iface: "lo", DstIP: netip.MustParseAddr("127.0.0.1"), DstPort: 5300, Duration: time.Second, CPU: -1}}
+	for _, c := range []struct {
+		name   string
+		change func(*XDPConfig)
+		want   string
+	}{
+		{"ipv6", func(c *XDPConfig) { c.DstIP = netip.MustParseAddr("::1") }, "not an IPv4"},
+		{"jumbo", func(c *XDPConfig) { c.FrameSize = 9018 }, "one UMEM chunk per frame"},
+		{"negative queue", func(c *XDPConfig) { c.Queue = -1 }, "queue -1"},
+		{"no such interface", func(c *XDPConfig) { c.Iface = "nosuch0" }, "nosuch0"},
+	} {
+		cfg := good
+		c.change(&cfg)
+		_, err := NewXDPSender(cfg)
+		var ue *usage.Error
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ue) {
+			t.Errorf("%s: error %v, want a usage error with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestXDPEngine sends through an AF_XDP socket on a veth in copy mode:
+// with no XDP program anywhere, and with the server's XDP counter on the
+// receiving veth (which puts veth in NAPI mode). The server must count
+// every frame, and the counts must agree with the receiving interface's
+// (and with the XDP counter's).
+func TestXDPEngine(t *testing.T) {
+	for _, peerXDP := range []bool{false, true} {
+		name := "no XDP program"
+		if peerXDP {
+			name = "XDP counter on the peer"
+		}
+		t.Run(name, func(t *testing.T) { testXDPEngine(t, peerXDP) })
+	}
+}
+
+func testXDPEngine(t *testing.T, peerXDP bool) {
+	l := newLab(t, &Server{})
+	skipWithoutAFXDP(t, l)
+	cfg := l.config(udpSpec(1200*time.Millisecond, Rate{PPS: 20000}))
+	cfg.Engine = "xdp"
+	cfg.FrameSize = 64
+	cfg.Spec.XDP = peerXDP
+	before := ifStats(t, l.b, "lrb")
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Engine != "xdp" {
+		t.Errorf("engine %q, want xdp", res.Engine)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "copy mode") }) {
+		t.Errorf("notes %q: nothing says veth sends in copy mode", res.Notes)
+	}
+	if len(res.Intervals) == 0 || res.Intervals[0].SentPPS < 10000 {
+		t.Errorf("intervals %+v: the first second sent under half the asked 20 kpps", res.Intervals)
+	}
+	rx := ifStats(t, l.b, "lrb").rxPk - before.rxPk
+	s := res.Summary
+	t.Logf("xdp: sent %d, received %d, lost %d, lrb rx %d (control included), xdp counter %+v", s.SentPackets, s.ReceivedPackets, s.LostPackets, rx, res.Targets[0].XDP)
+	// 1.2 s at 20 kpps: 24000 frames, held on average.
+	if !closeTo(s.SentPackets, 24000, 0.01) {
+		t.Errorf("sent %d, want 24000 ± 1%%", s.SentPackets)
+	}
+	if s.LostPackets != 0 || s.ReceivedPackets != s.SentPackets {
+		t.Errorf("sent %d, received %d, lost %d: want no loss at 20 kpps", s.SentPackets, s.ReceivedPackets, s.LostPackets)
+	}
+	// lrb's counter also holds a few ARP and control packets.
+	if !closeTo(s.ReceivedPackets, rx, 0.005) {
+		t.Errorf("received %d, lrb received %d", s.ReceivedPackets, rx)
+	}
+	if peerXDP {
+		if x := res.Targets[0].XDP; x == nil || (x.Error == "" && !closeTo(x.Packets, s.ReceivedPackets, 0.01)) {
+			t.Errorf("xdp counter %+v for %d received", x, s.ReceivedPackets)
+		}
+	}
+}
+
+func TestTXQueuesInUse(t *testing.T) {
+	l := newLab(t, &Server{})
+	testenv.Veth(t, l.a, "lrq", l.b, "lrq1", 3)
+	count := func(iface string) int {
+		var n int
+		err := l.a.Do(func() error {
+			var err error
+			n, err = txQueuesInUse(iface)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count("lra"); n != 1 {
+		t.Errorf("lra uses %d TX queues, want 1", n)
+	}
+	if n := count("lrq"); n != 3 {
+		t.Errorf("lrq uses %d TX queues, want 3", n)
+	}
+	if err := l.a.Do(func() error { _, err := txQueuesInUse("nosuch0"); return err }); err == nil {
+		t.Error("no error for an interface that does not exist")
+	}
+}
+
+// TestXDPEngineNeedsAQueuePerPort: two ports on a veth using one TX queue
+// is a usage error that says how to get more queues.
+func TestXDPEngineNeedsAQueuePerPort(t *testing.T) {
+	l := newLab(t, &Server{})
+	skipWithoutAFXDP(t, l)
+	cfg := l.config(udpSpec(300*time.Millisecond, Rate{PPS: 1000}))
+	cfg.Engine = "xdp"
+	cfg.Spec.Ports = 2
+	_, err := Run(context.Background(), cfg)
+	var ue *usage.Error
+	if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), "ethtool -L lra tx 2") {
+		t.Fatalf("error %v: want a usage error naming ethtool -L lra tx 2", err)
+	}
+}
