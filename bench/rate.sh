@@ -49,6 +49,8 @@ NS_TX=linerate-rate-tx-$$
 NS_RX=linerate-rate-rx-$$
 IP_RX=10.205.0.2
 WORK=$(mktemp -d /tmp/linerate-rate.XXXXXX)
+# The runs measured here stay out of the machine's run history.
+export LINERATE_HISTORY_DIR=$WORK/history
 SERVER=
 
 cleanup() {

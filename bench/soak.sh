@@ -24,6 +24,8 @@ LINERATE=${LINERATE:-bin/linerate}
 NS_C=linerate-soak-c-$$
 NS_S=linerate-soak-s-$$
 WORK=$(mktemp -d /tmp/linerate-soak.XXXXXX)
+# The runs measured here stay out of the machine's run history.
+export LINERATE_HISTORY_DIR=$WORK/history
 SERVE=
 cleanup() {
 	[[ -n $SERVE ]] && kill "$SERVE" 2>/dev/null && wait "$SERVE" 2>/dev/null

@@ -40,7 +40,7 @@ func (p *parser) settings(fs []*field, s *settings) error {
 		case "direction":
 			s.direction, err = p.oneOf(f.v, "direction", traffic.Forward, traffic.Reverse, traffic.Bidir)
 		case "engine":
-			s.engine, err = p.oneOf(f.v, "engine", "socket", "ring")
+			s.engine, err = p.oneOf(f.v, "engine", "auto", "socket", "ring", "xdp")
 		case "rate":
 			var v string
 			if v, err = p.scalar(f.v, "rate"); err == nil {
@@ -282,9 +282,9 @@ func (p *parser) protoSettings(what string, s, defaults *settings, fl *Flow) err
 		fl.Payload = defaultUDPPayload
 	}
 	fl.Ports = cmp.Or(s.ports, fl.Threads)
-	fl.Engine = cmp.Or(s.engine, "socket")
-	if fl.Engine == "ring" && fl.Direction != traffic.Forward {
-		return p.errorf(s.at["engine"], "%s: engine ring sends forward only (AF_PACKET TX_RING on the sending host): direction %s needs the socket engine", what, fl.Direction)
+	fl.Engine = cmp.Or(s.engine, "auto")
+	if (fl.Engine == "ring" || fl.Engine == "xdp") && fl.Direction != traffic.Forward {
+		return p.errorf(s.at["engine"], "%s: engine %s sends forward only (from the sending host's interface): direction %s needs the socket engine (or auto)", what, fl.Engine, fl.Direction)
 	}
 	return nil
 }

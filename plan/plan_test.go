@@ -69,13 +69,13 @@ ceiling: {host: cm4, pcie: gen2x1, mps: 256, mrrs: 1024, addr32: true, ports: [e
 		},
 		Flows: []Flow{
 			{Index: 1, Line: 17, From: "pi1", To: "cm4", Address: "10.0.1.1", Proto: "udp", Direction: "forward", Rate: traffic.Rate{PPS: 1e5},
-				Size: 128, Streams: 1, Ports: 1, Threads: 1, Engine: "socket", Port: "eth1", SpeedBps: 1e9, MTU: 1500},
+				Size: 128, Streams: 1, Ports: 1, Threads: 1, Engine: "auto", Port: "eth1", SpeedBps: 1e9, MTU: 1500},
 			{Index: 2, Line: 18, From: "lap", To: "cm4", Address: "10.0.2.1", Proto: "tcp", Direction: "forward",
 				Streams: 4, Ports: 1, Threads: 1, MSS: 88, Port: "eth2", SpeedBps: 2.5e9, MTU: 9000},
 			{Index: 2, Line: 18, From: "lap", To: "cm4", Address: "10.0.2.2", Proto: "tcp", Direction: "forward",
 				Streams: 4, Ports: 1, Threads: 1, MSS: 88, Port: "eth2", SpeedBps: 2.5e9, MTU: 9000},
 			{Index: 3, Line: 25, From: "cm4", To: "lap", Address: "192.168.1.20", Proto: "udp", Direction: "bidir", Rate: traffic.Rate{BPS: 5e8},
-				Payload: 1472, Streams: 1, Ports: 4, Threads: 2, Engine: "socket", MTU: 1500},
+				Payload: 1472, Streams: 1, Ports: 4, Threads: 2, Engine: "auto", MTU: 1500},
 			{Index: 4, Line: 26, From: "pi1", To: "lap", Address: "192.168.1.20", Proto: "udp", Direction: "forward", Rate: traffic.Rate{PPS: 1e5},
 				Size: 128, Streams: 1, Ports: 1, Threads: 1, Engine: "ring", MTU: 1500},
 		},
@@ -137,7 +137,7 @@ func TestParseDefaults(t *testing.T) {
 		t.Errorf("plan defaults: %+v", pl)
 	}
 	udp, tcp := pl.Flows[0], pl.Flows[1]
-	if udp.Address != "10.0.0.2" || udp.Payload != 18 || udp.Ports != 1 || udp.Engine != "socket" || udp.Direction != traffic.Forward {
+	if udp.Address != "10.0.0.2" || udp.Payload != 18 || udp.Ports != 1 || udp.Engine != "auto" || udp.Direction != traffic.Forward {
 		t.Errorf("udp flow defaults: %+v", udp)
 	}
 	if fr, _ := udp.Frame(); fr.Bytes != 64 {
@@ -201,7 +201,7 @@ func TestParseErrors(t *testing.T) {
 		{"tcp ports", hosts + "flows:\n  - {from: a, to: b, proto: tcp, ports: 4}\n", `p.yaml:5: flow 1: ports spreads udp flows over destination ports: a tcp flow takes streams (connections)`},
 		{"small mss", hosts + "flows:\n  - {from: a, to: b, proto: tcp, mss: 40}\n", `p.yaml:5: mss 40: want at least 88`},
 		{"ring reverse", hosts + "flows:\n  - {from: a, to: b, proto: udp, engine: ring, direction: reverse}\n",
-			`p.yaml:5: flow 1: engine ring sends forward only (AF_PACKET TX_RING on the sending host): direction reverse needs the socket engine`},
+			`p.yaml:5: flow 1: engine ring sends forward only (from the sending host's interface): direction reverse needs the socket engine (or auto)`},
 		{"address twice", hosts + "flows:\n  - {from: a, to: b, proto: udp, address: [10.0.0.2, 10.0.0.2]}\n", `p.yaml:5: flow 1: address 10.0.0.2 given twice`},
 		{"address not on a port", "hosts:\n  a: 10.0.0.1\n  b:\n    at: 10.0.0.2\n    ports: {eth0: {address: 10.0.0.2}}\nflows:\n  - {from: a, to: b, proto: udp, address: 10.0.0.3}\n",
 			`p.yaml:7: flow 1: b has no port with address 10.0.0.3 (its ports: eth0 10.0.0.2)`},

@@ -65,8 +65,8 @@ func Plan(w io.Writer, pl *plan.Plan, e *plan.Expectation) error {
 		if f.MSS > 0 {
 			extra = fmt.Sprintf(" (mss %d)", f.MSS)
 		}
-		if f.Engine == "ring" {
-			extra = " (ring)"
+		if f.Engine == "ring" || f.Engine == "xdp" {
+			extra = " (" + f.Engine + ")"
 		}
 		rate := "as fast as possible"
 		if !f.Rate.Unlimited() {

@@ -168,11 +168,13 @@ func TestBenchFromSearch(t *testing.T) {
 	}
 	t.Logf("NDR at 1518 B through the router: %.0f fps (the shaper passes %.0f); progress lines: %d", s[0].NDRPPS, shaper,
 		strings.Count(r.stderr, "search [lan:7557 → wan]"))
-	// Above the shaper no trial can pass; how close below it the NDR
-	// lands is TestSearchShapedVeth's to judge (on a quiet machine):
-	// here a busy one may lose a trial to a stalled sender.
-	if s[0].NDRPPS <= shaper*0.5 || s[0].NDRPPS > shaper*1.02 {
-		t.Errorf("NDR %.0f fps, want at most 2 %% above the shaper's %.0f and more than half of it", s[0].NDRPPS, shaper)
+	// How close to the shaper the NDR lands is TestSearchShapedVeth's to
+	// judge (1 s trials, a quiet machine). Here the trials are 500 ms: the
+	// lab shaper's queue absorbs a few percent over its rate for that long
+	// (8,720 fps passed a 8,256 fps shaper without loss once), and a busy
+	// machine may lose a trial to a stalled sender.
+	if s[0].NDRPPS <= shaper*0.5 || s[0].NDRPPS > shaper*1.10 {
+		t.Errorf("NDR %.0f fps, want at most 10 %% above the shaper's %.0f and more than half of it", s[0].NDRPPS, shaper)
 	}
 	if !strings.Contains(r.stderr, "search [lan:7557 → wan]") {
 		t.Errorf("no progress lines from the agent:\n%s", r.stderr)
