@@ -113,6 +113,24 @@ func TestBenchFrom(t *testing.T) {
 	}
 	run(t, bin, "lab", "exec", "--state-dir", dir, name, "router", "--", "nft", "delete", "table", "inet", "bfdrop")
 
+	// The controller elsewhere (in wan), the router's agent sampling it:
+	// --sample router.
+	ctl := run(t, bin, "lab", "exec", "--state-dir", dir, name, "wan", "--", bin, "bench", "udp", "--from", "lan", "--to", "wan",
+		"--sample", "router", "-t", "2", "--warmup", "300ms", "-b", "10kpps", "--json", "--no-save")
+	var sampled traffic.FlowSet
+	if err := json.Unmarshal([]byte(ctl.stdout), &sampled); err != nil || ctl.code != 0 {
+		t.Fatalf("--sample router from wan: %d %v\n%s%s", ctl.code, err, ctl.stdout, ctl.stderr)
+	}
+	var routerPPS float64
+	for _, sm := range sampled.Samples {
+		if sm.Host == "router:7557" {
+			routerPPS = max(routerPPS, sm.NetDev["lan"].RxPps)
+		}
+	}
+	if routerPPS < 5000 {
+		t.Errorf("--sample router: the router's lan received %.0f pps at most in its samples, want the 10 kpps flow", routerPPS)
+	}
+
 	// The run kept in the history; the router diagnoses itself from it.
 	hist := t.TempDir()
 	kept := onRouter("bench", "udp", "--from", "lan", "--to", "wan", "-t", "2", "--warmup", "300ms", "-b", "20kpps", "--history-dir", hist)
