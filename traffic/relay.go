@@ -316,32 +316,58 @@ func (s *Server) sampleFor(ctx context.Context, c *ctl) error {
 
 // AgentSampler is an agent recording its counters for this controller.
 type AgentSampler struct {
-	c    *ctl
-	conn net.Conn
+	c     *ctl
+	conn  net.Conn
+	timer *time.Timer
+	mu    sync.Mutex
+	// started: the sample request went out and the agent said running;
+	// over: Stop was called (a request not yet sent is not sent).
+	started, over bool
+	err           error
 }
 
-// StartSampling asks the agent at the other end of conn to sample its
-// counters once a second until Stop.
-func StartSampling(conn net.Conn, secret string) (*AgentSampler, error) {
+// StartSampling greets the agent at the other end of conn now (an agent
+// that cannot be reached or refuses the secret is an error at once) and
+// asks it to sample its counters once a second after lead — when the
+// test's measured window opens — until Stop.
+func StartSampling(conn net.Conn, secret string, lead time.Duration) (*AgentSampler, error) {
 	if _, err := Greet(conn, secret, authTimeout+helloTimeout); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	c := newCtl(conn)
-	if err := c.write(&Message{Type: msgSample}); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	if _, err := c.expect(helloTimeout, msgRunning); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return &AgentSampler{c: c, conn: conn}, nil
+	a := &AgentSampler{c: newCtl(conn), conn: conn}
+	a.timer = time.AfterFunc(max(lead, 0), a.begin)
+	return a, nil
 }
 
-// Stop ends the sampling and returns the agent's samples.
+func (a *AgentSampler) begin() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.over {
+		return
+	}
+	if err := a.c.write(&Message{Type: msgSample}); err != nil {
+		a.err = err
+		return
+	}
+	if _, err := a.c.expect(helloTimeout, msgRunning); err != nil {
+		a.err = err
+		return
+	}
+	a.started = true
+}
+
+// Stop ends the sampling and returns the agent's samples (none when it
+// stops before the window opened).
 func (a *AgentSampler) Stop() ([]box.Rates, error) {
 	defer a.conn.Close()
+	a.timer.Stop()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.over = true
+	if a.err != nil || !a.started {
+		return nil, a.err
+	}
 	if err := a.c.write(&Message{Type: msgStop}); err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func TestThirdPartyFlow(t *testing.T) {
 
 	spec := Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Warmup: Seconds(200 * time.Millisecond),
 		Streams: 1, Ports: 1, Threads: 1, Payload: 64, Rate: Rate{PPS: 5000}}
-	sampler, err := StartSampling(dialIn(t, l.b, a), secret)
+	sampler, err := StartSampling(dialIn(t, l.b, a), secret, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,12 +163,12 @@ type middle struct {
 	others func() ([]traffic.Sample, []string)
 }
 
-// startMiddle starts sampling the hosts in the middle. This host's own
-// sampling starts after lead (the flows' idle probes and warmup), so that
-// its seconds are the measured window's; the agents of the other hosts
-// sample from now on (their clocks are not this host's to cut by).
+// startMiddle starts sampling the hosts in the middle after lead (the
+// flows' idle probes and warmup), so that their seconds are the measured
+// window's: this host, and the agents of the others (reached now, asked to
+// sample when the window opens).
 func startMiddle(ctx context.Context, hosts []sampleTarget, secret string, lead time.Duration) (*middle, error) {
-	others, err := startSampling(ctx, hosts, secret)
+	others, err := startSampling(ctx, hosts, secret, lead)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func (m *middle) finish(ctx context.Context, set *traffic.FlowSet) {
 // startSampling asks each host's agent to sample its counters until the
 // returned stop, which gives their samples (side "dut", Host its name) and
 // a note for each host whose samples could not be had.
-func startSampling(ctx context.Context, hosts []sampleTarget, secret string) (stop func() ([]traffic.Sample, []string), err error) {
+func startSampling(ctx context.Context, hosts []sampleTarget, secret string, lead time.Duration) (stop func() ([]traffic.Sample, []string), err error) {
 	type agent struct {
 		name string
 		s    *traffic.AgentSampler
@@ -254,7 +254,7 @@ func startSampling(ctx context.Context, hosts []sampleTarget, secret string) (st
 			stop()
 			return nil, err
 		}
-		s, err := traffic.StartSampling(c, secret)
+		s, err := traffic.StartSampling(c, secret, lead)
 		if err != nil {
 			stop()
 			return nil, fmt.Errorf("sample %s: %w", h.name, err)
