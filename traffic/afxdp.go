@@ -167,12 +167,20 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 		modes = modes[1:]
 	}
 	for _, zc := range modes {
-		s := &XDPSender{base: RingSender{cfg: rc, fd: -1, frameLen: frameLen}, queue: cfg.Queue, fd: -1, chunk: chunk}
-		lastErr = s.open(attrs.Index, zc)
-		if lastErr == nil {
-			return s, nil
+		// A socket of the previous test on the same queue is released by
+		// the kernel a little after it was closed: the queue is busy
+		// (EBUSY) until then.
+		for deadline := time.Now().Add(xdpBusyWait); ; time.Sleep(20 * time.Millisecond) {
+			s := &XDPSender{base: RingSender{cfg: rc, fd: -1, frameLen: frameLen}, queue: cfg.Queue, fd: -1, chunk: chunk}
+			lastErr = s.open(attrs.Index, zc)
+			if lastErr == nil {
+				return s, nil
+			}
+			s.Close()
+			if zc || !errors.Is(lastErr, unix.EBUSY) || time.Now().After(deadline) {
+				break
+			}
 		}
-		s.Close()
 		if errors.Is(lastErr, ErrAFXDPUnavailable) {
 			break
 		}
@@ -185,6 +193,10 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 	}
 	return nil, fmt.Errorf("xdp sender on %s queue %d: %w", rc.Iface, cfg.Queue, lastErr)
 }
+
+// xdpBusyWait is how long a copy-mode bind waits for a queue another
+// socket is still releasing.
+const xdpBusyWait = time.Second
 
 // sockoptPtr sets a socket option whose value is a struct.
 func sockoptPtr(fd, level, opt int, p unsafe.Pointer, size uintptr) error {

@@ -143,3 +143,41 @@ func TestXDPEngineNeedsAQueuePerPort(t *testing.T) {
 		t.Fatalf("error %v: want a usage error naming ethtool -L lra tx 2", err)
 	}
 }
+
+// Back-to-back tests on one queue: each binds as soon as the one before
+// let go (the kernel releases a closed AF_XDP socket a little later).
+// With the queue held by another socket for good, --engine auto runs the
+// ring and says why.
+func TestXDPQueueBusy(t *testing.T) {
+	l := newLab(t, &Server{})
+	skipWithoutAFXDP(t, l)
+	cfg := l.config(udpSpec(300*time.Millisecond, Rate{PPS: 5000}))
+	cfg.Spec.Warmup = 0
+	cfg.Engine, cfg.FrameSize = "xdp", 64
+	for i := range 3 {
+		if res, err := Run(context.Background(), cfg); err != nil || res.Engine != "xdp" {
+			t.Fatalf("test %d right after the one before: %v", i+1, err)
+		}
+	}
+	var holder *XDPSender
+	err := l.a.Do(func() error {
+		var err error
+		holder, err = NewXDPSender(XDPConfig{RingConfig: RingConfig{Iface: "lra", SrcIP: netip.MustParseAddr("10.99.0.1"),
+			DstIP: netip.MustParseAddr("10.99.0.2"), DstPort: 9, Ports: 1, FrameSize: 64, Duration: time.Second}, Queue: 0})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("hold queue 0: %v", err)
+	}
+	defer holder.Close()
+	cfg.Engine = "auto"
+	cfg.Spec.Threads, cfg.Spec.Ports = 1, 1
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("engine %s; notes %q", res.Engine, res.Notes)
+	if res.Engine != "ring" || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "it could not start") }) {
+		t.Errorf("engine %q, notes %q: want the ring, saying AF_XDP could not start", res.Engine, res.Notes)
+	}
+}

@@ -39,8 +39,25 @@ func openAutoEngine(r *clientRun, to []*target) error {
 	whyNotXDP := xdpWhyNot(r, to)
 	if whyNotXDP == "" {
 		r.cfg.Engine = "xdp"
-		r.notes = append(r.notes, "--engine auto ran AF_XDP: IPv4 from the client, on a direct route, as root, a TX queue per port")
-		return openXDPEngine(r, to)
+		opened := func() (n int) {
+			for _, t := range to {
+				n += len(t.fwd)
+			}
+			return n
+		}
+		before := opened()
+		err := openXDPEngine(r, to)
+		if err == nil {
+			r.notes = append(r.notes, "--engine auto ran AF_XDP: IPv4 from the client, on a direct route, as root, a TX queue per port")
+			return nil
+		}
+		if opened() != before || usage.Is(err) {
+			return err // a sender already runs: no falling back halfway
+		}
+		// The ring fits wherever AF_XDP does: a first socket AF_XDP could
+		// not bind (another program's on the queue) costs speed, not the
+		// test.
+		whyNotXDP = "it could not start: " + err.Error()
 	}
 	if why := ringWhyNot(r, to); why != "" {
 		r.cfg.Engine = "socket"

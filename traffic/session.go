@@ -198,18 +198,26 @@ func (s *session) runFlow(e *entry) {
 func (s *session) overC() <-chan struct{} { return s.over }
 
 // run ticks once a second from the start, with the tick's time, until
-// until is closed (false) or ctx ends (true: interrupted).
+// until is closed (false) or ctx ends (true: interrupted). A last second
+// that ends a few ms before its tick would have come (the ticker starts
+// a little after the window) still gets its tick: when until closes 900 ms
+// or more after the last tick, it ticks once more.
 func (s *session) run(ctx context.Context, until <-chan struct{}, tick func(now time.Time)) (interrupted bool) {
 	c, stop := s.clk.ticker(time.Second)
 	defer stop()
+	last := s.clk.now()
 	for {
 		select {
 		case <-until:
+			if now := s.clk.now(); now.Sub(last) >= 900*time.Millisecond {
+				tick(now)
+			}
 			return false
 		case <-ctx.Done():
 			return true
 		case now := <-c:
 			tick(now)
+			last = now
 		}
 	}
 }
