@@ -65,6 +65,8 @@ done
 [[ $(id -u) == 0 ]] || die "needs root (it creates network namespaces): try sudo bash bench/compare.sh"
 
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/netns.sh
+source bench/netns.sh
 LINERATE=${LINERATE:-bin/linerate}
 
 # ---- the lab -------------------------------------------------------------
@@ -108,17 +110,8 @@ if [[ -z ${SINK:-} ]]; then
 	go build -o "$SINK" ./bench/sink || { echo "compare.sh: could not build bench/sink; trafgen and XDP rows are skipped" >&2; SINK=; }
 fi
 
-ip netns add "$NS_TX"
-ip netns add "$NS_RX"
-ip -n "$NS_TX" link set lo up
-ip -n "$NS_RX" link set lo up
-ip -n "$NS_TX" link add name "$IF_TX" type veth peer name "$IF_RX" netns "$NS_RX"
-ip -n "$NS_TX" addr add "$IP_TX/24" dev "$IF_TX"
-ip -n "$NS_RX" addr add "$IP_RX/24" dev "$IF_RX"
-ip -n "$NS_TX" link set "$IF_TX" up
 # One AF_XDP socket per TX queue: two, for linerate's --ports 2.
-ip netns exec "$NS_TX" ethtool -L "$IF_TX" tx 2 >/dev/null 2>&1 || echo "compare.sh: ethtool -L $IF_TX tx 2 failed: the AF_XDP rows with 2 ports will fail" >&2
-ip -n "$NS_RX" link set "$IF_RX" up
+netns_pair "$NS_TX" "$NS_RX" "$IF_TX" "$IF_RX" "$IP_TX" "$IP_RX" 2
 MAC_TX=$(ip netns exec "$NS_TX" cat "/sys/class/net/$IF_TX/address")
 MAC_RX=$(ip netns exec "$NS_RX" cat "/sys/class/net/$IF_RX/address")
 

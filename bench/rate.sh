@@ -39,6 +39,8 @@ for e in $ENGINES; do [[ $e =~ ^(socket|ring|xdp|auto)$ ]] || die "ENGINES: unkn
 command -v jq >/dev/null || die "jq is not installed (make deps installs it)"
 
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/netns.sh
+source bench/netns.sh
 LINERATE=${LINERATE:-bin/linerate}
 if [[ ! -x $LINERATE ]]; then
 	mkdir -p "$(dirname "$LINERATE")"
@@ -62,18 +64,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo; echo "rate.sh: interrupted" >&2; exit 130' INT TERM
 
-ip netns add "$NS_TX"
-ip netns add "$NS_RX"
-ip -n "$NS_TX" link set lo up
-ip -n "$NS_RX" link set lo up
-ip -n "$NS_TX" link add name lrr0 type veth peer name lrr1 netns "$NS_RX"
-ip -n "$NS_TX" addr add 10.205.0.1/24 dev lrr0
-ip -n "$NS_RX" addr add "$IP_RX/24" dev lrr1
-ip -n "$NS_TX" link set lrr0 up
-ip -n "$NS_RX" link set lrr1 up
 # Two TX queues: AF_XDP binds a socket per queue, and linerate's default
 # is two ports (a thread per CPU) on this 2-CPU machine.
-ip netns exec "$NS_TX" ethtool -L lrr0 tx 2 >/dev/null 2>&1 || echo "rate.sh: ethtool -L lrr0 tx 2 failed: xdp runs with 2 ports will fail" >&2
+netns_pair "$NS_TX" "$NS_RX" lrr0 lrr1 10.205.0.1 "$IP_RX" 2
 
 # The server lives as long as the whole script may (each run is bounded).
 RUNS=$(( $(wc -w <<<"$ENGINES") * ($(wc -w <<<"$PPS $BPS") + 2) ))

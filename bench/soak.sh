@@ -18,6 +18,8 @@ die() { echo "soak.sh: $*" >&2; exit 2; }
 [[ $EVERY =~ ^[1-9][0-9]*$ ]] || die "SOAK_EVERY=$EVERY: want whole seconds"
 [[ $(id -u) == 0 ]] || die "needs root (it creates network namespaces): try sudo make soak"
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/netns.sh
+source bench/netns.sh
 LINERATE=${LINERATE:-bin/linerate}
 [[ -x $LINERATE ]] || go build -o "$LINERATE" ./cmd/linerate
 
@@ -36,15 +38,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo; echo "soak.sh: interrupted" >&2; exit 130' INT TERM
 
-ip netns add "$NS_C"
-ip netns add "$NS_S"
-ip -n "$NS_C" link set lo up
-ip -n "$NS_S" link set lo up
-ip -n "$NS_C" link add name lrs0 type veth peer name lrs1 netns "$NS_S"
-ip -n "$NS_C" addr add 10.204.0.1/24 dev lrs0
-ip -n "$NS_S" addr add 10.204.0.2/24 dev lrs1
-ip -n "$NS_C" link set lrs0 up
-ip -n "$NS_S" link set lrs1 up
+netns_pair "$NS_C" "$NS_S" lrs0 lrs1 10.204.0.1 10.204.0.2
 
 total=$((MINUTES * 60))
 head -c 32 /dev/urandom | base64 >"$WORK/secret"

@@ -1,20 +1,14 @@
 package demo
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"slices"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"linerate/history"
-	"linerate/internal/version"
 	"linerate/report"
 	"linerate/report/page"
-	"linerate/source"
 )
 
 // The roles of the runs on the report page, in the order they appear
@@ -51,23 +45,14 @@ type SavedRun struct {
 // when its role is one of pageOrder. A run that cannot be saved is a
 // progress line, not a failure: the measurement was made and shown.
 func (s *Session) save(role, kind string, command []string, result any) {
-	data, err := json.Marshal(result)
+	r, err := report.NewRun(kind, command, result)
 	if err != nil {
 		s.Logf("  %s: not kept: %v", role, err)
 		return
 	}
-	r := &history.Run{Kind: kind, Time: time.Now().UTC(), Command: command, Version: version.Version,
-		Machine: source.MachineID(), Result: data}
-	if v, err := report.DecodeRun(r); err == nil {
-		r.Headline = report.Headline(kind, v)
-	}
+	r.Time = time.Now().UTC()
 	if label := roleLabels[role]; label != "" {
 		r.Headline = label + ": " + r.Headline
-	}
-	r.Host, _ = os.Hostname()
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		r.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	if st := s.Config.History; st != nil {
 		if id, err := st.Save(r); err != nil {

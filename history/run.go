@@ -29,8 +29,9 @@ const (
 	KindFlows    = "flows"     // traffic.FlowSet of bench --from (third-party flows)
 )
 
-// Run is one saved result and where it came from.
-type Run struct {
+// Entry is what the history says of a run besides its result: a line of
+// the index.
+type Entry struct {
 	Schema int       `json:"schema"`
 	ID     string    `json:"id"`
 	Kind   string    `json:"kind"`
@@ -45,28 +46,13 @@ type Run struct {
 	Machine string `json:"machine_id,omitempty"`
 	// Headline is the one-line figure `linerate runs` shows.
 	Headline string `json:"headline"`
-	// Result is the command's whole JSON result.
+}
+
+// Run is one saved result and where it came from: its entry (the JSON
+// fields at the same level) and the command's whole JSON result.
+type Run struct {
+	Entry
 	Result json.RawMessage `json:"result"`
-}
-
-// Entry is a Run without its result: a line of the index.
-type Entry struct {
-	Schema   int       `json:"schema"`
-	ID       string    `json:"id"`
-	Kind     string    `json:"kind"`
-	Time     time.Time `json:"time"`
-	Command  []string  `json:"command"`
-	Host     string    `json:"host"`
-	Kernel   string    `json:"kernel,omitempty"`
-	Version  string    `json:"linerate_version"`
-	Machine  string    `json:"machine_id,omitempty"`
-	Headline string    `json:"headline"`
-}
-
-// Entry is the run's index line.
-func (r *Run) Entry() Entry {
-	return Entry{Schema: r.Schema, ID: r.ID, Kind: r.Kind, Time: r.Time, Command: r.Command, Host: r.Host,
-		Kernel: r.Kernel, Version: r.Version, Machine: r.Machine, Headline: r.Headline}
 }
 
 // NewerError is a run written by a newer linerate than this one.

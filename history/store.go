@@ -116,7 +116,7 @@ func (s *Store) Save(r *Run) (string, error) {
 	}
 	// The index is a cache: a failure to append leaves the run findable
 	// (List adds files the index lacks).
-	if err := s.appendIndex(r.Entry()); err != nil {
+	if err := s.appendIndex(r.Entry); err != nil {
 		s.warn("history: index %s: %v (the run is saved; 'linerate runs' rebuilds the index)", s.indexPath(), err)
 	}
 	return r.ID, nil
@@ -209,7 +209,7 @@ func (s *Store) List() ([]Entry, error) {
 			s.warn("history: skipped %s: %v", s.path(id), err)
 			continue
 		}
-		out = append(out, r.Entry())
+		out = append(out, r.Entry)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].Time.Equal(out[j].Time) {
@@ -450,7 +450,7 @@ func Decode(data []byte, where string) (*Run, error) {
 		}
 		return &r, nil
 	}
-	r := &Run{Schema: Schema, Time: probe.Time, Version: probe.Version, Result: json.RawMessage(data)}
+	r := &Run{Entry: Entry{Schema: Schema, Time: probe.Time, Version: probe.Version}, Result: json.RawMessage(data)}
 	switch {
 	case len(probe.Rig) > 0:
 		r.Kind = KindTuneAuto

@@ -14,7 +14,7 @@ import (
 )
 
 func run(kind, headline string) *Run {
-	return &Run{Kind: kind, Command: []string{"linerate", kind}, Host: "h", Headline: headline,
+	return &Run{Entry: Entry{Kind: kind, Command: []string{"linerate", kind}, Host: "h", Headline: headline},
 		Result: json.RawMessage(`{"spec":{"proto":"udp"},"summary":{"received_pps":1000}}`)}
 }
 

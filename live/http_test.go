@@ -152,7 +152,7 @@ metrics:
 
 func TestWriteText(t *testing.T) {
 	s := Build(rates(), []string{"eth0"}, names)
-	s.Bench = &Bench{T: 3, SentPPS: 1000, ReceivedPPS: 990}
+	s.Bench = &traffic.IntervalStats{T: 3, SentPPS: 1000, ReceivedPPS: 990}
 	var b strings.Builder
 	if err := WriteText(&b, s, TextOptions{}); err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ type Hub struct {
 	mu     sync.Mutex
 	seq    uint64
 	latest *Snapshot
-	bench  *Bench
+	bench  *traffic.IntervalStats
 	subs   map[chan Snapshot]struct{}
 	closed bool
 }

@@ -25,7 +25,7 @@ type Snapshot struct {
 	// other numbered interrupt that fired in the interval.
 	IRQs []IRQ `json:"irqs"`
 	// Bench is the last second of a running bench, nil outside one.
-	Bench *Bench `json:"bench,omitempty"`
+	Bench *traffic.IntervalStats `json:"bench,omitempty"`
 }
 
 // CPU is one CPU's time split (percent) and its network work per second.
@@ -52,15 +52,8 @@ type CPU struct {
 
 // Iface is one interface's traffic per second, from /proc/net/dev.
 type Iface struct {
-	Name     string  `json:"iface"`
-	RxBps    float64 `json:"rx_bps"`
-	TxBps    float64 `json:"tx_bps"`
-	RxPps    float64 `json:"rx_pps"`
-	TxPps    float64 `json:"tx_pps"`
-	RxDrops  float64 `json:"rx_drops"`
-	TxDrops  float64 `json:"tx_drops"`
-	RxErrors float64 `json:"rx_errors"`
-	TxErrors float64 `json:"tx_errors"`
+	Name string `json:"iface"`
+	box.NetDevRate
 }
 
 // IRQ is one numbered interrupt: per second on each CPU.
@@ -75,21 +68,11 @@ type IRQ struct {
 	Total  float64   `json:"total"`
 }
 
-// Bench is one second of a running bench, as the client counts it.
-type Bench struct {
-	// T is the end of the second, in seconds since the start.
-	T           float64 `json:"t"`
-	Warmup      bool    `json:"warmup"`
-	SentPPS     float64 `json:"sent_pps"`
-	SentBPS     float64 `json:"sent_bps"`
-	ReceivedPPS float64 `json:"received_pps"`
-	ReceivedBPS float64 `json:"received_bps"`
-}
-
-// benchOf keeps what the live view shows of an interval.
-func benchOf(iv traffic.IntervalStats) *Bench {
-	return &Bench{T: iv.T, Warmup: iv.Warmup, SentPPS: iv.SentPPS, SentBPS: iv.SentBPS,
-		ReceivedPPS: iv.ReceivedPPS, ReceivedBPS: iv.ReceivedBPS}
+// benchOf keeps what the live view shows of an interval: its figures, not
+// the client's CPUs (the snapshot has every CPU already).
+func benchOf(iv traffic.IntervalStats) *traffic.IntervalStats {
+	iv.CPU = nil
+	return &iv
 }
 
 // IRQInfo says what a numbered interrupt is.
@@ -138,8 +121,7 @@ func Build(r box.Rates, ifaces []string, irqs map[string]IRQInfo) Snapshot {
 			continue
 		}
 		shown[n] = true
-		s.Ifaces = append(s.Ifaces, Iface{Name: n, RxBps: d.RxBps, TxBps: d.TxBps, RxPps: d.RxPps, TxPps: d.TxPps,
-			RxDrops: d.RxDrops, TxDrops: d.TxDrops, RxErrors: d.RxErrors, TxErrors: d.TxErrors})
+		s.Ifaces = append(s.Ifaces, Iface{Name: n, NetDevRate: d})
 	}
 
 	for label, v := range r.Interrupts {

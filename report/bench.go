@@ -146,6 +146,16 @@ func BenchText(w io.Writer, r *traffic.Result) {
 }
 
 func benchRTT(r *traffic.Result, target int, dir string) string {
+	ms, ok := StreamsRTT(r, target, dir)
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fms", ms)
+}
+
+// StreamsRTT is the mean smoothed RTT, in milliseconds, of a target's TCP
+// streams in a direction; ok is false when it has none.
+func StreamsRTT(r *traffic.Result, target int, dir string) (ms float64, ok bool) {
 	var sum float64
 	n := 0
 	for _, s := range r.Streams {
@@ -155,9 +165,9 @@ func benchRTT(r *traffic.Result, target int, dir string) string {
 		}
 	}
 	if n == 0 {
-		return "-"
+		return 0, false
 	}
-	return fmt.Sprintf("%.2fms", sum/float64(n)/1000)
+	return sum / float64(n) / 1000, true
 }
 
 func benchLatency(l *traffic.Latency) string {

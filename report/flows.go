@@ -32,7 +32,7 @@ func FlowSetText(w io.Writer, fs *traffic.FlowSet) {
 	fmt.Fprintf(w, "total of %d flows: sent %s %s, received %s %s", len(fs.Flows),
 		benchSI(t.SentPPS, "pps"), benchSI(t.SentBPS, "b/s"), benchSI(t.ReceivedPPS, "pps"), benchSI(t.ReceivedBPS, "b/s"))
 	if fs.Spec.Proto == "udp" {
-		fmt.Fprintf(w, ", lost %d (%s)", t.LostPackets, pct(t.LossRatio))
+		fmt.Fprintf(w, ", lost %d (%s)", t.LostPackets, lossPct(t.LossRatio))
 	} else if t.Retransmits > 0 {
 		fmt.Fprintf(w, ", %d retransmits", t.Retransmits)
 	}
@@ -105,7 +105,7 @@ func flowsHeadline(fs *traffic.FlowSet) string {
 	h := fmt.Sprintf("%s %s, %d flows: %s %s", fs.Spec.Proto, fs.Spec.Direction, len(fs.Flows),
 		benchSI(t.ReceivedPPS, "pps"), benchSI(t.ReceivedBPS, "b/s"))
 	if fs.Spec.Proto == "udp" {
-		h += ", loss " + pct(t.LossRatio)
+		h += ", loss " + lossPct(t.LossRatio)
 	}
 	return h
 }

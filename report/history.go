@@ -1,8 +1,11 @@
 package report
 
 import (
+	"os"
+
 	"encoding/json"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"math"
 	"slices"
@@ -11,7 +14,9 @@ import (
 
 	"linerate/autotune"
 	"linerate/history"
+	"linerate/internal/version"
 	"linerate/plan"
+	"linerate/source"
 	"linerate/traffic"
 )
 
@@ -39,6 +44,27 @@ func Headline(kind string, result any) string {
 	return ""
 }
 
+// NewRun makes a run of the history of a command's result: its JSON, its
+// headline, and where it was made (this host, its kernel, this linerate,
+// the box's identity).
+func NewRun(kind string, command []string, result any) (*history.Run, error) {
+	data, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	r := &history.Run{Entry: history.Entry{Kind: kind, Command: command, Version: version.Version,
+		Machine: source.MachineID()}, Result: data}
+	if v, err := DecodeRun(r); err == nil {
+		r.Headline = Headline(kind, v)
+	}
+	r.Host, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		r.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	return r, nil
+}
+
 // DiagnoseReport is what `diagnose --json` prints; the run history keeps it.
 type DiagnoseReport struct {
 	Source   string          `json:"source"`
@@ -56,7 +82,7 @@ func benchHeadline(r *traffic.Result) string {
 	}
 	fmt.Fprintf(&b, ": %s %s", benchSI(s.ReceivedPPS, "pps"), benchSI(s.ReceivedBPS, "b/s"))
 	if r.Spec.Proto == "udp" {
-		fmt.Fprintf(&b, ", loss %s", pct(s.LossRatio))
+		fmt.Fprintf(&b, ", loss %s", lossPct(s.LossRatio))
 	} else if s.Retransmits > 0 {
 		fmt.Fprintf(&b, ", %d retransmits", s.Retransmits)
 	}
@@ -191,7 +217,7 @@ func Figures(result any) []Figure {
 			{Name: "received bit/s", Value: s.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return benchSI(v, "b/s") }},
 		}
 		if r.Spec.Proto == "udp" {
-			out = append(out, Figure{Name: "loss", Value: s.LossRatio, format: pct})
+			out = append(out, Figure{Name: "loss", Value: s.LossRatio, format: lossPct})
 		} else {
 			out = append(out, Figure{Name: "retransmits", Value: float64(s.Retransmits), format: func(v float64) string { return fmt.Sprintf("%.0f", v) }})
 		}
@@ -214,7 +240,7 @@ func Figures(result any) []Figure {
 			{Name: "received bit/s", Value: t.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return benchSI(v, "b/s") }},
 		}
 		if r.Spec.Proto == "udp" {
-			out = append(out, Figure{Name: "loss", Value: t.LossRatio, format: pct})
+			out = append(out, Figure{Name: "loss", Value: t.LossRatio, format: lossPct})
 		}
 		return out
 	case *autotune.Report:
@@ -322,5 +348,6 @@ func uniq(a, b string) []string {
 	return []string{a, b}
 }
 
-// pct writes a ratio as a percentage: 0.0001 is "0.01 %".
-func pct(r float64) string { return fmt.Sprintf("%.2f %%", r*100) }
+// lossPct writes a loss ratio as autotune's tables do: 0.0001 is
+// "0.01 %".
+func lossPct(r float64) string { return autotune.FormatMetric(autotune.MetricLoss, r) }

@@ -26,7 +26,7 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 		fmt.Fprintf(w, "each round: %s\n", autoSpec(r.Spec, r.FrameSize))
 	}
 	if len(r.Baseline) > 0 {
-		fmt.Fprintf(w, "baseline: %s (%d round%s, spread %s)\n", autoFigures(r.Before), len(r.Baseline), tunePlural(len(r.Baseline)),
+		fmt.Fprintf(w, "baseline: %s (%d round%s, spread %s)\n", RoundFigures(r.Before), len(r.Baseline), tunePlural(len(r.Baseline)),
 			autoSpread(r.Baseline, r.Metric))
 	}
 	if r.Diagnosed && len(r.Findings) == 0 {
@@ -73,7 +73,7 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 		if b != 0 {
 			line += fmt.Sprintf(" (%+.1f %%)", (a-b)/b*100)
 		}
-		fmt.Fprintf(w, "%s; all figures: %s → %s\n", line, autoFigures(r.Before), autoFigures(r.After))
+		fmt.Fprintf(w, "%s; all figures: %s → %s\n", line, RoundFigures(r.Before), RoundFigures(r.After))
 	}
 	kept := r.Kept()
 	switch {
@@ -156,8 +156,8 @@ func autoWhere(netns string) string {
 	return "netns " + netns
 }
 
-// autoFigures is a round's (or a median's) figures on one line.
-func autoFigures(r autotune.Round) string {
+// RoundFigures is a round's (or a median's) figures on one line.
+func RoundFigures(r autotune.Round) string {
 	s := autotune.FormatMetric(autotune.MetricRxPPS, r.ReceivedPPS) + " received"
 	if r.Proto == "tcp" {
 		s = autotune.FormatMetric(autotune.MetricRxBPS, r.ReceivedBPS) + " received"

@@ -33,7 +33,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"linerate/internal/usage"
@@ -127,32 +126,12 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 	if cfg.Queue < 0 {
 		return nil, usage.Errorf("xdp sender: queue %d is negative", cfg.Queue)
 	}
-	link, err := netlink.LinkByName(rc.Iface)
+	attrs, err := rc.onLink("xdp")
 	if err != nil {
-		return nil, usage.Errorf("xdp sender: interface %q: %w", rc.Iface, err)
-	}
-	attrs := link.Attrs()
-	if len(attrs.HardwareAddr) != 6 {
-		return nil, usage.Errorf("xdp sender: interface %s has no Ethernet address", rc.Iface)
-	}
-	if rc.FrameSize-ringFCSLen-ringEthLen > attrs.MTU {
-		return nil, usage.Errorf("xdp sender: frame size %d needs an MTU of %d, %s has %d", rc.FrameSize, rc.FrameSize-ringFCSLen-ringEthLen, rc.Iface, attrs.MTU)
+		return nil, err
 	}
 	if q := attrs.NumTxQueues; q > 0 && cfg.Queue >= q {
 		return nil, usage.Errorf("xdp sender: %s has %d TX queues, no queue %d", rc.Iface, q, cfg.Queue)
-	}
-	if rc.SrcMAC == nil {
-		rc.SrcMAC = attrs.HardwareAddr
-	}
-	if !rc.SrcIP.IsValid() {
-		if rc.SrcIP, err = firstIPv4(link); err != nil {
-			return nil, err
-		}
-	}
-	if rc.DstMAC == nil {
-		if rc.DstMAC, err = ResolveNextHop(rc.Iface, rc.DstIP); err != nil {
-			return nil, err
-		}
 	}
 	frameLen := rc.FrameSize - ringFCSLen
 	chunk := 2048
@@ -449,12 +428,7 @@ func (s *XDPSender) Run(ctx context.Context) (RingCounts, error) {
 // run is over or ctx ends.
 func (s *XDPSender) loop(ctx context.Context, r *ringRun) error {
 	for {
-		now := time.Now()
-		if r.flags&flagWarmup != 0 && !now.Before(r.measured) {
-			r.flags &^= flagWarmup
-			r.phaseStart, r.phaseSent = r.measured, 0
-		}
-		want, next, done := r.allowance(now)
+		want, next, done := r.allowance(time.Now())
 		if done {
 			return nil
 		}

@@ -1,31 +1,12 @@
 package traffic
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"runtime"
-	"sync"
-	"time"
 
 	"github.com/vishvananda/netlink"
 
 	"linerate/internal/usage"
 )
-
-// xdpFlow runs one XDPSender (the "xdp" engine) for one destination port
-// of a target, as one stream: a sending flow, like ringFlow.
-type xdpFlow struct {
-	s       *XDPSender
-	stream  int
-	payload int
-	counts  RingCounts
-	err     error
-	usage   ThreadCPU
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	stopped bool
-}
 
 // xdpFits: AF_XDP sends UDP from the client only, like the ring.
 func xdpFits(sp *Spec) error {
@@ -97,116 +78,25 @@ func openXDPEngine(r *clientRun, to []*target) error {
 // openXDP makes one AF_XDP sender per destination port of the target, each
 // bound to a queue of its own (queue p for port p): one socket per queue.
 func (t *target) openXDP(r *clientRun) error {
-	cfg := r.cfg
 	sp := &t.spec
-	if !t.addr.Addr().Is4() {
-		return usage.Errorf("%s: --engine xdp builds IPv4 frames only", t.name)
-	}
-	if sp.Streams != 1 {
-		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine xdp sends one stream per port: %d streams asked", sp.Streams))
-	}
-	pps := sp.Rate.PacketsPerSecond(sp.Payload+UDPOverhead(true)) / float64(sp.Ports)
-	return cfg.setup(func() error {
-		routes, err := netlink.RouteGet(t.addr.Addr().AsSlice())
-		if err != nil || len(routes) == 0 {
-			return fmt.Errorf("%s: no route to %s for the xdp engine: %v", t.name, t.addr.Addr(), err)
-		}
-		link, err := netlink.LinkByIndex(routes[0].LinkIndex)
-		if err != nil {
-			return fmt.Errorf("%s: interface of the route to %s: %w", t.name, t.addr.Addr(), err)
-		}
-		if q, err := txQueuesInUse(link.Attrs().Name); err == nil && sp.Ports > q {
+	copyMode := 0
+	var iface string
+	err := t.openFrames(r, "xdp", func(link netlink.Link) error {
+		iface = link.Attrs().Name
+		if q, err := txQueuesInUse(iface); err == nil && sp.Ports > q {
 			return usage.Errorf("%s: --engine xdp binds one AF_XDP socket per TX queue, one port per socket: %d ports, %s uses %d TX queues (give --ports %d, or raise them with `ethtool -L %s tx %d`)",
-				t.name, sp.Ports, link.Attrs().Name, q, q, link.Attrs().Name, sp.Ports)
-		}
-		modes := map[bool]int{}
-		for p := range sp.Ports {
-			cpu := -1
-			if len(cfg.CPUs) > 0 {
-				cpu = cfg.CPUs[p%len(cfg.CPUs)]
-			}
-			xc := XDPConfig{RingConfig: RingConfig{
-				Iface: link.Attrs().Name, SrcIP: t.local, DstIP: t.addr.Addr(),
-				DstPort: t.acc.UDPPorts[p], Ports: 1, FrameSize: sp.Payload + UDPOverhead(true),
-				Rate: pps, Duration: sp.Duration.D(), Warmup: sp.Warmup.D(),
-				Stream: uint16(p * sp.Streams), CPU: cpu,
-			}, Queue: p}
-			s, err := NewXDPSender(xc)
-			if err != nil {
-				return fmt.Errorf("%s: %w", t.name, err)
-			}
-			modes[s.ZeroCopy()]++
-			e := r.sess.add(sending, t.name, &xdpFlow{s: s, stream: p * sp.Streams, payload: sp.Payload})
-			t.fwd = append(t.fwd, share{e: e})
-		}
-		if modes[false] > 0 {
-			t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine xdp: %s has no AF_XDP zero-copy, %d socket(s) in copy mode", link.Attrs().Name, modes[false]))
+				t.name, sp.Ports, iface, q, q, iface, sp.Ports)
 		}
 		return nil
+	}, func(_ netlink.Link, p int, rc RingConfig) (frameSender, error) {
+		s, err := NewXDPSender(XDPConfig{RingConfig: rc, Queue: p})
+		if err == nil && !s.ZeroCopy() {
+			copyMode++
+		}
+		return s, err
 	})
+	if copyMode > 0 {
+		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine xdp: %s has no AF_XDP zero-copy, %d socket(s) in copy mode", iface, copyMode))
+	}
+	return err
 }
-
-func (x *xdpFlow) run(tm Timing) {
-	ctx, cancel := context.WithCancel(context.Background())
-	x.mu.Lock()
-	x.cancel = cancel
-	stopped := x.stopped
-	x.mu.Unlock()
-	defer cancel()
-	if stopped {
-		return
-	}
-	if d := time.Until(tm.Start); d > 0 {
-		time.Sleep(d)
-	}
-	// The thread ends with this goroutine (never unlocked), as the ring's.
-	runtime.LockOSThread()
-	cpu0, t0 := threadUsage(), time.Now()
-	c, err := x.s.Run(ctx)
-	used, wall := (threadUsage() - cpu0).Seconds(), time.Since(t0).Seconds()
-	if errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	x.mu.Lock()
-	x.counts, x.err = c, err
-	x.usage = ThreadCPU{Role: "xdp-send", CPU: x.s.base.cfg.CPU, Seconds: used}
-	if wall > 0 {
-		x.usage.Busy = used / wall
-	}
-	x.mu.Unlock()
-}
-
-func (x *xdpFlow) cut(time.Time) {}
-
-func (x *xdpFlow) stop(time.Duration) {
-	x.mu.Lock()
-	x.stopped = true
-	if x.cancel != nil {
-		x.cancel()
-	}
-	x.mu.Unlock()
-}
-
-// progress is the live total handed to the kernel (warmup included), in
-// payload bytes as the socket engine counts them.
-func (x *xdpFlow) progress() (packets, bytes uint64) {
-	p, _ := x.s.Progress()
-	return p, p * uint64(x.payload)
-}
-
-// collect is the socket's one stream, numbered as the server numbers
-// streams (port × streams).
-func (x *xdpFlow) collect() flowResult {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	res := flowResult{
-		counts:  []Count{{Stream: x.stream, Packets: x.counts.Packets, Bytes: x.counts.Packets * uint64(x.payload), Warmup: x.counts.WarmupPackets}},
-		threads: []ThreadCPU{x.usage},
-	}
-	if x.err != nil {
-		res.err = fmt.Errorf("xdp: %w", x.err)
-	}
-	return res
-}
-
-func (x *xdpFlow) close() error { return x.s.Close() }

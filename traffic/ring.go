@@ -273,16 +273,34 @@ func NewRingSender(cfg RingConfig) (*RingSender, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	attrs, err := cfg.onLink("ring")
+	if err != nil {
+		return nil, err
+	}
+
+	s := &RingSender{cfg: cfg, fd: -1, frameLen: cfg.FrameSize - ringFCSLen}
+	if err := s.open(attrs.Index); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("ring sender on %s: %w", cfg.Iface, err)
+	}
+	return s, nil
+}
+
+// onLink checks that frames of cfg fit its interface (an Ethernet address,
+// the MTU) and fills in the addresses cfg leaves out: the interface's MAC
+// and first IPv4 address, the next hop's MAC. engine names the engine in
+// errors ("ring", "xdp").
+func (cfg *RingConfig) onLink(engine string) (*netlink.LinkAttrs, error) {
 	link, err := netlink.LinkByName(cfg.Iface)
 	if err != nil {
-		return nil, usage.Errorf("ring sender: interface %q: %w", cfg.Iface, err)
+		return nil, usage.Errorf("%s sender: interface %q: %w", engine, cfg.Iface, err)
 	}
 	attrs := link.Attrs()
 	if len(attrs.HardwareAddr) != 6 {
-		return nil, usage.Errorf("ring sender: interface %s has no Ethernet address (the ring engine sends Ethernet frames)", cfg.Iface)
+		return nil, usage.Errorf("%s sender: interface %s has no Ethernet address (the %s engine sends Ethernet frames)", engine, cfg.Iface, engine)
 	}
 	if cfg.FrameSize-ringFCSLen-ringEthLen > attrs.MTU {
-		return nil, usage.Errorf("ring sender: frame size %d needs an MTU of %d, %s has %d", cfg.FrameSize, cfg.FrameSize-ringFCSLen-ringEthLen, cfg.Iface, attrs.MTU)
+		return nil, usage.Errorf("%s sender: frame size %d needs an MTU of %d, %s has %d", engine, cfg.FrameSize, cfg.FrameSize-ringFCSLen-ringEthLen, cfg.Iface, attrs.MTU)
 	}
 	if cfg.SrcMAC == nil {
 		cfg.SrcMAC = attrs.HardwareAddr
@@ -297,13 +315,7 @@ func NewRingSender(cfg RingConfig) (*RingSender, error) {
 			return nil, err
 		}
 	}
-
-	s := &RingSender{cfg: cfg, fd: -1, frameLen: cfg.FrameSize - ringFCSLen}
-	if err := s.open(attrs.Index); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("ring sender on %s: %w", cfg.Iface, err)
-	}
-	return s, nil
+	return attrs, nil
 }
 
 // firstIPv4 is the first IPv4 address of link.
@@ -478,12 +490,7 @@ func (s *RingSender) newRingRun(start time.Time) *ringRun {
 func (r *ringRun) loop(ctx context.Context) error {
 	s := r.s
 	for {
-		now := time.Now()
-		if r.flags&flagWarmup != 0 && !now.Before(r.measured) {
-			r.flags &^= flagWarmup
-			r.phaseStart, r.phaseSent = r.measured, 0
-		}
-		want, next, done := r.allowance(now)
+		want, next, done := r.allowance(time.Now())
 		if done {
 			return nil
 		}
@@ -514,8 +521,13 @@ func (r *ringRun) loop(ctx context.Context) error {
 }
 
 // allowance is how many frames may be requested at now; when none, next
-// is when to look again; done is the end of the run.
+// is when to look again; done is the end of the run. The first call past
+// the warmup starts the measured phase.
 func (r *ringRun) allowance(now time.Time) (want uint64, next time.Time, done bool) {
+	if r.flags&flagWarmup != 0 && !now.Before(r.measured) {
+		r.flags &^= flagWarmup
+		r.phaseStart, r.phaseSent = r.measured, 0
+	}
 	rate, count := r.s.cfg.Rate, r.s.cfg.Count
 	measuring := r.flags&flagWarmup == 0
 	last := false

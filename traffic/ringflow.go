@@ -13,10 +13,20 @@ import (
 	"linerate/internal/usage"
 )
 
-// ringFlow runs one RingSender (the "ring" engine) for one destination port
-// of a target, as one stream: a sending flow.
-type ringFlow struct {
-	s       *RingSender
+// frameSender sends prebuilt frames below the socket layer: a
+// RingSender (AF_PACKET TX_RING) or an XDPSender (AF_XDP).
+type frameSender interface {
+	Run(ctx context.Context) (RingCounts, error)
+	Progress() (packets, bytes uint64)
+	Close() error
+}
+
+// frameFlow runs one frameSender (the "ring" or the "xdp" engine) for one
+// destination port of a target, as one stream: a sending flow.
+type frameFlow struct {
+	s       frameSender
+	engine  string // "ring" or "xdp": its thread's role, its errors' prefix
+	cpu     int
 	stream  int
 	payload int
 	counts  RingCounts
@@ -27,26 +37,34 @@ type ringFlow struct {
 	stopped bool
 }
 
-// openRing makes one ring sender per destination port of the target. The
-// ring sends one stream per port (--streams does not apply).
-func (t *target) openRing(r *clientRun) error {
+// openFrames makes one frame sender per destination port of the target,
+// with open, on the interface of the route to it (check, if set, vets
+// that interface first). Such engines send one stream per port (--streams
+// does not apply).
+func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link) error,
+	open func(link netlink.Link, port int, rc RingConfig) (frameSender, error)) error {
 	cfg := r.cfg
 	sp := &t.spec
 	if !t.addr.Addr().Is4() {
-		return usage.Errorf("%s: --engine ring builds IPv4 frames only", t.name)
+		return usage.Errorf("%s: --engine %s builds IPv4 frames only", t.name, engine)
 	}
 	if sp.Streams != 1 {
-		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine ring sends one stream per port: %d streams asked", sp.Streams))
+		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine %s sends one stream per port: %d streams asked", engine, sp.Streams))
 	}
 	pps := sp.Rate.PacketsPerSecond(sp.Payload+UDPOverhead(true)) / float64(sp.Ports)
 	return cfg.setup(func() error {
 		routes, err := netlink.RouteGet(t.addr.Addr().AsSlice())
 		if err != nil || len(routes) == 0 {
-			return fmt.Errorf("%s: no route to %s for the ring engine: %v", t.name, t.addr.Addr(), err)
+			return fmt.Errorf("%s: no route to %s for the %s engine: %v", t.name, t.addr.Addr(), engine, err)
 		}
 		link, err := netlink.LinkByIndex(routes[0].LinkIndex)
 		if err != nil {
 			return fmt.Errorf("%s: interface of the route to %s: %w", t.name, t.addr.Addr(), err)
+		}
+		if check != nil {
+			if err := check(link); err != nil {
+				return err
+			}
 		}
 		for p := range sp.Ports {
 			cpu := -1
@@ -59,23 +77,30 @@ func (t *target) openRing(r *clientRun) error {
 				Rate: pps, Duration: sp.Duration.D(), Warmup: sp.Warmup.D(),
 				Stream: uint16(p * sp.Streams), CPU: cpu,
 			}
-			s, err := NewRingSender(rc)
+			s, err := open(link, p, rc)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			e := r.sess.add(sending, t.name, &ringFlow{s: s, stream: p * sp.Streams, payload: sp.Payload})
+			e := r.sess.add(sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: p * sp.Streams, payload: sp.Payload})
 			t.fwd = append(t.fwd, share{e: e})
 		}
 		return nil
 	})
 }
 
-func (r *ringFlow) run(tm Timing) {
+// openRing makes one ring sender per destination port of the target.
+func (t *target) openRing(r *clientRun) error {
+	return t.openFrames(r, "ring", nil, func(_ netlink.Link, _ int, rc RingConfig) (frameSender, error) {
+		return NewRingSender(rc)
+	})
+}
+
+func (f *frameFlow) run(tm Timing) {
 	ctx, cancel := context.WithCancel(context.Background())
-	r.mu.Lock()
-	r.cancel = cancel
-	stopped := r.stopped
-	r.mu.Unlock()
+	f.mu.Lock()
+	f.cancel = cancel
+	stopped := f.stopped
+	f.mu.Unlock()
 	defer cancel()
 	if stopped {
 		return
@@ -87,51 +112,51 @@ func (r *ringFlow) run(tm Timing) {
 	// threads do not stay behind in the runtime's pool, pinned.
 	runtime.LockOSThread()
 	cpu0, t0 := threadUsage(), time.Now()
-	c, err := r.s.Run(ctx)
+	c, err := f.s.Run(ctx)
 	used, wall := (threadUsage() - cpu0).Seconds(), time.Since(t0).Seconds()
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
-	r.mu.Lock()
-	r.counts, r.err = c, err
-	r.usage = ThreadCPU{Role: "ring-send", CPU: r.s.cfg.CPU, Seconds: used}
+	f.mu.Lock()
+	f.counts, f.err = c, err
+	f.usage = ThreadCPU{Role: f.engine + "-send", CPU: f.cpu, Seconds: used}
 	if wall > 0 {
-		r.usage.Busy = used / wall
+		f.usage.Busy = used / wall
 	}
-	r.mu.Unlock()
+	f.mu.Unlock()
 }
 
-func (r *ringFlow) cut(time.Time) {}
+func (f *frameFlow) cut(time.Time) {}
 
-func (r *ringFlow) stop(time.Duration) {
-	r.mu.Lock()
-	r.stopped = true
-	if r.cancel != nil {
-		r.cancel()
+func (f *frameFlow) stop(time.Duration) {
+	f.mu.Lock()
+	f.stopped = true
+	if f.cancel != nil {
+		f.cancel()
 	}
-	r.mu.Unlock()
+	f.mu.Unlock()
 }
 
-// progress is the live total the ring handed to the kernel (warmup
-// included), in payload bytes as the socket engine counts them.
-func (r *ringFlow) progress() (packets, bytes uint64) {
-	p, _ := r.s.Progress()
-	return p, p * uint64(r.payload)
+// progress is the live total handed to the kernel (warmup included), in
+// payload bytes as the socket engine counts them.
+func (f *frameFlow) progress() (packets, bytes uint64) {
+	p, _ := f.s.Progress()
+	return p, p * uint64(f.payload)
 }
 
-// collect is the ring's one stream, numbered as the server numbers streams
-// (port × streams).
-func (r *ringFlow) collect() flowResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// collect is the flow's one stream, numbered as the server numbers
+// streams (port × streams).
+func (f *frameFlow) collect() flowResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	res := flowResult{
-		counts:  []Count{{Stream: r.stream, Packets: r.counts.Packets, Bytes: r.counts.Packets * uint64(r.payload), Warmup: r.counts.WarmupPackets}},
-		threads: []ThreadCPU{r.usage},
+		counts:  []Count{{Stream: f.stream, Packets: f.counts.Packets, Bytes: f.counts.Packets * uint64(f.payload), Warmup: f.counts.WarmupPackets}},
+		threads: []ThreadCPU{f.usage},
 	}
-	if r.err != nil {
-		res.err = fmt.Errorf("ring: %w", r.err)
+	if f.err != nil {
+		res.err = fmt.Errorf("%s: %w", f.engine, f.err)
 	}
 	return res
 }
 
-func (r *ringFlow) close() error { return r.s.Close() }
+func (f *frameFlow) close() error { return f.s.Close() }

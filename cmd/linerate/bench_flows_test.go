@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"linerate/internal/testenv"
 	"linerate/ledger"
 	"linerate/traffic"
 )
@@ -19,15 +18,8 @@ import (
 // the device under test. Refused: a target with no agent, mismatched
 // --from and --to.
 func TestBenchFrom(t *testing.T) {
-	testenv.RequireRoot(t)
-	bin := buildLinerate(t, t.TempDir())
-	name, dir := labName(t, bin, "bf-")
-	if up := run(t, bin, "lab", "up", "router", "--name", name, "--serve", "--state-dir", dir); up.code != 0 {
-		t.Fatalf("lab up: %d\n%s%s", up.code, up.stdout, up.stderr)
-	}
-	onRouter := func(args ...string) result {
-		return run(t, bin, append([]string{"lab", "exec", "--state-dir", dir, name, "router", "--", bin}, args...)...)
-	}
+	l := upAgentLab(t, "bf-", "router")
+	onRouter := func(args ...string) result { return l.exec("router", append([]string{"linerate"}, args...)...) }
 	for _, dir := range []string{"forward", "reverse"} {
 		args := []string{"bench", "udp", "--from", "lan", "--to", "wan", "-t", "2", "--warmup", "300ms", "-b", "20kpps", "--json", "--no-save"}
 		if dir == "reverse" {
@@ -75,7 +67,7 @@ func TestBenchFrom(t *testing.T) {
 		res := filepath.Join(t.TempDir(), "flows.json")
 		os.WriteFile(res, []byte(r.stdout), 0o644)
 		html := filepath.Join(t.TempDir(), "flows.html")
-		if rep := run(t, bin, "report", res, "-o", html); rep.code != 0 {
+		if rep := run(t, l.bin, "report", res, "-o", html); rep.code != 0 {
 			t.Fatalf("report of the flows: %d %s", rep.code, rep.stderr)
 		}
 		page, _ := os.ReadFile(html)
@@ -86,7 +78,7 @@ func TestBenchFrom(t *testing.T) {
 
 	// The router drops every 10th forwarded datagram: the flow's ledger
 	// places them at the router (side path), from its own counters.
-	rule := exec.Command(bin, "lab", "exec", "--state-dir", dir, name, "router", "--", "nft", "-f", "-")
+	rule := exec.Command(l.bin, "lab", "exec", "--state-dir", l.dir, l.name, "router", "--", "nft", "-f", "-")
 	rule.Stdin = strings.NewReader("table inet bfdrop {\n chain passing {\n  type filter hook forward priority 0;\n  meta l4proto udp numgen inc mod 10 == 0 drop\n }\n}\n")
 	if out, err := rule.CombinedOutput(); err != nil {
 		t.Fatalf("nft in the router: %v\n%s", err, out)
@@ -111,11 +103,11 @@ func TestBenchFrom(t *testing.T) {
 	if lost < res.Summary.SentPackets/20 || atRouter < lost*9/10 || atRouter > lost*11/10 {
 		t.Errorf("lost %d of %d; the ledger places %d at the router's netfilter", lost, res.Summary.SentPackets, atRouter)
 	}
-	run(t, bin, "lab", "exec", "--state-dir", dir, name, "router", "--", "nft", "delete", "table", "inet", "bfdrop")
+	l.exec("router", "nft", "delete", "table", "inet", "bfdrop")
 
 	// The controller elsewhere (in wan), the router's agent sampling it:
 	// --sample router.
-	ctl := run(t, bin, "lab", "exec", "--state-dir", dir, name, "wan", "--", bin, "bench", "udp", "--from", "lan", "--to", "wan",
+	ctl := l.exec("wan", "linerate", "bench", "udp", "--from", "lan", "--to", "wan",
 		"--sample", "router", "-t", "2", "--warmup", "300ms", "-b", "10kpps", "--json", "--no-save")
 	var sampled traffic.FlowSet
 	if err := json.Unmarshal([]byte(ctl.stdout), &sampled); err != nil || ctl.code != 0 {
@@ -159,13 +151,8 @@ func TestBenchFrom(t *testing.T) {
 // NDR at 1518-byte frames comes back from lan's agent, below what the
 // shaper passes, with the agent's progress lines.
 func TestBenchFromSearch(t *testing.T) {
-	testenv.RequireRoot(t)
-	bin := buildLinerate(t, t.TempDir())
-	name, dir := labName(t, bin, "bs-")
-	if up := run(t, bin, "lab", "up", "router", "--name", name, "--serve", "--rate", "100M", "--state-dir", dir); up.code != 0 {
-		t.Fatalf("lab up: %d\n%s%s", up.code, up.stdout, up.stderr)
-	}
-	r := run(t, bin, "lab", "exec", "--state-dir", dir, name, "router", "--", bin, "bench", "udp", "--from", "lan", "--to", "wan",
+	l := upAgentLab(t, "bs-", "router", "--rate", "100M")
+	r := l.exec("router", "linerate", "bench", "udp", "--from", "lan", "--to", "wan",
 		"--search", "ndr", "--sizes", "1518", "--trial", "500ms", "--precision", "1%", "--probe-interval", "0", "--json", "--no-save")
 	if r.code != 0 {
 		t.Fatalf("search --from: %d\n%s%s", r.code, r.stdout, r.stderr)

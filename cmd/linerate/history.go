@@ -1,20 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
 	"linerate/history"
 	"linerate/internal/usage"
-	"linerate/internal/version"
 	"linerate/report"
-	"linerate/source"
 )
 
 // historyFlags are --no-save and --history-dir, on every command whose
@@ -43,19 +40,10 @@ func (h *historyFlags) save(cmd *cobra.Command, kind string, result any) {
 	if h.noSave {
 		return
 	}
-	data, err := json.Marshal(result)
+	r, err := report.NewRun(kind, os.Args, result)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), "linerate: warning: history:", err)
 		return
-	}
-	r := &history.Run{Kind: kind, Command: os.Args, Version: version.Version, Machine: source.MachineID(), Result: data}
-	if v, err := report.DecodeRun(r); err == nil {
-		r.Headline = report.Headline(kind, v)
-	}
-	r.Host, _ = os.Hostname()
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		r.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	s := h.store(cmd)
 	id, err := s.Save(r)
@@ -105,7 +93,7 @@ side by side. An id can be shortened to any prefix only one run has.`,
 			}
 			var out []history.Entry
 			for _, e := range all {
-				if (len(kinds) == 0 || contains(kinds, e.Kind)) && (len(hosts) == 0 || contains(hosts, e.Host)) {
+				if (len(kinds) == 0 || slices.Contains(kinds, e.Kind)) && (len(hosts) == 0 || slices.Contains(hosts, e.Host)) {
 					out = append(out, e)
 				}
 			}
@@ -176,15 +164,6 @@ side by side. An id can be shortened to any prefix only one run has.`,
 	prune.Flags().IntVar(&keep, "keep", 0, "how many of the newest runs to keep")
 	cmd.AddCommand(rm, prune)
 	return cmd
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func newCompareCmd() *cobra.Command {

@@ -30,7 +30,7 @@ func historyCmds() []*cobra.Command {
 // notice kept.
 func runSaved(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	runArgs(t, historyCmds()) // resets the flags
+	resetFlags(t, historyCmds())
 	return execute(args...)
 }
 

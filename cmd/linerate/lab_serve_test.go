@@ -104,6 +104,36 @@ func labName(t *testing.T, bin, prefix string) (name, dir string) {
 	return name, dir
 }
 
+// agentLab is a lab made for the test with an agent in every node (`lab up
+// TOPOLOGY ARGS... --serve`), taken down when the test ends; exec runs the
+// linerate built for the test (args) in one of its nodes.
+type agentLab struct {
+	t              *testing.T
+	bin, name, dir string
+}
+
+func upAgentLab(t *testing.T, prefix, topology string, args ...string) *agentLab {
+	t.Helper()
+	testenv.RequireRoot(t)
+	l := &agentLab{t: t, bin: buildLinerate(t, t.TempDir())}
+	l.name, l.dir = labName(t, l.bin, prefix)
+	up := run(t, l.bin, append(append([]string{"lab", "up", topology, "--name", l.name}, args...), "--serve", "--state-dir", l.dir)...)
+	if up.code != 0 {
+		t.Fatalf("lab up: %d\n%s%s", up.code, up.stdout, up.stderr)
+	}
+	return l
+}
+
+// exec runs a command in a node: "linerate" as its first word is the
+// binary built for the test.
+func (l *agentLab) exec(node string, args ...string) result {
+	l.t.Helper()
+	if len(args) > 0 && args[0] == "linerate" {
+		args = append([]string{l.bin}, args[1:]...)
+	}
+	return run(l.t, l.bin, append([]string{"lab", "exec", "--state-dir", l.dir, l.name, node, "--"}, args...)...)
+}
+
 // checkLabGone fails the test if anything of lab name is left: a
 // namespace, a process started in it, a file in the state directory.
 func checkLabGone(t *testing.T, dir, name string) {

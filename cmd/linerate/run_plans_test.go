@@ -23,12 +23,7 @@ import (
 // flow, per port and in total the figures come back, twice (rounds: 2).
 // A sender with no agent is one line naming it, exit 1.
 func TestRunPlanStar(t *testing.T) {
-	testenv.RequireRoot(t)
-	bin := buildLinerate(t, t.TempDir())
-	name, dir := labName(t, bin, "rp-")
-	if up := run(t, bin, "lab", "up", "star", "--ports", "4", "--name", name, "--serve", "--state-dir", dir); up.code != 0 {
-		t.Fatalf("lab up: %d\n%s%s", up.code, up.stdout, up.stderr)
-	}
+	l := upAgentLab(t, "rp-", "star", "--ports", "4")
 	p := filepath.Join(t.TempDir(), "star.yaml")
 	os.WriteFile(p, []byte(`hosts:
   box:
@@ -52,9 +47,7 @@ duration: 1s
 warmup: 300ms
 rounds: 2
 `), 0o644)
-	inBox := func(args ...string) result {
-		return run(t, bin, append([]string{"lab", "exec", "--state-dir", dir, name, "box", "--", bin}, args...)...)
-	}
+	inBox := func(args ...string) result { return l.exec("box", append([]string{"linerate"}, args...)...) }
 	r := inBox("run", p, "--json", "--no-save")
 	if r.code != 0 {
 		t.Fatalf("run: %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -15,6 +15,15 @@ import (
 // keeps flag state between runs).
 func runArgs(t *testing.T, cmds []*cobra.Command, args ...string) (string, error) {
 	t.Helper()
+	resetFlags(t, cmds)
+	out, err := execute(args...)
+	return dropSavedLines(out), err
+}
+
+// resetFlags sets every flag of cmds and their subcommands back to its
+// default, as if never given.
+func resetFlags(t *testing.T, cmds []*cobra.Command) {
+	t.Helper()
 	var reset func(c *cobra.Command)
 	reset = func(c *cobra.Command) {
 		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags(), c.InheritedFlags()} {
@@ -34,8 +43,6 @@ func runArgs(t *testing.T, cmds []*cobra.Command, args ...string) (string, error
 	for _, c := range cmds {
 		reset(c)
 	}
-	out, err := execute(args...)
-	return dropSavedLines(out), err
 }
 
 // execute runs the root command with args, stdout and stderr together.

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"linerate/autotune"
-	"linerate/internal/testenv"
 )
 
 // TestTuneAutoFrom runs the real binary on the router of a lab with an
@@ -15,12 +14,8 @@ import (
 // diagnoses it (--dry-run) and tries a change on it, kept or rolled back
 // and restored either way.
 func TestTuneAutoFrom(t *testing.T) {
-	testenv.RequireRoot(t)
-	bin := buildLinerate(t, t.TempDir())
-	name, dir := labName(t, bin, "tf-")
-	if up := run(t, bin, "lab", "up", "router", "--name", name, "--serve", "--state-dir", dir); up.code != 0 {
-		t.Fatalf("lab up: %d\n%s%s", up.code, up.stdout, up.stderr)
-	}
+	l := upAgentLab(t, "tf-", "router")
+	bin, dir, name := l.bin, l.dir, l.name
 	state := t.TempDir()
 	onRouter := func(args ...string) *exec.Cmd {
 		return exec.Command(bin, append([]string{"lab", "exec", "--state-dir", dir, name, "router", "--", bin,
@@ -29,11 +24,11 @@ func TestTuneAutoFrom(t *testing.T) {
 	}
 	rps := func() string {
 		t.Helper()
-		r := run(t, bin, "lab", "exec", "--state-dir", dir, name, "router", "--", "cat", "/sys/class/net/lan/queues/rx-0/rps_cpus")
+		r := l.exec("router", "cat", "/sys/class/net/lan/queues/rx-0/rps_cpus")
 		return strings.Trim(strings.TrimSpace(r.stdout), "0,")
 	}
 	t.Cleanup(func() {
-		run(t, bin, "lab", "exec", "--state-dir", dir, name, "router", "--", bin, "tune", "rollback", "--state-dir", state)
+		l.exec("router", "linerate", "tune", "rollback", "--state-dir", state)
 	})
 
 	rep, progress := autoJSON(t, onRouter("--dry-run"))
@@ -56,7 +51,7 @@ func TestTuneAutoFrom(t *testing.T) {
 		if rps() == "" {
 			t.Error("kept, but the router's lan rx-0 has no RPS")
 		}
-		if r := run(t, bin, "lab", "exec", "--state-dir", dir, name, "router", "--", bin, "tune", "rollback", "--state-dir", state); r.code != 0 {
+		if r := l.exec("router", "linerate", "tune", "rollback", "--state-dir", state); r.code != 0 {
 			t.Fatalf("rollback: %s", r.stderr)
 		}
 	case autotune.RolledBack:

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"linerate/ceiling"
+	"linerate/report"
 	"linerate/traffic"
 )
 
@@ -244,18 +245,11 @@ func (v *benchView) targets() {
 // tcpRTT is the mean smoothed RTT of a target's TCP streams in a
 // direction.
 func tcpRTT(r *traffic.Result, target int, dir string) string {
-	var sum float64
-	n := 0
-	for _, s := range r.Streams {
-		if s.Target == target && s.Direction == dir && s.TCP != nil {
-			sum += float64(s.TCP.RTTMicros)
-			n++
-		}
-	}
-	if n == 0 {
+	v, ok := report.StreamsRTT(r, target, dir)
+	if !ok {
 		return "-"
 	}
-	return ms(sum / float64(n) / 1000)
+	return ms(v)
 }
 
 // rates charts the client's intervals: packets and bits per second sent

@@ -90,8 +90,8 @@ func longRun(b testing.TB, cpus int) *history.Run {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &history.Run{Schema: history.Schema, ID: "20261125-140000-abcd", Kind: history.KindBench, Time: t0,
-		Command: []string{"linerate", "bench", "udp", "--to", "10.0.0.2", "--duration", "10m"}, Host: "box", Result: data}
+	return &history.Run{Entry: history.Entry{Schema: history.Schema, ID: "20261125-140000-abcd", Kind: history.KindBench, Time: t0,
+		Command: []string{"linerate", "bench", "udp", "--to", "10.0.0.2", "--duration", "10m"}, Host: "box"}, Result: data}
 }
 
 // countingWriter counts what is written.
@@ -101,47 +101,34 @@ func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); re
 
 // BenchmarkTenMinutes renders the 10-minute run: the time per page (decode
 // included) and the page's size.
-func BenchmarkTenMinutes(b *testing.B) {
-	run := longRun(b, 4)
-	var size int64
-	for b.Loop() {
-		var w countingWriter
-		if err := Write(&w, []*history.Run{run}); err != nil {
-			b.Fatal(err)
-		}
-		size = w.n
-	}
-	b.ReportMetric(float64(size), "page-bytes")
-	b.ReportMetric(float64(len(run.Result)), "result-bytes")
-}
+func BenchmarkTenMinutes(b *testing.B) { benchPage(b, longRun(b, 4)) }
 
 // BenchmarkTenMinutes64CPUs is the run on a box of 64 CPUs.
-func BenchmarkTenMinutes64CPUs(b *testing.B) {
-	run := longRun(b, 64)
-	var size int64
-	for b.Loop() {
-		var w countingWriter
-		if err := Write(&w, []*history.Run{run}); err != nil {
-			b.Fatal(err)
-		}
-		size = w.n
-	}
-	b.ReportMetric(float64(size), "page-bytes")
-	b.ReportMetric(float64(len(run.Result)), "result-bytes")
-}
+func BenchmarkTenMinutes64CPUs(b *testing.B) { benchPage(b, longRun(b, 64)) }
 
 // BenchmarkTenMinutesTwice is the same run twice, side by side.
 func BenchmarkTenMinutesTwice(b *testing.B) {
 	run := longRun(b, 4)
+	benchPage(b, run, run)
+}
+
+// benchPage renders runs on one page per iteration and reports the page's
+// size and the runs' results'.
+func benchPage(b *testing.B, runs ...*history.Run) {
 	var size int64
 	for b.Loop() {
 		var w countingWriter
-		if err := Write(&w, []*history.Run{run, run}); err != nil {
+		if err := Write(&w, runs); err != nil {
 			b.Fatal(err)
 		}
 		size = w.n
 	}
+	var result int
+	for _, r := range runs {
+		result += len(r.Result)
+	}
 	b.ReportMetric(float64(size), "page-bytes")
+	b.ReportMetric(float64(result), "result-bytes")
 }
 
 // A long run's charts are downsampled: no line has more than maxPoints

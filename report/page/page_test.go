@@ -100,49 +100,45 @@ func TestBenchUDP(t *testing.T) {
 	}
 }
 
-func TestBenchLoss(t *testing.T) {
-	page := render(t, fixture(t, "bench-udp-1518"))
+// fixturePage renders one fixture, checking its kind and that the page
+// refers to nothing outside itself.
+func fixturePage(t *testing.T, name, kind string) string {
+	t.Helper()
+	r := fixture(t, name)
+	if r.Kind != kind {
+		t.Fatalf("%s: kind %q, want %q", name, r.Kind, kind)
+	}
+	page := render(t, r)
 	checkOffline(t, page)
+	return page
+}
+
+func TestBenchLoss(t *testing.T) {
+	page := fixturePage(t, "bench-udp-1518", history.KindBench)
 	contains(t, page, "92.687 %", "1,046,284 of 1,128,832 packets", "Limited by link",
 		"where the 1,046,284 lost packets died", "sender-qdisc", "99.9 %", "tbf 1: on router: 1045427 dropped",
 		"router qdisc tbf", "1,045,427", "card bad")
 }
 
 func TestBenchTCP(t *testing.T) {
-	page := render(t, fixture(t, "bench-tcp-bidir"))
-	checkOffline(t, page)
+	page := fixturePage(t, "bench-tcp-bidir", history.KindBench)
 	contains(t, page, "tcp bidir", "goodput", "381.9 Mb/s", "s/Gbit", "retransmits", ">reverse<", ">forward<")
 }
 
 func TestSearch(t *testing.T) {
-	r := fixture(t, "search")
-	if r.Kind != history.KindSearch {
-		t.Fatalf("kind %q", r.Kind)
-	}
-	page := render(t, r)
-	checkOffline(t, page)
+	page := fixturePage(t, "search", history.KindSearch)
 	contains(t, page, "Zero-loss search", "NDR 1518 B", "16.71k pps", "16.51k pps (NDR 101.2 %)", "at 1.67k pps: p50 129µs, p99 397µs",
 		"the rate of each trial", "the 11 trials of 1518 B", "max-rate", "7.345 %", "zero-loss search: udp forward, 2 ports")
 }
 
 func TestDiagnose(t *testing.T) {
-	r := fixture(t, "diagnose")
-	if r.Kind != history.KindDiagnose {
-		t.Fatalf("kind %q", r.Kind)
-	}
-	page := render(t, r)
-	checkOffline(t, page)
+	page := fixturePage(t, "diagnose", history.KindDiagnose)
 	contains(t, page, "1 findings (0 critical, 1 warning, 0 info) from 18 rules", "qdisc-drop", "sev-warning",
 		"the shaper tbf 1: on router (200 Mb/s) drops")
 }
 
 func TestTuneAuto(t *testing.T) {
-	r := fixture(t, "tune-auto")
-	if r.Kind != history.KindTuneAuto {
-		t.Fatalf("kind %q", r.Kind)
-	}
-	page := render(t, r)
-	checkOffline(t, page)
+	page := fixturePage(t, "tune-auto", history.KindTuneAuto)
 	contains(t, page, "rps lan/rx-0", "feature lan/generic-receive-offload", "rolled back", "+37.6 %", "± 39.3 %",
 		"+37.6 % is within the noise (39.3 %)", "kept nothing", "Before and after", "noise band")
 	if charts(page) != 1 {
@@ -189,7 +185,7 @@ func TestEscaped(t *testing.T) {
 
 // A kind the page does not chart shows its result as text.
 func TestOtherKind(t *testing.T) {
-	r := &history.Run{ID: "p1", Kind: "some-later-kind", Result: json.RawMessage(`{"plan": {"name": "<b>fan-in</b>"}}`)}
+	r := &history.Run{Entry: history.Entry{ID: "p1", Kind: "some-later-kind"}, Result: json.RawMessage(`{"plan": {"name": "<b>fan-in</b>"}}`)}
 	page := render(t, r)
 	checkOffline(t, page)
 	if !strings.Contains(page, `&#34;name&#34;: &#34;&lt;b&gt;fan-in&lt;/b&gt;&#34;`) {
@@ -204,7 +200,7 @@ func TestNoRuns(t *testing.T) {
 }
 
 func TestUndecodable(t *testing.T) {
-	r := &history.Run{ID: "x1", Kind: history.KindBench, Result: json.RawMessage(`{"spec": 3}`)}
+	r := &history.Run{Entry: history.Entry{ID: "x1", Kind: history.KindBench}, Result: json.RawMessage(`{"spec": 3}`)}
 	err := Write(&bytes.Buffer{}, []*history.Run{r})
 	if err == nil || !strings.Contains(err.Error(), "x1") {
 		t.Fatalf("err %v, want one naming the run", err)

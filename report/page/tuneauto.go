@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"linerate/autotune"
+	"linerate/report"
 	"linerate/traffic"
 )
 
@@ -54,7 +55,7 @@ func newAutoView(r *autotune.Report) *autoView {
 			val, _ := b.Value(r.Metric)
 			rounds = append(rounds, autotune.FormatMetric(r.Metric, val))
 		}
-		v.Baseline = fmt.Sprintf("%s (rounds: %v)", roundFigures(r.Before), rounds)
+		v.Baseline = fmt.Sprintf("%s (rounds: %v)", report.RoundFigures(r.Before), rounds)
 	}
 	for _, f := range r.Findings {
 		v.Findings = append(v.Findings, newFindingView(f))
@@ -179,20 +180,6 @@ func outcome(o string) string {
 		return "rolled back"
 	}
 	return o
-}
-
-// roundFigures is a round's figures on one line.
-func roundFigures(rd autotune.Round) string {
-	s := autotune.FormatMetric(autotune.MetricRxPPS, rd.ReceivedPPS) + " received"
-	if rd.Proto == "tcp" {
-		s = autotune.FormatMetric(autotune.MetricRxBPS, rd.ReceivedBPS) + " received"
-	} else {
-		s += ", loss " + autotune.FormatMetric(autotune.MetricLoss, rd.LossRatio)
-	}
-	if val, ok := rd.Value(autotune.MetricCPUPerMpkt); ok {
-		s += ", CPU " + autotune.FormatMetric(autotune.MetricCPUPerMpkt, val)
-	}
-	return s
 }
 
 // roundRows are a round's figures, one per line of a before/after table.
