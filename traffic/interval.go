@@ -1,7 +1,6 @@
 package traffic
 
 import (
-	"net"
 	"sync"
 	"time"
 
@@ -79,11 +78,11 @@ type segTotals struct {
 	total uint64
 }
 
-func (s *segTotals) now(conns []*net.TCPConn, out bool) uint64 {
+func (s *segTotals) now(conns []*tcpSock, out bool) uint64 {
 	vals := make([]uint32, len(conns))
 	ok := make([]bool, len(conns))
 	for i, c := range conns {
-		info, err := tcpInfo(c)
+		info, err := c.info()
 		switch {
 		case err != nil:
 			continue

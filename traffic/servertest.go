@@ -277,7 +277,11 @@ func (t *serverTest) openTCP() error {
 	t.connMu.Lock()
 	defer t.connMu.Unlock()
 	if len(t.fwdConns) > 0 {
-		t.sess.add(receiving, "", newTCPReceiver(t.fwdConns))
+		r, err := newTCPReceiver(t.fwdConns, t.spec.Threads)
+		if err != nil {
+			return err
+		}
+		t.sess.add(receiving, "", r)
 		t.fwdConns = nil
 	}
 	if len(t.revConns) > 0 {

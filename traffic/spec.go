@@ -153,7 +153,7 @@ func (s *Spec) serverSends() bool { return s.Direction != Forward }
 
 // tcpSender is how this test's TCP senders write.
 func (s *Spec) tcpSender() tcpSendConfig {
-	return tcpSendConfig{mss: s.MSS, payload: s.Payload, rate: s.Rate, zeroCopy: s.ZeroCopy}
+	return tcpSendConfig{mss: s.MSS, payload: s.Payload, rate: s.Rate, zeroCopy: s.ZeroCopy, threads: s.Threads}
 }
 
 // udpReceiver is this test's UDP receiver on local, counting what comes

@@ -290,7 +290,12 @@ func (t *target) openTCP(r *clientRun) error {
 		if err != nil {
 			return err
 		}
-		t.rev = append(t.rev, share{e: r.sess.add(receiving, t.name, newTCPReceiver(conns))})
+		rcv, err := newTCPReceiver(conns, sp.Threads)
+		if err != nil {
+			closeConns(conns)
+			return err
+		}
+		t.rev = append(t.rev, share{e: r.sess.add(receiving, t.name, rcv)})
 	}
 	return nil
 }

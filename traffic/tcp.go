@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,24 +35,97 @@ type TCPStat struct {
 	DataSegsIn  uint32 `json:"data_segs_in"`
 }
 
-func tcpInfo(c *net.TCPConn) (*unix.TCPInfo, error) {
+// tcpSock is a TCP data connection taken out of Go's network poller: a
+// flow's loops read or write it with raw system calls and wait for it in
+// poll(2) of their own. Left in the runtime's poller, every segment that
+// arrives would also wake the runtime's epoll waiter (there is one while
+// any other connection of the process is waited for, as the control
+// connection is): tens of thousands of wakeups a second for nothing.
+type tcpSock struct {
+	mu     sync.RWMutex // held for reading by every call on fd, for writing by close
+	fd     int
+	closed bool
+}
+
+// takeTCP moves c out of the runtime: a duplicate of its descriptor (the
+// same socket, still non-blocking) is kept and c is closed, which takes
+// it out of the runtime's epoll. On error c is closed all the same.
+func takeTCP(c *net.TCPConn) (*tcpSock, error) {
+	defer c.Close()
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("dup: %w", derr)
+	}
+	return &tcpSock{fd: fd}, nil
+}
+
+// takeTCPs takes every connection (closing them all on error).
+func takeTCPs(conns []*net.TCPConn) ([]*tcpSock, error) {
+	socks := make([]*tcpSock, 0, len(conns))
+	for i, c := range conns {
+		s, err := takeTCP(c)
+		if err != nil {
+			closeConns(conns[i+1:])
+			closeSocks(socks)
+			return nil, err
+		}
+		socks = append(socks, s)
+	}
+	return socks, nil
+}
+
+func closeSocks(socks []*tcpSock) {
+	for _, s := range socks {
+		s.close()
+	}
+}
+
+// do runs fn on the descriptor, which stays open meanwhile; net.ErrClosed
+// once close ran.
+func (s *tcpSock) do(fn func(fd uintptr)) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return net.ErrClosed
+	}
+	fn(uintptr(s.fd))
+	return nil
+}
+
+func (s *tcpSock) info() (*unix.TCPInfo, error) {
 	var info *unix.TCPInfo
 	var ierr error
-	if err := rc.Control(func(fd uintptr) {
-		info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	}); err != nil {
+	if err := s.do(func(fd uintptr) { info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); err != nil {
 		return nil, err
 	}
 	return info, ierr
 }
 
-func tcpStat(c *net.TCPConn, stream int, side string) TCPStat {
+// closeWrite sends the FIN: the stream's end.
+func (s *tcpSock) closeWrite() {
+	_ = s.do(func(fd uintptr) { _ = unix.Shutdown(int(fd), unix.SHUT_WR) })
+}
+
+func (s *tcpSock) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		_ = unix.Close(s.fd)
+	}
+}
+
+func tcpStat(c *tcpSock, stream int, side string) TCPStat {
 	st := TCPStat{Stream: stream, Side: side}
-	if info, err := tcpInfo(c); err == nil {
+	if info, err := c.info(); err == nil {
 		st.RTTMicros = info.Rtt
 		st.RTTVar = info.Rttvar
 		st.Retransmits = info.Total_retrans
@@ -84,14 +157,14 @@ const (
 // the end also takes the start (a window that never started is empty).
 // When TCP_INFO cannot be read (a closed socket) the last value known
 // stands in.
-func (s *segMarks) take(c *net.TCPConn, m int, out bool) {
+func (s *segMarks) take(c *tcpSock, m int, out bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.taken[m] {
 		return
 	}
 	var v uint32
-	info, err := tcpInfo(c)
+	info, err := c.info()
 	switch {
 	case err == nil && out:
 		v = info.Data_segs_out
@@ -186,14 +259,16 @@ type tcpSendConfig struct {
 	rate Rate
 	// zeroCopy writes with sendfile(2) from a memory file.
 	zeroCopy bool
+	// threads is the least number of loops that write (tcpLoops).
+	threads int
 }
 
 // writeSize is the size of each TCP write: the effective MSS with mss (so
 // that every write is exactly one segment), else the payload, else
 // tcpWrite.
-func (cfg *tcpSendConfig) writeSize(c *net.TCPConn) int {
+func (cfg *tcpSendConfig) writeSize(c *tcpSock) int {
 	if cfg.mss > 0 {
-		if info, err := tcpInfo(c); err == nil && info.Snd_mss > 0 {
+		if info, err := c.info(); err == nil && info.Snd_mss > 0 {
 			return int(info.Snd_mss)
 		}
 		return cfg.mss
@@ -207,7 +282,7 @@ func (cfg *tcpSendConfig) writeSize(c *net.TCPConn) int {
 // tcpSender writes on a set of connections as fast as they take it (or at
 // a paced rate) and counts goodput per stream: a sending flow.
 type tcpSender struct {
-	conns    []*net.TCPConn
+	conns    []*tcpSock
 	cfg      tcpSendConfig
 	halt     atomic.Bool
 	live     []atomic.Uint64
@@ -217,21 +292,32 @@ type tcpSender struct {
 	segs     segTotals
 	errs     []error
 	zerocopy *os.File
+	loops    loopSet
 }
 
-func newTCPSender(conns []*net.TCPConn, cfg tcpSendConfig) (*tcpSender, error) {
+// newTCPSender takes the connections (they are closed on error too).
+func newTCPSender(tcs []*net.TCPConn, cfg tcpSendConfig) (*tcpSender, error) {
+	for _, c := range tcs {
+		setNoDelay(c)
+	}
+	conns, err := takeTCPs(tcs)
+	if err != nil {
+		return nil, err
+	}
 	t := &tcpSender{conns: conns, cfg: cfg, live: make([]atomic.Uint64, len(conns)),
 		counts: streamCounts(len(conns)), stats: make([]TCPStat, len(conns)), marks: make([]segMarks, len(conns)),
 		errs: make([]error, len(conns))}
-	for _, c := range conns {
-		setNoDelay(c)
-	}
 	if cfg.zeroCopy {
 		f, err := memFile(max(cfg.writeSize(conns[0]), 1<<20))
 		if err != nil {
+			closeSocks(conns)
 			return nil, err
 		}
 		t.zerocopy = f
+	}
+	if err := t.loops.spread(conns, cfg.threads, unix.POLLOUT); err != nil {
+		t.close()
+		return nil, err
 	}
 	return t, nil
 }
@@ -265,110 +351,96 @@ func memFile(size int) (*os.File, error) {
 // at the window's end minus at its start: the warmup's are not counted).
 func (t *tcpSender) run(tm Timing) {
 	// The start mark is taken by a timer, not by the writers: a writer may
-	// be blocked in a write when the window starts.
+	// be waiting for room when the window starts.
 	startMark := time.AfterFunc(time.Until(tm.Measure), func() {
 		for i, c := range t.conns {
 			t.marks[i].take(c, markStart, true)
 		}
 	})
 	defer startMark.Stop()
-	var wg sync.WaitGroup
-	for i, c := range t.conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t.errs[i] = t.runConn(i, c, tm)
-		}()
+	if d := time.Until(tm.Start); d > 0 {
+		time.Sleep(d)
 	}
-	wg.Wait()
+	t.loops.each(func(l *tcpLoop) { t.runLoop(l, tm) })
 }
 
 func (t *tcpSender) collect() flowResult {
 	return flowResult{counts: t.counts, tcp: t.stats, err: errors.Join(t.errs...)}
 }
 
-func (t *tcpSender) runConn(i int, c *net.TCPConn, tm Timing) error {
-	size := t.cfg.writeSize(c)
-	buf := make([]byte, size)
-	var bps float64
-	if r := t.cfg.rate; !r.Unlimited() {
-		if r.BPS > 0 {
-			bps = r.BPS / 8
+// runLoop writes on the loop's streams until the timing ends or stop.
+func (t *tcpSender) runLoop(l *tcpLoop, tm Timing) {
+	size := make([]int, len(l.streams))
+	pacers := make([]*pacer, len(l.streams))
+	now := time.Now()
+	for k, i := range l.streams {
+		size[k] = t.cfg.writeSize(t.conns[i])
+		if r := t.cfg.rate; !r.Unlimited() {
+			bps := r.PPS * float64(size[k])
+			if r.BPS > 0 {
+				bps = r.BPS / 8
+			}
+			pacers[k] = newPacer(bps/float64(len(t.conns))/float64(size[k]), 1, now)
+		}
+		op := l.ops[k]
+		op.size = size[k]
+		if t.zerocopy != nil {
+			op.trap, op.file = unix.SYS_SENDFILE, int(t.zerocopy.Fd())
 		} else {
-			bps = r.PPS * float64(size)
+			op.trap = unix.SYS_WRITE
 		}
-		bps /= float64(len(t.conns))
 	}
-	if d := time.Until(tm.Start); d > 0 {
-		time.Sleep(d)
+	l.buf = make([]byte, slices.Max(size))
+	for _, op := range l.ops {
+		op.buf = l.buf
 	}
-	if err := c.SetWriteDeadline(tm.End); err != nil {
-		return err
-	}
-	var p *pacer
-	if bps > 0 {
-		p = newPacer(bps/float64(size), 1, time.Now())
-	}
-	var sf *os.File
-	if t.zerocopy != nil {
-		// Each connection needs its own file offset.
-		fd, err := unix.Dup(int(t.zerocopy.Fd()))
-		if err != nil {
-			return fmt.Errorf("dup memfd: %w", err)
-		}
-		sf = os.NewFile(uintptr(fd), t.zerocopy.Name())
-		defer sf.Close()
-	}
-	cnt := &t.counts[i]
-	var err error
-	for !t.halt.Load() {
+	step := func(k, i int) (stepResult, time.Duration) {
 		now := time.Now()
-		if !now.Before(tm.End) {
-			break
+		if t.halt.Load() || !now.Before(tm.End) {
+			t.finish(i, nil)
+			return stepDone, 0
 		}
+		p := pacers[k]
 		if p != nil {
 			if n, wait := p.allow(now, 1); n == 0 {
-				time.Sleep(min(wait, tm.End.Sub(now)))
-				continue
+				return stepIdle, wait
 			}
 		}
-		var n int
-		if sf != nil {
-			if _, err = sf.Seek(0, io.SeekStart); err != nil {
-				break
-			}
-			var n64 int64
-			n64, err = c.ReadFrom(&io.LimitedReader{R: sf, N: int64(size)})
-			n = int(n64)
-		} else {
-			n, err = c.Write(buf)
-		}
-		if p != nil {
+		n, blocked, err := l.ops[k].call()
+		if p != nil && !blocked {
 			p.sent(1)
 		}
 		if n > 0 {
 			t.live[i].Add(uint64(n))
 			if now.Before(tm.Measure) {
-				cnt.Warmup += uint64(n)
+				t.counts[i].Warmup += uint64(n)
 			} else {
-				cnt.Bytes += uint64(n)
+				t.counts[i].Bytes += uint64(n)
 			}
 		}
-		if err != nil {
-			break
+		switch {
+		case err != nil:
+			t.finish(i, err)
+			return stepDone, 0
+		case blocked:
+			return stepBlocked, 0
 		}
+		return stepMoved, 0
 	}
+	l.run(step, func() time.Duration { return time.Until(tm.End) })
+}
+
+// finish ends stream i: the window's end mark, TCP_INFO, the half-close.
+// An error after stop is the stop's doing, not the stream's.
+func (t *tcpSender) finish(i int, err error) {
+	c := t.conns[i]
 	t.marks[i].take(c, markEnd, true)
 	t.stats[i] = tcpStat(c, i, "sender")
-	cnt.Packets = t.marks[i].segments()
-	_ = c.CloseWrite()
-	if err != nil && (errors.Is(err, os.ErrDeadlineExceeded) || t.halt.Load()) {
-		err = nil
+	t.counts[i].Packets = t.marks[i].segments()
+	c.closeWrite()
+	if err != nil && !t.halt.Load() && !errors.Is(err, net.ErrClosed) {
+		t.errs[i] = fmt.Errorf("tcp stream %d: %w", i, err)
 	}
-	if err != nil {
-		return fmt.Errorf("tcp stream %d: %w", i, err)
-	}
-	return nil
 }
 
 func (t *tcpSender) cut(time.Time) {}
@@ -376,9 +448,7 @@ func (t *tcpSender) cut(time.Time) {}
 // stop ends run early.
 func (t *tcpSender) stop(time.Duration) {
 	t.halt.Store(true)
-	for _, c := range t.conns {
-		_ = c.SetWriteDeadline(time.Now())
-	}
+	t.loops.poke()
 }
 
 // progress is the live total written.
@@ -391,9 +461,9 @@ func (t *tcpSender) progress() (packets, bytes uint64) {
 
 // close closes the connections.
 func (t *tcpSender) close() error {
-	for _, c := range t.conns {
-		c.Close()
-	}
+	t.halt.Store(true)
+	t.loops.end()
+	closeSocks(t.conns)
 	if t.zerocopy != nil {
 		t.zerocopy.Close()
 	}
@@ -406,9 +476,10 @@ func (t *tcpSender) close() error {
 // may arrive later), and the data segments the kernel received between the
 // same two instants (tcpi_data_segs_in). It is a receiving flow.
 type tcpReceiver struct {
-	conns  []*net.TCPConn
+	conns  []*tcpSock
 	tm     Timing
 	end    atomic.Int64 // the window's end, Unix nanoseconds (cut moves it)
+	quit   atomic.Int64 // when stop ends the reads, Unix nanoseconds (0: not yet)
 	live   []atomic.Uint64
 	counts []Count
 	stats  []TCPStat
@@ -416,14 +487,27 @@ type tcpReceiver struct {
 	segs   segTotals
 	timers []*time.Timer
 	mu     sync.Mutex
-	wg     sync.WaitGroup
 	errs   []error
+	loops  loopSet
 }
 
-func newTCPReceiver(conns []*net.TCPConn) *tcpReceiver {
-	return &tcpReceiver{conns: conns, live: make([]atomic.Uint64, len(conns)), counts: streamCounts(len(conns)),
+// newTCPReceiver takes the connections (they are closed on error too).
+func newTCPReceiver(tcs []*net.TCPConn, threads int) (*tcpReceiver, error) {
+	conns, err := takeTCPs(tcs)
+	if err != nil {
+		return nil, err
+	}
+	r := &tcpReceiver{conns: conns, live: make([]atomic.Uint64, len(conns)), counts: streamCounts(len(conns)),
 		stats: make([]TCPStat, len(conns)), marks: make([]segMarks, len(conns)), errs: make([]error, len(conns))}
+	if err := r.loops.spread(conns, threads, unix.POLLIN); err != nil {
+		closeSocks(conns)
+		return nil, err
+	}
+	return r, nil
 }
+
+// tcpReadSize is the receiver's read buffer, one per loop.
+const tcpReadSize = 128 << 10
 
 // run reads every connection until its end (or stop). Bytes read before
 // tm.Measure are the warmup's, those read from tm.End on are late;
@@ -436,14 +520,7 @@ func (r *tcpReceiver) run(tm Timing) {
 		time.AfterFunc(time.Until(tm.Measure), func() { r.markAll(markStart) }),
 		time.AfterFunc(time.Until(tm.End), func() { r.markAll(markEnd) }))
 	r.mu.Unlock()
-	for i, c := range r.conns {
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			r.errs[i] = r.runConn(i, c)
-		}()
-	}
-	r.wg.Wait()
+	r.loops.each(r.runLoop)
 	r.stopTimers()
 }
 
@@ -463,14 +540,24 @@ func (r *tcpReceiver) cut(at time.Time) {
 	r.markAll(markEnd)
 }
 
-func (r *tcpReceiver) runConn(i int, c *net.TCPConn) error {
-	buf := make([]byte, 256<<10)
-	cnt := &r.counts[i]
-	for {
-		n, err := c.Read(buf)
+// runLoop reads the loop's streams until each ends or stop's time comes.
+func (r *tcpReceiver) runLoop(l *tcpLoop) {
+	l.buf = make([]byte, tcpReadSize)
+	for _, op := range l.ops {
+		op.trap, op.buf, op.size = unix.SYS_READ, l.buf, len(l.buf)
+	}
+
+	step := func(k, i int) (stepResult, time.Duration) {
+		var n int
+		var blocked bool
+		var err error
+		if q := r.quit.Load(); q == 0 || time.Now().UnixNano() < q {
+			n, blocked, err = l.ops[k].call()
+		}
 		if n > 0 {
 			now := time.Now()
 			r.live[i].Add(uint64(n))
+			cnt := &r.counts[i]
 			switch {
 			case now.Before(r.tm.Measure):
 				cnt.Warmup += uint64(n)
@@ -479,18 +566,33 @@ func (r *tcpReceiver) runConn(i int, c *net.TCPConn) error {
 			default:
 				cnt.Late += uint64(n)
 			}
+			return stepMoved, 0
 		}
-		if err != nil {
-			// Nothing more arrives: the window's segments are all in.
-			r.marks[i].take(c, markEnd, false)
-			r.stats[i] = tcpStat(c, i, "receiver")
-			cnt.Packets = r.marks[i].segments()
-			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("tcp stream %d: %w", i, err)
+		if blocked {
+			return stepBlocked, 0
 		}
+		// The end of the stream (n == 0 from the read), an error, or
+		// stop's time (no read):
+		// nothing more arrives, the window's segments are all in.
+		c := r.conns[i]
+		r.marks[i].take(c, markEnd, false)
+		r.stats[i] = tcpStat(c, i, "receiver")
+		r.counts[i].Packets = r.marks[i].segments()
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			r.errs[i] = fmt.Errorf("tcp stream %d: %w", i, err)
+		}
+		return stepDone, 0
 	}
+	l.run(step, r.untilQuit)
+}
+
+// untilQuit bounds a loop's wait: the time left until stop's, or a second
+// while there is none (the wait is woken by stop anyway).
+func (r *tcpReceiver) untilQuit() time.Duration {
+	if q := r.quit.Load(); q != 0 {
+		return max(time.Until(time.Unix(0, q)), time.Millisecond)
+	}
+	return time.Second
 }
 
 // progress is the live total read.
@@ -504,18 +606,8 @@ func (r *tcpReceiver) progress() (packets, bytes uint64) {
 // stop lets the peer end its streams for up to grace, then cuts the
 // connections.
 func (r *tcpReceiver) stop(grace time.Duration) {
-	deadline := func() {
-		for _, c := range r.conns {
-			_ = c.SetReadDeadline(time.Now())
-		}
-	}
-	if grace <= 0 {
-		deadline()
-		return
-	}
-	r.mu.Lock()
-	r.timers = append(r.timers, time.AfterFunc(grace, deadline))
-	r.mu.Unlock()
+	r.quit.Store(time.Now().Add(max(grace, 0)).UnixNano())
+	r.loops.poke()
 }
 
 func (r *tcpReceiver) collect() flowResult {
@@ -532,9 +624,11 @@ func (r *tcpReceiver) stopTimers() {
 
 // close closes the connections.
 func (r *tcpReceiver) close() error {
-	r.stopTimers()
-	for _, c := range r.conns {
-		c.Close()
+	if r.quit.Load() == 0 {
+		r.quit.Store(time.Now().UnixNano())
 	}
+	r.loops.end()
+	r.stopTimers()
+	closeSocks(r.conns)
 	return nil
 }

@@ -43,7 +43,11 @@ func TestTCPReceiverWindow(t *testing.T) {
 	}
 	w, rd := tcpPair(t, 0)
 	setNoDelay(w)
-	r := newTCPReceiver([]*net.TCPConn{rd})
+	r, err := newTCPReceiver([]*net.TCPConn{rd}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
 	t0 := time.Now()
 	const margin = 200 * time.Millisecond
 	tm := Timing{Start: t0, Measure: t0.Add(margin + 100*time.Millisecond), End: t0.Add(3*margin + 100*time.Millisecond)}
@@ -103,6 +107,7 @@ func TestTCPSenderWindowSegments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.close()
 	t0 := time.Now()
 	tm := Timing{Start: t0, Measure: t0.Add(400 * time.Millisecond), End: t0.Add(800 * time.Millisecond)}
 	s.run(tm)
@@ -125,4 +130,129 @@ func TestTCPSenderWindowSegments(t *testing.T) {
 	if c.Packets > uint64(st.DataSegsOut)*3/4 {
 		t.Errorf("%d segments in the window of %d in all: the warmup's are counted", c.Packets, st.DataSegsOut)
 	}
+}
+
+func TestLoopCount(t *testing.T) {
+	for _, c := range []struct{ streams, threads, want int }{
+		{1, 1, 1}, {4, 1, 1}, {5, 1, 2}, {8, 1, 2}, {16, 1, 4}, {4, 2, 2}, {2, 8, 2}, {128, 1, 32},
+	} {
+		if got := loopCount(c.streams, c.threads); got != c.want {
+			t.Errorf("loopCount(%d streams, %d threads) = %d, want %d", c.streams, c.threads, got, c.want)
+		}
+	}
+}
+
+// tcpPairs is n loopback pairs: the dialled ends and the accepted ends.
+func tcpPairs(t *testing.T, n int) (dialled, accepted []*net.TCPConn) {
+	for range n {
+		d, a := tcpPair(t, 0)
+		dialled, accepted = append(dialled, d), append(accepted, a)
+	}
+	return dialled, accepted
+}
+
+// TestTCPLoopsCount sends 9 streams through 3 loops on each end (one per 4
+// streams) and checks that every byte each stream's sender wrote is the
+// byte its receiver read, stream by stream.
+func TestTCPLoopsCount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends traffic on loopback")
+	}
+	ws, rs := tcpPairs(t, 9)
+	s, err := newTCPSender(ws, tcpSendConfig{rate: Rate{BPS: 200e6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	r, err := newTCPReceiver(rs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	if len(s.loops.loops) != 3 || len(r.loops.loops) != 3 {
+		t.Fatalf("%d sending and %d receiving loops for 9 streams, want 3 and 3", len(s.loops.loops), len(r.loops.loops))
+	}
+	t0 := time.Now()
+	tm := Timing{Start: t0, Measure: t0.Add(100 * time.Millisecond), End: t0.Add(400 * time.Millisecond)}
+	done := make(chan struct{})
+	go func() { r.run(tm); close(done) }()
+	s.run(tm)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the receiver did not end with its peer's streams")
+	}
+	sent, got := s.collect(), r.collect()
+	if sent.err != nil || got.err != nil {
+		t.Fatal(sent.err, got.err)
+	}
+	var all uint64
+	for i := range ws {
+		a, b := sent.counts[i], got.counts[i]
+		if a.Warmup+a.Bytes != b.Warmup+b.Bytes+b.Late || a.Bytes == 0 {
+			t.Errorf("stream %d: wrote %d+%d bytes, read %d+%d+%d", i, a.Warmup, a.Bytes, b.Warmup, b.Bytes, b.Late)
+		}
+		all += a.Warmup + a.Bytes
+	}
+	// 200 Mb/s for 0.4 s is 10 MB, shared by the streams.
+	if all < 8e6 || all > 12e6 {
+		t.Errorf("%d bytes written at 200 Mb/s in 400 ms, want about 10 MB", all)
+	}
+}
+
+// TestTCPStops: a sender whose peer does not read is stopped while every
+// write would block, and a receiver whose peer never stops sending is
+// stopped while it reads: each run returns at once.
+func TestTCPStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends traffic on loopback")
+	}
+	t.Run("sender", func(t *testing.T) {
+		ws, _ := tcpPairs(t, 2)
+		s, err := newTCPSender(ws, tcpSendConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.close()
+		t0 := time.Now()
+		time.AfterFunc(300*time.Millisecond, func() { s.stop(0) })
+		s.run(Timing{Start: t0, Measure: t0, End: t0.Add(20 * time.Second)})
+		if d := time.Since(t0); d > 2*time.Second {
+			t.Errorf("the sender ran %v after its stop at 300ms", d)
+		}
+		if res := s.collect(); res.err != nil || res.counts[0].Bytes == 0 {
+			t.Errorf("stopped sender: %v, %d bytes", res.err, res.counts[0].Bytes)
+		}
+	})
+	t.Run("receiver", func(t *testing.T) {
+		ws, rs := tcpPairs(t, 2)
+		for _, w := range ws {
+			go func() {
+				buf := make([]byte, 64<<10)
+				_ = w.SetWriteDeadline(time.Now().Add(10 * time.Second))
+				for {
+					if _, err := w.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		r, err := newTCPReceiver(rs, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		time.AfterFunc(300*time.Millisecond, func() { r.stop(100 * time.Millisecond) })
+		r.run(Timing{Start: t0, Measure: t0, End: t0.Add(20 * time.Second)})
+		if d := time.Since(t0); d > 2*time.Second {
+			t.Errorf("the receiver ran %v after its stop at 300ms with 100ms grace", d)
+		}
+		if res := r.collect(); res.err != nil || res.counts[0].Bytes == 0 {
+			t.Errorf("stopped receiver: %v, %d bytes", res.err, res.counts[0].Bytes)
+		}
+		r.close()
+		for _, w := range ws {
+			w.Close()
+		}
+	})
 }
