@@ -19,7 +19,7 @@ import (
 // sending thread stays on one CPU with the receive path its writes run, the
 // receiving thread on the other; goroutines spread both over every CPU and
 // wake each other across them), and a loop per 4 streams keeps many
-// streams from waiting on one thread (docs/benchmarks.md, "TCP").
+// streams from waiting on one thread (docs/benchmarks.md, "TCP: why loops").
 const tcpStreamsPerLoop = 4
 
 // loopCount is how many loops move streams streams: at least threads, one

@@ -57,6 +57,7 @@ type benchOptions struct {
 	// tcp
 	mss       int
 	zerocopy  bool
+	copy      bool
 	writeSize int
 	history   historyFlags
 	// warnings found while reading the flags, for stderr
@@ -120,7 +121,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	secondsVarP(p, &o.warmup, "warmup", "", time.Second, "time sent before the measured window, excluded from the results")
 	secondsVarP(p, &o.interval, "interval", "i", time.Second, "seconds between interval lines (1 or more; 0: none); the result keeps every second")
 	p.StringVarP(&o.rate, "rate", "b", "0", "rate per target and direction: \"100kpps\", \"940Mbps\", \"1G\" (bits/s); 0 is as fast as possible")
-	p.IntVar(&o.threads, "threads", 1, "sender threads, and receiver threads on each end")
+	p.IntVar(&o.threads, "threads", 1, "sender threads, and receiver threads on each end (TCP: at least one per 4 streams)")
 	p.IntVarP(&o.streams, "streams", "P", 1, "flows per port (UDP) or connections (TCP), per target and direction")
 	p.BoolVarP(&o.reverse, "reverse", "R", false, "the server sends, this end receives")
 	p.BoolVar(&o.bidir, "bidir", false, "both directions at once")
@@ -163,9 +164,11 @@ func (o *benchOptions) protoCmd(proto string) *cobra.Command {
 		c.Short = "TCP: goodput per stream, retransmits and RTT"
 		c.Example = `  linerate bench tcp --to 10.0.0.2 --streams 4
   linerate bench tcp --to 10.0.0.2 --mss 88 --reverse
-  linerate bench tcp -c 10.0.0.2 -P 4 -t 30 -i 5           # as with iperf3`
+  linerate bench tcp -c 10.0.0.2 -P 4 -t 30 -i 5           # as with iperf3
+  linerate bench tcp --to 10.0.0.2 -P 4 --copy             # write from user memory, as iperf3 does`
 		f.IntVar(&o.mss, "mss", 0, "set TCP_MAXSEG before connecting (88 or more) and write one segment at a time, so that small payloads are small packets")
-		f.BoolVar(&o.zerocopy, "zerocopy", false, "send with sendfile(2) from an in-memory file (no copy from user space)")
+		f.BoolVar(&o.copy, "copy", false, "write from user memory, as iperf3 does (default: sendfile(2) from an in-memory file, which copies nothing on the sender)")
+		f.BoolVar(&o.zerocopy, "zerocopy", false, "send with sendfile(2) from an in-memory file: the default (--copy turns it off)")
 		f.IntVarP(&o.writeSize, "write-size", "l", 0, "bytes per write (default 128 KiB; one segment with --mss; iperf3's -l)")
 	}
 	return c
@@ -293,7 +296,10 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 		if o.writeSize < 0 {
 			return cfg, usage.Errorf("--write-size %d: negative", o.writeSize)
 		}
-		sp.MSS, sp.ZeroCopy, sp.Payload = o.mss, o.zerocopy, o.writeSize
+		if o.copy && o.zerocopy {
+			return cfg, usage.Errorf("--copy and --zerocopy: one or the other")
+		}
+		sp.MSS, sp.ZeroCopy, sp.Payload = o.mss, !o.copy, o.writeSize
 	}
 	cfg.Spec = sp
 	cfg.Targets = withPort(o.to, o.port)
