@@ -34,7 +34,8 @@
 #                   sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-afxdp-xdp
 #                   linerate-tcp1 iperf3-tcp1
 #                   linerate-tcp4 iperf3-tcp4 linerate-tcp8 iperf3-tcp8
-#                   linerate-tcp16 iperf3-tcp16 linerate-default (default: all)
+#                   linerate-tcp16 iperf3-tcp16 linerate-tcp4copy iperf3-tcp4z
+#                   linerate-default (default: all)
 #   JSON=FILE       also write the medians and every round as JSON
 #   LINERATE=PATH   the linerate binary (default bin/linerate, built if missing)
 #   SINK=PATH       the bench/sink binary (default: built into a temporary dir)
@@ -51,7 +52,7 @@ DURATION=${DURATION:-5}
 WARM=${WARM:-1}
 JSON=${JSON:-}
 LINERATE_UDP_FLAGS=${LINERATE_UDP_FLAGS:---threads 2 --ports 2}
-ALL_TOOLS="linerate-default linerate-socket linerate-ring linerate-afxdp iperf3 sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-afxdp-xdp linerate-tcp1 iperf3-tcp1 linerate-tcp4 iperf3-tcp4 linerate-tcp8 iperf3-tcp8 linerate-tcp16 iperf3-tcp16"
+ALL_TOOLS="linerate-default linerate-socket linerate-ring linerate-afxdp iperf3 sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-afxdp-xdp linerate-tcp1 iperf3-tcp1 linerate-tcp4 iperf3-tcp4 linerate-tcp8 iperf3-tcp8 linerate-tcp16 iperf3-tcp16 linerate-tcp4copy iperf3-tcp4z"
 TOOLS=${TOOLS:-$ALL_TOOLS}
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
@@ -400,12 +401,14 @@ run_linerate-tcp1() { run_linerate_tcp 1; }
 run_linerate-tcp4() { run_linerate_tcp 4; }
 run_linerate-tcp8() { run_linerate_tcp 8; }
 run_linerate-tcp16() { run_linerate_tcp 16; }
+run_linerate-tcp4copy() { run_linerate_tcp 4 --copy; }
+# run_linerate_tcp STREAMS [FLAG...]
 run_linerate_tcp() {
 	local out rc=0
 	linerate_serve || return 1
 	rm -f "$WORK/result.json"
 	bg "$NS_TX" "$LIMIT" "$WORK/client.log" "$LINERATE" bench tcp --to "$IP_RX" --streams "$1" --idle 0s --warmup 0s \
-		--duration "${TOTAL}s" --json --out "$WORK/result.json"
+		--duration "${TOTAL}s" --json --out "$WORK/result.json" "${@:2}"
 	local client=$BG
 	out=$(measure tcp "$client" "$SERVER")
 	finish "$client" "$WORK/client.log" || rc=1
@@ -418,12 +421,14 @@ run_iperf3-tcp1() { run_iperf3_tcp 1; }
 run_iperf3-tcp4() { run_iperf3_tcp 4; }
 run_iperf3-tcp8() { run_iperf3_tcp 8; }
 run_iperf3-tcp16() { run_iperf3_tcp 16; }
+run_iperf3-tcp4z() { run_iperf3_tcp 4 -Z; }
+# run_iperf3_tcp STREAMS [FLAG...]
 run_iperf3_tcp() {
 	local out rc=0
 	bg "$NS_RX" "$LIMIT" "$WORK/server.log" iperf3 -s -1 -B "$IP_RX" -p 5201
 	local server=$BG
 	listening "$NS_RX" tcp 5201 || { stop "$server"; echo "    iperf3 -s did not start" >&2; return 1; }
-	bg "$NS_TX" "$LIMIT" "$WORK/client.log" iperf3 -c "$IP_RX" -p 5201 -P "$1" -t "$TOTAL" -J
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" iperf3 -c "$IP_RX" -p 5201 -P "$1" -t "$TOTAL" -J "${@:2}"
 	local client=$BG
 	out=$(measure tcp "$client" "$server")
 	finish "$client" "$WORK/client.log" || rc=1
@@ -525,6 +530,8 @@ ref() {
 	*-tcp4) echo linerate-tcp4 ;;
 	*-tcp8) echo linerate-tcp8 ;;
 	*-tcp16) echo linerate-tcp16 ;;
+	*-tcp4z) echo linerate-tcp4 ;;
+	*-tcp4copy) echo linerate-tcp4copy ;;
 	linerate-default) echo linerate-default ;;
 	*-xdp) best linerate-ring-xdp linerate-afxdp-xdp ;;
 	*) best linerate-socket linerate-ring linerate-afxdp ;;
@@ -572,6 +579,8 @@ describe() {
 	iperf3-tcp8) echo "iperf3 -P 8" ;;
 	linerate-tcp16) echo "bench tcp --streams 16" ;;
 	iperf3-tcp16) echo "iperf3 -P 16" ;;
+	linerate-tcp4copy) echo "bench tcp --streams 4 --copy (as iperf3)" ;;
+	iperf3-tcp4z) echo "iperf3 -P 4 -Z (sendfile)" ;;
 	linerate-default) echo "bench udp --to HOST (no other flag) -> serve" ;;
 	esac
 }
@@ -619,10 +628,12 @@ target() { # NAME A B MIN: A/B ≥ MIN?
 best=$(ref linerate)
 target "UDP 64 B: linerate vs iperf3" "${MED_PPS[$best]:-}" "${MED_PPS[iperf3]:-}" 2
 target "UDP 64 B: linerate vs trafgen" "${MED_PPS[$best]:-}" "${MED_PPS[trafgen]:-}" 1
-target "TCP 1 stream: linerate vs iperf3" "${MED_GBPS[linerate-tcp1]:-}" "${MED_GBPS[iperf3-tcp1]:-}" 0.95
-target "TCP 4 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp4]:-}" "${MED_GBPS[iperf3-tcp4]:-}" 0.95
+target "TCP 1 stream: linerate vs iperf3" "${MED_GBPS[linerate-tcp1]:-}" "${MED_GBPS[iperf3-tcp1]:-}" 1
+target "TCP 4 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp4]:-}" "${MED_GBPS[iperf3-tcp4]:-}" 1
 target "TCP 8 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp8]:-}" "${MED_GBPS[iperf3-tcp8]:-}" 1
 target "TCP 16 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp16]:-}" "${MED_GBPS[iperf3-tcp16]:-}" 1
+target "TCP 4 streams, both sendfile: linerate vs iperf3 -Z" "${MED_GBPS[linerate-tcp4]:-}" "${MED_GBPS[iperf3-tcp4z]:-}" 1
+target "TCP 4 streams, both copying: linerate --copy vs iperf3" "${MED_GBPS[linerate-tcp4copy]:-}" "${MED_GBPS[iperf3-tcp4]:-}" 1
 target "UDP defaults: linerate vs iperf3" "${MED_PPS[linerate-default]:-}" "${MED_PPS[iperf3]:-}" 2
 target "UDP defaults: linerate vs trafgen" "${MED_PPS[linerate-default]:-}" "${MED_PPS[trafgen]:-}" 1
 
