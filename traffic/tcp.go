@@ -365,7 +365,7 @@ func (t *tcpSender) run(tm Timing) {
 }
 
 func (t *tcpSender) collect() flowResult {
-	return flowResult{counts: t.counts, tcp: t.stats, err: errors.Join(t.errs...)}
+	return flowResult{counts: t.counts, tcp: t.stats, threads: t.loops.threads(), err: errors.Join(t.errs...)}
 }
 
 // runLoop writes on the loop's streams until the timing ends or stop.
@@ -427,7 +427,7 @@ func (t *tcpSender) runLoop(l *tcpLoop, tm Timing) {
 		}
 		return stepMoved, 0
 	}
-	l.run(step, func() time.Duration { return time.Until(tm.End) })
+	l.run("tcp-send", step, func() time.Duration { return time.Until(tm.End) })
 }
 
 // finish ends stream i: the window's end mark, TCP_INFO, the half-close.
@@ -583,7 +583,7 @@ func (r *tcpReceiver) runLoop(l *tcpLoop) {
 		}
 		return stepDone, 0
 	}
-	l.run(step, r.untilQuit)
+	l.run("tcp-recv", step, r.untilQuit)
 }
 
 // untilQuit bounds a loop's wait: the time left until stop's, or a second
@@ -611,7 +611,7 @@ func (r *tcpReceiver) stop(grace time.Duration) {
 }
 
 func (r *tcpReceiver) collect() flowResult {
-	return flowResult{counts: r.counts, tcp: r.stats, err: errors.Join(r.errs...)}
+	return flowResult{counts: r.counts, tcp: r.stats, threads: r.loops.threads(), err: errors.Join(r.errs...)}
 }
 
 func (r *tcpReceiver) stopTimers() {

@@ -47,6 +47,8 @@ type tcpLoop struct {
 	events  int16     // POLLIN or POLLOUT
 	buf     []byte    // the loop's read or write buffer
 	ops     []*connOp // per stream, the raw syscall it runs
+	usage   ThreadCPU // how busy the loop's thread was, once run returned
+	ran     bool
 }
 
 func newTCPLoop(events int16) (*tcpLoop, error) {
@@ -70,9 +72,18 @@ func (l *tcpLoop) close() { _ = unix.Close(l.wake) }
 // poll(2) for a blocked socket to become ready, for a poke, or until the
 // earliest of the idle streams' times and bound() (the loop's next
 // deadline), whichever comes first.
-func (l *tcpLoop) run(step func(k, i int) (stepResult, time.Duration), bound func() time.Duration) {
+func (l *tcpLoop) run(role string, step func(k, i int) (stepResult, time.Duration), bound func() time.Duration) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	t0, cpu0, pre0 := time.Now(), threadUsage(), preemptions()
+	defer func() {
+		cpu, wall := threadUsage()-cpu0, time.Since(t0)
+		l.usage = ThreadCPU{Role: role, CPU: -1, Seconds: cpu.Seconds(), Preempted: preemptions() - pre0}
+		if wall > 0 {
+			l.usage.Busy = min(1, cpu.Seconds()/wall.Seconds())
+		}
+		l.ran = true
+	}()
 	live := make([]bool, len(l.streams))
 	left := len(l.streams)
 	for k := range live {
@@ -220,6 +231,17 @@ func (s *loopSet) each(fn func(*tcpLoop)) {
 		}()
 	}
 	s.wg.Wait()
+}
+
+// threads is how busy the loops' threads were (those that ran).
+func (s *loopSet) threads() []ThreadCPU {
+	var out []ThreadCPU
+	for _, l := range s.loops {
+		if l.ran {
+			out = append(out, l.usage)
+		}
+	}
+	return out
 }
 
 // poke wakes every loop from its poll.

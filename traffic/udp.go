@@ -49,7 +49,7 @@ type Timing struct {
 // ThreadCPU is how busy one engine thread was: CPU time (user+system, from
 // getrusage RUSAGE_THREAD) over its wall time.
 type ThreadCPU struct {
-	Role    string  `json:"role"` // "udp-send", "udp-recv", ...
+	Role    string  `json:"role"` // "udp-send", "udp-recv", "tcp-send", "tcp-recv", ...
 	CPU     int     `json:"cpu"`  // pinned CPU, -1 when not pinned
 	Seconds float64 `json:"seconds"`
 	Busy    float64 `json:"busy"` // 0..1

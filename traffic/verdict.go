@@ -3,6 +3,7 @@ package traffic
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"linerate/box"
 )
@@ -101,7 +102,7 @@ func verdict(res *Result, clientThreads []ThreadCPU) {
 	sp := &res.Spec
 	var senders, receivers []ThreadCPU
 	for _, t := range clientThreads {
-		if t.Role == "udp-recv" {
+		if strings.HasSuffix(t.Role, "-recv") {
 			receivers = append(receivers, t)
 		} else {
 			senders = append(senders, t)
@@ -109,7 +110,7 @@ func verdict(res *Result, clientThreads []ThreadCPU) {
 	}
 	for _, tr := range res.Targets {
 		for _, t := range tr.Threads {
-			if t.Role == "udp-recv" {
+			if strings.HasSuffix(t.Role, "-recv") {
 				receivers = append(receivers, t)
 			} else {
 				senders = append(senders, t)
@@ -151,7 +152,7 @@ func verdict(res *Result, clientThreads []ThreadCPU) {
 		sum.PathCeiling = &lim
 	}
 	if sp.Proto == "tcp" && sp.Direction != Bidir {
-		tcpVerdict(res)
+		tcpVerdict(res, sendBusy, recvBusy)
 		return
 	}
 	achieved := sum.ReceivedPPS
@@ -193,8 +194,10 @@ func verdict(res *Result, clientThreads []ThreadCPU) {
 	case sp.Proto == "udp" && len(senders) > 0:
 		sum.LimitedBy = "path"
 		sum.LimitedWhy = fmt.Sprintf("no thread was saturated (busiest sender %.0f%%, receiver %.0f%%): the kernel below the sockets set the pace", sendBusy*100, recvBusy*100)
+	case len(senders) > 0:
+		sum.LimitedWhy = fmt.Sprintf("no thread saturated (busiest sender %.0f%%, receiver %.0f%%); both ways at once each end sends and receives on the same CPUs, so neither is named", sendBusy*100, recvBusy*100)
 	default:
-		sum.LimitedWhy = "no thread measure to judge from (TCP both ways at once)"
+		sum.LimitedWhy = "no thread measure to judge from"
 	}
 }
 
@@ -223,7 +226,7 @@ func receiverDrops(res *Result) float64 {
 // tcpVerdict judges a one-way TCP run from the ends' CPU samples: TCP
 // slows itself down to what the slowest part takes, so the end with a
 // saturated CPU is the limit; otherwise retransmits point at the path.
-func tcpVerdict(res *Result) {
+func tcpVerdict(res *Result, sendThread, recvThread float64) {
 	sum := &res.Summary
 	sender, receiver := "client", "server"
 	if res.Spec.Direction == Reverse {
@@ -238,6 +241,12 @@ func tcpVerdict(res *Result) {
 	case lim != nil && sum.ReceivedPPS >= atLink*lim.FPS:
 		sum.LimitedBy = "link"
 		sum.LimitedWhy = fmt.Sprintf("received %.0f segments/s, %.1f%% of the path's ceiling of %.0f frames/s of that size: %s on %s %s", sum.ReceivedPPS, 100*sum.ReceivedPPS/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)
+	case sendThread >= busyThread:
+		sum.LimitedBy = "sender"
+		sum.LimitedWhy = fmt.Sprintf("a sending thread of the %s was at %.0f%% of a CPU", sender, sendThread*100)
+	case recvThread >= busyThread:
+		sum.LimitedBy = "receiver"
+		sum.LimitedWhy = fmt.Sprintf("a receiving thread of the %s was at %.0f%% of a CPU", receiver, recvThread*100)
 	case sBusy >= busyThread*100:
 		sum.LimitedBy = "sender"
 		sum.LimitedWhy = fmt.Sprintf("CPU %d of the sending end (%s) was %.0f%% busy", sCPU, sender, sBusy)

@@ -68,21 +68,35 @@ func TestTCPVerdict(t *testing.T) {
 		}
 		return s
 	}
+	// The client's loop threads: one sending at 97 %, one receiving at
+	// 95 % (reverse), or one sending at 50 %.
+	busySend := []ThreadCPU{{Role: "tcp-send", Busy: 0.97}}
+	busyRecv := []ThreadCPU{{Role: "tcp-recv", Busy: 0.95}}
+	calm := []ThreadCPU{{Role: "tcp-send", Busy: 0.5}}
 	for _, tc := range []struct {
 		dir     string
 		samples []Sample
+		threads []ThreadCPU // this end's, the client's
 		retrans uint64
 		want    string
 	}{
-		{Forward, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, 0, "sender"},
-		{Reverse, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, 0, "receiver"},
-		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, 12, "path"},
-		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, 0, ""},
+		{Forward, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, nil, 0, "sender"},
+		{Reverse, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, nil, 0, "receiver"},
+		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, nil, 12, "path"},
+		{Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, nil, 0, ""},
+		// A loop's thread at 97 % limits though no CPU was 90 % busy on
+		// average (the thread moved between CPUs), retransmits or not.
+		{Forward, []Sample{cpu("client", 60, 60), cpu("server", 40, 40)}, busySend, 12, "sender"},
+		{Reverse, []Sample{cpu("client", 60, 60), cpu("server", 40, 40)}, busyRecv, 12, "receiver"},
+		{Forward, []Sample{cpu("client", 60, 60), cpu("server", 40, 40)}, calm, 12, "path"},
+		// Both ways at once: judged from the threads.
+		{Bidir, nil, busySend, 0, "sender"},
+		{Bidir, nil, calm, 0, ""},
 	} {
 		res := &Result{Spec: Spec{Proto: "tcp", Direction: tc.dir}, Samples: tc.samples}
 		res.Summary.SentBytes = 1 << 30
 		res.Summary.Retransmits = tc.retrans
-		verdict(res, nil)
+		verdict(res, tc.threads)
 		if res.Summary.LimitedBy != tc.want || res.Summary.LimitedWhy == "" {
 			t.Errorf("%s %v: limited by %q (%s), want %q", tc.dir, tc.samples, res.Summary.LimitedBy, res.Summary.LimitedWhy, tc.want)
 		}
