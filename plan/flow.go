@@ -21,6 +21,7 @@ type settings struct {
 	proto, direction, engine                    string
 	rate                                        traffic.Rate
 	size, payload, streams, ports, threads, mss int
+	copy                                        bool
 	at                                          map[string]*yaml.Node
 }
 
@@ -41,6 +42,8 @@ func (p *parser) settings(fs []*field, s *settings) error {
 			s.direction, err = p.oneOf(f.v, "direction", traffic.Forward, traffic.Reverse, traffic.Bidir)
 		case "engine":
 			s.engine, err = p.oneOf(f.v, "engine", "auto", "socket", "ring", "xdp")
+		case "copy":
+			s.copy, err = p.boolean(f.v, "copy")
 		case "rate":
 			var v string
 			if v, err = p.scalar(f.v, "rate"); err == nil {
@@ -258,10 +261,13 @@ func (p *parser) protoSettings(what string, s, defaults *settings, fl *Flow) err
 				return err
 			}
 		}
-		fl.Payload, fl.MSS = s.payload, s.mss
+		fl.Payload, fl.MSS, fl.Copy = s.payload, s.mss, s.copy
 		return nil
 	}
 	if err := refuse("mss", "mss is a tcp segment size: a udp flow sets its packets with size (the frame) or payload"); err != nil {
+		return err
+	}
+	if err := refuse("copy", "copy says how a tcp flow writes (from user memory instead of sendfile): a udp flow has no such choice"); err != nil {
 		return err
 	}
 	if s.at["size"] != nil && s.at["payload"] != nil {
@@ -310,7 +316,8 @@ func (f *Flow) PayloadFor(v4 bool) int {
 // here zeros, one per port, for UDP that comes back) and latency probes.
 func (f *Flow) Spec(duration, warmup time.Duration, v4 bool) traffic.Spec {
 	sp := traffic.Spec{Proto: f.Proto, Direction: f.Direction, Duration: traffic.Seconds(duration), Warmup: traffic.Seconds(warmup),
-		Rate: f.Rate, Payload: f.PayloadFor(v4), Streams: f.Streams, Ports: f.Ports, Threads: f.Threads, MSS: f.MSS}
+		Rate: f.Rate, Payload: f.PayloadFor(v4), Streams: f.Streams, Ports: f.Ports, Threads: f.Threads, MSS: f.MSS,
+		ZeroCopy: f.Proto == "tcp" && !f.Copy && f.Rate.Unlimited()}
 	if f.Proto == "udp" && f.Direction != traffic.Forward {
 		sp.ClientPorts = make([]uint16, f.Ports)
 	}

@@ -132,6 +132,9 @@ type Flow struct {
 	Streams, Ports, Threads int
 	// MSS sets TCP_MAXSEG (0: the path's).
 	MSS int
+	// Copy makes a TCP flow write from user memory, as iperf3 does,
+	// instead of sendfile(2) from an in-memory file (bench tcp's --copy).
+	Copy bool
 	// Engine is the UDP send engine: "socket" or "ring".
 	Engine string
 	// Port is the port of To that holds Address ("" when the plan
@@ -181,7 +184,7 @@ var (
 	planKeys    = []string{"hosts", "defaults", "flows", "sample", "duration", "warmup", "rounds", "ceiling"}
 	hostKeys    = []string{"at", "copy", "address", "ports"}
 	portKeys    = []string{"address", "speed", "mtu"}
-	flowKeys    = []string{"from", "to", "address", "proto", "size", "payload", "streams", "ports", "threads", "rate", "direction", "mss", "engine"}
+	flowKeys    = []string{"from", "to", "address", "proto", "size", "payload", "streams", "ports", "threads", "rate", "direction", "mss", "engine", "copy"}
 	settingKeys = flowKeys[3:]
 	ceilingKeys = []string{"host", "pcie", "mps", "mrrs", "addr32", "ecrc", "root", "ports"}
 )

@@ -108,6 +108,28 @@ ceiling: {host: cm4, pcie: gen2x1, mps: 256, mrrs: 1024, addr32: true, ports: [e
 	if len(sp.ClientPorts) != 4 {
 		t.Errorf("spec of bidir udp flow: %d client ports, want 4", len(sp.ClientPorts))
 	}
+	// A tcp flow at full speed sends with sendfile unless it says copy; a
+	// paced one writes, as udp never does.
+	if sp := pl.Flows[1].Spec(pl.Duration, pl.Warmup, true); !sp.ZeroCopy {
+		t.Errorf("tcp flow without copy: zerocopy off")
+	}
+	if sp.ZeroCopy {
+		t.Errorf("udp flow: zerocopy on")
+	}
+	cp, err := Parse("p.yaml", []byte(hosts+"flows:\n  - {from: a, to: b, proto: tcp, copy: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cp.Flows[0].Copy || cp.Flows[0].Spec(time.Second, 0, true).ZeroCopy {
+		t.Errorf("tcp flow with copy: true: %+v", cp.Flows[0])
+	}
+	paced, err := Parse("p.yaml", []byte(hosts+"flows:\n  - {from: a, to: b, proto: tcp, rate: 20Mbps}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if paced.Flows[0].Spec(time.Second, 0, true).ZeroCopy {
+		t.Errorf("paced tcp flow: zerocopy on")
+	}
 }
 
 // Defaults for one protocol's keys apply to that protocol's flows; a
@@ -175,7 +197,7 @@ func TestParseErrors(t *testing.T) {
 		{"port address twice", "hosts:\n  a:\n    at: 10.0.0.1\n    ports:\n      eth0: {address: 10.0.0.1}\n      eth1: {address: 10.0.0.1}\n",
 			`p.yaml:6: host a: address 10.0.0.1 given twice`},
 		{"flow not a mapping", hosts + "flows: [a]\n", `p.yaml:4: flow 1: want a mapping of keys (key: value), not "a"`},
-		{"unknown flow key", hosts + "flows:\n  - {form: a, to: b, proto: udp}\n", `p.yaml:5: flow 1: unknown key "form": want from, to, address, proto, size, payload, streams, ports, threads, rate, direction, mss, engine`},
+		{"unknown flow key", hosts + "flows:\n  - {form: a, to: b, proto: udp}\n", `p.yaml:5: flow 1: unknown key "form": want from, to, address, proto, size, payload, streams, ports, threads, rate, direction, mss, engine, copy`},
 		{"no from", hosts + "flows:\n  - {to: b, proto: udp}\n", `p.yaml:5: flow 1: no from: name the sending host`},
 		{"no to", hosts + "flows:\n  - {from: a, proto: udp}\n", `p.yaml:5: flow 1: no to: name the receiving host`},
 		{"unknown host", hosts + "flows:\n  - {from: a, to: c, proto: udp}\n", `p.yaml:5: flow 1: to c: no such host (hosts: a, b)`},
@@ -196,6 +218,8 @@ func TestParseErrors(t *testing.T) {
 		{"size and payload", hosts + "flows:\n  - {from: a, to: b, proto: udp, size: 64, payload: 100}\n", `p.yaml:5: flow 1: size and payload: give one`},
 		{"small payload", hosts + "flows:\n  - {from: a, to: b, proto: udp, payload: 8}\n", `p.yaml:5: flow 1: payload 8 bytes: want 16 to 65507 for udp`},
 		{"udp mss", hosts + "flows:\n  - {from: a, to: b, proto: udp, mss: 100}\n", `p.yaml:5: flow 1: mss is a tcp segment size: a udp flow sets its packets with size (the frame) or payload`},
+		{"udp copy", hosts + "flows:\n  - {from: a, to: b, proto: udp, copy: true}\n", `p.yaml:5: flow 1: copy says how a tcp flow writes (from user memory instead of sendfile): a udp flow has no such choice`},
+		{"copy not bool", hosts + "flows:\n  - {from: a, to: b, proto: tcp, copy: maybe}\n", `p.yaml:5: copy "maybe": want true or false`},
 		{"tcp size", hosts + "defaults: {size: 128}\nflows:\n  - {from: a, to: b, proto: tcp, size: 128}\n",
 			`p.yaml:6: flow 1: size is a udp frame size: a tcp flow takes mss (the segment) or payload (the bytes of each write)`},
 		{"tcp ports", hosts + "flows:\n  - {from: a, to: b, proto: tcp, ports: 4}\n", `p.yaml:5: flow 1: ports spreads udp flows over destination ports: a tcp flow takes streams (connections)`},

@@ -167,8 +167,8 @@ func (o *benchOptions) protoCmd(proto string) *cobra.Command {
   linerate bench tcp -c 10.0.0.2 -P 4 -t 30 -i 5           # as with iperf3
   linerate bench tcp --to 10.0.0.2 -P 4 --copy             # write from user memory, as iperf3 does`
 		f.IntVar(&o.mss, "mss", 0, "set TCP_MAXSEG before connecting (88 or more) and write one segment at a time, so that small payloads are small packets")
-		f.BoolVar(&o.copy, "copy", false, "write from user memory, as iperf3 does (default: sendfile(2) from an in-memory file, which copies nothing on the sender)")
-		f.BoolVar(&o.zerocopy, "zerocopy", false, "send with sendfile(2) from an in-memory file: the default (--copy turns it off)")
+		f.BoolVar(&o.copy, "copy", false, "write from user memory, as iperf3 does (default as fast as possible: sendfile(2) from an in-memory file, which copies nothing on the sender)")
+		f.BoolVar(&o.zerocopy, "zerocopy", false, "send with sendfile(2) from an in-memory file, also at a --rate (as fast as possible it is the default)")
 		f.IntVarP(&o.writeSize, "write-size", "l", 0, "bytes per write (default 128 KiB; one segment with --mss; iperf3's -l)")
 	}
 	return c
@@ -299,7 +299,9 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 		if o.copy && o.zerocopy {
 			return cfg, usage.Errorf("--copy and --zerocopy: one or the other")
 		}
-		sp.MSS, sp.ZeroCopy, sp.Payload = o.mss, !o.copy, o.writeSize
+		// sendfile as fast as possible (where the sender's copy costs);
+		// a paced stream writes from user memory unless --zerocopy.
+		sp.MSS, sp.ZeroCopy, sp.Payload = o.mss, o.zerocopy || (!o.copy && rate.Unlimited()), o.writeSize
 	}
 	cfg.Spec = sp
 	cfg.Targets = withPort(o.to, o.port)
