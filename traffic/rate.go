@@ -185,6 +185,10 @@ func (p *pacer) allow(now time.Time, limit int) (int, time.Duration) {
 // sent records n packets that went.
 func (p *pacer) sent(n int) { p.done += float64(n) }
 
+// sentPart records part of a packet: a TCP write the socket took only
+// part of is that part of a write.
+func (p *pacer) sentPart(f float64) { p.done += f }
+
 // batchFor picks a batch size that keeps a paced thread from sleeping more
 // often than every millisecond or so, within [1, max].
 func batchFor(rate float64, limit int) int {

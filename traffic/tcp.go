@@ -407,8 +407,8 @@ func (t *tcpSender) runLoop(l *tcpLoop, tm Timing) {
 			}
 		}
 		n, blocked, err := l.ops[k].call()
-		if p != nil && !blocked {
-			p.sent(1)
+		if p != nil && n > 0 {
+			p.sentPart(float64(n) / float64(size[k]))
 		}
 		if n > 0 {
 			t.live[i].Add(uint64(n))

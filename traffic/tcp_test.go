@@ -256,3 +256,33 @@ func TestTCPStops(t *testing.T) {
 		}
 	})
 }
+
+// TestTCPPacedPartialWrites paces 128 KiB writes at 8 Mb/s into a socket
+// whose send buffer holds far less, so that every write is partial: the
+// pacer counts the part that went, and the stream still moves 8 Mb/s.
+func TestTCPPacedPartialWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends traffic on loopback")
+	}
+	w, rd := tcpPair(t, 0)
+	if err := w.SetWriteBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, rd) }()
+	s, err := newTCPSender([]*net.TCPConn{w}, tcpSendConfig{rate: Rate{BPS: 8e6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	t0 := time.Now()
+	tm := Timing{Start: t0, Measure: t0.Add(200 * time.Millisecond), End: t0.Add(1200 * time.Millisecond)}
+	s.run(tm)
+	res := s.collect()
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	// 8 Mb/s for the 1 s window is 1 MB.
+	if got := res.counts[0].Bytes; got < 900e3 || got > 1100e3 {
+		t.Errorf("%d bytes in a 1 s window at 8 Mb/s, want about 1,000,000", got)
+	}
+}
