@@ -69,16 +69,9 @@ type flowSet struct {
 // parseFlowSet decodes the output of `linerate bench --from --json` with
 // one flow: its result, with the router's samples added to it.
 func parseFlowSet(b []byte) (*benchResult, error) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return nil, fmt.Errorf("no JSON result on its output")
-	}
 	var fs flowSet
-	if err := json.Unmarshal(b, &fs); err != nil {
-		return nil, fmt.Errorf("its JSON result: %w", err)
-	}
-	if fs.Schema != benchSchema {
-		return nil, fmt.Errorf("its JSON result has schema %d; this demo reads schema %d", fs.Schema, benchSchema)
+	if err := decodeResult(b, &fs, &fs.Schema); err != nil {
+		return nil, err
 	}
 	if len(fs.Flows) != 1 {
 		return nil, fmt.Errorf("its JSON result has %d flows; want one", len(fs.Flows))
@@ -118,18 +111,27 @@ type benchSummary struct {
 	LimitedWhy string `json:"limited_why"`
 }
 
-// parseBench decodes the output of `linerate bench --json`.
-func parseBench(b []byte) (*benchResult, error) {
+// decodeResult decodes the JSON a `linerate bench --json` printed into v,
+// whose schema field is schema, and checks that this demo reads it.
+func decodeResult(b []byte, v any, schema *int) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
-		return nil, fmt.Errorf("no JSON result on its output")
+		return fmt.Errorf("no JSON result on its output")
 	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("its JSON result: %w", err)
+	}
+	if *schema != benchSchema {
+		return fmt.Errorf("its JSON result has schema %d; this demo reads schema %d", *schema, benchSchema)
+	}
+	return nil
+}
+
+// parseBench decodes the output of `linerate bench --json`.
+func parseBench(b []byte) (*benchResult, error) {
 	var r benchResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("its JSON result: %w", err)
-	}
-	if r.Schema != benchSchema {
-		return nil, fmt.Errorf("its JSON result has schema %d; this demo reads schema %d", r.Schema, benchSchema)
+	if err := decodeResult(b, &r, &r.Schema); err != nil {
+		return nil, err
 	}
 	if r.Spec.Proto != "tcp" && r.Spec.Proto != "udp" {
 		return nil, fmt.Errorf("its JSON result has proto %q; want tcp or udp", r.Spec.Proto)

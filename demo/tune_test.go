@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"linerate/diagnose"
 	"linerate/history"
 	"linerate/lab"
+	reportpage "linerate/report/page"
 	"linerate/tune"
 )
 
@@ -408,27 +408,12 @@ func checkPage(t *testing.T, rep *Report) {
 	wants := []string{
 		autotune.FormatMetric(a.Metric, bv) + " → " + autotune.FormatMetric(a.Metric, av),
 		"demo, before tuning: ", "demo, after tuning: ", "dut",
-		pageSI(rep.Diagnosis.ReceivedPPS) + " pps",
-		pageSI(rep.Tuning.After.ReceivedPPS) + " pps",
+		reportpage.SI(rep.Diagnosis.ReceivedPPS) + " pps",
+		reportpage.SI(rep.Tuning.After.ReceivedPPS) + " pps",
 	}
 	for _, w := range wants {
 		if !strings.Contains(page, w) {
 			t.Errorf("the page lacks %q", w)
 		}
 	}
-}
-
-// pageSI writes a figure as the report page does: two decimals at most,
-// with a k or M prefix.
-func pageSI(v float64) string {
-	p := ""
-	switch {
-	case v >= 1e6:
-		v, p = v/1e6, "M"
-	case v >= 1e3:
-		v, p = v/1e3, "k"
-	}
-	s := strconv.FormatFloat(v, 'f', 2, 64)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s + p
 }

@@ -390,9 +390,9 @@ func (t *tcpSender) runLoop(l *tcpLoop, tm Timing) {
 			op.trap = unix.SYS_WRITE
 		}
 	}
-	l.buf = make([]byte, slices.Max(size))
+	buf := make([]byte, slices.Max(size))
 	for _, op := range l.ops {
-		op.buf = l.buf
+		op.buf = buf
 	}
 	step := func(k, i int) (stepResult, time.Duration) {
 		now := time.Now()
@@ -542,9 +542,9 @@ func (r *tcpReceiver) cut(at time.Time) {
 
 // runLoop reads the loop's streams until each ends or stop's time comes.
 func (r *tcpReceiver) runLoop(l *tcpLoop) {
-	l.buf = make([]byte, tcpReadSize)
+	buf := make([]byte, tcpReadSize)
 	for _, op := range l.ops {
-		op.trap, op.buf, op.size = unix.SYS_READ, l.buf, len(l.buf)
+		op.trap, op.buf, op.size = unix.SYS_READ, buf, len(buf)
 	}
 
 	step := func(k, i int) (stepResult, time.Duration) {

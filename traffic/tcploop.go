@@ -42,11 +42,9 @@ const (
 // tcpLoop is one loop's streams and its way to be woken.
 type tcpLoop struct {
 	streams []int     // stream indexes this loop serves
-	fds     []int     // their sockets, for poll(2) only
 	wake    int       // eventfd: written to make the loop look again
 	events  int16     // POLLIN or POLLOUT
-	buf     []byte    // the loop's read or write buffer
-	ops     []*connOp // per stream, the raw syscall it runs
+	ops     []*connOp // per stream, the raw syscall it runs (and its socket)
 	usage   ThreadCPU // how busy the loop's thread was, once run returned
 	ran     bool
 }
@@ -103,7 +101,7 @@ func (l *tcpLoop) run(role string, step func(k, i int) (stepResult, time.Duratio
 			case stepMoved:
 				moved = true
 			case stepBlocked:
-				pfd = append(pfd, unix.PollFd{Fd: int32(l.fds[k]), Events: l.events})
+				pfd = append(pfd, unix.PollFd{Fd: int32(l.ops[k].sock.fd), Events: l.events})
 			case stepIdle:
 				if wait < 0 || d < wait {
 					wait = d
@@ -145,8 +143,8 @@ type connOp struct {
 	fn    func(uintptr) // do, bound once: no allocation per call
 }
 
-func newConnOp(sock *tcpSock, trap uintptr) *connOp {
-	op := &connOp{sock: sock, trap: trap}
+func newConnOp(sock *tcpSock) *connOp {
+	op := &connOp{sock: sock}
 	op.fn = op.do
 	return op
 }
@@ -208,8 +206,7 @@ func (s *loopSet) spread(conns []*tcpSock, threads int, events int16) error {
 	for i, c := range conns {
 		l := s.loops[i%len(s.loops)]
 		l.streams = append(l.streams, i)
-		l.fds = append(l.fds, c.fd)
-		l.ops = append(l.ops, newConnOp(c, 0))
+		l.ops = append(l.ops, newConnOp(c))
 	}
 	return nil
 }

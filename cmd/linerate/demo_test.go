@@ -28,6 +28,7 @@ import (
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
 	"linerate/lab"
+	reportpage "linerate/report/page"
 	"linerate/traffic"
 )
 
@@ -330,8 +331,8 @@ func testDemoEndToEnd(t *testing.T, bin string) {
 			if !slices.ContainsFunc(res.Samples, func(s traffic.Sample) bool { return s.Side == "dut" && s.Host == "router" }) {
 				t.Errorf("run %s has no samples of the router", r.ID)
 			}
-			if v := res.Summary.ReceivedPPS; v <= 0 || !strings.Contains(page, pageSI(v)+" pps") {
-				t.Errorf("the page lacks the received %s pps of run %s", pageSI(v), r.ID)
+			if v := res.Summary.ReceivedPPS; v <= 0 || !strings.Contains(page, reportpage.SI(v)+" pps") {
+				t.Errorf("the page lacks the received %s pps of run %s", reportpage.SI(v), r.ID)
 			}
 			if label := []string{"demo, before tuning: ", "demo, after tuning: "}[i]; !strings.HasPrefix(r.Headline, label) || !strings.Contains(page, r.Headline) {
 				t.Errorf("run %s: headline %q, want it to start with %q and be on the page", r.ID, r.Headline, label)
@@ -377,20 +378,6 @@ func demoRuns(t *testing.T, dir string) []*history.Run {
 		out = append(out, r)
 	}
 	return out
-}
-
-// pageSI writes a figure as the report page does: two decimals at most,
-// with a k or M prefix.
-func pageSI(v float64) string {
-	p := ""
-	switch {
-	case v >= 1e6:
-		v, p = v/1e6, "M"
-	case v >= 1e3:
-		v, p = v/1e3, "k"
-	}
-	s := strconv.FormatFloat(v, 'f', 2, 64)
-	return strings.TrimRight(strings.TrimRight(s, "0"), ".") + p
 }
 
 // testDemoInterrupted sends SIGINT once the lab is up and the first

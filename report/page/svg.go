@@ -212,6 +212,10 @@ func si(v float64) string {
 
 func seconds(v float64) string { return si(v) + "s" }
 
+// SI is a figure as the page writes it ("1.49M", "940k", "12"): what a test
+// looks for on a page.
+func SI(v float64) string { return si(v) }
+
 // Render draws the chart as an inline SVG in a figure with its title and
 // legend.
 func (c chart) Render() template.HTML {
