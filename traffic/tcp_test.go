@@ -32,6 +32,24 @@ func tcpPair(t *testing.T, mss int) (dialled, accepted *net.TCPConn) {
 
 func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
 
+// sendFor runs a sender on w with cfg for a warmup and a window, and
+// returns what it counted.
+func sendFor(t *testing.T, w *net.TCPConn, cfg tcpSendConfig, warmup, window time.Duration) flowResult {
+	t.Helper()
+	s, err := newTCPSender([]*net.TCPConn{w}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	t0 := time.Now()
+	s.run(Timing{Start: t0, Measure: t0.Add(warmup), End: t0.Add(warmup + window)})
+	res := s.collect()
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	return res
+}
+
 // TestTCPReceiverWindow writes one block in the warmup, one in the window
 // and one after it, each well away from the edges, and checks that the
 // receiver files each under its phase, and that the window's segments are
@@ -103,18 +121,7 @@ func TestTCPSenderWindowSegments(t *testing.T) {
 	}
 	w, rd := tcpPair(t, 88)
 	go func() { _, _ = io.Copy(io.Discard, rd) }()
-	s, err := newTCPSender([]*net.TCPConn{w}, tcpSendConfig{mss: 88, rate: Rate{PPS: 2000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	t0 := time.Now()
-	tm := Timing{Start: t0, Measure: t0.Add(400 * time.Millisecond), End: t0.Add(800 * time.Millisecond)}
-	s.run(tm)
-	res := s.collect()
-	if res.err != nil {
-		t.Fatal(res.err)
-	}
+	res := sendFor(t, w, tcpSendConfig{mss: 88, rate: Rate{PPS: 2000}}, 400*time.Millisecond, 400*time.Millisecond)
 	c, st := res.counts[0], res.tcp[0]
 	if st.SndMSS == 0 || st.SndMSS > 88 {
 		t.Fatalf("snd_mss %d with TCP_MAXSEG 88", st.SndMSS)
@@ -269,18 +276,7 @@ func TestTCPPacedPartialWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, rd) }()
-	s, err := newTCPSender([]*net.TCPConn{w}, tcpSendConfig{rate: Rate{BPS: 8e6}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	t0 := time.Now()
-	tm := Timing{Start: t0, Measure: t0.Add(200 * time.Millisecond), End: t0.Add(1200 * time.Millisecond)}
-	s.run(tm)
-	res := s.collect()
-	if res.err != nil {
-		t.Fatal(res.err)
-	}
+	res := sendFor(t, w, tcpSendConfig{rate: Rate{BPS: 8e6}}, 200*time.Millisecond, time.Second)
 	// 8 Mb/s for the 1 s window is 1 MB.
 	if got := res.counts[0].Bytes; got < 900e3 || got > 1100e3 {
 		t.Errorf("%d bytes in a 1 s window at 8 Mb/s, want about 1,000,000", got)
