@@ -18,6 +18,7 @@ import (
 	"linerate/source/cpuset"
 	"linerate/traffic"
 	"linerate/tune"
+	"linerate/wire"
 )
 
 // TestAutoRouterLab is issue 5's test of `tune auto`: in the router lab
@@ -181,8 +182,8 @@ func autoLab(t *testing.T, ctx context.Context) (*nslab.Lab, nslab.Dir) {
 // receive work shares that CPU too.
 func autoBench() traffic.Config {
 	return traffic.Config{
-		Spec: traffic.Spec{Proto: "udp", Direction: traffic.Forward, Duration: traffic.Seconds(time.Second),
-			Warmup: traffic.Seconds(300 * time.Millisecond), Payload: 18, Streams: 1, Ports: 1, Threads: 1},
+		Spec: wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(time.Second),
+			Warmup: wire.Seconds(300 * time.Millisecond), Payload: 18, Streams: 1, Ports: 1, Threads: 1},
 		CPUs: []int{0},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"linerate/box"
 	"linerate/sample"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 // Relay is the driver of `tune auto --from A --to B`: the agent at A runs
@@ -45,7 +46,7 @@ func (r *Relay) Measure(ctx context.Context, dut sample.Reader) (Measurement, er
 		return m, err
 	}
 	c := r.Config
-	f := traffic.Flow{Targets: c.Targets, Spec: c.Spec, FrameSize: c.FrameSize, Engine: c.Engine, Idle: traffic.Seconds(c.Idle)}
+	f := traffic.Flow{Targets: c.Targets, Spec: c.Spec, FrameSize: c.FrameSize, Engine: c.Engine, Idle: wire.Seconds(c.Idle)}
 	if r.Channel {
 		f.Secret = c.Token
 	}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/results"
 	"linerate/sample"
-	"linerate/traffic"
 	"linerate/tune"
 )
 
@@ -83,7 +83,7 @@ func (r *Rig) Close() error {
 // Measurement is one round: the bench's result and the device under
 // test's counters, once a second over the measured window.
 type Measurement struct {
-	Result *traffic.Result
+	Result *results.Result
 	DUT    []box.Rates
 	// DUTErr says why the device under test could not be sampled.
 	DUTErr error
@@ -103,10 +103,10 @@ type Round struct {
 	// sees over the measured window (from its /proc/stat); CPUPerMpkt is
 	// that per million packets delivered. CPUSampled is false when the
 	// device under test had no samples.
-	CPUSeconds float64 `json:"cpu_seconds"`
-	CPUPerMpkt float64 `json:"cpu_seconds_per_mpkt"`
-	CPUSampled bool    `json:"cpu_sampled"`
-	LimitedBy  string  `json:"limited_by,omitempty"`
+	CPUSeconds float64       `json:"cpu_seconds"`
+	CPUPerMpkt float64       `json:"cpu_seconds_per_mpkt"`
+	CPUSampled bool          `json:"cpu_sampled"`
+	LimitedBy  results.Limit `json:"limited_by,omitempty"`
 }
 
 // window is the part of a measurement's DUT samples that lies in the
@@ -153,7 +153,7 @@ func (m Measurement) round() (Round, error) {
 		return Round{}, errors.New("the bench gave no result")
 	}
 	s := res.Summary
-	r := Round{Proto: res.Spec.Proto, Seconds: s.Seconds, SentPPS: s.SentPPS, ReceivedPPS: s.ReceivedPPS,
+	r := Round{Proto: string(res.Spec.Proto), Seconds: s.Seconds, SentPPS: s.SentPPS, ReceivedPPS: s.ReceivedPPS,
 		ReceivedBPS: s.ReceivedBPS, ReceivedPackets: s.ReceivedPackets, LossRatio: s.LossRatio, LimitedBy: s.LimitedBy}
 	if len(m.DUT) > 0 && s.Seconds > 0 {
 		// CPU over exactly the measured window: each interval's busy share

@@ -11,6 +11,7 @@ import (
 
 	"linerate/box"
 	"linerate/internal/usage"
+
 	// Named apart: the package's tests have a helper called lab.
 	nslab "linerate/lab"
 	"linerate/remote"

@@ -12,8 +12,9 @@ import (
 	"linerate/box"
 	"linerate/diagnose"
 	"linerate/internal/usage"
-	"linerate/traffic"
+	"linerate/results"
 	"linerate/tune"
+	"linerate/wire"
 )
 
 // `tune auto` closes the loop: bench a baseline, diagnose the device
@@ -88,9 +89,9 @@ type Report struct {
 	MinGain float64 `json:"min_gain"`
 	DryRun  bool    `json:"dry_run,omitempty"`
 	// Spec is the bench each round ran, FrameSize its UDP frames.
-	Spec      *traffic.Spec `json:"spec,omitempty"`
-	FrameSize int           `json:"frame_size,omitempty"`
-	Baseline  []Round       `json:"baseline"`
+	Spec      *wire.Spec `json:"spec,omitempty"`
+	FrameSize int        `json:"frame_size,omitempty"`
+	Baseline  []Round    `json:"baseline"`
 	// Diagnosed is set once diagnose ran (not with NoFixes). Findings are
 	// its findings on the baseline (and on the baselines of later passes).
 	Diagnosed  bool               `json:"diagnosed"`
@@ -355,7 +356,7 @@ func (a *auto) bench(ctx context.Context, what string) ([]Measurement, []Round, 
 // notes adds what the reader of the results should know about them.
 func (a *auto) notes() {
 	b := a.rep.Before
-	if a.cfg.Goal == GoalThroughput && b.LimitedBy == "asked rate" {
+	if a.cfg.Goal == GoalThroughput && b.LimitedBy == results.LimitAskedRate {
 		a.rep.Notes = append(a.rep.Notes, "the baseline met the asked rate: throughput cannot rise; --goal cpu or --goal loss can still show a gain")
 	}
 	if a.cfg.Goal == GoalCPU && a.rep.Spec != nil && a.rep.Spec.Rate.PPS == 0 && a.rep.Spec.Rate.BPS == 0 {
@@ -381,8 +382,11 @@ func (a *auto) evidence(b *box.Box) *diagnose.Evidence {
 		l.SentPPS += s.SentPPS
 		l.ReceivedPPS += s.ReceivedPPS
 		l.LossRatio += s.LossRatio
-		if s.LimitedBy == "sender" {
-			l.SenderBusy = 100
+		if s.LimitedBy == results.LimitSender {
+			l.SenderLimited = true
+		}
+		if s.SenderThreadBusy != nil {
+			l.SenderBusy = max(l.SenderBusy, *s.SenderThreadBusy*100)
 		}
 		n++
 	}

@@ -15,10 +15,11 @@ import (
 	"linerate/box"
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
+	"linerate/results"
 	"linerate/sample"
 	"linerate/source/cpuset"
-	"linerate/traffic"
 	"linerate/tune"
+	"linerate/wire"
 )
 
 func TestJudge(t *testing.T) {
@@ -168,8 +169,8 @@ func (f *fakeRouter) Measure(ctx context.Context, _ sample.Reader) (Measurement,
 	pps *= jitter
 	sent := 200e3
 	start := time.Date(2026, 1, 1, 0, 0, f.calls, 0, time.UTC)
-	res := &traffic.Result{Spec: traffic.Spec{Proto: "udp"}, FrameSize: 64, Interrupted: ctx.Err() != nil,
-		Summary: traffic.Summary{Totals: traffic.Totals{Seconds: 1, SentPPS: sent, ReceivedPPS: pps,
+	res := &results.Result{Spec: wire.Spec{Proto: "udp"}, FrameSize: 64, Interrupted: ctx.Err() != nil,
+		Summary: results.Summary{Totals: results.Totals{Seconds: 1, SentPPS: sent, ReceivedPPS: pps,
 			SentPackets: uint64(sent), ReceivedPackets: uint64(pps), LostPackets: uint64(sent - pps),
 			LossRatio: (sent - pps) / sent, ReceivedBPS: pps * 64 * 8}, LimitedBy: "receiver"}}
 	rt := box.Rates{Start: start, End: start.Add(time.Second), Seconds: 1,

@@ -41,7 +41,7 @@ import (
 	"linerate/internal/usage"
 	"linerate/lab"
 	"linerate/source/cpuset"
-	"linerate/traffic"
+	"linerate/wire"
 )
 
 // Defaults of a Config.
@@ -309,7 +309,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	// as all the receive work did on CPU0 of the seeds' RouterPi.
 	pin := cpuset.FormatList(rep.AgentCPUs)
 	spec := lab.Spec{Name: cfg.Name, Topology: lab.Router, Rate: rep.ShapeBps,
-		Serve: &lab.Serve{Port: traffic.DefaultPort, CPUs: rep.AgentCPUs, Command: func(_, secretFile string) *exec.Cmd {
+		Serve: &lab.Serve{Port: wire.DefaultPort, CPUs: rep.AgentCPUs, Command: func(_, secretFile string) *exec.Cmd {
 			return exec.Command(cfg.Self, "serve", "--token-file", secretFile, "--cpus", pin)
 		}}}
 	if cfg.Speed > 0 {
@@ -340,7 +340,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	s.Logf("lab %s is up: %s %s → %s %s (NAT) → %s %s", cfg.Name, clientNode, firstAddr(l, clientNode),
 		routerNode, router, serverNode, addr)
 	s.Logf("agents: linerate serve --cpus %s in %s, %s and %s (port %d, the lab's secret): the router asks %s's to send to %s's through it, and samples itself",
-		pin, clientNode, routerNode, serverNode, traffic.DefaultPort, clientNode, serverNode)
+		pin, clientNode, routerNode, serverNode, wire.DefaultPort, clientNode, serverNode)
 	for i, st := range cfg.Steps {
 		s.Logf("[%d/%d] %s", i+1, len(cfg.Steps), st.Title)
 		if err := st.Run(ctx, s); err != nil {

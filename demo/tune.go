@@ -17,9 +17,11 @@ import (
 	"linerate/autotune"
 	"linerate/diagnose"
 	"linerate/history"
+	"linerate/results"
 	"linerate/source/cpuset"
 	"linerate/traffic"
 	"linerate/tune"
+	"linerate/wire"
 )
 
 // The demo ends by closing the loop on the router, as issue 5 asks, the
@@ -258,11 +260,11 @@ func afterLine(before *Diagnosis, after *Flood) string {
 // shows a flow of `bench --from`. It is kept as a bench run rather than a
 // set of flows so that its headline — before or after tuning — stays on
 // the page.
-func floodResult(m autotune.Measurement) *traffic.Result {
+func floodResult(m autotune.Measurement) *results.Result {
 	res := *m.Result
 	res.Samples = slices.Clone(res.Samples)
 	for _, r := range m.DUT {
-		res.Samples = append(res.Samples, traffic.Sample{Side: "dut", Target: -1, Host: routerNode, Rates: r})
+		res.Samples = append(res.Samples, results.Sample{Side: "dut", Target: -1, Host: routerNode, Rates: r})
 	}
 	return &res
 }
@@ -352,8 +354,8 @@ func (s *Session) rigUp() (err error) {
 	l, c := s.Lab, &s.Config
 	rig, err := autotune.LabRig(l, autotune.LabNodes{Client: clientNode, Server: serverNode, DUT: routerNode}, traffic.Config{
 		FrameSize: floodFrame,
-		Spec: traffic.Spec{Proto: "udp", Direction: traffic.Forward, Duration: traffic.Seconds(c.TuneDuration),
-			Warmup: traffic.Seconds(c.Warmup), Streams: 1, Ports: 1, Threads: 1}})
+		Spec: wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(c.TuneDuration),
+			Warmup: wire.Seconds(c.Warmup), Streams: 1, Ports: 1, Threads: 1}})
 	if err != nil {
 		return err
 	}
@@ -363,7 +365,7 @@ func (s *Session) rigUp() (err error) {
 		return fmt.Errorf("lab %s: no agents in %s and %s for the router to run the test with", c.Name, clientNode, serverNode)
 	}
 	flood := *relay
-	flood.Config.Spec.Duration = traffic.Seconds(s.floodDuration())
+	flood.Config.Spec.Duration = wire.Seconds(s.floodDuration())
 	s.flood, s.rig = &flood, rig
 	return nil
 }

@@ -96,6 +96,9 @@ type Load struct {
 	// SenderBusy is the busiest sender thread's CPU share, percent; 0 when
 	// unknown.
 	SenderBusy float64 `json:"sender_busy"`
+	// SenderLimited is true when the run's verdict named the sender as its
+	// limit (results.LimitSender), whatever SenderBusy says.
+	SenderLimited bool `json:"sender_limited,omitempty"`
 	// Local is true when the generator ran on the box being diagnosed.
 	Local bool `json:"local"`
 }

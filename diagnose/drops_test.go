@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"linerate/box"
+	"linerate/results"
 	"linerate/source/netfilter"
 	"linerate/source/rtnl"
-	"linerate/traffic"
 )
 
 // The deltas have the shape box.DropDelta gave in the ledger package's
@@ -175,7 +175,7 @@ func TestDropsFromBenchResult(t *testing.T) {
 			{Family: "inet", Table: "lrt", Chain: "input", Hook: "input", Handle: 2, Verdict: netfilter.VerdictDrop, Packets: 500, Exact: true},
 		}},
 		Reasons: map[string]uint64{"NETFILTER_DROP": 500}}
-	r := &traffic.Result{Drops: []traffic.EndDrops{
+	r := &results.Result{Drops: []results.EndDrops{
 		{Side: "client", Target: -1, Delta: &box.Drops{Seconds: 2, Links: routerLinks()}},
 		{Side: "server", Target: 0, Ifaces: []string{"r0"}, Delta: srv},
 	}}

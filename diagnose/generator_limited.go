@@ -1,6 +1,10 @@
 package diagnose
 
-import "fmt"
+import (
+	"fmt"
+
+	"linerate/results"
+)
 
 // generatorLimited: the measurement was the bottleneck, not the device
 // under test: the sender could not reach the asked rate, a sender thread sat
@@ -18,16 +22,19 @@ func (generatorLimited) Check(ev *Evidence) []Finding {
 		return nil
 	}
 	var why []string
-	if l.AskedPPS > 0 && l.SentPPS < 0.98*l.AskedPPS {
+	if l.AskedPPS > 0 && l.SentPPS < results.MetRate*l.AskedPPS {
 		why = append(why, fmt.Sprintf("sent %s of the %s asked", rate(l.SentPPS), rate(l.AskedPPS)))
 	}
-	if l.SenderBusy >= 95 {
+	if l.SenderBusy >= results.BusyThread*100 {
 		why = append(why, fmt.Sprintf("busiest sender thread at %s of a CPU", pct(l.SenderBusy)))
+	}
+	if l.SenderLimited && len(why) == 0 {
+		why = append(why, "the run's verdict named the sender as its limit")
 	}
 	if len(why) == 0 {
 		return nil
 	}
-	if l.LossRatio > 0.01 {
+	if l.LossRatio > results.Lossy {
 		// The path dropped packets too; the box is (also) a limit.
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"linerate/results"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"linerate/traffic"
 )
 
 // readEvents reads Server-Sent Events from body and sends each data line's
@@ -103,7 +102,7 @@ func TestServe(t *testing.T) {
 		if n%2 == 0 {
 			h.Rates(rates())
 		} else {
-			h.Bench(traffic.IntervalStats{T: float64(n), ReceivedPPS: 990, SentPPS: 1000})
+			h.Bench(results.IntervalStats{T: float64(n), ReceivedPPS: 990, SentPPS: 1000})
 		}
 		select {
 		case s := <-got:
@@ -152,7 +151,7 @@ metrics:
 
 func TestWriteText(t *testing.T) {
 	s := Build(rates(), []string{"eth0"}, names)
-	s.Bench = &traffic.IntervalStats{T: 3, SentPPS: 1000, ReceivedPPS: 990}
+	s.Bench = &results.IntervalStats{T: 3, SentPPS: 1000, ReceivedPPS: 990}
 	var b strings.Builder
 	if err := WriteText(&b, s, TextOptions{}); err != nil {
 		t.Fatal(err)

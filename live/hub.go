@@ -4,7 +4,7 @@ import (
 	"sync"
 
 	"linerate/box"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 // subscriberBuffer is how many snapshots a subscriber may lag behind
@@ -20,7 +20,7 @@ type Hub struct {
 	mu     sync.Mutex
 	seq    uint64
 	latest *Snapshot
-	bench  *traffic.IntervalStats
+	bench  *results.IntervalStats
 	subs   map[chan Snapshot]struct{}
 	closed bool
 }
@@ -42,7 +42,7 @@ func (h *Hub) Rates(r box.Rates) Snapshot {
 
 // Bench publishes one second of a running bench with the last sampled
 // rates (or none yet).
-func (h *Hub) Bench(iv traffic.IntervalStats) {
+func (h *Hub) Bench(iv results.IntervalStats) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.bench = benchOf(iv)

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"linerate/box"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 // rates is two CPUs, eth0 receiving 1000 pps of 64-byte frames with
@@ -58,7 +58,7 @@ func TestBuild(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	h := NewHub(&View{Ifaces: []string{"eth0"}, irqs: names, checked: time.Now(), now: time.Now})
 	h.Rates(rates())
-	h.Bench(traffic.IntervalStats{T: 3, SentPPS: 1000, ReceivedPPS: 990, SentBPS: 1000 * 84 * 8, ReceivedBPS: 990 * 84 * 8})
+	h.Bench(results.IntervalStats{T: 3, SentPPS: 1000, ReceivedPPS: 990, SentBPS: 1000 * 84 * 8, ReceivedBPS: 990 * 84 * 8})
 	s, ok := h.Latest()
 	if !ok || s.Seq != 2 || s.Bench == nil || len(s.CPUs) != 2 {
 		t.Fatalf("latest %+v %v: want the rates with the bench second", s, ok)

@@ -2,14 +2,13 @@ package live
 
 import (
 	"context"
+	"linerate/results"
 	"net"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"linerate/traffic"
 )
 
 // TestPageInChromium loads the page in headless Chromium while snapshots
@@ -39,7 +38,7 @@ func TestPageInChromium(t *testing.T) {
 		seen := 0
 		for n := 1; ; n++ {
 			h.Rates(rates())
-			h.Bench(traffic.IntervalStats{T: float64(n), SentPPS: 1000, ReceivedPPS: 987654, ReceivedBPS: 5.5e8})
+			h.Bench(results.IntervalStats{T: float64(n), SentPPS: 1000, ReceivedPPS: 987654, ReceivedBPS: 5.5e8})
 			h.mu.Lock()
 			if len(h.subs) > 0 {
 				seen++

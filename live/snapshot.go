@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"linerate/box"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 // Snapshot is one interval of the live view, per second. CPU shares are
@@ -25,7 +25,7 @@ type Snapshot struct {
 	// other numbered interrupt that fired in the interval.
 	IRQs []IRQ `json:"irqs"`
 	// Bench is the last second of a running bench, nil outside one.
-	Bench *traffic.IntervalStats `json:"bench,omitempty"`
+	Bench *results.IntervalStats `json:"bench,omitempty"`
 }
 
 // CPU is one CPU's time split (percent) and its network work per second.
@@ -70,7 +70,7 @@ type IRQ struct {
 
 // benchOf keeps what the live view shows of an interval: its figures, not
 // the client's CPUs (the snapshot has every CPU already).
-func benchOf(iv traffic.IntervalStats) *traffic.IntervalStats {
+func benchOf(iv results.IntervalStats) *results.IntervalStats {
 	iv.CPU = nil
 	return &iv
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"linerate/ceiling"
-	"linerate/traffic"
+	"linerate/wire"
 )
 
 // Traffic is what goes one way: frames per second, the goodput (L4 payload) they
@@ -85,8 +85,8 @@ type FlowTraffic struct {
 
 // sends says whether a flow of direction dir carries traffic forward
 // (from → to) and back.
-func sends(dir string) (forward, reverse bool) {
-	return dir != traffic.Reverse, dir != traffic.Forward
+func sends(dir wire.Direction) (forward, reverse bool) {
+	return dir != wire.Reverse, dir != wire.Forward
 }
 
 // askedFPS is the frame rate a flow asks for; 0 when it asks for none. A

@@ -12,14 +12,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"linerate/ceiling"
-	"linerate/traffic"
+	"linerate/wire"
 )
 
 // settings are what a flow may take from defaults: each value given, and
 // the node that gave it (for errors at its line).
 type settings struct {
 	proto, direction, engine                    string
-	rate                                        traffic.Rate
+	rate                                        wire.Rate
 	size, payload, streams, ports, threads, mss int
 	copy                                        bool
 	at                                          map[string]*yaml.Node
@@ -39,7 +39,7 @@ func (p *parser) settings(fs []*field, s *settings) error {
 		case "proto":
 			s.proto, err = p.oneOf(f.v, "proto", "udp", "tcp")
 		case "direction":
-			s.direction, err = p.oneOf(f.v, "direction", traffic.Forward, traffic.Reverse, traffic.Bidir)
+			s.direction, err = p.oneOf(f.v, "direction", string(wire.Forward), string(wire.Reverse), string(wire.Bidir))
 		case "engine":
 			s.engine, err = p.oneOf(f.v, "engine", "auto", "socket", "ring", "xdp")
 		case "copy":
@@ -47,7 +47,7 @@ func (p *parser) settings(fs []*field, s *settings) error {
 		case "rate":
 			var v string
 			if v, err = p.scalar(f.v, "rate"); err == nil {
-				if s.rate, err = traffic.ParseRate(v); err != nil {
+				if s.rate, err = wire.ParseRate(v); err != nil {
 					err = p.errorf(f.v, "%v", err)
 				}
 			}
@@ -205,8 +205,8 @@ func (p *parser) flow(idx int, n *yaml.Node, defaults *settings, pl *Plan) error
 	if s.proto == "" {
 		return p.errorf(n, "%s: no proto: give udp or tcp (here or under defaults)", what)
 	}
-	fl := Flow{Index: idx, Line: n.Line, From: ends[0], To: ends[1], Proto: s.proto,
-		Direction: cmp.Or(s.direction, traffic.Forward), Rate: s.rate,
+	fl := Flow{Index: idx, Line: n.Line, From: ends[0], To: ends[1], Proto: wire.Proto(s.proto),
+		Direction: cmp.Or(wire.Direction(s.direction), wire.Forward), Rate: s.rate,
 		Streams: cmp.Or(s.streams, 1), Threads: cmp.Or(s.threads, 1), Ports: 1, MTU: defaultMTU}
 	if err := p.protoSettings(what, s, defaults, &fl); err != nil {
 		return err
@@ -289,7 +289,7 @@ func (p *parser) protoSettings(what string, s, defaults *settings, fl *Flow) err
 	}
 	fl.Ports = cmp.Or(s.ports, fl.Threads)
 	fl.Engine = cmp.Or(s.engine, "auto")
-	if (fl.Engine == "ring" || fl.Engine == "xdp") && fl.Direction != traffic.Forward {
+	if (fl.Engine == "ring" || fl.Engine == "xdp") && fl.Direction != wire.Forward {
 		return p.errorf(s.at["engine"], "%s: engine %s sends forward only (from the sending host's interface): direction %s needs the socket engine (or auto)", what, fl.Engine, fl.Direction)
 	}
 	return nil
@@ -306,7 +306,7 @@ func (f *Flow) IPv4() bool {
 // leaves the payload to the address family.
 func (f *Flow) PayloadFor(v4 bool) int {
 	if f.Size > 0 {
-		return f.Size - traffic.UDPOverhead(v4)
+		return f.Size - wire.UDPOverhead(v4)
 	}
 	return f.Payload
 }
@@ -314,11 +314,11 @@ func (f *Flow) PayloadFor(v4 bool) int {
 // Spec is the test the flow asks of its agents, for a round of duration
 // after warmup. The runner adds the receiving end's ports (ClientPorts,
 // here zeros, one per port, for UDP that comes back) and latency probes.
-func (f *Flow) Spec(duration, warmup time.Duration, v4 bool) traffic.Spec {
-	sp := traffic.Spec{Proto: f.Proto, Direction: f.Direction, Duration: traffic.Seconds(duration), Warmup: traffic.Seconds(warmup),
+func (f *Flow) Spec(duration, warmup time.Duration, v4 bool) wire.Spec {
+	sp := wire.Spec{Proto: f.Proto, Direction: f.Direction, Duration: wire.Seconds(duration), Warmup: wire.Seconds(warmup),
 		Rate: f.Rate, Payload: f.PayloadFor(v4), Streams: f.Streams, Ports: f.Ports, Threads: f.Threads, MSS: f.MSS,
 		ZeroCopy: f.Proto == "tcp" && !f.Copy && f.Rate.Unlimited()}
-	if f.Proto == "udp" && f.Direction != traffic.Forward {
+	if f.Proto == "udp" && f.Direction != wire.Forward {
 		sp.ClientPorts = make([]uint16, f.Ports)
 	}
 	return sp

@@ -25,7 +25,7 @@ import (
 
 	"linerate/ceiling"
 	"linerate/remote"
-	"linerate/traffic"
+	"linerate/wire"
 )
 
 // Plan is a checked plan, ready to run.
@@ -116,11 +116,11 @@ type Flow struct {
 	// From sends and To receives (Direction Forward); both are host names.
 	From, To string
 	// Address is the destination on To: an IP address or a name.
-	Address string
-	// Proto is "udp" or "tcp"; Direction traffic.Forward, Reverse or Bidir.
-	Proto, Direction string
+	Address   string
+	Proto     wire.Proto
+	Direction wire.Direction
 	// Rate applies to each direction; zero is as fast as possible.
-	Rate traffic.Rate
+	Rate wire.Rate
 	// Size is the UDP frame size (FCS included) when the plan gives it;
 	// the payload then depends on the address family (PayloadFor).
 	Size int

@@ -12,7 +12,7 @@ import (
 
 	"linerate/ceiling"
 	"linerate/remote"
-	"linerate/traffic"
+	"linerate/wire"
 )
 
 // hosts is the head most test plans share.
@@ -68,15 +68,15 @@ ceiling: {host: cm4, pcie: gen2x1, mps: 256, mrrs: 1024, addr32: true, ports: [e
 			{Name: "router", Reach: remote.Host{Kind: remote.SSH, Name: "router"}, Line: 11},
 		},
 		Flows: []Flow{
-			{Index: 1, Line: 17, From: "pi1", To: "cm4", Address: "10.0.1.1", Proto: "udp", Direction: "forward", Rate: traffic.Rate{PPS: 1e5},
+			{Index: 1, Line: 17, From: "pi1", To: "cm4", Address: "10.0.1.1", Proto: "udp", Direction: "forward", Rate: wire.Rate{PPS: 1e5},
 				Size: 128, Streams: 1, Ports: 1, Threads: 1, Engine: "auto", Port: "eth1", SpeedBps: 1e9, MTU: 1500},
 			{Index: 2, Line: 18, From: "lap", To: "cm4", Address: "10.0.2.1", Proto: "tcp", Direction: "forward",
 				Streams: 4, Ports: 1, Threads: 1, MSS: 88, Port: "eth2", SpeedBps: 2.5e9, MTU: 9000},
 			{Index: 2, Line: 18, From: "lap", To: "cm4", Address: "10.0.2.2", Proto: "tcp", Direction: "forward",
 				Streams: 4, Ports: 1, Threads: 1, MSS: 88, Port: "eth2", SpeedBps: 2.5e9, MTU: 9000},
-			{Index: 3, Line: 25, From: "cm4", To: "lap", Address: "192.168.1.20", Proto: "udp", Direction: "bidir", Rate: traffic.Rate{BPS: 5e8},
+			{Index: 3, Line: 25, From: "cm4", To: "lap", Address: "192.168.1.20", Proto: "udp", Direction: "bidir", Rate: wire.Rate{BPS: 5e8},
 				Payload: 1472, Streams: 1, Ports: 4, Threads: 2, Engine: "auto", MTU: 1500},
-			{Index: 4, Line: 26, From: "pi1", To: "lap", Address: "192.168.1.20", Proto: "udp", Direction: "forward", Rate: traffic.Rate{PPS: 1e5},
+			{Index: 4, Line: 26, From: "pi1", To: "lap", Address: "192.168.1.20", Proto: "udp", Direction: "forward", Rate: wire.Rate{PPS: 1e5},
 				Size: 128, Streams: 1, Ports: 1, Threads: 1, Engine: "ring", MTU: 1500},
 		},
 		Sample:   []string{"router", "cm4"},
@@ -159,7 +159,7 @@ func TestParseDefaults(t *testing.T) {
 		t.Errorf("plan defaults: %+v", pl)
 	}
 	udp, tcp := pl.Flows[0], pl.Flows[1]
-	if udp.Address != "10.0.0.2" || udp.Payload != 18 || udp.Ports != 1 || udp.Engine != "auto" || udp.Direction != traffic.Forward {
+	if udp.Address != "10.0.0.2" || udp.Payload != 18 || udp.Ports != 1 || udp.Engine != "auto" || udp.Direction != wire.Forward {
 		t.Errorf("udp flow defaults: %+v", udp)
 	}
 	if fr, _ := udp.Frame(); fr.Bytes != 64 {

@@ -1,6 +1,6 @@
 package plan
 
-import "linerate/traffic"
+import "linerate/results"
 
 // Result is what running a plan measured: each round's flows as their
 // agents measured them (traffic.FlowSet, in Plan.Flows order), with what
@@ -11,7 +11,7 @@ type Result struct {
 	// Plan is the plan's file as given.
 	Plan        string            `json:"plan"`
 	Expected    *Expectation      `json:"expected,omitempty"`
-	Rounds      []traffic.FlowSet `json:"rounds"`
+	Rounds      []results.FlowSet `json:"rounds"`
 	Interrupted bool              `json:"interrupted"`
 	Errors      []string          `json:"errors,omitempty"`
 }

@@ -3,17 +3,16 @@ package remote
 import (
 	"encoding/binary"
 	"errors"
+	"linerate/wire"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"linerate/traffic"
 )
 
 func TestDefaultPortIsTraffics(t *testing.T) {
-	if DefaultPort != traffic.DefaultPort {
-		t.Errorf("remote.DefaultPort %d, traffic.DefaultPort %d", DefaultPort, traffic.DefaultPort)
+	if DefaultPort != wire.DefaultPort {
+		t.Errorf("remote.DefaultPort %d, traffic.DefaultPort %d", DefaultPort, wire.DefaultPort)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"linerate/internal/testenv"
 	"linerate/remote"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 // buildDir holds the linerate binary the ssh tests run on the far side;
@@ -150,7 +151,7 @@ func TestSSHHello(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != traffic.ProtocolVersion || m.ServerID == "" {
+	if m.Version != wire.ProtocolVersion || m.ServerID == "" {
 		t.Errorf("welcome %+v", m)
 	}
 	if got := c.RemoteAddr().String(); got != "ssh://root@10.77.0.2" {
@@ -205,7 +206,7 @@ func TestSSHCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != traffic.ProtocolVersion {
+	if m.Version != wire.ProtocolVersion {
 		t.Errorf("welcome %+v", m)
 	}
 	copies, _ := filepath.Glob(filepath.Join(tmp, "linerate.*", "linerate"))
@@ -245,7 +246,7 @@ func TestAgentDial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != traffic.ProtocolVersion {
+	if m.Version != wire.ProtocolVersion {
 		t.Errorf("welcome %+v", m)
 	}
 	c.Close()

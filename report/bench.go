@@ -4,17 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"linerate/results"
+	"linerate/wire"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-
-	"linerate/traffic"
 )
 
 // BenchInterval writes one interval line of a bench run. live rewrites the
 // same terminal line (carriage return, erase to end of line) instead of
 // adding one.
-func BenchInterval(w io.Writer, iv traffic.IntervalStats, live bool) {
+func BenchInterval(w io.Writer, iv results.IntervalStats, live bool) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%6.1fs  sent %9s %10s  recv %9s %10s", iv.T,
 		benchSI(iv.SentPPS, "pps"), benchSI(iv.SentBPS, "b/s"), benchSI(iv.ReceivedPPS, "pps"), benchSI(iv.ReceivedBPS, "b/s"))
@@ -38,7 +38,7 @@ func BenchInterval(w io.Writer, iv traffic.IntervalStats, live bool) {
 func BenchEndLive(w io.Writer) { fmt.Fprint(w, "\r\x1b[K") }
 
 // BenchJSON writes a bench result as indented JSON (docs/bench.md).
-func BenchJSON(w io.Writer, r *traffic.Result) error {
+func BenchJSON(w io.Writer, r *results.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
@@ -47,7 +47,7 @@ func BenchJSON(w io.Writer, r *traffic.Result) error {
 // BenchText writes a bench result for a person: what ran, per target and
 // direction the packets, rates and loss, latency, CPU cost and what
 // limited the run.
-func BenchText(w io.Writer, r *traffic.Result) {
+func BenchText(w io.Writer, r *results.Result) {
 	sp := r.Spec
 	what := fmt.Sprintf("%s %s", sp.Proto, sp.Direction)
 	if sp.Proto == "udp" {
@@ -74,7 +74,7 @@ func BenchText(w io.Writer, r *traffic.Result) {
 	} else {
 		fmt.Fprintln(tw, "target\tdirection\tsent bytes\treceived\tsegments\tretrans\trtt\tgoodput\t")
 	}
-	row := func(name, dir string, t *traffic.Totals, rtt string) {
+	row := func(name, dir string, t *results.Totals, rtt string) {
 		if sp.Proto == "udp" {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t\n", name, dir, t.SentPackets, t.ReceivedPackets,
 				t.LostPackets, benchPct(t.LossRatio), t.Reordered, t.Duplicates, benchSI(t.SentPPS, ""), benchSI(t.ReceivedPPS, ""), benchSI(t.ReceivedBPS, ""))
@@ -85,11 +85,11 @@ func BenchText(w io.Writer, r *traffic.Result) {
 	}
 	for i, tr := range r.Targets {
 		for _, d := range []struct {
-			name string
-			t    *traffic.Totals
-		}{{traffic.Forward, tr.Forward}, {traffic.Reverse, tr.Reverse}} {
+			name wire.Direction
+			t    *results.Totals
+		}{{wire.Forward, tr.Forward}, {wire.Reverse, tr.Reverse}} {
 			if d.t != nil {
-				row(tr.Target, d.name, d.t, benchRTT(r, i, d.name))
+				row(tr.Target, string(d.name), d.t, benchRTT(r, i, d.name))
 			}
 		}
 	}
@@ -145,7 +145,7 @@ func BenchText(w io.Writer, r *traffic.Result) {
 	}
 }
 
-func benchRTT(r *traffic.Result, target int, dir string) string {
+func benchRTT(r *results.Result, target int, dir wire.Direction) string {
 	ms, ok := StreamsRTT(r, target, dir)
 	if !ok {
 		return "-"
@@ -155,7 +155,7 @@ func benchRTT(r *traffic.Result, target int, dir string) string {
 
 // StreamsRTT is the mean smoothed RTT, in milliseconds, of a target's TCP
 // streams in a direction; ok is false when it has none.
-func StreamsRTT(r *traffic.Result, target int, dir string) (ms float64, ok bool) {
+func StreamsRTT(r *results.Result, target int, dir wire.Direction) (ms float64, ok bool) {
 	var sum float64
 	n := 0
 	for _, s := range r.Streams {
@@ -170,7 +170,7 @@ func StreamsRTT(r *traffic.Result, target int, dir string) (ms float64, ok bool)
 	return sum / float64(n) / 1000, true
 }
 
-func benchLatency(l *traffic.Latency) string {
+func benchLatency(l *results.Latency) string {
 	if l == nil {
 		return "-"
 	}

@@ -5,14 +5,14 @@ import (
 	"io"
 
 	"linerate/ceiling"
+	"linerate/results"
 	"linerate/search"
-	"linerate/traffic"
 )
 
 // BenchSearch writes a zero-loss search's result: the table per frame
 // size, the latency steps, and per size where the loss begins (the drop
 // ledger of the slowest trial that lost frames).
-func BenchSearch(w io.Writer, r *traffic.Result) error {
+func BenchSearch(w io.Writer, r *results.Result) error {
 	ew := &ceilErrWriter{w: w}
 	sizes := make([]search.SizeResult, len(r.Search))
 	for i, s := range r.Search {

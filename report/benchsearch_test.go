@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"linerate/ledger"
+	"linerate/results"
 	"linerate/search"
-	"linerate/traffic"
 )
 
 func TestBenchSearch(t *testing.T) {
 	led := &ledger.Ledger{Sent: 8297, Received: 8269, Lost: 28, Entries: []ledger.Entry{
 		{Host: "client", Side: ledger.Sender, Place: ledger.SenderQdisc, Packets: 28, Evidence: []string{"tbf 1: on lra: 28 dropped"}}}}
-	r := &traffic.Result{Search: []traffic.SizeSearch{
+	r := &results.Result{Search: []results.SizeSearch{
 		{SizeResult: search.SizeResult{Size: "1518", FrameBytes: 1518, NDRPPS: 8223, NDRBps: 8223 * 1518 * 8, LossBeginsPPS: 8306, CeilingPPS: 8256,
 			Trials:  []search.Record{{Purpose: search.PurposeMax, Spec: search.TrialSpec{Rate: 9081, Duration: 100 * time.Millisecond}}},
 			Latency: []search.Record{{Purpose: search.PurposeLatency, Spec: search.TrialSpec{Rate: 822}, Result: search.TrialResult{Latency: &search.Latency{P50: 90 * time.Microsecond}}}}},

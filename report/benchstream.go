@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"linerate/internal/version"
+	"linerate/results"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 // BenchStream writes a bench run as JSON events, one object per line,
@@ -23,12 +25,12 @@ func NewBenchStream(w io.Writer) *BenchStream { return &BenchStream{enc: json.Ne
 // benchStart is the data of the start event: the test as asked (the
 // servers may cap it; the end event has it as run).
 type benchStart struct {
-	Linerate  string       `json:"linerate_version"`
-	Time      time.Time    `json:"time"`
-	Targets   []string     `json:"targets"`
-	Engine    string       `json:"engine,omitempty"`
-	FrameSize int          `json:"frame_size,omitempty"`
-	Spec      traffic.Spec `json:"spec"`
+	Linerate  string    `json:"linerate_version"`
+	Time      time.Time `json:"time"`
+	Targets   []string  `json:"targets"`
+	Engine    string    `json:"engine,omitempty"`
+	FrameSize int       `json:"frame_size,omitempty"`
+	Spec      wire.Spec `json:"spec"`
 }
 
 func (s *BenchStream) event(name string, data any) {
@@ -48,10 +50,10 @@ func (s *BenchStream) Start(cfg traffic.Config) {
 }
 
 // Interval writes one interval event (traffic.IntervalStats).
-func (s *BenchStream) Interval(iv traffic.IntervalStats) { s.event("interval", iv) }
+func (s *BenchStream) Interval(iv results.IntervalStats) { s.event("interval", iv) }
 
 // End writes the end event: the whole result (docs/bench.md).
-func (s *BenchStream) End(r *traffic.Result) { s.event("end", r) }
+func (s *BenchStream) End(r *results.Result) { s.event("end", r) }
 
 // Error writes an error event with err's one line; nil writes nothing.
 func (s *BenchStream) Error(err error) {

@@ -8,13 +8,13 @@ import (
 	"strings"
 
 	"linerate/box"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 // FlowSetText writes the result of third-party flows (bench --from): each
 // flow as bench prints it, under a line naming it, then their total and
 // the device in the middle's CPUs.
-func FlowSetText(w io.Writer, fs *traffic.FlowSet) {
+func FlowSetText(w io.Writer, fs *results.FlowSet) {
 	for i, f := range fs.Flows {
 		fmt.Fprintf(w, "flow %d: %s → %s\n", i+1, f.From, strings.Join(f.To, ", "))
 		switch {
@@ -49,7 +49,7 @@ func FlowSetText(w io.Writer, fs *traffic.FlowSet) {
 }
 
 // dutLine is this host's CPU while the flows crossed it.
-func dutLine(samples []traffic.Sample) string {
+func dutLine(samples []results.Sample) string {
 	var rates []box.Rates
 	for _, s := range samples {
 		if s.Side == "dut" && s.Host == "" {
@@ -100,7 +100,7 @@ func cpuSummary(rates []box.Rates) string {
 	return b.String()
 }
 
-func flowsHeadline(fs *traffic.FlowSet) string {
+func flowsHeadline(fs *results.FlowSet) string {
 	t := fs.Total
 	h := fmt.Sprintf("%s %s, %d flows: %s %s", fs.Spec.Proto, fs.Spec.Direction, len(fs.Flows),
 		benchSI(t.ReceivedPPS, "pps"), benchSI(t.ReceivedBPS, "b/s"))
@@ -112,7 +112,7 @@ func flowsHeadline(fs *traffic.FlowSet) string {
 
 // flowSeconds adds up the flows' per-second received figures, second by
 // second (warmup left out).
-func flowSeconds(fs *traffic.FlowSet) (pps, bps []float64) {
+func flowSeconds(fs *results.FlowSet) (pps, bps []float64) {
 	for _, f := range fs.Flows {
 		if f.Result == nil {
 			continue

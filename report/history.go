@@ -5,31 +5,32 @@ import (
 
 	"encoding/json"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"golang.org/x/sys/unix"
+
 	"linerate/autotune"
 	"linerate/history"
 	"linerate/internal/version"
 	"linerate/plan"
+	"linerate/results"
 	"linerate/source"
-	"linerate/traffic"
 )
 
 // Headline is the one-line figure of a result that `linerate runs` shows:
 // "udp forward → 10.0.0.2: 685.2k pps 350.8 Mb/s, loss 0.01 %".
 func Headline(kind string, result any) string {
 	switch r := result.(type) {
-	case *traffic.Result:
+	case *results.Result:
 		if kind == history.KindSearch || len(r.Search) > 0 {
 			return searchHeadline(r)
 		}
 		return benchHeadline(r)
-	case *traffic.FlowSet:
+	case *results.FlowSet:
 		return flowsHeadline(r)
 	case *plan.Result:
 		if len(r.Rounds) == 0 {
@@ -73,7 +74,7 @@ type DiagnoseReport struct {
 	Findings json.RawMessage `json:"findings"`
 }
 
-func benchHeadline(r *traffic.Result) string {
+func benchHeadline(r *results.Result) string {
 	s := r.Summary
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s", r.Spec.Proto, r.Spec.Direction)
@@ -92,7 +93,7 @@ func benchHeadline(r *traffic.Result) string {
 	return b.String()
 }
 
-func searchHeadline(r *traffic.Result) string {
+func searchHeadline(r *results.Result) string {
 	var parts []string
 	for _, s := range r.Search {
 		parts = append(parts, fmt.Sprintf("%s B %s", s.Size, benchSI(s.NDRPPS, "pps")))
@@ -155,9 +156,9 @@ func DecodeRun(r *history.Run) (any, error) {
 	var v any
 	switch r.Kind {
 	case history.KindBench, history.KindSearch:
-		v = new(traffic.Result)
+		v = new(results.Result)
 	case history.KindFlows:
-		v = new(traffic.FlowSet)
+		v = new(results.FlowSet)
 	case history.KindPlan:
 		v = new(plan.Result)
 	case history.KindTuneAuto:
@@ -196,7 +197,7 @@ type Figure struct {
 // Figures are the headline numbers of a decoded run.
 func Figures(result any) []Figure {
 	switch r := result.(type) {
-	case *traffic.Result:
+	case *results.Result:
 		if len(r.Search) > 0 {
 			var out []Figure
 			for _, s := range r.Search {
@@ -232,7 +233,7 @@ func Figures(result any) []Figure {
 			return nil
 		}
 		return Figures(&r.Rounds[len(r.Rounds)-1])
-	case *traffic.FlowSet:
+	case *results.FlowSet:
 		pps, bps := flowSeconds(r)
 		t := r.Total
 		out := []Figure{

@@ -10,7 +10,7 @@ import (
 	"linerate/box"
 	"linerate/ceiling"
 	"linerate/plan"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 // PlanResult writes what a plan's run measured: per round each flow, each
@@ -59,7 +59,7 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 }
 
 // flowWays is a flow's forward and reverse totals (nil where it sent none).
-func flowWays(fr *traffic.FlowRun) (fwd, rev *traffic.Totals) {
+func flowWays(fr *results.FlowRun) (fwd, rev *results.Totals) {
 	if fr.Result == nil || len(fr.Result.Targets) == 0 {
 		return nil, nil
 	}
@@ -67,7 +67,7 @@ func flowWays(fr *traffic.FlowRun) (fwd, rev *traffic.Totals) {
 	return t.Forward, t.Reverse
 }
 
-func planFlows(w io.Writer, pl *plan.Plan, set *traffic.FlowSet) {
+func planFlows(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "FLOW\tFROM\tTO\tWAY\tSENT\tRECEIVED\tLOST\tRETRANS\tRECV PPS\tRECV BIT/S\t")
 	for i := range set.Flows {
@@ -81,7 +81,7 @@ func planFlows(w io.Writer, pl *plan.Plan, set *traffic.FlowSet) {
 		fwd, rev := flowWays(fr)
 		for _, way := range []struct {
 			name string
-			t    *traffic.Totals
+			t    *results.Totals
 		}{{"forward", fwd}, {"reverse", rev}} {
 			if way.t == nil {
 				continue
@@ -96,7 +96,7 @@ func planFlows(w io.Writer, pl *plan.Plan, set *traffic.FlowSet) {
 
 // planPorts writes each port's measured traffic in and out beside what
 // the plan expected of it.
-func planPorts(w io.Writer, pl *plan.Plan, e *plan.Expectation, set *traffic.FlowSet) {
+func planPorts(w io.Writer, pl *plan.Plan, e *plan.Expectation, set *results.FlowSet) {
 	fmt.Fprintln(w, "per port (goodput received: UDP payload, TCP data):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tPORT\tIN\tEXPECTED IN\tOUT\tEXPECTED OUT")
@@ -127,7 +127,7 @@ func planPorts(w io.Writer, pl *plan.Plan, e *plan.Expectation, set *traffic.Flo
 // planHosts writes each host's CPUs over the round: a sender's from its
 // flows' client samples, a receiver's from their server samples, a host
 // under sample: from its own, and this host's.
-func planHosts(w io.Writer, pl *plan.Plan, set *traffic.FlowSet) {
+func planHosts(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
 	for _, h := range pl.Hosts {
 		var rates []box.Rates
 		for i := range set.Flows {
@@ -163,7 +163,7 @@ func planHosts(w io.Writer, pl *plan.Plan, set *traffic.FlowSet) {
 }
 
 // goodput is the payload bits per second received (UDP payload, TCP data).
-func goodput(t *traffic.Totals) float64 {
+func goodput(t *results.Totals) float64 {
 	if t == nil || t.Seconds <= 0 {
 		return 0
 	}

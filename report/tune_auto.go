@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"linerate/autotune"
-	"linerate/traffic"
 	"linerate/tune"
+	"linerate/wire"
 )
 
 // TuneAuto prints what `tune auto` did for a person: the rig, the
@@ -195,8 +195,8 @@ func autoSpread(rs []autotune.Round, metric string) string {
 }
 
 // autoSpec describes a round's bench in words.
-func autoSpec(sp *traffic.Spec, frame int) string {
-	what := sp.Proto + " " + sp.Direction
+func autoSpec(sp *wire.Spec, frame int) string {
+	what := sp.Proto.String() + " " + sp.Direction.String()
 	if sp.Proto == "udp" && frame > 0 {
 		what += fmt.Sprintf(", %d-byte frames", frame)
 	}

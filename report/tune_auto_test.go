@@ -9,8 +9,8 @@ import (
 
 	"linerate/autotune"
 	"linerate/diagnose"
-	"linerate/traffic"
 	"linerate/tune"
+	"linerate/wire"
 )
 
 func autoReport() *autotune.Report {
@@ -18,8 +18,8 @@ func autoReport() *autotune.Report {
 		return autotune.Round{Proto: "udp", Seconds: 5, ReceivedPPS: pps, ReceivedPackets: uint64(pps * 5), LossRatio: loss,
 			CPUSeconds: cpu * pps * 5 / 1e6, CPUPerMpkt: cpu, CPUSampled: true}
 	}
-	sp := traffic.Spec{Proto: "udp", Direction: traffic.Forward, Duration: traffic.Seconds(5 * time.Second),
-		Warmup: traffic.Seconds(time.Second)}
+	sp := wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(5 * time.Second),
+		Warmup: wire.Seconds(time.Second)}
 	return &autotune.Report{
 		Schema: autotune.Schema, Diagnosed: true, Rig: "lab demo: lan → router → wan (10.231.2.2:7557)", DUT: "router (netns lr-demo-router)",
 		Netns: "lr-demo-router", Goal: autotune.GoalThroughput, Metric: autotune.MetricRxPPS, Rounds: 3, MinGain: 0.02,

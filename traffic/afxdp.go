@@ -36,6 +36,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/internal/usage"
+	"linerate/wire"
 )
 
 // ErrAFXDPUnavailable is wrapped by the errors of NewXDPSender that come
@@ -370,7 +371,7 @@ func (s *XDPSender) fill(r *ringRun, want uint64) uint64 {
 		s.free = s.free[:len(s.free)-1]
 		data := s.umem[addr : addr+uint64(flen)]
 		binary.BigEndian.PutUint16(data[frameDstPortOff:], cfg.DstPort+port)
-		putHeader(data[framePayloadOff:], header{flags: r.flags, stream: cfg.Stream + port, seq: r.seqs[port], sent: sent})
+		wire.PutHeader(data[framePayloadOff:], wire.Header{Flags: r.flags, Stream: cfg.Stream + port, Seq: r.seqs[port], Sent: sent})
 		d := (*unix.XDPDesc)(unsafe.Add(tx.entries, uintptr(tx.prod&tx.mask)*unsafe.Sizeof(unix.XDPDesc{})))
 		*d = unix.XDPDesc{Addr: addr, Len: flen}
 		tx.prod++
@@ -383,7 +384,7 @@ func (s *XDPSender) fill(r *ringRun, want uint64) uint64 {
 	r.port = port
 	r.phaseSent += want
 	s.base.progress.Add(want)
-	if r.flags&flagWarmup == 0 {
+	if r.flags&wire.FlagWarmup == 0 {
 		r.queued += want
 	} else {
 		r.warm += want
@@ -398,7 +399,7 @@ func (s *XDPSender) inFlight() uint64 { return uint64(xdpRingEntries - len(s.fre
 // Run sends until the warmup and Duration have passed, Count measured
 // packets have been sent, or ctx ends, then waits (at most a second) for
 // the kernel to complete the frames it was handed and returns what it
-// sent, as RingSender.Run does.
+// Sent, as RingSender.Run does.
 func (s *XDPSender) Run(ctx context.Context) (RingCounts, error) {
 	if s.umem == nil {
 		return RingCounts{}, errors.New("xdp sender: run after close")
@@ -447,7 +448,7 @@ func (s *XDPSender) loop(ctx context.Context, r *ringRun) error {
 		if n < want {
 			s.waitWritable()
 		}
-		if r.flags&flagWarmup == 0 && s.base.cfg.Count > 0 && r.queued >= s.base.cfg.Count {
+		if r.flags&wire.FlagWarmup == 0 && s.base.cfg.Count > 0 && r.queued >= s.base.cfg.Count {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
+	"linerate/wire"
 )
 
 // skipWithoutAFXDP skips when this process cannot open AF_XDP sockets
@@ -64,7 +65,7 @@ func TestXDPEngine(t *testing.T) {
 func testXDPEngine(t *testing.T, peerXDP bool) {
 	l := newLab(t, &Server{})
 	skipWithoutAFXDP(t, l)
-	cfg := l.config(udpSpec(1200*time.Millisecond, Rate{PPS: 20000}))
+	cfg := l.config(udpSpec(1200*time.Millisecond, wire.Rate{PPS: 20000}))
 	cfg.Engine = "xdp"
 	cfg.FrameSize = 64
 	cfg.Spec.XDP = peerXDP
@@ -134,7 +135,7 @@ func TestTXQueuesInUse(t *testing.T) {
 func TestXDPEngineNeedsAQueuePerPort(t *testing.T) {
 	l := newLab(t, &Server{})
 	skipWithoutAFXDP(t, l)
-	cfg := l.config(udpSpec(300*time.Millisecond, Rate{PPS: 1000}))
+	cfg := l.config(udpSpec(300*time.Millisecond, wire.Rate{PPS: 1000}))
 	cfg.Engine = "xdp"
 	cfg.Spec.Ports = 2
 	_, err := Run(context.Background(), cfg)
@@ -151,7 +152,7 @@ func TestXDPEngineNeedsAQueuePerPort(t *testing.T) {
 func TestXDPQueueBusy(t *testing.T) {
 	l := newLab(t, &Server{})
 	skipWithoutAFXDP(t, l)
-	cfg := l.config(udpSpec(300*time.Millisecond, Rate{PPS: 5000}))
+	cfg := l.config(udpSpec(300*time.Millisecond, wire.Rate{PPS: 5000}))
 	cfg.Spec.Warmup = 0
 	cfg.Engine, cfg.FrameSize = "xdp", 64
 	for i := range 3 {

@@ -6,11 +6,12 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"linerate/internal/usage"
+	"linerate/wire"
 )
 
 // xdpFits: AF_XDP sends UDP from the client only, like the ring.
-func xdpFits(sp *Spec) error {
-	if sp.Proto != "udp" || sp.Direction != Forward {
+func xdpFits(sp *wire.Spec) error {
+	if sp.Proto != "udp" || sp.Direction != wire.Forward {
 		return usage.Errorf("--engine xdp sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
 	return nil
@@ -25,7 +26,7 @@ func xdpWhyNot(r *clientRun, to []*target) string {
 		return why
 	}
 	for _, t := range to {
-		if n := t.spec.Payload + UDPOverhead(true); n > MaxXDPFrameSize {
+		if n := t.spec.Payload + wire.UDPOverhead(true); n > MaxXDPFrameSize {
 			return fmt.Sprintf("AF_XDP sends frames up to %d bytes, not %d", MaxXDPFrameSize, n)
 		}
 	}

@@ -3,14 +3,11 @@ package traffic
 import (
 	"cmp"
 	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 
 	"linerate/internal/version"
+	"linerate/wire"
 )
 
 // The handshake (protocol 2, docs/agents.md) proves that each end knows
@@ -30,38 +27,8 @@ import (
 const (
 	authTimeout = 5 * time.Second // from connect to welcome
 	authLine    = 4 << 10         // longest message before welcome
-	nonceLen    = 32
+
 )
-
-// TokenEnv is the environment variable that holds the shared secret when
-// no --token-file names one.
-const TokenEnv = "LINERATE_TOKEN"
-
-// ErrSlowDown: the server refuses a source for a while after failed
-// attempts to authenticate.
-var ErrSlowDown = errors.New("slow down")
-
-func newNonce() string {
-	var b [nonceLen]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// proof is what an end sends to show it knows secret: role is "server" or
-// "client", first the nonce of the other end for the server's proof.
-func proof(secret, role, a, b string) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte("linerate " + role + "\x00" + a + "\x00" + b))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-func validNonce(n string) bool {
-	if len(n) != 2*nonceLen {
-		return false
-	}
-	_, err := hex.DecodeString(n)
-	return err == nil
-}
 
 // serverHandshake runs the server's side on c up to the client's proof; it
 // returns an error wrapping ErrWrongToken, ErrVersion or errProtocol when
@@ -73,28 +40,28 @@ func (s *Server) serverHandshake(c *ctl) error {
 	if err != nil {
 		return err
 	}
-	if m.Type != msgHello {
-		return fmt.Errorf("%w: first message %q, want hello", errProtocol, m.Type)
+	if m.Type != wire.MsgHello {
+		return fmt.Errorf("%w: first message %q, want hello", wire.ErrProtocol, m.Type)
 	}
-	if m.Version != ProtocolVersion {
-		return fmt.Errorf("%w %d, this server speaks %d (linerate %s)", ErrVersion, m.Version, ProtocolVersion, version.Version)
+	if m.Version != wire.ProtocolVersion {
+		return fmt.Errorf("%w %d, this server speaks %d (linerate %s)", wire.ErrVersion, m.Version, wire.ProtocolVersion, version.Version)
 	}
-	if !validNonce(m.Nonce) {
-		return fmt.Errorf("%w: hello without a valid nonce", errProtocol)
+	if !wire.ValidNonce(m.Nonce) {
+		return fmt.Errorf("%w: hello without a valid nonce", wire.ErrProtocol)
 	}
-	ch := &Message{Type: msgChallenge, Version: ProtocolVersion, Linerate: version.Version, Nonce: newNonce(), Open: s.Token == ""}
+	ch := &Message{Type: wire.MsgChallenge, Version: wire.ProtocolVersion, Linerate: version.Version, Nonce: wire.NewNonce(), Open: s.Token == ""}
 	if !ch.Open {
-		ch.Proof = proof(s.Token, "server", m.Nonce, ch.Nonce)
+		ch.Proof = wire.Proof(s.Token, "server", m.Nonce, ch.Nonce)
 	}
 	if err := c.write(ch); err != nil {
 		return err
 	}
-	a, err := c.expect(time.Until(deadline), msgAuth)
+	a, err := c.expect(time.Until(deadline), wire.MsgAuth)
 	if err != nil {
 		return err
 	}
-	if !ch.Open && !hmac.Equal([]byte(a.Proof), []byte(proof(s.Token, "client", ch.Nonce, m.Nonce))) {
-		return fmt.Errorf("%w: the server requires the secret it was given (serve --token-file or $%s)", ErrWrongToken, TokenEnv)
+	if !ch.Open && !hmac.Equal([]byte(a.Proof), []byte(wire.Proof(s.Token, "client", ch.Nonce, m.Nonce))) {
+		return fmt.Errorf("%w: the server requires the secret it was given (serve --token-file or $%s)", wire.ErrWrongToken, wire.TokenEnv)
 	}
 	return nil
 }
@@ -104,7 +71,7 @@ func (s *Server) serverHandshake(c *ctl) error {
 func (s *Server) welcome(c *ctl) error {
 	c.limit = maxLine
 	lim := s.Limits
-	return c.write(&Message{Type: msgWelcome, Version: ProtocolVersion, Linerate: version.Version, Limits: &lim, ServerID: s.id})
+	return c.write(&Message{Type: wire.MsgWelcome, Version: wire.ProtocolVersion, Linerate: version.Version, Limits: &lim, ServerID: s.id})
 }
 
 // clientHandshake runs the client's side on c with secret (may be empty)
@@ -112,31 +79,31 @@ func (s *Server) welcome(c *ctl) error {
 func clientHandshake(c *ctl, secret string) (*Message, error) {
 	c.limit = authLine
 	deadline := time.Now().Add(authTimeout + helloTimeout)
-	hello := &Message{Type: msgHello, Version: ProtocolVersion, Linerate: version.Version, Nonce: newNonce()}
+	hello := &Message{Type: wire.MsgHello, Version: wire.ProtocolVersion, Linerate: version.Version, Nonce: wire.NewNonce()}
 	if err := c.write(hello); err != nil {
 		return nil, err
 	}
-	ch, err := c.expect(time.Until(deadline), msgChallenge)
+	ch, err := c.expect(time.Until(deadline), wire.MsgChallenge)
 	if err != nil {
 		return nil, err
 	}
-	if !validNonce(ch.Nonce) {
-		return nil, fmt.Errorf("%w: challenge without a valid nonce", errProtocol)
+	if !wire.ValidNonce(ch.Nonce) {
+		return nil, fmt.Errorf("%w: challenge without a valid nonce", wire.ErrProtocol)
 	}
-	auth := &Message{Type: msgAuth}
+	auth := &Message{Type: wire.MsgAuth}
 	switch {
 	case ch.Open:
 	case secret == "":
-		return nil, fmt.Errorf("%w: the server requires a secret: give --token-file or $%s", ErrWrongToken, TokenEnv)
-	case !hmac.Equal([]byte(ch.Proof), []byte(proof(secret, "server", hello.Nonce, ch.Nonce))):
-		return nil, fmt.Errorf("%w: the server does not know this secret (its proof does not match)", ErrWrongToken)
+		return nil, fmt.Errorf("%w: the server requires a secret: give --token-file or $%s", wire.ErrWrongToken, wire.TokenEnv)
+	case !hmac.Equal([]byte(ch.Proof), []byte(wire.Proof(secret, "server", hello.Nonce, ch.Nonce))):
+		return nil, fmt.Errorf("%w: the server does not know this secret (its proof does not match)", wire.ErrWrongToken)
 	default:
-		auth.Proof = proof(secret, "client", ch.Nonce, hello.Nonce)
+		auth.Proof = wire.Proof(secret, "client", ch.Nonce, hello.Nonce)
 	}
 	if err := c.write(auth); err != nil {
 		return nil, err
 	}
-	w, err := c.expect(time.Until(deadline), msgWelcome)
+	w, err := c.expect(time.Until(deadline), wire.MsgWelcome)
 	if err != nil {
 		return nil, err
 	}

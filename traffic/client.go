@@ -10,6 +10,8 @@ import (
 
 	"linerate/box"
 	"linerate/internal/usage"
+	"linerate/results"
+	"linerate/wire"
 )
 
 // Config is one `linerate bench` run.
@@ -18,7 +20,7 @@ type Config struct {
 	Targets []string
 	// Spec is the test to ask each target for. For UDP, Payload may be 0
 	// when FrameSize is set.
-	Spec Spec
+	Spec wire.Spec
 	// FrameSize is the UDP Ethernet frame size with FCS (--size); the
 	// payload follows from each target's address family.
 	FrameSize int
@@ -39,7 +41,7 @@ type Config struct {
 	// namespace, in tests); nil runs it directly.
 	Setup func(fn func() error) error
 	// OnInterval is called once a second with the last second's figures.
-	OnInterval func(IntervalStats)
+	OnInterval func(results.IntervalStats)
 	// DialTimeout bounds connecting to a target (0: 5s).
 	DialTimeout time.Duration
 	// Drops reads the drop counters of the client's namespace, snapshotted
@@ -60,15 +62,15 @@ func (c *Config) setup(fn func() error) error {
 // check fills in the defaults and checks what can be checked before any
 // connection: it returns the test to ask every target for (its UDP payload
 // and client ports are filled in per target) and the UDP send engine.
-func (c *Config) check() (Spec, *udpEngine, error) {
+func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	if len(c.Targets) == 0 {
-		return Spec{}, nil, usage.Errorf("no target: give --to HOST")
+		return wire.Spec{}, nil, usage.Errorf("no target: give --to HOST")
 	}
 	eng, err := engineNamed(c.Engine)
 	if err != nil {
-		return Spec{}, nil, err
+		return wire.Spec{}, nil, err
 	}
-	if eng.name == "auto" && (c.Spec.Proto != "udp" || !c.Spec.clientSends()) {
+	if eng.name == "auto" && (c.Spec.Proto != "udp" || !c.Spec.ClientSends()) {
 		// Nothing for auto to choose: the client sends no UDP. The
 		// result names the default, as it always did.
 		eng = udpEngines[0]
@@ -76,19 +78,19 @@ func (c *Config) check() (Spec, *udpEngine, error) {
 	c.Engine = eng.name
 	sp := c.Spec
 	if err := eng.fits(&sp); err != nil {
-		return Spec{}, nil, err
+		return wire.Spec{}, nil, err
 	}
 	if sp.Proto == "udp" && c.FrameSize == 0 && sp.Payload == 0 {
-		c.FrameSize = minFrameSize
+		c.FrameSize = wire.MinFrameSize
 	}
 	if sp.Proto == "udp" && c.FrameSize > 0 {
-		sp.Payload = max(c.FrameSize-UDPOverhead(true), headerLen) // checked per target
+		sp.Payload = max(c.FrameSize-wire.UDPOverhead(true), wire.HeaderLen) // checked per target
 	}
-	if sp.Proto == "udp" && len(sp.ClientPorts) == 0 && sp.serverSends() {
+	if sp.Proto == "udp" && len(sp.ClientPorts) == 0 && sp.ServerSends() {
 		sp.ClientPorts = make([]uint16, sp.Ports) // filled per target
 	}
 	if err := sp.Check(); err != nil {
-		return Spec{}, nil, usage.Wrap(err)
+		return wire.Spec{}, nil, usage.Wrap(err)
 	}
 	sp.ClientPorts = nil
 	return sp, eng, nil
@@ -99,7 +101,7 @@ func (c *Config) check() (Spec, *udpEngine, error) {
 // and the partial result comes back with Interrupted set and a nil error.
 // A result may come back with an error too: what could be counted before
 // a server failed.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 	sp, eng, err := cfg.check()
 	if err != nil {
 		return nil, err
@@ -126,8 +128,8 @@ type clientRun struct {
 	engine   *udpEngine
 	sess     *session
 	targets  []*target
-	spec     Spec // as the first target runs it
-	overhead int  // bytes per packet on the wire besides the payload (UDP)
+	spec     wire.Spec // as the first target runs it
+	overhead int       // bytes per packet on the wire besides the payload (UDP)
 	notes    []string
 
 	mu         sync.Mutex
@@ -159,7 +161,7 @@ func (r *clientRun) close() {
 }
 
 // connect resolves, connects and prepares every target.
-func (r *clientRun) connect(ctx context.Context, sp Spec) error {
+func (r *clientRun) connect(ctx context.Context, sp wire.Spec) error {
 	for i, s := range r.cfg.Targets {
 		a, err := resolve(ctx, s)
 		if err != nil {
@@ -176,7 +178,7 @@ func (r *clientRun) connect(ctx context.Context, sp Spec) error {
 		}
 	}
 	r.spec = r.targets[0].spec
-	r.overhead = UDPOverhead(r.targets[0].addr.Addr().Is4())
+	r.overhead = wire.UDPOverhead(r.targets[0].addr.Addr().Is4())
 	if r.spec.Proto == "tcp" {
 		r.overhead = 0
 	}
@@ -211,7 +213,7 @@ func (r *clientRun) open() error {
 	} else {
 		var to []*target
 		for _, t := range r.targets {
-			if t.spec.clientSends() {
+			if t.spec.ClientSends() {
 				to = append(to, t)
 			}
 		}
@@ -238,7 +240,7 @@ func prefixed(p string, lines []string) []string {
 
 // run runs the test: idle probes, start, interval lines until the senders
 // are done (or ctx ends), stop, result.
-func (r *clientRun) run(ctx context.Context) (*Result, error) {
+func (r *clientRun) run(ctx context.Context) (*results.Result, error) {
 	if err := r.idle(ctx); err != nil {
 		return nil, err
 	}
@@ -301,11 +303,11 @@ func (r *clientRun) idle(ctx context.Context) error {
 
 // startServers starts every server's clock and waits until each runs.
 func (r *clientRun) startServers() error {
-	if err := eachTarget(r.targets, func(t *target) error { return t.ctl.write(&Message{Type: msgStart}) }); err != nil {
+	if err := eachTarget(r.targets, func(t *target) error { return t.ctl.write(&Message{Type: wire.MsgStart}) }); err != nil {
 		return err
 	}
 	return eachTarget(r.targets, func(t *target) error {
-		if _, err := t.ctl.expect(startTimeout, msgRunning); err != nil {
+		if _, err := t.ctl.expect(startTimeout, wire.MsgRunning); err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 		return nil
@@ -314,12 +316,12 @@ func (r *clientRun) startServers() error {
 
 // interval adds one interval line: what the client counted over the last
 // second, and what the servers counted over their latest second.
-func (r *clientRun) interval(res *Result, now time.Time, prev *progress) {
+func (r *clientRun) interval(res *results.Result, now time.Time, prev *progress) {
 	tm := r.sess.tm
 	cur := r.sess.progress(now)
 	dt := cur.t.Sub(prev.t).Seconds()
 	// An interval is warmup when any of it is.
-	iv := IntervalStats{T: now.Sub(tm.Start).Seconds(), Warmup: prev.t.Before(tm.Measure)}
+	iv := results.IntervalStats{T: now.Sub(tm.Start).Seconds(), Warmup: prev.t.Before(tm.Measure)}
 	r.awaitReports(len(res.Intervals) + 1)
 	if dt > 0 {
 		var srv [4]float64
@@ -389,7 +391,7 @@ func (r *clientRun) stopServers() []error {
 	var errs, writeErrs []error
 	for _, t := range r.targets {
 		t.sent = gather(t.fwd)
-		if err := t.ctl.write(&Message{Type: msgStop, Sent: t.sent}); err != nil {
+		if err := t.ctl.write(&Message{Type: wire.MsgStop, Sent: t.sent}); err != nil {
 			writeErrs = append(writeErrs, fmt.Errorf("%s: %w", t.name, err))
 		}
 	}

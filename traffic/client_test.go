@@ -2,6 +2,8 @@ package traffic
 
 import (
 	"context"
+	"linerate/results"
+	"linerate/wire"
 	"math"
 	"testing"
 	"time"
@@ -9,12 +11,12 @@ import (
 
 // fakeRun is a client run over fake flows on a fake clock: no sockets, no
 // servers (their reports and results are filed by hand).
-func fakeRun(t *testing.T, sp Spec, targets int) (*clientRun, *fakeClock, *eventLog) {
+func fakeRun(t *testing.T, sp wire.Spec, targets int) (*clientRun, *fakeClock, *eventLog) {
 	t.Helper()
 	clk, log := newFakeClock(), &eventLog{}
 	r := newClientRun(&Config{Engine: "socket"}, udpEngines[0], clk)
 	r.spec = sp
-	r.overhead = UDPOverhead(true)
+	r.overhead = wire.UDPOverhead(true)
 	for i := range targets {
 		r.targets = append(r.targets, &target{idx: i, name: string(rune('a' + i)), spec: sp, filed: make(chan struct{}, 1)})
 	}
@@ -27,10 +29,10 @@ func fakeRun(t *testing.T, sp Spec, targets int) (*clientRun, *fakeClock, *event
 // reported over their last second, in frames on the wire; the lines that
 // hold any of the warmup say so.
 func TestClientIntervals(t *testing.T) {
-	sp := Spec{Proto: "udp", Direction: Forward, Payload: 18, Streams: 1, Ports: 1, Threads: 1}
+	sp := wire.Spec{Proto: "udp", Direction: wire.Forward, Payload: 18, Streams: 1, Ports: 1, Threads: 1}
 	r, clk, log := fakeRun(t, sp, 1)
-	lines := make(chan IntervalStats, 10)
-	r.cfg.OnInterval = func(iv IntervalStats) { lines <- iv }
+	lines := make(chan results.IntervalStats, 10)
+	r.cfg.OnInterval = func(iv results.IntervalStats) { lines <- iv }
 	snd := newFakeFlow("send", true, log, clk)
 	r.targets[0].fwd = []share{{e: r.sess.add(sending, "a", snd)}}
 	tm := r.sess.start(1500*time.Millisecond, time.Second)
@@ -43,7 +45,7 @@ func TestClientIntervals(t *testing.T) {
 	waitFor(t, "the ticker", func() bool { _, n := clk.pending(); return n > 0 })
 	waitFor(t, "the sender", func() bool { return log.at("run:send") >= 0 })
 	report := func(t float64, pk uint64) {
-		r.targets[0].file(&Interval{T: t, ReceivedPackets: pk, ReceivedBytes: pk * 18})
+		r.targets[0].file(&wire.Interval{T: t, ReceivedPackets: pk, ReceivedBytes: pk * 18})
 	}
 	snd.pk.Store(1000)
 	snd.by.Store(18000)
@@ -76,20 +78,20 @@ func TestClientIntervals(t *testing.T) {
 // target gets its own streams' counts, told to its server at between, and
 // matched with what the server received.
 func TestClientAssembles(t *testing.T) {
-	sp := Spec{Proto: "udp", Direction: Forward, Payload: 18, Streams: 2, Ports: 1, Threads: 1}
+	sp := wire.Spec{Proto: "udp", Direction: wire.Forward, Payload: 18, Streams: 2, Ports: 1, Threads: 1}
 	r, clk, log := fakeRun(t, sp, 2)
 	r.sess.settle = 0
 	shared := newFakeFlow("shared", true, log, clk)
-	shared.res = flowResult{counts: []Count{{Stream: 0, Packets: 100}, {Stream: 1, Packets: 50}, {Stream: 0, Packets: 70}, {Stream: 1, Packets: 30}}}
+	shared.res = flowResult{counts: []results.Count{{Stream: 0, Packets: 100}, {Stream: 1, Packets: 50}, {Stream: 0, Packets: 70}, {Stream: 1, Packets: 30}}}
 	e := r.sess.add(sending, "", shared)
 	a, b := r.targets[0], r.targets[1]
 	a.fwd = []share{{e: e, from: 0, n: 2}}
 	b.fwd = []share{{e: e, from: 2, n: 2}}
 	ring := newFakeFlow("ring", true, log, clk)
-	ring.res = flowResult{counts: []Count{{Stream: 3, Packets: 5}}}
+	ring.res = flowResult{counts: []results.Count{{Stream: 3, Packets: 5}}}
 	b.fwd = append(b.fwd, share{e: r.sess.add(sending, "b", ring)})
-	a.result = &ServerResult{Seconds: 1, Received: []Count{{Stream: 0, Packets: 100, Unique: 100}, {Stream: 1, Packets: 45, Unique: 45}}}
-	b.result = &ServerResult{Seconds: 1, Received: []Count{{Stream: 0, Packets: 70, Unique: 70}, {Stream: 1, Packets: 30, Unique: 30}, {}, {Stream: 3, Packets: 5, Unique: 5}}}
+	a.result = &results.ServerResult{Seconds: 1, Received: []results.Count{{Stream: 0, Packets: 100, Unique: 100}, {Stream: 1, Packets: 45, Unique: 45}}}
+	b.result = &results.ServerResult{Seconds: 1, Received: []results.Count{{Stream: 0, Packets: 70, Unique: 70}, {Stream: 1, Packets: 30, Unique: 30}, {}, {Stream: 3, Packets: 5, Unique: 5}}}
 	tm := r.sess.start(0, time.Second)
 	res := r.newResult(tm.Start)
 	waitFor(t, "the senders", func() bool { return log.at("run:shared") >= 0 && log.at("run:ring") >= 0 })

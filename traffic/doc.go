@@ -2,8 +2,8 @@
 // receivers (batched sendmmsg/recvmmsg on preallocated buffers, and the
 // AF_PACKET ring), the TCP streams, the latency probes, the control
 // protocol spoken between `linerate bench` (Client) and `linerate serve`
-// (Server), and the result of a test (Result) with its per-stream,
-// per-target and total figures.
+// (Server) — its messages framed here from the types of package wire —
+// and the assembly of what both ends counted into a results.Result.
 //
 // A test runs the same way on both ends: a session (session.go) starts its
 // flows on one timing, ticks once a second, stops them in order (senders,
@@ -14,7 +14,9 @@
 // and the server (server.go, servertest.go) only say which flows a test
 // has and what to do with their counts.
 //
-// The wire protocol and the JSON form of Result are documented in
-// docs/bench.md. The package does not read counters itself: the caller hands
+// What travels (Spec, Accept, the datagram header) is package wire; what a
+// test found out and its verdict is package results, so that what reads a
+// result does not link the engine. The wire protocol and the JSON form of
+// Result are documented in docs/bench.md. The package does not read counters itself: the caller hands
 // it a Sampling function (package sample does that once a second).
 package traffic

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"fmt"
+	"linerate/wire"
 	"net/netip"
 	"sync"
 	"time"
@@ -53,13 +54,13 @@ func (d *door) enter(a netip.Addr) error {
 	now := d.now()
 	if f := d.fails[a]; f != nil && now.Before(f.until) {
 		return fmt.Errorf("%w: %d failed attempts to authenticate from %s; try again in %s",
-			ErrSlowDown, f.n, a, f.until.Sub(now).Round(time.Second))
+			wire.ErrSlowDown, f.n, a, f.until.Sub(now).Round(time.Second))
 	}
 	switch {
 	case d.npending >= maxPending:
-		return fmt.Errorf("%w: %d connections are authenticating", ErrBusy, d.npending)
+		return fmt.Errorf("%w: %d connections are authenticating", wire.ErrBusy, d.npending)
 	case d.pending[a] >= maxPendingPerSource:
-		return fmt.Errorf("%w: %d connections from %s are authenticating", ErrBusy, d.pending[a], a)
+		return fmt.Errorf("%w: %d connections from %s are authenticating", wire.ErrBusy, d.pending[a], a)
 	}
 	d.pending[a]++
 	d.npending++

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"linerate/wire"
 	"net"
 	"os"
 	"strconv"
@@ -54,7 +55,7 @@ func TestSilentConnectionsDoNotLockOut(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rc := dialRaw(t, addr)
-			if m := rc.handshake("s3cret"); m == nil || m.Type != msgWelcome {
+			if m := rc.handshake("s3cret"); m == nil || m.Type != wire.MsgWelcome {
 				t.Errorf("with 10 silent connections open: %+v, want welcome", m)
 			}
 		}()
@@ -127,7 +128,7 @@ func TestSecretNeverOnTheWire(t *testing.T) {
 	var rec recorder
 	addr := proxy(t, startServer(t, &Server{Token: secret}), &rec)
 	res, err := Run(context.Background(), Config{Targets: []string{addr}, Token: secret, FrameSize: 64,
-		Spec: Spec{Proto: "udp", Direction: Forward, Duration: Seconds(200 * time.Millisecond), Rate: Rate{PPS: 1000}, Streams: 1, Ports: 1, Threads: 1}})
+		Spec: wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(200 * time.Millisecond), Rate: wire.Rate{PPS: 1000}, Streams: 1, Ports: 1, Threads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,13 +149,13 @@ func TestSecretNeverOnTheWire(t *testing.T) {
 func TestClientChecksServerProof(t *testing.T) {
 	addr := startServer(t, &Server{Token: "another secret"})
 	_, err := Run(context.Background(), Config{Targets: []string{addr}, Token: "s3cret",
-		Spec: Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1}})
+		Spec: wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1}})
 	if err == nil || !strings.Contains(err.Error(), "does not know this secret") {
 		t.Fatalf("err = %v, want the server's proof refused", err)
 	}
 	addr = startServer(t, &Server{Token: "s3cret"})
 	_, err = Run(context.Background(), Config{Targets: []string{addr},
-		Spec: Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1}})
+		Spec: wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1}})
 	if err == nil || !strings.Contains(err.Error(), "requires a secret") {
 		t.Fatalf("no secret given: err = %v", err)
 	}
@@ -171,11 +172,11 @@ func TestForeignDatagramsNotCounted(t *testing.T) {
 	rc.welcome("")
 	rc.send(`{"type":"test","spec":{"proto":"udp","direction":"forward","duration":30,"payload":18,"streams":1,"ports":1,"threads":1}}`)
 	acc := rc.next()
-	if acc == nil || acc.Type != msgAccept || len(acc.Accept.UDPPorts) != 1 {
+	if acc == nil || acc.Type != wire.MsgAccept || len(acc.Accept.UDPPorts) != 1 {
 		t.Fatalf("accept: %+v", acc)
 	}
 	rc.send(`{"type":"start"}`)
-	if m := rc.next(); m == nil || m.Type != msgRunning {
+	if m := rc.next(); m == nil || m.Type != wire.MsgRunning {
 		t.Fatalf("running: %+v", m)
 	}
 	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(acc.Accept.UDPPorts[0])}
@@ -187,7 +188,7 @@ func TestForeignDatagramsNotCounted(t *testing.T) {
 		defer c.Close()
 		b := make([]byte, 18)
 		for i := range n {
-			putHeader(b, header{seq: uint32(i), sent: time.Now().UnixNano()})
+			wire.PutHeader(b, wire.Header{Seq: uint32(i), Sent: time.Now().UnixNano()})
 			if _, err := c.Write(b); err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +199,7 @@ func TestForeignDatagramsNotCounted(t *testing.T) {
 	// Wait for the server's count to show the peer's hundred.
 	for {
 		m := rc.next()
-		if m == nil || m.Type != msgInterval {
+		if m == nil || m.Type != wire.MsgInterval {
 			t.Fatalf("interval: %+v", m)
 		}
 		if m.Interval.ReceivedPackets >= 100 {
@@ -214,7 +215,7 @@ func TestForeignDatagramsNotCounted(t *testing.T) {
 		if m == nil {
 			t.Fatal("no result")
 		}
-		if m.Type != msgResult {
+		if m.Type != wire.MsgResult {
 			continue
 		}
 		r := m.Result
@@ -257,7 +258,7 @@ func TestTestThreadsReleased(t *testing.T) {
 	addr := startServer(t, &Server{})
 	run := func(n int) {
 		_, err := Run(context.Background(), Config{Targets: []string{addr}, FrameSize: 64,
-			Spec: Spec{Proto: "udp", Direction: Bidir, Duration: Seconds(300 * time.Millisecond), Rate: Rate{PPS: 2000}, Streams: 1, Ports: n, Threads: n}})
+			Spec: wire.Spec{Proto: "udp", Direction: wire.Bidir, Duration: wire.Seconds(300 * time.Millisecond), Rate: wire.Rate{PPS: 2000}, Streams: 1, Ports: n, Threads: n}})
 		if err != nil {
 			t.Fatal(err)
 		}

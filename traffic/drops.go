@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"linerate/box"
+	"linerate/results"
 )
 
 // DropCounters reads the drop counters of the network namespace an end
@@ -19,28 +20,6 @@ type DropCounters interface {
 	Path(host string, ifaces ...string) ([]box.PathIface, error)
 }
 
-// EndDrops is what one end's drop counters counted over the measured
-// window: from just before it (when the warmup ended) to after the
-// receivers stopped and drained.
-type EndDrops struct {
-	// Side is "client" or "server"; Target the target's index for a server
-	// (-1 for the client).
-	Side   string `json:"side"`
-	Target int    `json:"target"`
-	// Ifaces are the end's interfaces on the test's path: those holding
-	// its addresses.
-	Ifaces []string `json:"ifaces,omitempty"`
-	// Path is their link speed and shapers (box.NetnsReader.Path).
-	Path []box.PathIface `json:"path,omitempty"`
-	// Refused is the datagrams whose send this end's kernel refused (a send
-	// call failed): not counted as sent, yet seen by the counters.
-	Refused uint64 `json:"refused,omitempty"`
-	// Delta is the counters over the window (box.DropDelta); nil when they
-	// could not be read, and Error then says why.
-	Delta *box.Drops `json:"delta,omitempty"`
-	Error string     `json:"error,omitempty"`
-}
-
 // dropWindow snapshots one end's drop counters at the measured window's
 // start (mark) and once the receivers drained (drained).
 type dropWindow struct {
@@ -48,7 +27,7 @@ type dropWindow struct {
 	// lock, if set, is held while the counters are read: a server's tests
 	// share its reader.
 	lock *sync.Mutex
-	out  EndDrops
+	out  results.EndDrops
 
 	mu     sync.Mutex
 	a      box.Drops
@@ -59,11 +38,11 @@ type dropWindow struct {
 // newDropWindow finds the end's interfaces (those holding locals, looked
 // up where setup runs: the end's namespace) and reads their path limits.
 // A nil r gives a nil window, which does nothing.
-func newDropWindow(r DropCounters, lock *sync.Mutex, side string, target int, locals []netip.Addr, setup func(func() error) error) *dropWindow {
+func newDropWindow(r DropCounters, lock *sync.Mutex, side results.Side, target int, locals []netip.Addr, setup func(func() error) error) *dropWindow {
 	if r == nil {
 		return nil
 	}
-	w := &dropWindow{r: r, lock: lock, out: EndDrops{Side: side, Target: target}}
+	w := &dropWindow{r: r, lock: lock, out: results.EndDrops{Side: side, Target: target}}
 	err := setup(func() error {
 		for _, a := range locals {
 			name, _, err := interfaceOf(a)
@@ -78,7 +57,7 @@ func newDropWindow(r DropCounters, lock *sync.Mutex, side string, target int, lo
 	})
 	if err == nil {
 		w.lockReader()
-		w.out.Path, err = r.Path(side, w.out.Ifaces...)
+		w.out.Path, err = r.Path(string(side), w.out.Ifaces...)
 		w.unlockReader()
 	}
 	if err != nil {
@@ -150,7 +129,7 @@ func (w *dropWindow) drained() {
 
 // result is what the window counted, with the datagrams the end's
 // senders saw refused; nil for a nil window.
-func (w *dropWindow) result(refused uint64) *EndDrops {
+func (w *dropWindow) result(refused uint64) *results.EndDrops {
 	if w == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/internal/usage"
+	"linerate/wire"
 )
 
 // udpEngine is one way for the client to send UDP (--engine). An engine
@@ -18,16 +19,16 @@ type udpEngine struct {
 	name string
 	// fits says why the engine cannot run the test asked for, as a usage
 	// error, or nil. Per-target limits (an address family) are open's.
-	fits func(sp *Spec) error
+	fits func(sp *wire.Spec) error
 	open func(r *clientRun, to []*target) error
 }
 
 // udpEngines are the engines --engine names; the first is the default.
 var udpEngines = []*udpEngine{
-	{name: "socket", fits: func(*Spec) error { return nil }, open: openSocketEngine},
+	{name: "socket", fits: func(*wire.Spec) error { return nil }, open: openSocketEngine},
 	{name: "ring", fits: ringFits, open: openRingEngine},
 	{name: "xdp", fits: xdpFits, open: openXDPEngine},
-	{name: "auto", fits: func(*Spec) error { return nil }, open: openAutoEngine},
+	{name: "auto", fits: func(*wire.Spec) error { return nil }, open: openAutoEngine},
 }
 
 // openAutoEngine runs the fastest engine that can do the test: AF_XDP
@@ -77,7 +78,7 @@ func ringWhyNot(r *clientRun, to []*target) string {
 	sp := &r.spec
 	switch {
 	case ringFits(sp) != nil:
-		return "the ring sends UDP from the client only, not " + sp.Direction
+		return "the ring sends UDP from the client only, not " + string(sp.Direction)
 	case sp.Streams != 1:
 		return fmt.Sprintf("the ring sends one stream per port, not %d", sp.Streams)
 	case unix.Geteuid() != 0:
@@ -159,8 +160,8 @@ func openSocketEngine(r *clientRun, to []*target) error {
 }
 
 // ringFits: the ring sends UDP from the client only.
-func ringFits(sp *Spec) error {
-	if sp.Proto != "udp" || sp.Direction != Forward {
+func ringFits(sp *wire.Spec) error {
+	if sp.Proto != "udp" || sp.Direction != wire.Forward {
 		return usage.Errorf("--engine ring sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
 	return nil

@@ -2,33 +2,7 @@ package traffic
 
 import (
 	"testing"
-	"time"
 )
-
-func TestHeaderRoundTrip(t *testing.T) {
-	b := make([]byte, 18)
-	want := header{flags: flagWarmup, stream: 513, seq: 0xfffffffe, sent: time.Date(2026, 11, 22, 6, 40, 0, 123, time.UTC).UnixNano()}
-	putHeader(b, want)
-	got, ok := parseHeader(b)
-	if !ok || got != want {
-		t.Fatalf("parseHeader = %+v, %v; want %+v", got, ok, want)
-	}
-	if !got.sentTime().Equal(time.Unix(0, want.sent)) {
-		t.Errorf("sentTime = %v", got.sentTime())
-	}
-	// The layout is the documented one (docs/bench.md).
-	if b[0] != 0xA7 || b[1] != 1 || b[2] != 2 || b[3] != 1 || b[4] != 0xff || b[7] != 0xfe {
-		t.Errorf("bytes % x", b[:8])
-	}
-}
-
-func TestHeaderRejects(t *testing.T) {
-	for _, b := range [][]byte{nil, make([]byte, 15), append([]byte{0x00}, make([]byte, 17)...)} {
-		if _, ok := parseHeader(b); ok {
-			t.Errorf("parseHeader(% x) accepted", b)
-		}
-	}
-}
 
 func TestSeqTracker(t *testing.T) {
 	tests := []struct {

@@ -1,53 +1,8 @@
 package traffic
 
 import (
-	"math"
 	"testing"
-	"time"
-
-	"linerate/box"
 )
-
-func TestGroupIntervals(t *testing.T) {
-	var got []IntervalStats
-	f := GroupIntervals(3*time.Second, func(iv IntervalStats) { got = append(got, iv) })
-	lines := []IntervalStats{
-		{T: 1, Warmup: true, SentPPS: 100, ReceivedBPS: 8, CPU: []box.CPUUse{{ID: 0, Busy: 30}}},
-		{T: 2, SentPPS: 200, ReceivedBPS: 16, CPU: []box.CPUUse{{ID: 0, Busy: 60}}},
-		{T: 3, SentPPS: 300, ReceivedBPS: 24, CPU: []box.CPUUse{{ID: 0, Busy: 90}}},
-		{T: 4, SentPPS: 50},
-		{T: 5.5, SentPPS: 100}, // a late tick: weighted by its 1.5 s
-		{T: 6, SentPPS: 400},
-		{T: 7, SentPPS: 1},
-	}
-	for _, iv := range lines {
-		f(iv)
-	}
-	if len(got) != 2 {
-		t.Fatalf("%d lines for 7 s at -i 3, want 2 (the last, partial second is not printed): %+v", len(got), got)
-	}
-	a, b := got[0], got[1]
-	if a.T != 3 || !a.Warmup || math.Abs(a.SentPPS-200) > 1e-9 || math.Abs(a.ReceivedBPS-16) > 1e-9 {
-		t.Errorf("first line %+v, want t=3, warmup (its first second is), 200 pps, 16 b/s", a)
-	}
-	if b := got[1]; b.Warmup {
-		t.Errorf("second line %+v: no warmup in it", b)
-	}
-	if len(a.CPU) != 1 || math.Abs(a.CPU[0].Busy-60) > 1e-9 {
-		t.Errorf("first line cpu %+v, want 60%% busy", a.CPU)
-	}
-	if want := (50*1 + 100*1.5 + 400*0.5) / 3; b.T != 6 || math.Abs(b.SentPPS-want) > 1e-9 {
-		t.Errorf("second line %+v, want t=6, %.1f pps", b, want)
-	}
-	var all []IntervalStats
-	g := GroupIntervals(time.Second, func(iv IntervalStats) { all = append(all, iv) })
-	for _, iv := range lines {
-		g(iv)
-	}
-	if len(all) != len(lines) {
-		t.Errorf("-i 1 passed %d of %d lines", len(all), len(lines))
-	}
-}
 
 // The interval lines' segment totals go on across a 32-bit counter's wrap,
 // per connection; a connection not read keeps its last value.

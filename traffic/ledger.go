@@ -1,19 +1,13 @@
 package traffic
 
 import (
-	"fmt"
-	"math"
-	"net/netip"
-	"slices"
-
 	"linerate/box"
-	"linerate/ceiling"
-	"linerate/ledger"
+	"linerate/results"
 )
 
 // dropLedger gathers both ends' drop counters into the result and, for a
 // UDP test, builds the drop ledger: where the lost datagrams died.
-func (r *clientRun) dropLedger(res *Result) {
+func (r *clientRun) dropLedger(res *results.Result) {
 	client := r.sess.drops.result(r.sess.refused())
 	if client != nil {
 		res.Drops = append(res.Drops, *client)
@@ -26,81 +20,16 @@ func (r *clientRun) dropLedger(res *Result) {
 			res.Drops = append(res.Drops, d)
 		}
 	}
-	res.buildLedger(len(r.targets) > 1, true)
-}
-
-// buildLedger builds the result's drop ledger from its ends' drop
-// counters (UDP only); several says the test had several targets (its
-// servers are named by number), notes to note the ends whose counters
-// could not be read.
-func (res *Result) buildLedger(several, notes bool) {
-	if res.Spec.Proto != "udp" || len(res.Drops) == 0 {
-		return
-	}
-	test := ledger.Test{Sent: res.Summary.SentPackets}
-	test.Received = test.Sent - min(res.Summary.LostPackets, test.Sent)
-	var hosts []ledger.Host
-	for _, d := range res.Drops {
-		if d.Error != "" && notes {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s drop counters: %s", endName(d, several), d.Error))
-		}
-		if d.Delta == nil {
-			continue
-		}
-		side := endSide(d.Side, res.Spec.Direction)
-		if d.Side == SideDUT {
-			side = ledger.Path
-		} else if (d.Side == "client") == res.Spec.clientSends() || res.Spec.Direction == Bidir {
-			test.Refused += d.Refused
-		}
-		h := ledger.Host{Name: endName(d, several), Side: side, Ifaces: d.Ifaces, Delta: *d.Delta}
-		if j := sameNetns(hosts, h); j >= 0 {
-			// Ends in one namespace are one host, their counters counted
-			// once: both ends (loopback) make one that sends and
-			// receives; several servers one server.
-			if hosts[j].Side != h.Side {
-				hosts[j].Side = ledger.Local
-			}
-			for _, n := range h.Ifaces {
-				if !slices.Contains(hosts[j].Ifaces, n) {
-					hosts[j].Ifaces = append(hosts[j].Ifaces, n)
-				}
-			}
-			continue
-		}
-		hosts = append(hosts, h)
-	}
-	if len(hosts) == 0 {
-		return
-	}
-	l := ledger.Build(test, hosts)
-	res.Ledger = &l
-}
-
-// SideDUT is the side of a device the test crossed, neither end (the
-// controller of third-party flows, a router): its samples and drops.
-const SideDUT = "dut"
-
-// AddPathDrops adds the drop counters of a device the test crossed (side
-// "dut", Name its host) and builds the ledger again with it: what its
-// counters place (a NAT's conntrack, a firewall, a full backlog) is then
-// the path's.
-func (res *Result) AddPathDrops(d EndDrops) {
-	d.Side, d.Target = SideDUT, -1
-	res.Drops = append(res.Drops, d)
-	res.buildLedger(len(res.Targets) > 1, false)
-	if d.Error != "" {
-		res.Notes = append(res.Notes, "the device in the middle's drop counters: "+d.Error)
-	}
+	res.BuildLedger(len(r.targets) > 1, true)
 }
 
 // PathDrops snapshots the drop counters of a device in the middle (this
 // host, when it runs third-party flows) now; the returned function
 // snapshots them again and gives the difference, over every interface.
-func PathDrops(r DropCounters) func() EndDrops {
+func PathDrops(r DropCounters) func() results.EndDrops {
 	before, err := r.Drops()
-	return func() EndDrops {
-		out := EndDrops{Side: SideDUT, Target: -1}
+	return func() results.EndDrops {
+		out := results.EndDrops{Side: results.SideDUT, Target: -1}
 		if err != nil {
 			out.Error = err.Error()
 			return out
@@ -114,187 +43,4 @@ func PathDrops(r DropCounters) func() EndDrops {
 		out.Delta = &d
 		return out
 	}
-}
-
-// endName is how an end is named in the ledger: "client", "server", or
-// "server N" (from 1) when there are several targets; "dut" for the
-// device in the middle.
-func endName(d EndDrops, several bool) string {
-	if d.Side == "client" || d.Side == SideDUT || !several {
-		return d.Side
-	}
-	return fmt.Sprintf("server %d", d.Target+1)
-}
-
-// endSide is the part an end played in a test of direction dir.
-func endSide(side, dir string) ledger.Side {
-	switch {
-	case dir == Bidir:
-		return ledger.Local
-	case (side == "client") == (dir == Forward):
-		return ledger.Sender
-	}
-	return ledger.Receiver
-}
-
-// sameNetns is the index of the host in hosts with the same network
-// namespace as h (same machine and namespace inode), or -1.
-func sameNetns(hosts []ledger.Host, h ledger.Host) int {
-	for i, o := range hosts {
-		if h.Delta.Netns != 0 && o.Delta.Netns == h.Delta.Netns && o.Delta.Machine == h.Delta.Machine {
-			return i
-		}
-	}
-	return -1
-}
-
-// pathCeiling is the slowest limit on the path of the test's first
-// direction for frames of frame bytes: the sending end's link speeds and
-// egress shapers, and the receiving end's link speeds (its shapers limit
-// the other direction).
-func pathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
-	if frame == 0 || len(res.Drops) == 0 {
-		return ceiling.PathLimit{}, false
-	}
-	senderSide := "client"
-	if !res.Spec.clientSends() {
-		senderSide = "server"
-	}
-	type ifaceKey struct {
-		netns uint64
-		side  string
-		iface string
-	}
-	var path, client []box.PathIface
-	servers := map[int][]box.PathIface{}
-	seen := map[ifaceKey]bool{}
-	for _, d := range res.Drops {
-		if d.Side == SideDUT {
-			continue
-		}
-		for _, p := range d.Path {
-			if d.Side != senderSide {
-				p.Qdiscs, p.Classes = nil, nil
-			}
-			path = append(path, p)
-			if d.Side == "client" {
-				client = append(client, p)
-				continue
-			}
-			// Targets served from one namespace share its interfaces.
-			k := ifaceKey{side: d.Side, iface: p.Iface}
-			if d.Delta != nil && d.Delta.Netns != 0 {
-				k.netns = d.Delta.Netns
-			} else {
-				k.side = fmt.Sprint(d.Target)
-			}
-			if !seen[k] {
-				seen[k] = true
-				servers[d.Target] = append(servers[d.Target], p)
-			}
-		}
-	}
-	mix := ceiling.SingleFrame(frame)
-	if len(res.Targets) <= 1 {
-		return ceiling.PathCeiling(path, mix)
-	}
-	// Several targets: each has its own path, and the client's interfaces
-	// carry all of them. The ceiling is the lower of what the targets'
-	// paths add up to and what the client's interfaces add up to.
-	serverSum, bound := 0.0, ceiling.PathLimit{}
-	for i := range res.Targets {
-		lim, ok := ceiling.PathCeiling(servers[i], mix)
-		if !ok {
-			// A target with nothing on its side to hold it: its share is
-			// what the client's interfaces leave.
-			serverSum = math.Inf(1)
-			break
-		}
-		serverSum += lim.FPS
-		bound = lim
-	}
-	clientSum, clientBound := 0.0, ceiling.PathLimit{}
-	for _, p := range client {
-		if lim, ok := ceiling.PathCeiling([]box.PathIface{p}, mix); ok {
-			clientSum += lim.FPS
-			clientBound = lim
-		} else {
-			clientSum = math.Inf(1)
-			break
-		}
-	}
-	if len(client) == 0 {
-		clientSum = math.Inf(1)
-	}
-	total := min(serverSum, clientSum)
-	if math.IsInf(total, 1) || total <= 0 {
-		return ceiling.PathLimit{}, false
-	}
-	lim := bound
-	what := fmt.Sprintf("the %d targets' paths added up", len(res.Targets))
-	if clientSum < serverSum {
-		lim = clientBound
-		what = fmt.Sprintf("the client's %d interfaces added up", len(client))
-		if len(client) == 1 {
-			what = clientBound.What + " shared by the " + fmt.Sprint(len(res.Targets)) + " targets"
-		}
-	}
-	lim.What, lim.FPS = what, total
-	lim.L2Bps = total * float64(frame) * 8
-	lim.LineBps = total * float64(frame+ceiling.WireExtraBytes) * 8
-	return lim, true
-}
-
-// tcpFrame is the mean Ethernet frame (FCS included) of a TCP test's data
-// segments: the bytes received per segment, plus the headers of a segment
-// with timestamps (Ethernet 14, IPv4 20 or IPv6 40, TCP 32, FCS 4). 0 when
-// nothing was received.
-func tcpFrame(res *Result) int {
-	sum := res.Summary
-	if sum.ReceivedPackets == 0 || len(res.Targets) == 0 {
-		return 0
-	}
-	hdr := 14 + 20 + 32 + 4
-	if a, err := netip.ParseAddrPort(res.Targets[0].Address); err == nil && !a.Addr().Is4() {
-		hdr += 20
-	}
-	return int(math.Round(float64(sum.ReceivedBytes)/float64(sum.ReceivedPackets))) + hdr
-}
-
-// dropVerdict says which part of the path lost the packets, from the
-// ledger's largest entry: "sender", "receiver", "dut" (a device in the
-// middle) or "path" (no counter placed them), and the evidence.
-func dropVerdict(l *ledger.Ledger) (by, why string) {
-	if l == nil || l.Lost == 0 || len(l.Entries) == 0 {
-		return "", ""
-	}
-	top := l.Entries[0]
-	for _, e := range l.Entries[1:] {
-		if e.Packets > top.Packets {
-			top = e
-		}
-	}
-	share := 100 * float64(top.Packets) / float64(l.Lost)
-	if top.Place == ledger.Unaccounted {
-		return "path", fmt.Sprintf("%.0f%% of the %d lost packets died where no counter of either end saw them: between the ends", share, l.Lost)
-	}
-	switch top.Side {
-	case ledger.Sender:
-		by = "sender"
-	case ledger.Receiver:
-		by = "receiver"
-	case ledger.Path:
-		by = "dut"
-	default:
-		// One host sent and received: where on it says which part.
-		by = "receiver"
-		if top.Place == ledger.SenderSocket || top.Place == ledger.SenderQdisc || top.Place == ledger.NICTx {
-			by = "sender"
-		}
-	}
-	why = fmt.Sprintf("%.0f%% of the %d lost packets died at the %s's %s", share, l.Lost, top.Host, top.Place)
-	if len(top.Evidence) > 0 {
-		why += " (" + top.Evidence[0] + ")"
-	}
-	return by, why
 }

@@ -17,8 +17,10 @@ import (
 	"linerate/ceiling"
 	"linerate/internal/testenv"
 	"linerate/ledger"
+	"linerate/results"
 	"linerate/source"
 	"linerate/source/skbdrop"
+	"linerate/wire"
 )
 
 // dropReader opens a drop-counter reader for ns, closed with the test.
@@ -58,7 +60,7 @@ func withDrops(t *testing.T, srv *Server) (*lab, Config) {
 	}
 	l := newLab(t, srv)
 	srv.Drops = dropReader(t, l.b, reasons)
-	cfg := l.config(udpSpec(time.Second, Rate{}))
+	cfg := l.config(udpSpec(time.Second, wire.Rate{}))
 	cfg.Drops = dropReader(t, l.a, reasons)
 	return l, cfg
 }
@@ -104,7 +106,7 @@ func entryAt(l *ledger.Ledger, host string, place ledger.Place) ledger.Entry {
 	return ledger.Entry{}
 }
 
-func logLedger(t *testing.T, res *Result) {
+func logLedger(t *testing.T, res *results.Result) {
 	t.Helper()
 	s := res.Summary
 	t.Logf("sent %d, received %d, lost %d (%.2f%%); limited by %s: %s", s.SentPackets, s.ReceivedPackets, s.LostPackets, 100*s.LossRatio, s.LimitedBy, s.LimitedWhy)
@@ -121,7 +123,7 @@ func logLedger(t *testing.T, res *Result) {
 
 // runLedger runs cfg and checks that the result's ledger exists, covers
 // the test's loss and places all but 0.5 % of what was sent.
-func runLedger(t *testing.T, cfg Config) (*Result, *ledger.Ledger) {
+func runLedger(t *testing.T, cfg Config) (*results.Result, *ledger.Ledger) {
 	t.Helper()
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -147,7 +149,7 @@ func runLedger(t *testing.T, cfg Config) (*Result, *ledger.Ledger) {
 func TestLedgerFirewallDrops(t *testing.T) {
 	l, cfg := withDrops(t, &Server{})
 	dropOneIn(t, l.b, 10, unix.NFT_NG_RANDOM)
-	cfg.Spec.Rate = Rate{PPS: 50000}
+	cfg.Spec.Rate = wire.Rate{PPS: 50000}
 	cfg.FrameSize = 64
 	res, led := runLedger(t, cfg)
 	nf := entryAt(led, "server", ledger.Netfilter)
@@ -185,9 +187,10 @@ func TestLedgerSocketBuffer(t *testing.T) {
 // the sender's qdisc.
 func TestLinkLimitsShapedVeth(t *testing.T) {
 	for _, c := range []struct {
-		dir, ns, iface, sender string
-	}{{Forward, "a", "lra", "client"}, {Reverse, "b", "lrb", "server"}} {
-		t.Run(c.dir, func(t *testing.T) {
+		dir               wire.Direction
+		ns, iface, sender string
+	}{{wire.Forward, "a", "lra", "client"}, {wire.Reverse, "b", "lrb", "server"}} {
+		t.Run(string(c.dir), func(t *testing.T) {
 			l, cfg := withDrops(t, &Server{})
 			ns := l.a
 			if c.ns == "b" {
@@ -236,7 +239,7 @@ func closeOneIn(t *testing.T, ns *testenv.NetNS, n uint32) {
 func TestLedgerClosedPort(t *testing.T) {
 	l, cfg := withDrops(t, &Server{})
 	closeOneIn(t, l.b, 5)
-	cfg.Spec.Rate = Rate{PPS: 20000}
+	cfg.Spec.Rate = wire.Rate{PPS: 20000}
 	cfg.FrameSize = 64
 	_, led := runLedger(t, cfg)
 	ns := entryAt(led, "server", ledger.NoSocket)
@@ -255,7 +258,7 @@ func TestTCPLinkLimitsShapedVeth(t *testing.T) {
 	// A 50 ms queue: TCP fills the link without the drops (and the
 	// retransmits) of a short one.
 	shape(t, l.a, "lra", 625000)
-	cfg.Spec = Spec{Proto: "tcp", Direction: Forward, Duration: Seconds(2 * time.Second), Warmup: Seconds(500 * time.Millisecond), Streams: 1, Ports: 1, Threads: 1}
+	cfg.Spec = wire.Spec{Proto: "tcp", Direction: wire.Forward, Duration: wire.Seconds(2 * time.Second), Warmup: wire.Seconds(500 * time.Millisecond), Streams: 1, Ports: 1, Threads: 1}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -277,16 +280,16 @@ func TestTCPLinkLimitsShapedVeth(t *testing.T) {
 // by the test's direction; two servers in one namespace are one host; the
 // client's refused sends are the test's.
 func TestDropLedgerHosts(t *testing.T) {
-	sp := Spec{Proto: "udp", Direction: Forward}
+	sp := wire.Spec{Proto: "udp", Direction: wire.Forward}
 	delta := func(netns uint64, nop uint64) *box.Drops {
 		return &box.Drops{Netns: netns, Machine: "m", SNMP: map[string]map[string]uint64{"Udp": {"NoPorts": nop}}}
 	}
 	r := &clientRun{cfg: &Config{}, spec: sp, sess: newSession(realClock{})}
 	for i, ns := range []uint64{7, 7} {
-		r.targets = append(r.targets, &target{idx: i, result: &ServerResult{Drops: &EndDrops{Side: "server", Ifaces: []string{"s0"}, Delta: delta(ns, 30)}}})
+		r.targets = append(r.targets, &target{idx: i, result: &results.ServerResult{Drops: &results.EndDrops{Side: "server", Ifaces: []string{"s0"}, Delta: delta(ns, 30)}}})
 	}
-	r.sess.drops = &dropWindow{out: EndDrops{Side: "client", Target: -1, Ifaces: []string{"c0"}, Delta: delta(3, 0)}}
-	res := &Result{Spec: sp}
+	r.sess.drops = &dropWindow{out: results.EndDrops{Side: "client", Target: -1, Ifaces: []string{"c0"}, Delta: delta(3, 0)}}
+	res := &results.Result{Spec: sp}
 	res.Summary.SentPackets, res.Summary.LostPackets = 1000, 30
 	r.dropLedger(res)
 	if len(res.Drops) != 3 || res.Drops[1].Target != 0 || res.Drops[2].Target != 1 {
@@ -309,9 +312,9 @@ func TestPathCeilingTargets(t *testing.T) {
 	port := func(host, kind string, mbps int) box.PathIface {
 		return box.PathIface{Host: host, Iface: "eth0", Kind: kind, SpeedMbps: mbps}
 	}
-	res := func(client box.PathIface) *Result {
-		r := &Result{Spec: Spec{Proto: "udp", Direction: Forward}, Targets: make([]TargetResult, 2)}
-		r.Drops = []EndDrops{
+	res := func(client box.PathIface) *results.Result {
+		r := &results.Result{Spec: wire.Spec{Proto: "udp", Direction: wire.Forward}, Targets: make([]results.TargetResult, 2)}
+		r.Drops = []results.EndDrops{
 			{Side: "client", Target: -1, Path: []box.PathIface{client}},
 			{Side: "server", Target: 0, Path: []box.PathIface{port("server 1", "", 100)}, Delta: &box.Drops{Netns: 11}},
 			{Side: "server", Target: 1, Path: []box.PathIface{port("server 2", "", 100)}, Delta: &box.Drops{Netns: 12}},
@@ -319,11 +322,11 @@ func TestPathCeilingTargets(t *testing.T) {
 		return r
 	}
 	one, _ := ceiling.PathCeiling([]box.PathIface{port("x", "", 100)}, ceiling.SingleFrame(1518))
-	lim, ok := pathCeiling(res(port("client", "veth", 0)), 1518)
+	lim, ok := results.PathCeiling(res(port("client", "veth", 0)), 1518)
 	if !ok || math.Abs(lim.FPS-2*one.FPS) > 1 {
 		t.Errorf("two 100M targets behind an unlimited client: %+v, want %.0f fps", lim, 2*one.FPS)
 	}
-	lim, ok = pathCeiling(res(port("client", "", 100)), 1518)
+	lim, ok = results.PathCeiling(res(port("client", "", 100)), 1518)
 	if !ok || math.Abs(lim.FPS-one.FPS) > 1 || !strings.Contains(lim.What, "shared by the 2 targets") {
 		t.Errorf("behind one 100M client port: %+v, want %.0f fps", lim, one.FPS)
 	}

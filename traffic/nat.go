@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"linerate/wire"
 	"net/netip"
 	"time"
 
@@ -27,15 +28,6 @@ import (
 // connection, and only one from the control connection's peer address is
 // taken: a third party cannot aim the server's sockets elsewhere, and the
 // client itself can change only the ports.
-
-// Punch is what the accept tells a client that punches (Spec.Punch).
-type Punch struct {
-	// Nonce goes in every punch (hex).
-	Nonce string `json:"nonce"`
-	// Ports are the server's sending sockets, in order: Spec.Streams of
-	// them for each of the client's ports in turn.
-	Ports []uint16 `json:"ports"`
-}
 
 // punchMagic starts a punch; the nonce follows.
 const punchMagic = "linerate-punch1 "
@@ -68,8 +60,8 @@ func newAimer(fds []int, peer netip.Addr, ports []uint16, streams int) (*aimer, 
 }
 
 // punch is what the accept carries.
-func (a *aimer) punch() (*Punch, error) {
-	p := &Punch{Nonce: hex.EncodeToString(a.nonce)}
+func (a *aimer) punch() (*wire.Punch, error) {
+	p := &wire.Punch{Nonce: hex.EncodeToString(a.nonce)}
 	for _, fd := range a.fds {
 		port, err := localPort(fd)
 		if err != nil {
@@ -148,13 +140,13 @@ func (a *aimer) aim(wait time.Duration) (punched, moved int, err error) {
 // sendPunches sends, from the socket bound to each of the client's
 // receiving ports, a punch to each of the server's sending sockets that
 // will send to that port (streams of them per port, in order).
-func sendPunches(portFDs []int, server netip.Addr, p *Punch, streams int) error {
+func sendPunches(portFDs []int, server netip.Addr, p *wire.Punch, streams int) error {
 	nonce, err := hex.DecodeString(p.Nonce)
 	if err != nil || len(nonce) == 0 {
-		return fmt.Errorf("%w: punch nonce %q", errProtocol, p.Nonce)
+		return fmt.Errorf("%w: punch nonce %q", wire.ErrProtocol, p.Nonce)
 	}
 	if streams <= 0 || len(p.Ports) != len(portFDs)*streams {
-		return fmt.Errorf("%w: %d punch ports for %d ports of %d streams", errProtocol, len(p.Ports), len(portFDs), streams)
+		return fmt.Errorf("%w: %d punch ports for %d ports of %d streams", wire.ErrProtocol, len(p.Ports), len(portFDs), streams)
 	}
 	msg := append([]byte(punchMagic), nonce...)
 	for range punchCopies {

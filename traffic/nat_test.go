@@ -17,6 +17,7 @@ import (
 
 	"linerate/internal/testenv"
 	lrlab "linerate/lab"
+	"linerate/wire"
 )
 
 // natLab is the lab's router topology (lan → router with nftables
@@ -81,7 +82,7 @@ func newNATLab(t *testing.T) *natLab {
 	return n
 }
 
-func (n *natLab) config(sp Spec) Config {
+func (n *natLab) config(sp wire.Spec) Config {
 	return Config{Targets: []string{n.server}, Spec: sp, Setup: func(fn func() error) error { return n.l.Do("lan", fn) }}
 }
 
@@ -138,10 +139,10 @@ func TestUDPThroughNAT(t *testing.T) {
 			if moved {
 				movePorts(t, n.l)
 			}
-			for _, dir := range []string{Reverse, Bidir} {
-				sp := udpSpec(time.Second, Rate{PPS: 20000})
+			for _, dir := range []wire.Direction{wire.Reverse, wire.Bidir} {
+				sp := udpSpec(time.Second, wire.Rate{PPS: 20000})
 				sp.Direction, sp.Ports, sp.Streams, sp.Threads = dir, 2, 2, 2
-				sp.Warmup = Seconds(200 * time.Millisecond)
+				sp.Warmup = wire.Seconds(200 * time.Millisecond)
 				cfg := n.config(sp)
 				cfg.FrameSize = 100
 				res, err := Run(context.Background(), cfg)
@@ -156,7 +157,7 @@ func TestUDPThroughNAT(t *testing.T) {
 				if tr.Reverse.LossRatio >= 0.01 {
 					t.Errorf("%s through the NAT: reverse loss %.4f at 20 kpps, want < 1%%", dir, tr.Reverse.LossRatio)
 				}
-				if dir == Bidir && (tr.Forward == nil || tr.Forward.LossRatio >= 0.01) {
+				if dir == wire.Bidir && (tr.Forward == nil || tr.Forward.LossRatio >= 0.01) {
 					t.Errorf("bidir through the NAT: forward %+v", tr.Forward)
 				}
 			}
@@ -190,18 +191,20 @@ func TestEngineAuto(t *testing.T) {
 		first, firstWhy = "ring", "ran the ring"
 	}
 	for _, c := range []struct {
-		name, dir, want, why string
-		ports                int
-		cfg                  func(Spec) Config
+		name      string
+		dir       wire.Direction
+		want, why string
+		ports     int
+		cfg       func(wire.Spec) Config
 	}{
-		{"direct", Forward, first, firstWhy, 1, direct.config},
+		{"direct", wire.Forward, first, firstWhy, 1, direct.config},
 		// lra uses one TX queue: AF_XDP would need one per port.
-		{"direct, 2 ports", Forward, "ring", "ran the ring", 2, direct.config},
-		{"through a router", Forward, "socket", "is reached through the gateway", 1, routed.config},
-		{"reverse", Reverse, "socket", "", 1, direct.config},
+		{"direct, 2 ports", wire.Forward, "ring", "ran the ring", 2, direct.config},
+		{"through a router", wire.Forward, "socket", "is reached through the gateway", 1, routed.config},
+		{"reverse", wire.Reverse, "socket", "", 1, direct.config},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			sp := udpSpec(300*time.Millisecond, Rate{PPS: 20000})
+			sp := udpSpec(300*time.Millisecond, wire.Rate{PPS: 20000})
 			sp.Direction = c.dir
 			sp.Ports = c.ports
 			cfg := c.cfg(sp)

@@ -17,8 +17,10 @@ import (
 
 	"linerate/box"
 	"linerate/internal/testenv"
+	"linerate/results"
 	"linerate/source/ethtool"
 	"linerate/source/procfs"
+	"linerate/wire"
 )
 
 // lab is two network namespaces joined by a veth pair: the client in a
@@ -177,12 +179,12 @@ func snmp(t *testing.T, ns *testenv.NetNS, section, field string) uint64 {
 	return 0
 }
 
-func (l *lab) config(sp Spec) Config {
+func (l *lab) config(sp wire.Spec) Config {
 	return Config{Targets: []string{l.server}, Spec: sp, Setup: l.a.Do, Sampling: sampling(l.a)}
 }
 
-func udpSpec(d time.Duration, rate Rate) Spec {
-	return Spec{Proto: "udp", Direction: Forward, Duration: Seconds(d), Rate: rate, Streams: 1, Ports: 1, Threads: 1}
+func udpSpec(d time.Duration, rate wire.Rate) wire.Spec {
+	return wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(d), Rate: rate, Streams: 1, Ports: 1, Threads: 1}
 }
 
 // closeTo reports whether got is within frac of want.
@@ -193,7 +195,7 @@ func closeTo(got, want uint64, frac float64) bool {
 func TestUDPCountsMatchInterfaces(t *testing.T) {
 	l := newLab(t, &Server{})
 	before := [2]linkCount{ifStats(t, l.a, "lra"), ifStats(t, l.b, "lrb")}
-	cfg := l.config(udpSpec(time.Second, Rate{PPS: 100000}))
+	cfg := l.config(udpSpec(time.Second, wire.Rate{PPS: 100000}))
 	cfg.FrameSize = 64
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -223,7 +225,7 @@ func TestUDPCountsMatchInterfaces(t *testing.T) {
 	if len(res.Samples) == 0 {
 		t.Error("no samples in the result")
 	}
-	sides := map[string]bool{}
+	sides := map[results.Side]bool{}
 	for _, sm := range res.Samples {
 		sides[sm.Side] = true
 	}
@@ -236,8 +238,8 @@ func TestUDPRateCap(t *testing.T) {
 	l := newLab(t, &Server{})
 	const pps = 20000
 	d := 1500 * time.Millisecond
-	cfg := l.config(udpSpec(d, Rate{PPS: pps}))
-	cfg.Spec.Warmup = Seconds(200 * time.Millisecond)
+	cfg := l.config(udpSpec(d, wire.Rate{PPS: pps}))
+	cfg.Spec.Warmup = wire.Seconds(200 * time.Millisecond)
 	cfg.FrameSize = 128
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -262,7 +264,7 @@ func TestUDPRateCap(t *testing.T) {
 func TestUDPLossFromSmallBuffer(t *testing.T) {
 	l := newLab(t, &Server{})
 	before := snmp(t, l.b, "Udp", "RcvbufErrors")
-	cfg := l.config(udpSpec(time.Second, Rate{}))
+	cfg := l.config(udpSpec(time.Second, wire.Rate{}))
 	cfg.Spec.RecvBuf = 1 // the kernel rounds it up to its minimum
 	cfg.FrameSize = 64
 	res, err := Run(context.Background(), cfg)
@@ -296,7 +298,7 @@ func dropEveryNth(t *testing.T, ns *testenv.NetNS, n uint32) {
 func TestUDPLossFromDropRule(t *testing.T) {
 	l := newLab(t, &Server{})
 	dropEveryNth(t, l.b, 10)
-	cfg := l.config(udpSpec(time.Second, Rate{PPS: 50000}))
+	cfg := l.config(udpSpec(time.Second, wire.Rate{PPS: 50000}))
 	cfg.FrameSize = 64
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -317,9 +319,9 @@ func TestUDPLossFromDropRule(t *testing.T) {
 
 func TestUDPReverseAndBidir(t *testing.T) {
 	l := newLab(t, &Server{})
-	for _, dir := range []string{Reverse, Bidir} {
-		t.Run(dir, func(t *testing.T) {
-			sp := udpSpec(500*time.Millisecond, Rate{PPS: 20000})
+	for _, dir := range []wire.Direction{wire.Reverse, wire.Bidir} {
+		t.Run(string(dir), func(t *testing.T) {
+			sp := udpSpec(500*time.Millisecond, wire.Rate{PPS: 20000})
 			sp.Direction, sp.Ports, sp.Threads = dir, 2, 2
 			cfg := l.config(sp)
 			cfg.FrameSize = 100
@@ -331,7 +333,7 @@ func TestUDPReverseAndBidir(t *testing.T) {
 			if tr.Reverse == nil || tr.Reverse.ReceivedPackets == 0 {
 				t.Fatalf("nothing came back: %+v", tr.Reverse)
 			}
-			if (dir == Bidir) != (tr.Forward != nil) {
+			if (dir == wire.Bidir) != (tr.Forward != nil) {
 				t.Fatalf("forward %+v for %s", tr.Forward, dir)
 			}
 			if tr.Reverse.Seconds < 0.49 {
@@ -341,7 +343,7 @@ func TestUDPReverseAndBidir(t *testing.T) {
 				t.Errorf("reverse loss %.3f at 20 kpps", tr.Reverse.LossRatio)
 			}
 			want := 2 // ports × streams
-			if dir == Bidir {
+			if dir == wire.Bidir {
 				want = 4
 			}
 			if len(res.Streams) != want {
@@ -370,7 +372,7 @@ func offloadsOff(t *testing.T, ns *testenv.NetNS, iface string) {
 
 // firstSample is the first counter sample of one end of a run (side
 // "client" or "server"): with a 1 s measured window, the window itself.
-func firstSample(t *testing.T, res *Result, side string) Sample {
+func firstSample(t *testing.T, res *results.Result, side results.Side) results.Sample {
 	t.Helper()
 	for _, s := range res.Samples {
 		if s.Side == side {
@@ -378,11 +380,11 @@ func firstSample(t *testing.T, res *Result, side string) Sample {
 		}
 	}
 	t.Fatalf("no %s sample in the result", side)
-	return Sample{}
+	return results.Sample{}
 }
 
 // packets is what an interface counted in a sample, received (rx) or sent.
-func (s Sample) packets(iface string, rx bool) uint64 {
+func samplePackets(s results.Sample, iface string, rx bool) uint64 {
 	d := s.NetDev[iface]
 	if rx {
 		return uint64(math.Round(d.RxPps * s.Seconds))
@@ -423,7 +425,7 @@ func TestTCPSmallMSS(t *testing.T) {
 	l := newLab(t, &Server{})
 	offloadsOff(t, l.a, "lra")
 	before := ifStats(t, l.a, "lra")
-	sp := Spec{Proto: "tcp", Direction: Forward, Duration: Seconds(time.Second), Warmup: Seconds(500 * time.Millisecond),
+	sp := wire.Spec{Proto: "tcp", Direction: wire.Forward, Duration: wire.Seconds(time.Second), Warmup: wire.Seconds(500 * time.Millisecond),
 		Streams: 1, Ports: 1, Threads: 1, MSS: 88}
 	res, err := Run(context.Background(), l.config(sp))
 	if err != nil {
@@ -453,8 +455,8 @@ func TestTCPSmallMSS(t *testing.T) {
 	// write is one segment. 5% for the edges of the samples (taken a
 	// little after the window's marks on a busy machine) and segments sent
 	// more than once (retransmits): the warmup would add 50%.
-	tx := firstSample(t, res, "client").packets("lra", false)
-	rx := firstSample(t, res, "server").packets("lrb", true)
+	tx := samplePackets(firstSample(t, res, "client"), "lra", false)
+	rx := samplePackets(firstSample(t, res, "server"), "lrb", true)
 	if !closeTo(s.SentPackets, tx+s.Retransmits, 0.05) {
 		t.Errorf("%d segments sent in the window, lra sent %d packets in it (%d retransmits)", s.SentPackets, tx, s.Retransmits)
 	}
@@ -476,12 +478,12 @@ func TestTCPSmallMSS(t *testing.T) {
 func TestTCPStreams(t *testing.T) {
 	l := newLab(t, &Server{})
 	allow := tcpBuffers(t, l.a)
-	for _, dir := range []string{Forward, Reverse, Bidir, "zerocopy"} {
-		t.Run(dir, func(t *testing.T) {
-			sp := Spec{Proto: "tcp", Direction: dir, Duration: Seconds(500 * time.Millisecond), Warmup: Seconds(200 * time.Millisecond),
+	for _, dir := range []wire.Direction{wire.Forward, wire.Reverse, wire.Bidir, "zerocopy"} {
+		t.Run(string(dir), func(t *testing.T) {
+			sp := wire.Spec{Proto: "tcp", Direction: dir, Duration: wire.Seconds(500 * time.Millisecond), Warmup: wire.Seconds(200 * time.Millisecond),
 				Streams: 2, Ports: 1, Threads: 1}
 			if dir == "zerocopy" {
-				sp.Direction, sp.ZeroCopy = Bidir, true
+				sp.Direction, sp.ZeroCopy = wire.Bidir, true
 			}
 			res, err := Run(context.Background(), l.config(sp))
 			if err != nil {
@@ -573,9 +575,9 @@ func TestTCPCappedLink(t *testing.T) {
 		queued = capLink(t, e.ns, e.iface, capBPS)
 	}
 	allow := tcpBuffers(t, l.a)
-	for _, dir := range []string{Forward, Reverse, Bidir} {
-		t.Run(dir, func(t *testing.T) {
-			sp := Spec{Proto: "tcp", Direction: dir, Duration: Seconds(time.Second), Warmup: Seconds(time.Second),
+	for _, dir := range []wire.Direction{wire.Forward, wire.Reverse, wire.Bidir} {
+		t.Run(string(dir), func(t *testing.T) {
+			sp := wire.Spec{Proto: "tcp", Direction: dir, Duration: wire.Seconds(time.Second), Warmup: wire.Seconds(time.Second),
 				Streams: 1, Ports: 1, Threads: 1}
 			drops0 := [2]uint64{qdiscDrops(t, l.a, "lra"), qdiscDrops(t, l.b, "lrb")}
 			res, err := Run(context.Background(), l.config(sp))
@@ -584,7 +586,7 @@ func TestTCPCappedLink(t *testing.T) {
 			}
 			drops := map[string]uint64{"lra": qdiscDrops(t, l.a, "lra") - drops0[0], "lrb": qdiscDrops(t, l.b, "lrb") - drops0[1]}
 			tr := res.Targets[0]
-			check := func(name string, d *Totals, sender, receiver, txIface, rxIface string) {
+			check := func(name wire.Direction, d *results.Totals, sender, receiver results.Side, txIface, rxIface string) {
 				if d == nil {
 					t.Fatalf("no %s figures", name)
 				}
@@ -601,8 +603,8 @@ func TestTCPCappedLink(t *testing.T) {
 				// bytes at the qdisc: Ethernet 14, IPv4 20, TCP 20 and 12
 				// of timestamps.
 				goodput := capBPS * float64(mss) / float64(mss+66)
-				tx := firstSample(t, res, sender).packets(txIface, false)
-				rx := firstSample(t, res, receiver).packets(rxIface, true)
+				tx := samplePackets(firstSample(t, res, sender), txIface, false)
+				rx := samplePackets(firstSample(t, res, receiver), rxIface, true)
 				t.Logf("%s: sent %d bytes (%.1f Mbit/s), received %d (%.1f Mbit/s) of %.1f the link carries; segments sent %d (%s tx %d), received %d (%s rx %d); %d retransmits",
 					name, d.SentBytes, d.SentBPS/1e6, d.ReceivedBytes, d.ReceivedBPS/1e6, goodput/1e6,
 					d.SentPackets, txIface, tx, d.ReceivedPackets, rxIface, rx, d.Retransmits)
@@ -614,7 +616,7 @@ func TestTCPCappedLink(t *testing.T) {
 				if d.ReceivedBytes > d.SentBytes+allow || d.SentBytes > d.ReceivedBytes+allow {
 					t.Errorf("%s: sent %d bytes, received %d: further apart than the buffers (%d) allow", name, d.SentBytes, d.ReceivedBytes, allow)
 				}
-				if dir == Bidir {
+				if dir == wire.Bidir {
 					return // each interface carries one direction's data and the other's acks
 				}
 				// TCP counts a segment each time it hands it to the qdisc,
@@ -632,11 +634,11 @@ func TestTCPCappedLink(t *testing.T) {
 					t.Errorf("%s: %d segments received in the window, %s received %d packets in it", name, d.ReceivedPackets, rxIface, rx)
 				}
 			}
-			if dir != Reverse {
-				check(Forward, tr.Forward, "client", "server", "lra", "lrb")
+			if dir != wire.Reverse {
+				check(wire.Forward, tr.Forward, "client", "server", "lra", "lrb")
 			}
-			if dir != Forward {
-				check(Reverse, tr.Reverse, "server", "client", "lrb", "lra")
+			if dir != wire.Forward {
+				check(wire.Reverse, tr.Reverse, "server", "client", "lrb", "lra")
 			}
 		})
 	}
@@ -644,7 +646,7 @@ func TestTCPCappedLink(t *testing.T) {
 
 func TestBindNotLocal(t *testing.T) {
 	l := newLab(t, &Server{})
-	cfg := l.config(udpSpec(time.Second, Rate{}))
+	cfg := l.config(udpSpec(time.Second, wire.Rate{}))
 	cfg.Bind = mustAddr("10.99.0.77")
 	_, err := Run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "not on this host") {
@@ -654,7 +656,7 @@ func TestBindNotLocal(t *testing.T) {
 
 func TestNothingListening(t *testing.T) {
 	l := newLab(t, &Server{})
-	cfg := l.config(udpSpec(time.Second, Rate{}))
+	cfg := l.config(udpSpec(time.Second, wire.Rate{}))
 	cfg.Targets = []string{"10.99.0.2:1"}
 	_, err := Run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "nothing listening") {
@@ -670,7 +672,7 @@ func TestNothingListening(t *testing.T) {
 
 func TestFrameOverMTU(t *testing.T) {
 	l := newLab(t, &Server{})
-	cfg := l.config(udpSpec(time.Second, Rate{}))
+	cfg := l.config(udpSpec(time.Second, wire.Rate{}))
 	cfg.FrameSize = 1600
 	_, err := Run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "MTU") {
@@ -681,9 +683,9 @@ func TestFrameOverMTU(t *testing.T) {
 func TestInterruptedRunReturnsPartial(t *testing.T) {
 	l := newLab(t, &Server{})
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := l.config(udpSpec(20*time.Second, Rate{PPS: 10000}))
+	cfg := l.config(udpSpec(20*time.Second, wire.Rate{PPS: 10000}))
 	cfg.FrameSize = 64
-	cfg.OnInterval = func(IntervalStats) { cancel() }
+	cfg.OnInterval = func(results.IntervalStats) { cancel() }
 	start := time.Now()
 	res, err := Run(ctx, cfg)
 	if err != nil {
@@ -723,7 +725,7 @@ func TestMultipleTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); <-done })
-	cfg := l.config(udpSpec(700*time.Millisecond, Rate{PPS: 10000}))
+	cfg := l.config(udpSpec(700*time.Millisecond, wire.Rate{PPS: 10000}))
 	cfg.Targets = append(cfg.Targets, second)
 	cfg.FrameSize = 64
 	res, err := Run(context.Background(), cfg)
@@ -755,7 +757,7 @@ func TestMultipleTargets(t *testing.T) {
 
 func TestRingEngine(t *testing.T) {
 	l := newLab(t, &Server{})
-	cfg := l.config(udpSpec(1200*time.Millisecond, Rate{PPS: 20000}))
+	cfg := l.config(udpSpec(1200*time.Millisecond, wire.Rate{PPS: 20000}))
 	cfg.Engine = "ring"
 	cfg.FrameSize = 64
 	cfg.Spec.Ports = 2

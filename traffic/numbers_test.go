@@ -2,6 +2,8 @@ package traffic
 
 import (
 	"context"
+	"linerate/results"
+	"linerate/wire"
 	"math"
 	"testing"
 	"time"
@@ -20,10 +22,10 @@ func TestUDPCountsMatchRxCounter(t *testing.T) {
 	for _, warmup := range []time.Duration{0, 500 * time.Millisecond} {
 		t.Run(warmup.String(), func(t *testing.T) {
 			_, cfg := withDrops(t, &Server{})
-			cfg.Spec.Rate = Rate{PPS: 40000}
-			cfg.Spec.Warmup = Seconds(warmup)
-			cfg.Spec.Duration = Seconds(2 * time.Second)
-			cfg.Spec.ProbeInterval = Seconds(10 * time.Millisecond)
+			cfg.Spec.Rate = wire.Rate{PPS: 40000}
+			cfg.Spec.Warmup = wire.Seconds(warmup)
+			cfg.Spec.Duration = wire.Seconds(2 * time.Second)
+			cfg.Spec.ProbeInterval = wire.Seconds(10 * time.Millisecond)
 			cfg.FrameSize = 64
 			res, _ := runLedger(t, cfg)
 			var rx uint64
@@ -44,7 +46,7 @@ func TestUDPCountsMatchRxCounter(t *testing.T) {
 			if warmup > 0 {
 				return
 			}
-			var client, server []Sample
+			var client, server []results.Sample
 			for _, sm := range res.Samples {
 				if sm.Side == "client" {
 					client = append(client, sm)
@@ -71,7 +73,7 @@ func TestUDPCountsMatchRxCounter(t *testing.T) {
 // second on both ends, from the first line.
 func TestTCPIntervalsCountSegments(t *testing.T) {
 	l := newLab(t, &Server{})
-	sp := Spec{Proto: "tcp", Direction: Forward, Duration: Seconds(2 * time.Second), Streams: 1, Ports: 1, Threads: 1, MSS: 536}
+	sp := wire.Spec{Proto: "tcp", Direction: wire.Forward, Duration: wire.Seconds(2 * time.Second), Streams: 1, Ports: 1, Threads: 1, MSS: 536}
 	res, err := Run(context.Background(), l.config(sp))
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,10 @@
 package traffic
 
 import (
+	"linerate/results"
+	"linerate/wire"
 	"net"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 )
@@ -49,11 +50,11 @@ func (e *echo) serve() {
 			}
 			return
 		}
-		h, ok := parseHeader(buf[:n])
-		if !ok || h.flags != flagProbe || from.Addr().Unmap() != e.peer {
+		h, ok := wire.ParseHeader(buf[:n])
+		if !ok || h.Flags != wire.FlagProbe || from.Addr().Unmap() != e.peer {
 			continue
 		}
-		buf[1] = flagReply
+		buf[1] = wire.FlagReply
 		_, _ = e.conn.WriteToUDPAddrPort(buf[:n], from)
 	}
 }
@@ -63,35 +64,6 @@ func (e *echo) close() error {
 	err := e.conn.Close()
 	<-e.done
 	return err
-}
-
-// Latency is round-trip times of probes, in milliseconds.
-type Latency struct {
-	Sent     int     `json:"sent"`
-	Received int     `json:"received"`
-	Min      float64 `json:"min_ms"`
-	P50      float64 `json:"p50_ms"`
-	P90      float64 `json:"p90_ms"`
-	P99      float64 `json:"p99_ms"`
-	Max      float64 `json:"max_ms"`
-}
-
-// summarize computes percentiles (nearest rank) of rtts.
-func summarize(rtts []time.Duration, sent int) *Latency {
-	l := &Latency{Sent: sent, Received: len(rtts)}
-	if len(rtts) == 0 {
-		return l
-	}
-	s := slices.Clone(rtts)
-	slices.Sort(s)
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	rank := func(p float64) time.Duration {
-		i := int(p*float64(len(s))+0.999999) - 1
-		return s[min(max(i, 0), len(s)-1)]
-	}
-	l.Min, l.Max = ms(s[0]), ms(s[len(s)-1])
-	l.P50, l.P90, l.P99 = ms(rank(0.50)), ms(rank(0.90)), ms(rank(0.99))
-	return l
 }
 
 // prober sends probes to a server's echo port at a fixed interval and
@@ -145,7 +117,7 @@ func (p *prober) send() {
 	defer p.wg.Done()
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
-	buf := make([]byte, headerLen)
+	buf := make([]byte, wire.HeaderLen)
 	for {
 		select {
 		case <-p.quiet:
@@ -160,7 +132,7 @@ func (p *prober) send() {
 		p.mu.Unlock()
 		// The phase rides in the stream field so that a late reply is
 		// filed under the phase it was sent in.
-		putHeader(buf, header{flags: flagProbe, stream: uint16(ph), seq: seq, sent: time.Now().UnixNano()})
+		wire.PutHeader(buf, wire.Header{Flags: wire.FlagProbe, Stream: uint16(ph), Seq: seq, Sent: time.Now().UnixNano()})
 		_, _ = p.conn.Write(buf)
 	}
 }
@@ -184,12 +156,12 @@ func (p *prober) recv() {
 			continue
 		}
 		now := time.Now()
-		h, ok := parseHeader(buf[:n])
-		if !ok || h.flags != flagReply || h.stream > phaseLoad {
+		h, ok := wire.ParseHeader(buf[:n])
+		if !ok || h.Flags != wire.FlagReply || h.Stream > phaseLoad {
 			continue
 		}
 		p.mu.Lock()
-		p.rtts[h.stream] = append(p.rtts[h.stream], now.Sub(h.sentTime()))
+		p.rtts[h.Stream] = append(p.rtts[h.Stream], now.Sub(h.SentTime()))
 		p.mu.Unlock()
 	}
 }
@@ -229,12 +201,12 @@ func (p *prober) finish(wait time.Duration) {
 
 // latency is the idle and loaded round trips (nil when no probe of that
 // phase was sent); valid after finish.
-func (p *prober) latency() (idle, load *Latency) {
+func (p *prober) latency() (idle, load *results.Latency) {
 	if p.sent[phaseIdle] > 0 {
-		idle = summarize(p.rtts[phaseIdle], p.sent[phaseIdle])
+		idle = results.Summarize(p.rtts[phaseIdle], p.sent[phaseIdle])
 	}
 	if p.sent[phaseLoad] > 0 {
-		load = summarize(p.rtts[phaseLoad], p.sent[phaseLoad])
+		load = results.Summarize(p.rtts[phaseLoad], p.sent[phaseLoad])
 	}
 	return idle, load
 }

@@ -3,6 +3,7 @@ package traffic
 import (
 	"bytes"
 	"encoding/json"
+	"linerate/wire"
 	"net"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func (c fuzzConn) SetWriteDeadline(t time.Time) error { return nil }
 
 // fuzzSeeds are real control lines, one per message type.
 var fuzzSeeds = []string{
-	`{"type":"hello","version":2,"linerate":"v1","nonce":"` + string(bytes.Repeat([]byte("ab"), nonceLen)) + `"}`,
+	`{"type":"hello","version":2,"linerate":"v1","nonce":"` + string(bytes.Repeat([]byte("ab"), wire.NonceLen)) + `"}`,
 	`{"type":"auth","proof":"00"}`,
 	`{"type":"test","spec":{"proto":"udp","direction":"bidir","duration":10,"warmup":1,"rate":{"pps":100000},"payload":18,"streams":2,"ports":4,"threads":2,"probe_interval":0.01,"client_ports":[5000,5001,5002,5003]}}`,
 	`{"type":"test","spec":{"proto":"tcp","direction":"reverse","duration":1,"mss":88,"streams":1,"ports":1,"threads":1}}`,

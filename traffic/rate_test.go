@@ -1,64 +1,11 @@
 package traffic
 
 import (
+	"linerate/wire"
 	"math"
-	"strings"
 	"testing"
 	"time"
 )
-
-func TestParseRate(t *testing.T) {
-	tests := []struct {
-		in   string
-		want Rate
-		err  string
-	}{
-		{"0", Rate{}, ""},
-		{"100kpps", Rate{PPS: 100e3}, ""},
-		{"1.5Mpps", Rate{PPS: 1.5e6}, ""},
-		{"250000pps", Rate{PPS: 250000}, ""},
-		{"940Mbps", Rate{BPS: 940e6}, ""},
-		{"1Gbit", Rate{BPS: 1e9}, ""},
-		{"880m", Rate{BPS: 880e6}, ""},
-		{"1G", Rate{BPS: 1e9}, ""},
-		{"10 kpps", Rate{PPS: 10e3}, ""},
-		{"100000", Rate{}, "give a unit"},
-		{"0pps", Rate{}, "sends nothing"},
-		{"-5kpps", Rate{}, "negative"},
-		{"fastpps", Rate{}, "not a number"},
-		{"NaNpps", Rate{}, "not a number"},
-		{"1x", Rate{}, "not a number"},
-		{"1e30pps", Rate{}, "faster than any Ethernet link"},
-		{"Infbps", Rate{}, "not a number"},
-		{"2Tbps", Rate{}, "faster than any Ethernet link (1.6 Tb/s)"},
-		{"1.6Tbps", Rate{BPS: 1.6e12}, ""},
-		{"2.3Gpps", Rate{PPS: 2.3e9}, ""},
-	}
-	for _, tc := range tests {
-		got, err := ParseRate(tc.in)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("ParseRate(%q) error %v, want %q", tc.in, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("ParseRate(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
-		}
-	}
-}
-
-func TestRatePackets(t *testing.T) {
-	if got := (Rate{BPS: 1e9}).PacketsPerSecond(125); got != 1e6 {
-		t.Errorf("1 Gbit/s of 125-byte frames = %v pps", got)
-	}
-	if got := (Rate{PPS: 5}).PacketsPerSecond(64); got != 5 {
-		t.Errorf("5 pps = %v", got)
-	}
-	if !(Rate{}).Unlimited() || (Rate{PPS: 1}).Unlimited() {
-		t.Error("Unlimited")
-	}
-}
 
 func TestPacer(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -103,65 +50,18 @@ func TestBatchFor(t *testing.T) {
 	}
 }
 
-func TestSpecCheck(t *testing.T) {
-	ok := Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Payload: 18, Streams: 1, Ports: 1, Threads: 1}
-	if err := ok.Check(); err != nil {
-		t.Fatal(err)
-	}
-	bad := []struct {
-		mod  func(*Spec)
-		want string
-	}{
-		{func(s *Spec) { s.Proto = "sctp" }, "proto"},
-		{func(s *Spec) { s.Direction = "up" }, "direction"},
-		{func(s *Spec) { s.Duration = 0 }, "duration"},
-		{func(s *Spec) { s.Payload = 15 }, "payload 15"},
-		{func(s *Spec) { s.Payload = 70000 }, "payload 70000"},
-		{func(s *Spec) { s.Streams = 0 }, "streams"},
-		{func(s *Spec) { s.Ports = 300 }, "ports"},
-		{func(s *Spec) { s.Threads = 0 }, "threads"},
-		{func(s *Spec) { s.Rate = Rate{PPS: -1} }, "negative"},
-		{func(s *Spec) { s.Direction = Reverse }, "client ports"},
-		{func(s *Spec) { s.Proto = "tcp"; s.MSS = 40 }, "mss 40"},
-		{func(s *Spec) { s.ProbeInterval = Seconds(time.Microsecond) }, "under 1ms"},
-	}
-	for _, b := range bad {
-		s := ok
-		b.mod(&s)
-		if err := s.Check(); err == nil || !strings.Contains(err.Error(), b.want) {
-			t.Errorf("Check() = %v, want %q", err, b.want)
-		}
-	}
-}
-
-func TestSecondsJSON(t *testing.T) {
-	var s Seconds
-	if err := s.UnmarshalJSON([]byte("2.5")); err != nil || s.D() != 2500*time.Millisecond {
-		t.Fatalf("%v %v", s.D(), err)
-	}
-	b, _ := s.MarshalJSON()
-	if string(b) != "2.5" {
-		t.Fatalf("%s", b)
-	}
-	for _, in := range []string{"-1", "\"x\"", "1e300"} {
-		if err := s.UnmarshalJSON([]byte(in)); err == nil {
-			t.Errorf("accepted %s", in)
-		}
-	}
-}
-
 func TestParseTarget(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		host string
 		port uint16
 	}{
-		{"10.0.0.2", "10.0.0.2", DefaultPort},
+		{"10.0.0.2", "10.0.0.2", wire.DefaultPort},
 		{"10.0.0.2:9000", "10.0.0.2", 9000},
-		{"fe80::1", "fe80::1", DefaultPort},
+		{"fe80::1", "fe80::1", wire.DefaultPort},
 		{"[fe80::1]:80", "fe80::1", 80},
-		{"[::1]", "::1", DefaultPort},
-		{"pi.lan", "pi.lan", DefaultPort},
+		{"[::1]", "::1", wire.DefaultPort},
+		{"pi.lan", "pi.lan", wire.DefaultPort},
 	} {
 		h, p, err := parseTarget(tc.in)
 		if err != nil || h != tc.host || p != tc.port {
@@ -171,17 +71,6 @@ func TestParseTarget(t *testing.T) {
 	for _, in := range []string{"", "h:0", "h:70000", ":80"} {
 		if _, _, err := parseTarget(in); err == nil {
 			t.Errorf("parseTarget(%q) accepted", in)
-		}
-	}
-}
-
-// A spec from the wire with a rate no link carries is refused by the
-// server too (the client's flags are not the only way in).
-func TestSpecRefusesImpossibleRate(t *testing.T) {
-	for _, r := range []Rate{{PPS: 1e30}, {BPS: 1e15}, {PPS: -1}} {
-		sp := Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Rate: r, Payload: 18, Streams: 1, Ports: 1, Threads: 1}
-		if err := sp.Check(); err == nil {
-			t.Errorf("rate %+v accepted", r)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/results"
+	"linerate/wire"
 )
 
 // A third-party flow: a controller asks an agent (a Server) to run a test
@@ -24,13 +26,13 @@ import (
 type Flow struct {
 	// Targets are the agents to test against, as the agent itself reaches
 	// them: HOST[:PORT] (names resolve on the agent).
-	Targets []string `json:"targets"`
-	Spec    Spec     `json:"spec"`
+	Targets []string  `json:"targets"`
+	Spec    wire.Spec `json:"spec"`
 	// FrameSize is the UDP frame size (--size); Engine the UDP send engine.
 	FrameSize int    `json:"frame_size,omitempty"`
 	Engine    string `json:"engine,omitempty"`
 	// Idle is how long latency probes run before the load.
-	Idle Seconds `json:"idle,omitempty"`
+	Idle wire.Seconds `json:"idle,omitempty"`
 	// Secret is the secret to prove to the targets, sent only to an agent
 	// reached over ssh (serve --stdio): the ssh channel authenticated the
 	// controller and encrypts the secret; such an agent has no secret of
@@ -53,11 +55,6 @@ func (f *Flow) wait() time.Duration {
 	return (f.Spec.Warmup + f.Spec.Duration + f.Idle).D() + flowGrace
 }
 
-// ErrFlowRefused: an agent will not run a third-party flow (no secret to
-// trust its controller by, a target outside its --allow, a target it
-// cannot resolve).
-var ErrFlowRefused = errors.New("flow refused")
-
 // flowGrace is how long past a flow's own length the controller waits for
 // its result.
 const flowGrace = 30 * time.Second
@@ -67,26 +64,26 @@ const flowGrace = 30 * time.Second
 func (s *Server) checkFlow(f *Flow, channel bool) ([]string, error) {
 	switch {
 	case f.Secret != "" && !channel:
-		return nil, fmt.Errorf("%w: a secret sent over a plain control connection: only an agent reached over ssh takes one", ErrFlowRefused)
+		return nil, fmt.Errorf("%w: a secret sent over a plain control connection: only an agent reached over ssh takes one", wire.ErrFlowRefused)
 	case channel:
 		// The controller logged in over ssh to start this agent.
 	case s.Token == "" && len(s.Allow) == 0:
-		return nil, fmt.Errorf("%w: this agent has no secret to trust a controller by: third-party flows need serve --token (or --allow naming where it may send)", ErrFlowRefused)
+		return nil, fmt.Errorf("%w: this agent has no secret to trust a controller by: third-party flows need serve --token (or --allow naming where it may send)", wire.ErrFlowRefused)
 	}
 	if len(f.Targets) == 0 {
-		return nil, fmt.Errorf("%w: no target", ErrFlowRefused)
+		return nil, fmt.Errorf("%w: no target", wire.ErrFlowRefused)
 	}
 	out := make([]string, len(f.Targets))
 	for i, t := range f.Targets {
 		host, port, err := net.SplitHostPort(t)
 		if err != nil {
-			host, port = t, strconv.Itoa(DefaultPort)
+			host, port = t, strconv.Itoa(wire.DefaultPort)
 		}
 		var addr netip.Addr
 		err = s.setup(func() error {
 			ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
 			if err != nil || len(ips) == 0 {
-				return fmt.Errorf("%w: target %q: not resolved here: %v", ErrFlowRefused, t, err)
+				return fmt.Errorf("%w: target %q: not resolved here: %v", wire.ErrFlowRefused, t, err)
 			}
 			addr = ips[0].Unmap()
 			return nil
@@ -95,7 +92,7 @@ func (s *Server) checkFlow(f *Flow, channel bool) ([]string, error) {
 			return nil, err
 		}
 		if len(s.Allow) > 0 && !allowed(s.Allow, addr) {
-			return nil, fmt.Errorf("%w: target %s (%s) is outside this agent's --allow %s", ErrFlowRefused, t, addr, prefixes(s.Allow))
+			return nil, fmt.Errorf("%w: target %s (%s) is outside this agent's --allow %s", wire.ErrFlowRefused, t, addr, prefixes(s.Allow))
 		}
 		out[i] = net.JoinHostPort(addr.String(), port)
 	}
@@ -127,7 +124,7 @@ func prefixes(ps []netip.Prefix) string {
 // connection closing, stops the flow early: its partial result is sent.
 func (s *Server) flow(ctx context.Context, c *ctl, f *Flow, channel bool) error {
 	if f == nil {
-		return fmt.Errorf("%w: flow without a spec", errProtocol)
+		return fmt.Errorf("%w: flow without a spec", wire.ErrProtocol)
 	}
 	targets, err := s.checkFlow(f, channel)
 	if err != nil {
@@ -148,20 +145,20 @@ func (s *Server) flow(ctx context.Context, c *ctl, f *Flow, channel bool) error 
 	var mu sync.Mutex
 	cfg := Config{Targets: targets, Spec: f.Spec, FrameSize: f.FrameSize, Engine: f.Engine, Idle: f.Idle.D(),
 		Token: cmp.Or(s.Token, f.Secret), CPUs: s.CPUs, Sampling: s.Sampling, Setup: s.Setup, Drops: s.Drops, Machine: s.Machine,
-		OnInterval: func(iv IntervalStats) {
+		OnInterval: func(iv results.IntervalStats) {
 			mu.Lock()
 			defer mu.Unlock()
-			_ = c.write(&Message{Type: msgFlowInterval, FlowInterval: &iv})
+			_ = c.write(&Message{Type: wire.MsgFlowInterval, FlowInterval: &iv})
 		}}
 	s.logf("third-party flow: %s %s to %v", f.Spec.Proto, f.Spec.Direction, targets)
-	var res *Result
+	var res *results.Result
 	var runErr error
 	if f.Search != nil {
 		sc := *f.Search
 		sc.Progress = func(line string) {
 			mu.Lock()
 			defer mu.Unlock()
-			_ = c.write(&Message{Type: msgFlowProgress, Progress: line})
+			_ = c.write(&Message{Type: wire.MsgFlowProgress, Progress: line})
 		}
 		cfg.OnInterval = nil
 		res, runErr = Search(ctx, cfg, sc)
@@ -174,28 +171,28 @@ func (s *Server) flow(ctx context.Context, c *ctl, f *Flow, channel bool) error 
 		if runErr == nil {
 			runErr = errors.New("the flow gave no result")
 		}
-		return c.write(&Message{Type: msgError, Code: codeOf(runErr), Error: runErr.Error()})
+		return c.write(&Message{Type: wire.MsgError, Code: wire.CodeOf(runErr), Error: runErr.Error()})
 	}
 	if runErr != nil {
 		res.Errors = append(res.Errors, runErr.Error())
 	}
-	return c.write(&Message{Type: msgFlowResult, FlowResult: res})
+	return c.write(&Message{Type: wire.MsgFlowResult, FlowResult: res})
 }
 
 // RunFlow asks the agent at the other end of conn to run f (a third-party
 // flow) and returns its result. onInterval, if not nil, gets each interval
 // line as the agent sends it. When ctx ends the agent is told to stop, and
 // its partial result is returned. conn is closed on return.
-func RunFlow(ctx context.Context, conn net.Conn, secret string, f Flow, onInterval func(IntervalStats)) (*Result, error) {
+func RunFlow(ctx context.Context, conn net.Conn, secret string, f Flow, onInterval func(results.IntervalStats)) (*results.Result, error) {
 	defer conn.Close()
 	if _, err := Greet(conn, secret, authTimeout+helloTimeout); err != nil {
 		return nil, err
 	}
 	c := newCtl(conn)
-	if err := c.write(&Message{Type: msgFlow, Flow: &f}); err != nil {
+	if err := c.write(&Message{Type: wire.MsgFlow, Flow: &f}); err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.write(&Message{Type: msgStop}) })
+	stop := context.AfterFunc(ctx, func() { _ = c.write(&Message{Type: wire.MsgStop}) })
 	defer stop()
 	deadline := time.Now().Add(f.wait())
 	for {
@@ -204,74 +201,29 @@ func RunFlow(ctx context.Context, conn net.Conn, secret string, f Flow, onInterv
 			return nil, err
 		}
 		switch m.Type {
-		case msgFlowProgress:
+		case wire.MsgFlowProgress:
 			// A search: each trial's line moves the deadline on.
 			deadline = time.Now().Add(f.wait())
 			if f.Progress != nil {
 				f.Progress(m.Progress)
 			}
-		case msgFlowInterval:
+		case wire.MsgFlowInterval:
 			if m.FlowInterval != nil && onInterval != nil {
 				onInterval(*m.FlowInterval)
 			}
-		case msgFlowResult:
+		case wire.MsgFlowResult:
 			if m.FlowResult == nil {
-				return nil, fmt.Errorf("%w: flow result without a result", errProtocol)
+				return nil, fmt.Errorf("%w: flow result without a result", wire.ErrProtocol)
 			}
 			if ctx.Err() != nil {
 				m.FlowResult.Interrupted = true
 			}
 			return m.FlowResult, nil
-		case msgError:
+		case wire.MsgError:
 			return nil, peerError(m)
 		default:
-			return nil, fmt.Errorf("%w: unexpected %q during a flow", errProtocol, m.Type)
+			return nil, fmt.Errorf("%w: unexpected %q during a flow", wire.ErrProtocol, m.Type)
 		}
-	}
-}
-
-// FlowSet is the result of third-party flows run at once (bench --from):
-// each flow's own result as its agent measured it, their total, and the
-// controller's own counters when it was neither end (side "dut": the
-// device the traffic crossed).
-type FlowSet struct {
-	Schema   int       `json:"schema"`
-	Linerate string    `json:"linerate_version"`
-	Time     time.Time `json:"time"`
-	Spec     Spec      `json:"spec"`
-	Flows    []FlowRun `json:"flows"`
-	// Total adds up every flow's measured window (the longest window; the
-	// flows start within a control round trip of each other).
-	Total Totals `json:"total"`
-	// Samples are the controller's counters once a second while the flows
-	// ran (side "dut"), and those of hosts added with --sample.
-	Samples     []Sample `json:"samples,omitempty"`
-	Interrupted bool     `json:"interrupted"`
-	Notes       []string `json:"notes,omitempty"`
-}
-
-// FlowRun is one flow of a FlowSet: From is the agent that sent (as the
-// controller reached it), To the targets as that agent reached them.
-type FlowRun struct {
-	From   string   `json:"from"`
-	To     []string `json:"to"`
-	Result *Result  `json:"result,omitempty"`
-	Error  string   `json:"error,omitempty"`
-}
-
-// Sum fills Total from the flows' summaries.
-func (fs *FlowSet) Sum() {
-	fs.Total = Totals{}
-	for _, f := range fs.Flows {
-		if f.Result == nil {
-			continue
-		}
-		t := f.Result.Summary.Totals
-		// The unexported bit counts do not cross the wire: rebuild them
-		// from the rates.
-		t.sentBits, t.recvBits = t.SentBPS*t.Seconds, t.ReceivedBPS*t.Seconds
-		fs.Total.add(t)
-		fs.Interrupted = fs.Interrupted || f.Result.Interrupted
 	}
 }
 
@@ -285,14 +237,14 @@ const sampleMax = time.Hour
 // connection ends with it.
 func (s *Server) sampleFor(ctx context.Context, c *ctl) error {
 	if s.Sampling == nil {
-		return c.write(errorMessage(fmt.Errorf("%w: this agent samples nothing", ErrTestRefused)))
+		return c.write(errorMessage(fmt.Errorf("%w: this agent samples nothing", wire.ErrTestRefused)))
 	}
 	limit := sampleMax
 	if d := s.Limits.MaxDuration.D(); d > 0 {
 		limit = d + flowGrace
 	}
 	stop := s.Sampling(nil)
-	if err := c.write(&Message{Type: msgRunning}); err != nil {
+	if err := c.write(&Message{Type: wire.MsgRunning}); err != nil {
 		stop()
 		return err
 	}
@@ -307,7 +259,7 @@ func (s *Server) sampleFor(ctx context.Context, c *ctl) error {
 	case <-time.After(limit):
 	}
 	rates, err := stop()
-	m := &Message{Type: msgSamples, Samples: rates}
+	m := &Message{Type: wire.MsgSamples, Samples: rates}
 	if err != nil {
 		m.Error = err.Error()
 	}
@@ -346,11 +298,11 @@ func (a *AgentSampler) begin() {
 	if a.over {
 		return
 	}
-	if err := a.c.write(&Message{Type: msgSample}); err != nil {
+	if err := a.c.write(&Message{Type: wire.MsgSample}); err != nil {
 		a.err = err
 		return
 	}
-	if _, err := a.c.expect(helloTimeout, msgRunning); err != nil {
+	if _, err := a.c.expect(helloTimeout, wire.MsgRunning); err != nil {
 		a.err = err
 		return
 	}
@@ -368,10 +320,10 @@ func (a *AgentSampler) Stop() ([]box.Rates, error) {
 	if a.err != nil || !a.started {
 		return nil, a.err
 	}
-	if err := a.c.write(&Message{Type: msgStop}); err != nil {
+	if err := a.c.write(&Message{Type: wire.MsgStop}); err != nil {
 		return nil, err
 	}
-	m, err := a.c.expect(flowGrace, msgSamples)
+	m, err := a.c.expect(flowGrace, wire.MsgSamples)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +352,7 @@ const channelIdle = 24 * time.Hour
 // their addresses.
 func (s *Server) listen(ctx context.Context, l *Listen) ([]string, error) {
 	if l == nil || len(l.Addresses) == 0 {
-		return nil, fmt.Errorf("%w: listen without an address", ErrTestRefused)
+		return nil, fmt.Errorf("%w: listen without an address", wire.ErrTestRefused)
 	}
 	srv := &Server{Token: cmp.Or(l.Secret, s.Token), Limits: s.Limits, MaxConns: s.MaxConns, CPUs: s.CPUs,
 		Sampling: s.Sampling, Setup: s.Setup, Drops: s.Drops, Machine: s.Machine, Logf: s.Logf,
@@ -423,7 +375,7 @@ func (s *Server) listen(ctx context.Context, l *Listen) ([]string, error) {
 			return err
 		})
 		if err != nil {
-			return fail(fmt.Errorf("%w: listen on %s: %v", ErrTestRefused, a, err))
+			return fail(fmt.Errorf("%w: listen on %s: %v", wire.ErrTestRefused, a, err))
 		}
 		lns = append(lns, ln)
 		out = append(out, ln.Addr().String())
@@ -443,10 +395,10 @@ func ListenOn(conn net.Conn, l Listen) ([]string, error) {
 		return nil, err
 	}
 	c := newCtl(conn)
-	if err := c.write(&Message{Type: msgListen, Listen: &l}); err != nil {
+	if err := c.write(&Message{Type: wire.MsgListen, Listen: &l}); err != nil {
 		return nil, err
 	}
-	m, err := c.expect(helloTimeout, msgListening)
+	m, err := c.expect(helloTimeout, wire.MsgListening)
 	if err != nil {
 		return nil, err
 	}

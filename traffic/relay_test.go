@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"linerate/internal/testenv"
+	"linerate/results"
+	"linerate/wire"
 )
 
 // serveAgent runs srv on addr:0 inside ns until the test ends and returns
@@ -67,15 +69,15 @@ func TestThirdPartyFlow(t *testing.T) {
 	l := newLab(t, &Server{Token: secret})
 	a := serveAgent(t, l.a, "10.99.0.1", &Server{Token: secret, Sampling: sampling(l.a)})
 
-	spec := Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Warmup: Seconds(200 * time.Millisecond),
-		Streams: 1, Ports: 1, Threads: 1, Payload: 64, Rate: Rate{PPS: 5000}}
+	spec := wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(time.Second), Warmup: wire.Seconds(200 * time.Millisecond),
+		Streams: 1, Ports: 1, Threads: 1, Payload: 64, Rate: wire.Rate{PPS: 5000}}
 	sampler, err := StartSampling(dialIn(t, l.b, a), secret, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ivs []IntervalStats
+	var ivs []results.IntervalStats
 	res, err := RunFlow(context.Background(), dialIn(t, l.b, a), secret, Flow{Targets: []string{l.server}, Spec: spec},
-		func(iv IntervalStats) { ivs = append(ivs, iv) })
+		func(iv results.IntervalStats) { ivs = append(ivs, iv) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestThirdPartyFlow(t *testing.T) {
 
 	// Stopped early by the controller.
 	long := spec
-	long.Duration = Seconds(20 * time.Second)
+	long.Duration = wire.Seconds(20 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -116,7 +118,7 @@ func TestThirdPartyFlow(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", name, err, want)
 		}
-		if name != "no agent there" && !errors.Is(err, ErrFlowRefused) {
+		if name != "no agent there" && !errors.Is(err, wire.ErrFlowRefused) {
 			t.Errorf("%s: %v is not ErrFlowRefused", name, err)
 		}
 	}

@@ -33,6 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/internal/usage"
+	"linerate/wire"
 )
 
 // Sizes of the headers a ring frame carries.
@@ -106,7 +107,7 @@ type RingConfig struct {
 
 // RingCounts is what a ring run handed to the interface: packets whose
 // frames the kernel took from the ring, and their bytes from the Ethernet
-// header to the end of the payload (no FCS), which is what the interface's
+// Header to the end of the payload (no FCS), which is what the interface's
 // tx_bytes counter counts.
 type RingCounts struct {
 	Packets, Bytes uint64
@@ -251,7 +252,7 @@ func ipv4HeaderChecksum(h []byte) uint16 {
 }
 
 // ringGeometry chooses the slot size (a power of two holding the tpacket2
-// header and the frame), the block size (a page, or one slot when slots are
+// Header and the frame), the block size (a page, or one slot when slots are
 // bigger) and the number of blocks.
 func ringGeometry(frameLen, pageSize int) (slotSize, blockSize, blocks int) {
 	slotSize = 128
@@ -480,7 +481,7 @@ func (s *RingSender) newRingRun(start time.Time) *ringRun {
 		hasEnd: s.cfg.Duration > 0, phaseStart: start}
 	r.end = r.measured.Add(s.cfg.Duration)
 	if s.cfg.Warmup > 0 {
-		r.flags = flagWarmup
+		r.flags = wire.FlagWarmup
 	}
 	return r
 }
@@ -511,7 +512,7 @@ func (r *ringRun) loop(ctx context.Context) error {
 			// The ring is full: let the kernel free a slot.
 			s.waitWritable()
 		}
-		if r.flags&flagWarmup == 0 && s.cfg.Count > 0 && r.queued >= s.cfg.Count {
+		if r.flags&wire.FlagWarmup == 0 && s.cfg.Count > 0 && r.queued >= s.cfg.Count {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -524,12 +525,12 @@ func (r *ringRun) loop(ctx context.Context) error {
 // is when to look again; done is the end of the run. The first call past
 // the warmup starts the measured phase.
 func (r *ringRun) allowance(now time.Time) (want uint64, next time.Time, done bool) {
-	if r.flags&flagWarmup != 0 && !now.Before(r.measured) {
-		r.flags &^= flagWarmup
+	if r.flags&wire.FlagWarmup != 0 && !now.Before(r.measured) {
+		r.flags &^= wire.FlagWarmup
 		r.phaseStart, r.phaseSent = r.measured, 0
 	}
 	rate, count := r.s.cfg.Rate, r.s.cfg.Count
-	measuring := r.flags&flagWarmup == 0
+	measuring := r.flags&wire.FlagWarmup == 0
 	last := false
 	if measuring && r.hasEnd && !now.Before(r.end) {
 		if rate == 0 || now.Sub(r.end) > ringCatchUp {
@@ -591,7 +592,7 @@ func (r *ringRun) fill(want uint64) (uint64, error) {
 		}
 		data := s.ring[s.next*s.slotSize+tpacket2DataOffset:]
 		binary.BigEndian.PutUint16(data[frameDstPortOff:], dstPort+port)
-		putHeader(data[framePayloadOff:], header{flags: flags, stream: stream + port, seq: seqs[port], sent: sent})
+		wire.PutHeader(data[framePayloadOff:], wire.Header{Flags: flags, Stream: stream + port, Seq: seqs[port], Sent: sent})
 		atomic.StoreUint32(st, unix.TP_STATUS_SEND_REQUEST)
 		seqs[port]++
 		if port++; port == ports {
@@ -606,7 +607,7 @@ func (r *ringRun) fill(want uint64) (uint64, error) {
 	r.port = port
 	r.phaseSent += n
 	s.progress.Add(n)
-	if flags&flagWarmup == 0 {
+	if flags&wire.FlagWarmup == 0 {
 		r.queued += n
 	} else {
 		r.warm += n

@@ -17,6 +17,7 @@ import (
 
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
+	"linerate/wire"
 )
 
 func TestRingConfigValidate(t *testing.T) {
@@ -122,8 +123,8 @@ func TestBuildRingFrame(t *testing.T) {
 		if cs := binary.BigEndian.Uint16(udp[6:]); cs != 0 {
 			t.Errorf("size %d: udp checksum %#x, want 0 (none)", size, cs)
 		}
-		if len(f)-framePayloadOff < headerLen {
-			t.Errorf("size %d: payload %d bytes cannot hold the %d-byte header", size, len(f)-framePayloadOff, headerLen)
+		if len(f)-framePayloadOff < wire.HeaderLen {
+			t.Errorf("size %d: payload %d bytes cannot hold the %d-byte header", size, len(f)-framePayloadOff, wire.HeaderLen)
 		}
 		if binary.BigEndian.Uint16(f[frameDstPortOff:]) != 5300 {
 			t.Errorf("frameDstPortOff %d does not point at the destination port", frameDstPortOff)
@@ -257,15 +258,15 @@ func (s *ringSink) loop() {
 		if err != nil {
 			return
 		}
-		h, ok := parseHeader(buf[:n])
+		h, ok := wire.ParseHeader(buf[:n])
 		s.mu.Lock()
 		if !ok {
 			s.bad++
 		} else {
 			s.n++
-			s.seen[h.seq]++
-			s.stream[h.stream]++
-			if h.flags&flagWarmup != 0 {
+			s.seen[h.Seq]++
+			s.stream[h.Stream]++
+			if h.Flags&wire.FlagWarmup != 0 {
 				s.warm++
 			}
 		}

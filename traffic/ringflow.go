@@ -11,6 +11,8 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"linerate/internal/usage"
+	"linerate/results"
+	"linerate/wire"
 )
 
 // frameSender sends prebuilt frames below the socket layer: a
@@ -31,7 +33,7 @@ type frameFlow struct {
 	payload int
 	counts  RingCounts
 	err     error
-	usage   ThreadCPU
+	usage   results.ThreadCPU
 	mu      sync.Mutex
 	cancel  context.CancelFunc
 	stopped bool
@@ -51,7 +53,7 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 	if sp.Streams != 1 {
 		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine %s sends one stream per port: %d streams asked", engine, sp.Streams))
 	}
-	pps := sp.Rate.PacketsPerSecond(sp.Payload+UDPOverhead(true)) / float64(sp.Ports)
+	pps := sp.Rate.PacketsPerSecond(sp.Payload+wire.UDPOverhead(true)) / float64(sp.Ports)
 	return cfg.setup(func() error {
 		routes, err := netlink.RouteGet(t.addr.Addr().AsSlice())
 		if err != nil || len(routes) == 0 {
@@ -73,7 +75,7 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 			}
 			rc := RingConfig{
 				Iface: link.Attrs().Name, SrcIP: t.local, DstIP: t.addr.Addr(),
-				DstPort: t.acc.UDPPorts[p], Ports: 1, FrameSize: sp.Payload + UDPOverhead(true),
+				DstPort: t.acc.UDPPorts[p], Ports: 1, FrameSize: sp.Payload + wire.UDPOverhead(true),
 				Rate: pps, Duration: sp.Duration.D(), Warmup: sp.Warmup.D(),
 				Stream: uint16(p * sp.Streams), CPU: cpu,
 			}
@@ -119,7 +121,7 @@ func (f *frameFlow) run(tm Timing) {
 	}
 	f.mu.Lock()
 	f.counts, f.err = c, err
-	f.usage = ThreadCPU{Role: f.engine + "-send", CPU: f.cpu, Seconds: used}
+	f.usage = results.ThreadCPU{Role: f.engine + "-send", CPU: f.cpu, Seconds: used}
 	if wall > 0 {
 		f.usage.Busy = used / wall
 	}
@@ -150,8 +152,8 @@ func (f *frameFlow) collect() flowResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	res := flowResult{
-		counts:  []Count{{Stream: f.stream, Packets: f.counts.Packets, Bytes: f.counts.Packets * uint64(f.payload), Warmup: f.counts.WarmupPackets}},
-		threads: []ThreadCPU{f.usage},
+		counts:  []results.Count{{Stream: f.stream, Packets: f.counts.Packets, Bytes: f.counts.Packets * uint64(f.payload), Warmup: f.counts.WarmupPackets}},
+		threads: []results.ThreadCPU{f.usage},
 	}
 	if f.err != nil {
 		res.err = fmt.Errorf("%s: %w", f.engine, f.err)

@@ -24,7 +24,7 @@ func (t *seqTracker) bit(s int64) (word int, mask uint64) {
 	return int(i / 64), 1 << (i % 64)
 }
 
-// add records the arrival of sequence number seq carrying n payload bytes.
+// Add records the arrival of sequence number seq carrying n payload bytes.
 func (t *seqTracker) add(seq uint32, n int) {
 	t.packets++
 	t.bytes += uint64(n)

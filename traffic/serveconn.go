@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"linerate/wire"
 	"net"
 	"time"
 )
@@ -20,7 +21,7 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 	defer conn.Close()
 	c := newCtl(conn)
 	if err := s.serverHandshake(c); err != nil {
-		if codeOf(err) != "" {
+		if wire.CodeOf(err) != "" {
 			_ = c.write(errorMessage(err))
 		}
 		return fmt.Errorf("handshake: %w", err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/wire"
 )
 
 // Sampling starts recording the machine's counters once a second. each, if
@@ -29,7 +30,7 @@ type Server struct {
 	// (auth.go); it never crosses the wire.
 	Token string
 	// Limits cap what a test may ask for.
-	Limits Limits
+	Limits wire.Limits
 	// MaxConns bounds the authenticated control connections open at once;
 	// more are refused with a reason (0: 8). Connections still
 	// authenticating have slots of their own (door.go).
@@ -154,7 +155,7 @@ func (s *Server) admit(ctx context.Context, c net.Conn) {
 	err := s.door.enter(peer)
 	if err == nil && ctx.Err() != nil {
 		s.door.leave(peer)
-		err = fmt.Errorf("%w: the server is stopping", ErrBusy)
+		err = fmt.Errorf("%w: the server is stopping", wire.ErrBusy)
 	}
 	if err != nil {
 		s.logf("refused %s: %v", c.RemoteAddr(), err)
@@ -185,11 +186,11 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn, peer netip.Addr) 
 	err := s.serverHandshake(c)
 	s.door.leave(peer)
 	if err != nil {
-		if errors.Is(err, ErrWrongToken) {
+		if errors.Is(err, wire.ErrWrongToken) {
 			wait := s.door.failed(peer)
 			err = fmt.Errorf("%w (this address must now wait %s)", err, wait)
 		}
-		if codeOf(err) != "" {
+		if wire.CodeOf(err) != "" {
 			// Not for a connection that failed or went silent.
 			_ = c.write(errorMessage(err))
 		}
@@ -201,7 +202,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn, peer netip.Addr) 
 	n := s.clients
 	if n >= maxConns || ctx.Err() != nil {
 		s.mu.Unlock()
-		err := fmt.Errorf("%w: %d clients connected, the server's limit (serve --max-clients)", ErrBusy, n)
+		err := fmt.Errorf("%w: %d clients connected, the server's limit (serve --max-clients)", wire.ErrBusy, n)
 		_ = c.write(errorMessage(err))
 		return err
 	}
@@ -255,17 +256,17 @@ func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn, channel bool
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return nil
 			}
-			if errors.Is(err, errProtocol) {
+			if errors.Is(err, wire.ErrProtocol) {
 				_ = c.write(errorMessage(err))
 			}
 			return err
 		}
 		switch m.Type {
-		case msgBye:
+		case wire.MsgBye:
 			return nil
-		case msgListen:
+		case wire.MsgListen:
 			if !channel {
-				err = c.write(errorMessage(fmt.Errorf("%w: listen is for an agent reached over ssh", ErrTestRefused)))
+				err = c.write(errorMessage(fmt.Errorf("%w: listen is for an agent reached over ssh", wire.ErrTestRefused)))
 				break
 			}
 			addrs, lerr := s.listen(ctx, m.Listen)
@@ -274,13 +275,13 @@ func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn, channel bool
 				break
 			}
 			idle = channelIdle
-			err = c.write(&Message{Type: msgListening, Listening: addrs})
-		case msgSample:
+			err = c.write(&Message{Type: wire.MsgListening, Listening: addrs})
+		case wire.MsgSample:
 			// Sampling, like a flow, is the last thing on its connection.
 			return s.sampleFor(ctx, c)
-		case msgFlow:
+		case wire.MsgFlow:
 			err = s.flow(ctx, c, m.Flow, channel)
-			if errors.Is(err, ErrFlowRefused) {
+			if errors.Is(err, wire.ErrFlowRefused) {
 				s.logf("%s: %v", peer, err)
 				_ = c.write(errorMessage(err))
 			} else if err != nil {
@@ -288,9 +289,9 @@ func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn, channel bool
 			}
 			// A flow is the last thing on its connection.
 			return err
-		case msgTest:
+		case wire.MsgTest:
 			err = s.test(c, m.Spec, local, peer)
-			if errors.Is(err, ErrTestRefused) {
+			if errors.Is(err, wire.ErrTestRefused) {
 				// The connection stays open for another test.
 				s.logf("%s: %v", peer, err)
 				err = c.write(errorMessage(err))
@@ -298,7 +299,7 @@ func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn, channel bool
 				_ = c.write(errorMessage(err))
 			}
 		default:
-			err = fmt.Errorf("%w: unexpected %q", errProtocol, m.Type)
+			err = fmt.Errorf("%w: unexpected %q", wire.ErrProtocol, m.Type)
 			_ = c.write(errorMessage(err))
 		}
 		if err != nil {
@@ -309,20 +310,20 @@ func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn, channel bool
 
 // test runs one test the client asked for; a test the server will not run
 // is an ErrTestRefused.
-func (s *Server) test(c *ctl, sp *Spec, local, peer netip.Addr) error {
+func (s *Server) test(c *ctl, sp *wire.Spec, local, peer netip.Addr) error {
 	if sp == nil {
-		return fmt.Errorf("%w: test without a spec", errProtocol)
+		return fmt.Errorf("%w: test without a spec", wire.ErrProtocol)
 	}
 	t, err := s.newTest(sp, local, peer)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrTestRefused, err)
+		return fmt.Errorf("%w: %w", wire.ErrTestRefused, err)
 	}
 	defer t.close()
 	return t.run(c)
 }
 
 // capSpec applies the server's limits, saying what it changed.
-func (s *Server) capSpec(sp *Spec) (notes []string) {
+func (s *Server) capSpec(sp *wire.Spec) (notes []string) {
 	if d := s.Limits.MaxDuration; d > 0 && sp.Warmup+sp.Duration > d {
 		total := sp.Warmup + sp.Duration
 		if sp.Warmup >= d {
@@ -332,7 +333,7 @@ func (s *Server) capSpec(sp *Spec) (notes []string) {
 		notes = append(notes, fmt.Sprintf("server caps a test at %s: %s asked", d.D(), total.D()))
 	}
 	if r := s.Limits.MaxRate; !r.Unlimited() {
-		frame := sp.Payload + UDPOverhead(true)
+		frame := sp.Payload + wire.UDPOverhead(true)
 		if sp.Proto == "tcp" {
 			frame = max(sp.Payload, 1)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"linerate/internal/usage"
+	"linerate/wire"
 )
 
 // startServer runs a Server on a loopback port until the test ends.
@@ -92,20 +93,20 @@ func (rc *rawClient) closed() bool {
 // its proof: a welcome, or an error.
 func (rc *rawClient) handshake(secret string) *Message {
 	rc.t.Helper()
-	nc := newNonce()
-	rc.send(fmt.Sprintf(`{"type":"hello","version":%d,"nonce":%q}`, ProtocolVersion, nc))
+	nc := wire.NewNonce()
+	rc.send(fmt.Sprintf(`{"type":"hello","version":%d,"nonce":%q}`, wire.ProtocolVersion, nc))
 	ch := rc.next()
-	if ch == nil || ch.Type != msgChallenge {
+	if ch == nil || ch.Type != wire.MsgChallenge {
 		return ch
 	}
-	rc.send(fmt.Sprintf(`{"type":"auth","proof":%q}`, proof(secret, "client", ch.Nonce, nc)))
+	rc.send(fmt.Sprintf(`{"type":"auth","proof":%q}`, wire.Proof(secret, "client", ch.Nonce, nc)))
 	return rc.next()
 }
 
 // welcome does the handshake and fails the test unless it is welcomed.
 func (rc *rawClient) welcome(secret string) {
 	rc.t.Helper()
-	if m := rc.handshake(secret); m == nil || m.Type != msgWelcome {
+	if m := rc.handshake(secret); m == nil || m.Type != wire.MsgWelcome {
 		rc.t.Fatalf("welcome: %+v", m)
 	}
 }
@@ -116,7 +117,7 @@ func TestServerRefusesWrongToken(t *testing.T) {
 	addr := startServer(t, s)
 	rc := dialRaw(t, addr)
 	m := rc.handshake("guess")
-	if m == nil || m.Type != msgError || m.Code != "wrong-token" || !strings.HasPrefix(m.Error, "wrong token") {
+	if m == nil || m.Type != wire.MsgError || m.Code != "wrong-token" || !strings.HasPrefix(m.Error, "wrong token") {
 		t.Fatalf("got %+v, want a wrong-token error", m)
 	}
 	if !rc.closed() {
@@ -147,8 +148,8 @@ func TestServerRefusesWrongToken(t *testing.T) {
 func TestClientWrongTokenIsBadInput(t *testing.T) {
 	addr := startServer(t, &Server{Token: "s3cret"})
 	_, err := Run(context.Background(), Config{Targets: []string{addr}, Token: "nope",
-		Spec: Spec{Proto: "udp", Direction: Forward, Duration: Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1}})
-	if !errors.Is(err, ErrWrongToken) || !usage.Is(err) || !strings.Contains(err.Error(), "wrong token") {
+		Spec: wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1}})
+	if !errors.Is(err, wire.ErrWrongToken) || !usage.Is(err) || !strings.Contains(err.Error(), "wrong token") {
 		t.Fatalf("err = %v, want a bad-input wrong-token error", err)
 	}
 }
@@ -166,7 +167,7 @@ func TestServerSurvivesGarbage(t *testing.T) {
 		rc := dialRaw(t, addr)
 		rc.send(junk.line)
 		m := rc.next()
-		if m == nil || m.Type != msgError || m.Code != junk.code {
+		if m == nil || m.Type != wire.MsgError || m.Code != junk.code {
 			t.Errorf("%.30q: got %+v, want an error message with code %s", junk.line, m, junk.code)
 		}
 		if !rc.closed() {
@@ -178,16 +179,16 @@ func TestServerSurvivesGarbage(t *testing.T) {
 	rc := dialRaw(t, addr)
 	rc.welcome("")
 	rc.send(`{"type":"test","spec":{"proto":"icmp","direction":"forward","duration":1}}`)
-	if m := rc.next(); m == nil || m.Type != msgError || m.Code != "test-refused" || !strings.Contains(m.Error, "test refused: proto") {
+	if m := rc.next(); m == nil || m.Type != wire.MsgError || m.Code != "test-refused" || !strings.Contains(m.Error, "test refused: proto") {
 		t.Fatalf("bad spec: %+v", m)
 	}
 	rc.send(`{"type":"test","spec":{"proto":"udp","direction":"forward","duration":1,"payload":18,"streams":1,"ports":1,"threads":1,"rcvbuf":-1}}`)
-	if m := rc.next(); m == nil || m.Type != msgError || !strings.Contains(m.Error, "rcvbuf") {
+	if m := rc.next(); m == nil || m.Type != wire.MsgError || !strings.Contains(m.Error, "rcvbuf") {
 		t.Fatalf("negative rcvbuf: %+v", m)
 	}
 	// A value that does not decode breaks the protocol: error, then close.
 	rc.send(`{"type":"test","spec":{"proto":"udp","direction":"forward","duration":-4}}`)
-	if m := rc.next(); m == nil || m.Type != msgError {
+	if m := rc.next(); m == nil || m.Type != wire.MsgError {
 		t.Fatalf("negative duration: %+v", m)
 	}
 	if !rc.closed() {
@@ -205,7 +206,7 @@ func TestServerBoundsConnections(t *testing.T) {
 	}
 	c := dialRaw(t, addr)
 	m := c.handshake("")
-	if m == nil || m.Type != msgError || m.Code != "busy" || !strings.HasPrefix(m.Error, "busy: ") {
+	if m == nil || m.Type != wire.MsgError || m.Code != "busy" || !strings.HasPrefix(m.Error, "busy: ") {
 		t.Fatalf("third connection: %+v, want busy", m)
 	}
 	a.c.Close()
@@ -213,7 +214,7 @@ func TestServerBoundsConnections(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		m := dialRaw(t, addr).handshake("")
-		if m != nil && m.Type == msgWelcome {
+		if m != nil && m.Type == wire.MsgWelcome {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -238,11 +239,11 @@ func TestServerSurvivesVanishedClient(t *testing.T) {
 	defer sink.Close()
 	port := sink.LocalAddr().(*net.UDPAddr).Port
 	rc.send(`{"type":"test","spec":{"proto":"udp","direction":"reverse","duration":20,"rate":{"pps":1000},"payload":18,"streams":1,"ports":1,"threads":1,"client_ports":[` + itoa(port) + `]}}`)
-	if m := rc.next(); m == nil || m.Type != msgAccept {
+	if m := rc.next(); m == nil || m.Type != wire.MsgAccept {
 		t.Fatalf("accept: %+v", m)
 	}
 	rc.send(`{"type":"start"}`)
-	if m := rc.next(); m == nil || m.Type != msgRunning {
+	if m := rc.next(); m == nil || m.Type != wire.MsgRunning {
 		t.Fatalf("running: %+v", m)
 	}
 	buf := make([]byte, 100)
@@ -265,7 +266,7 @@ func TestServerSurvivesVanishedClient(t *testing.T) {
 	}
 	// And serves the next client.
 	res, err := Run(context.Background(), Config{Targets: []string{addr}, FrameSize: 64,
-		Spec: Spec{Proto: "udp", Direction: Forward, Duration: Seconds(300 * time.Millisecond), Rate: Rate{PPS: 2000}, Streams: 1, Ports: 1, Threads: 1}})
+		Spec: wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(300 * time.Millisecond), Rate: wire.Rate{PPS: 2000}, Streams: 1, Ports: 1, Threads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestServerDataHelloWrongDirection(t *testing.T) {
 	rc.welcome("")
 	rc.send(`{"type":"test","spec":{"proto":"tcp","direction":"reverse","duration":1,"streams":1,"ports":1,"threads":1}}`)
 	m := rc.next()
-	if m == nil || m.Type != msgAccept {
+	if m == nil || m.Type != wire.MsgAccept {
 		t.Fatalf("accept: %+v", m)
 	}
 	host, _, _ := net.SplitHostPort(addr)
@@ -294,11 +295,11 @@ func TestServerDataHelloWrongDirection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dc.Close()
-	cookie, err := parseCookie(m.Accept.Cookie)
+	cookie, err := wire.ParseCookie(m.Accept.Cookie)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dc.Write(putDataHello(cookie, 0, 'f')); err != nil {
+	if _, err := dc.Write(wire.PutDataHello(cookie, 0, 'f')); err != nil {
 		t.Fatal(err)
 	}
 	_ = dc.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -313,25 +314,25 @@ func TestServerDataHelloWrongDirection(t *testing.T) {
 // with errors.Is, whatever its text; a code the client does not know (or
 // none, from an older server) matches nothing.
 func TestPeerErrorCodes(t *testing.T) {
-	for _, c := range errorCodes {
-		err := fmt.Errorf("target: %w", peerError(errorMessage(fmt.Errorf("%w: why", c.err))))
-		if !errors.Is(err, c.err) {
-			t.Errorf("code %s: %v does not match its error", c.code, err)
+	for _, c := range wire.ErrorCodes {
+		err := fmt.Errorf("target: %w", peerError(errorMessage(fmt.Errorf("%w: why", c.Err))))
+		if !errors.Is(err, c.Err) {
+			t.Errorf("code %s: %v does not match its error", c.Code, err)
 		}
-		for _, o := range errorCodes {
-			if o.code != c.code && errors.Is(err, o.err) {
-				t.Errorf("code %s matches %s too", c.code, o.code)
+		for _, o := range wire.ErrorCodes {
+			if o.Code != c.Code && errors.Is(err, o.Err) {
+				t.Errorf("code %s matches %s too", c.Code, o.Code)
 			}
 		}
-		if got := codeOf(err); got != c.code {
-			t.Errorf("code %s comes back as %q", c.code, got)
+		if got := wire.CodeOf(err); got != c.Code {
+			t.Errorf("code %s comes back as %q", c.Code, got)
 		}
 	}
-	for _, m := range []*Message{{Type: msgError, Error: "wrong token: no code"}, {Type: msgError, Code: "new-code", Error: "busy"}} {
+	for _, m := range []*Message{{Type: wire.MsgError, Error: "wrong token: no code"}, {Type: wire.MsgError, Code: "new-code", Error: "busy"}} {
 		err := peerError(m)
-		for _, c := range errorCodes {
-			if errors.Is(err, c.err) {
-				t.Errorf("%+v matches %s", m, c.code)
+		for _, c := range wire.ErrorCodes {
+			if errors.Is(err, c.Err) {
+				t.Errorf("%+v matches %s", m, c.Code)
 			}
 		}
 	}

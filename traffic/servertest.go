@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"linerate/results"
+	"linerate/wire"
 	"net"
 	"net/netip"
 	"sync"
@@ -17,7 +19,7 @@ import (
 // session, and what the accept tells the client.
 type serverTest struct {
 	srv         *Server
-	spec        Spec
+	spec        wire.Spec
 	notes       []string
 	local, peer netip.Addr
 	cookie      uint64
@@ -37,7 +39,7 @@ type serverTest struct {
 
 // newTest checks the spec, caps it and makes the test's sockets; what it
 // cannot run is an error to refuse the test with.
-func (s *Server) newTest(asked *Spec, local, peer netip.Addr) (*serverTest, error) {
+func (s *Server) newTest(asked *wire.Spec, local, peer netip.Addr) (*serverTest, error) {
 	t := &serverTest{srv: s, spec: *asked, local: local, peer: peer, connCh: make(chan struct{}, 1)}
 	if err := t.spec.Check(); err != nil {
 		return nil, err
@@ -76,12 +78,12 @@ func (t *serverTest) open() error {
 		t.tcpLn = ln.(*net.TCPListener)
 		return nil
 	}
-	if sp.clientSends() {
+	if sp.ClientSends() {
 		if err := t.openUDPReceiver(); err != nil {
 			return err
 		}
 	}
-	if sp.serverSends() {
+	if sp.ServerSends() {
 		return t.openUDPSender()
 	}
 	return nil
@@ -89,7 +91,7 @@ func (t *serverTest) open() error {
 
 func (t *serverTest) openUDPReceiver() error {
 	sp := &t.spec
-	r, err := newUDPReceiver(sp.udpReceiver(t.local, t.peer, t.srv.CPUs))
+	r, err := newUDPReceiver(udpReceiverOf(sp, t.local, t.peer, t.srv.CPUs))
 	if err != nil {
 		return err
 	}
@@ -122,7 +124,7 @@ func (t *serverTest) openUDPSender() error {
 			return err
 		}
 	}
-	pps := sp.Rate.PacketsPerSecond(sp.Payload + UDPOverhead(t.peer.Is4()))
+	pps := sp.Rate.PacketsPerSecond(sp.Payload + wire.UDPOverhead(t.peer.Is4()))
 	t.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, payload: sp.Payload, pps: pps, threads: sp.Threads, cpus: t.srv.CPUs}))
 	return nil
 }
@@ -148,7 +150,7 @@ func (t *serverTest) run(c *ctl) error {
 	if err := t.accept(c); err != nil {
 		return err
 	}
-	if _, err := c.expect(startTimeout, msgStart); err != nil {
+	if _, err := c.expect(startTimeout, wire.MsgStart); err != nil {
 		return fmt.Errorf("waiting for start: %w", err)
 	}
 	if t.aimer != nil {
@@ -179,13 +181,13 @@ func (t *serverTest) run(c *ctl) error {
 		return fmt.Errorf("waiting for stop: %w", readErr)
 	}
 	t.srv.logf("%s: test done", t.peer)
-	return c.write(&Message{Type: msgResult, Result: t.result()})
+	return c.write(&Message{Type: wire.MsgResult, Result: t.result()})
 }
 
 // accept tells the client the test as run and where to send.
 func (t *serverTest) accept(c *ctl) error {
 	sp := &t.spec
-	acc := &Accept{Spec: *sp, Cookie: cookieString(t.cookie), Notes: t.notes, UDPPorts: t.udpPorts, ProbePort: t.probePort}
+	acc := &wire.Accept{Spec: *sp, Cookie: wire.CookieString(t.cookie), Notes: t.notes, UDPPorts: t.udpPorts, ProbePort: t.probePort}
 	if t.aimer != nil {
 		p, err := t.aimer.punch()
 		if err != nil {
@@ -195,29 +197,29 @@ func (t *serverTest) accept(c *ctl) error {
 	}
 	if t.tcpLn != nil {
 		acc.TCPPort = uint16(t.tcpLn.Addr().(*net.TCPAddr).Port)
-		if sp.clientSends() {
+		if sp.ClientSends() {
 			t.fwdConns = make([]*net.TCPConn, sp.Streams)
 		}
-		if sp.serverSends() {
+		if sp.ServerSends() {
 			t.revConns = make([]*net.TCPConn, sp.Streams)
 		}
 		go t.acceptData()
 	}
 	t.srv.logf("%s: test %s %s, %s, %s", t.peer, sp.Proto, sp.Direction, sp.Duration.D(), sp.Rate)
-	return c.write(&Message{Type: msgAccept, Accept: acc})
+	return c.write(&Message{Type: wire.MsgAccept, Accept: acc})
 }
 
 // report says "running", then what the flows counted once a second, until
 // the client's stop; it returns why no stop came.
 func (t *serverTest) report(c *ctl, tm Timing) error {
-	if err := c.write(&Message{Type: msgRunning}); err != nil {
+	if err := c.write(&Message{Type: wire.MsgRunning}); err != nil {
 		return err
 	}
 	stopped := make(chan struct{})
 	var readErr error
 	go func() {
 		defer close(stopped)
-		_, readErr = c.expect(time.Until(tm.End)+stopGrace, msgStop)
+		_, readErr = c.expect(time.Until(tm.End)+stopGrace, wire.MsgStop)
 	}()
 	gone := false
 	t.sess.run(context.Background(), stopped, func(now time.Time) {
@@ -225,9 +227,9 @@ func (t *serverTest) report(c *ctl, tm Timing) error {
 			return
 		}
 		p := t.sess.progress(now)
-		iv := &Interval{T: now.Sub(tm.Start).Seconds(), ReceivedPackets: p.recvPkts, ReceivedBytes: p.recvBytes,
+		iv := &wire.Interval{T: now.Sub(tm.Start).Seconds(), ReceivedPackets: p.recvPkts, ReceivedBytes: p.recvBytes,
 			SentPackets: p.sentPkts, SentBytes: p.sentBytes}
-		if c.write(&Message{Type: msgInterval, Interval: iv}) != nil {
+		if c.write(&Message{Type: wire.MsgInterval, Interval: iv}) != nil {
 			// The client is gone (or stuck): stop waiting for its stop.
 			c.c.Close()
 			gone = true
@@ -237,8 +239,8 @@ func (t *serverTest) report(c *ctl, tm Timing) error {
 }
 
 // result is what the server counted, once the session stopped.
-func (t *serverTest) result() *ServerResult {
-	res := &ServerResult{Seconds: t.sess.seconds(), Threads: t.sess.threads(), Machine: t.srv.Machine}
+func (t *serverTest) result() *results.ServerResult {
+	res := &results.ServerResult{Seconds: t.sess.seconds(), Threads: t.sess.threads(), Machine: t.srv.Machine}
 	res.Drops = t.sess.drops.result(t.sess.refused())
 	for _, e := range t.sess.entries {
 		res.Foreign += e.res.foreign
@@ -286,7 +288,7 @@ func (t *serverTest) openTCP() error {
 	}
 	if len(t.revConns) > 0 {
 		sp := &t.spec
-		s, err := newTCPSender(t.revConns, sp.tcpSender())
+		s, err := newTCPSender(t.revConns, tcpSenderOf(sp))
 		if err != nil {
 			return err
 		}
@@ -315,14 +317,14 @@ func (t *serverTest) acceptData() {
 // dataHello reads a data connection's first bytes and files it under its
 // direction and stream.
 func (t *serverTest) dataHello(c *net.TCPConn) {
-	b := make([]byte, dataHelloLen)
+	b := make([]byte, wire.DataHelloLen)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := io.ReadFull(c, b); err != nil {
 		c.Close()
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	cookie, stream, dir, err := parseDataHello(b)
+	cookie, stream, dir, err := wire.ParseDataHello(b)
 	if err != nil || cookie != t.cookie || stream < 0 || stream >= t.spec.Streams {
 		c.Close()
 		return

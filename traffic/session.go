@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/results"
 )
 
 // flow is one engine's part of a test on one end: a sender or a receiver
@@ -50,9 +51,9 @@ type flow interface {
 // flowResult is what a flow counted once its run returned.
 type flowResult struct {
 	// counts are per stream, in the measured window, by stream id.
-	counts  []Count
-	tcp     []TCPStat
-	threads []ThreadCPU
+	counts  []results.Count
+	tcp     []results.TCPStat
+	threads []results.ThreadCPU
 	// foreign is the test datagrams a receiver got from an address other
 	// than its peer's: not counted.
 	foreign uint64
@@ -129,7 +130,7 @@ func newSession(clk clock) *session {
 	return &session{clk: clk}
 }
 
-// add hands f to the session, which closes it.
+// Add hands f to the session, which closes it.
 func (s *session) add(r role, label string, f flow) *entry {
 	e := &entry{f: f, role: r, label: label, done: make(chan struct{})}
 	s.entries = append(s.entries, e)
@@ -315,8 +316,8 @@ func (s *session) seconds() float64 {
 
 // threads is every flow's engine threads, in the order the flows were
 // added; valid after stop.
-func (s *session) threads() []ThreadCPU {
-	var out []ThreadCPU
+func (s *session) threads() []results.ThreadCPU {
+	var out []results.ThreadCPU
 	for _, e := range s.entries {
 		out = append(out, e.res.threads...)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/results"
 )
 
 // fakeClock is a clock that moves only when a test advances it.
@@ -490,14 +491,14 @@ func TestSessionCloseBeforeStart(t *testing.T) {
 // label, threads keep the order the flows were added in.
 func TestSessionCollects(t *testing.T) {
 	ts := newTestSession()
-	ts.flows[0].res = flowResult{counts: []Count{{Stream: 0, Packets: 100}}, threads: []ThreadCPU{{Role: "a"}}}
-	ts.flows[1].res = flowResult{threads: []ThreadCPU{{Role: "b"}}, err: errors.New("recv failed")}
+	ts.flows[0].res = flowResult{counts: []results.Count{{Stream: 0, Packets: 100}}, threads: []results.ThreadCPU{{Role: "a"}}}
+	ts.flows[1].res = flowResult{threads: []results.ThreadCPU{{Role: "b"}}, err: errors.New("recv failed")}
 	ts.flows[2].res = flowResult{err: errors.New("send failed")}
-	ts.flows[3].res = flowResult{threads: []ThreadCPU{{Role: "c"}}}
+	ts.flows[3].res = flowResult{threads: []results.ThreadCPU{{Role: "c"}}}
 	ts.entries[2].label = ""
 	ts.start(0, time.Second)
 	ts.clk.advance(time.Second)
-	var atBetween []Count
+	var atBetween []results.Count
 	ts.stop(false, func() { atBetween = ts.entries[0].res.counts })
 	if len(atBetween) != 1 || atBetween[0].Packets != 100 {
 		t.Errorf("sender's counts at between: %+v", atBetween)

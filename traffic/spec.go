@@ -1,171 +1,17 @@
 package traffic
 
 import (
-	"encoding/json"
-	"fmt"
+	"linerate/wire"
 	"net/netip"
-	"strconv"
-	"time"
 )
-
-// DefaultPort is the TCP port `linerate serve` listens on for control
-// connections when --listen names none. It is linerate's own (iperf3 uses
-// 5201).
-const DefaultPort = 7557
-
-// Directions of a test, seen from the client.
-const (
-	Forward = "forward" // the client sends, the server receives
-	Reverse = "reverse" // the server sends, the client receives
-	Bidir   = "bidir"   // both at once
-)
-
-// Seconds is a duration that reads and writes as seconds in JSON.
-type Seconds time.Duration
-
-// D is the duration.
-func (s Seconds) D() time.Duration { return time.Duration(s) }
-
-func (s Seconds) MarshalJSON() ([]byte, error) {
-	return []byte(strconv.FormatFloat(time.Duration(s).Seconds(), 'f', -1, 64)), nil
-}
-
-func (s *Seconds) UnmarshalJSON(b []byte) error {
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("seconds: %w", err)
-	}
-	if f < 0 || f > 1e6 {
-		return fmt.Errorf("seconds %v out of range", f)
-	}
-	*s = Seconds(f * float64(time.Second))
-	return nil
-}
-
-// Spec is one test as the client asks for it; the server answers with the
-// Spec it will run (capped by its limits). It travels on the control
-// connection and is repeated in the Result.
-type Spec struct {
-	// Proto is "udp" or "tcp".
-	Proto string `json:"proto"`
-	// Direction is Forward, Reverse or Bidir.
-	Direction string  `json:"direction"`
-	Duration  Seconds `json:"duration"`
-	// Warmup runs before Duration; what it carries is excluded.
-	Warmup Seconds `json:"warmup"`
-	// Rate applies to each direction of each target; zero is as fast as
-	// possible.
-	Rate Rate `json:"rate"`
-	// Payload is the UDP payload of each datagram, or the size of each
-	// TCP write (0: 128 KiB, or one segment with MSS).
-	Payload int `json:"payload"`
-	// Streams is the number of flows per port (UDP) or TCP connections,
-	// per direction.
-	Streams int `json:"streams"`
-	// Ports is the number of UDP destination ports flows are spread over.
-	Ports int `json:"ports"`
-	// Threads is the number of sender and receiver threads on each end.
-	Threads int `json:"threads"`
-	// RecvBuf is SO_RCVBUF of each UDP receiver socket in bytes (0: 4 MiB).
-	RecvBuf int `json:"rcvbuf,omitempty"`
-	// MSS sets TCP_MAXSEG before connecting; writes are then one segment.
-	MSS int `json:"mss,omitempty"`
-	// ZeroCopy sends TCP with sendfile(2) from a memory file.
-	ZeroCopy bool `json:"zerocopy,omitempty"`
-	// XDP asks the server to count the UDP packets reaching its receiving
-	// interface with an XDP program too, beside those reaching the sockets.
-	XDP bool `json:"xdp,omitempty"`
-	// ProbeInterval is the time between latency probes (0: none).
-	ProbeInterval Seconds `json:"probe_interval"`
-	// ClientPorts are the client's UDP receive ports for Reverse and Bidir,
-	// where the server sends (to the control connection's peer address).
-	ClientPorts []uint16 `json:"client_ports,omitempty"`
-	// Punch says the client punches its NAT for the server's UDP (see
-	// nat.go): the server waits for the punches before it sends.
-	Punch bool `json:"punch,omitempty"`
-}
-
-// Limits a server puts on what it runs.
-const (
-	maxStreams = 1024
-	maxPorts   = 256
-	maxThreads = 256
-	maxPayload = 65507 // largest IPv4 UDP payload (RFC 768, 791)
-	maxRecvBuf = 1 << 30
-)
-
-// Check reports the first thing wrong with s, as one line.
-func (s *Spec) Check() error {
-	switch s.Proto {
-	case "udp", "tcp":
-	default:
-		return fmt.Errorf("proto %q: want udp or tcp", s.Proto)
-	}
-	switch s.Direction {
-	case Forward, Reverse, Bidir:
-	default:
-		return fmt.Errorf("direction %q: want forward, reverse or bidir", s.Direction)
-	}
-	switch {
-	case s.Duration <= 0:
-		return fmt.Errorf("duration %s: must be more than 0", s.Duration.D())
-	case s.Warmup < 0:
-		return fmt.Errorf("warmup %s: negative", s.Warmup.D())
-	case s.Rate.check() != nil:
-		return s.Rate.check()
-	case s.Streams < 1 || s.Streams > maxStreams:
-		return fmt.Errorf("streams %d: want 1 to %d", s.Streams, maxStreams)
-	case s.Ports < 1 || s.Ports > maxPorts:
-		return fmt.Errorf("ports %d: want 1 to %d", s.Ports, maxPorts)
-	case s.Ports*s.Streams > 65535:
-		return fmt.Errorf("%d ports × %d streams: more than 65535 flows", s.Ports, s.Streams)
-	case s.Threads < 1 || s.Threads > maxThreads:
-		return fmt.Errorf("threads %d: want 1 to %d", s.Threads, maxThreads)
-	case s.RecvBuf < 0 || s.RecvBuf > maxRecvBuf:
-		return fmt.Errorf("rcvbuf %d: want 0 to %d", s.RecvBuf, maxRecvBuf)
-	case s.ProbeInterval < 0:
-		return fmt.Errorf("probe interval %s: negative", s.ProbeInterval.D())
-	case s.ProbeInterval > 0 && s.ProbeInterval.D() < time.Millisecond:
-		return fmt.Errorf("probe interval %s: under 1ms", s.ProbeInterval.D())
-	}
-	if s.Proto == "udp" {
-		if s.Payload < headerLen || s.Payload > maxPayload {
-			return fmt.Errorf("payload %d bytes: want %d to %d for udp", s.Payload, headerLen, maxPayload)
-		}
-		if s.Direction != Forward && len(s.ClientPorts) != s.Ports {
-			return fmt.Errorf("%d client ports for %d ports", len(s.ClientPorts), s.Ports)
-		}
-	} else {
-		if s.Payload < 0 || s.Payload > 16<<20 {
-			return fmt.Errorf("write size %d bytes: want 0 to 16 MiB for tcp", s.Payload)
-		}
-		if s.MSS != 0 && (s.MSS < 88 || s.MSS > 65495) {
-			// The kernel's TCP_MIN_MSS is 88 (include/net/tcp.h).
-			return fmt.Errorf("mss %d: want 88 to 65495", s.MSS)
-		}
-	}
-	return nil
-}
-
-// sends and receives say which directions an end takes part in.
-func (s *Spec) clientSends() bool { return s.Direction != Reverse }
-func (s *Spec) serverSends() bool { return s.Direction != Forward }
 
 // tcpSender is how this test's TCP senders write.
-func (s *Spec) tcpSender() tcpSendConfig {
+func tcpSenderOf(s *wire.Spec) tcpSendConfig {
 	return tcpSendConfig{mss: s.MSS, payload: s.Payload, rate: s.Rate, zeroCopy: s.ZeroCopy, threads: s.Threads}
 }
 
 // udpReceiver is this test's UDP receiver on local, counting what comes
 // from peer.
-func (s *Spec) udpReceiver(local, peer netip.Addr, cpus []int) udpRecvConfig {
+func udpReceiverOf(s *wire.Spec, local, peer netip.Addr, cpus []int) udpRecvConfig {
 	return udpRecvConfig{local: local, peer: peer, ports: s.Ports, threads: s.Threads, rcvbuf: s.RecvBuf, cpus: cpus}
-}
-
-// flows is the number of UDP flows (or TCP connections) per direction.
-func (s *Spec) flows() int {
-	if s.Proto == "tcp" {
-		return s.Streams
-	}
-	return s.Ports * s.Streams
 }

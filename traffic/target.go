@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"linerate/internal/usage"
+	"linerate/results"
+	"linerate/wire"
 )
 
 // target is one --to on the client side: its control connection, the test
@@ -24,22 +26,22 @@ type target struct {
 	ctl      *ctl
 	conn     net.Conn
 	serverID string
-	spec     Spec
-	acc      *Accept
+	spec     wire.Spec
+	acc      *wire.Accept
 	// fwd is what the client sends to this target, rev what it receives
 	// from it: parts of the session's flows.
 	fwd, rev []share
 	prober   *prober
-	// sent is what the client told the server it sent (the stop message).
-	sent []Count
+	// Sent is what the client told the server it sent (the stop message).
+	sent []results.Count
 
 	mu       sync.Mutex
-	reports  int           // server intervals filed
-	filed    chan struct{} // one more was filed (cap 1)
-	last     *Interval     // latest server interval
-	prevIv   *Interval     // the one the last rates were computed to
-	rate     [4]float64    // server's sent pkts, bytes, received pkts, bytes per second
-	result   *ServerResult
+	reports  int            // server intervals filed
+	filed    chan struct{}  // one more was filed (cap 1)
+	last     *wire.Interval // latest server interval
+	prevIv   *wire.Interval // the one the last rates were computed to
+	rate     [4]float64     // server's sent pkts, bytes, received pkts, bytes per second
+	result   *results.ServerResult
 	resultCh chan error
 }
 
@@ -51,7 +53,7 @@ type share struct {
 	from, n int
 }
 
-func (s share) counts() []Count {
+func (s share) counts() []results.Count {
 	c := s.e.res.counts
 	if s.n == 0 {
 		return c
@@ -65,12 +67,12 @@ func (s share) counts() []Count {
 // gather merges the counts of shares by stream id, every stream from 0 to
 // the highest present (a missing one counts nothing); nil when there are
 // no shares.
-func gather(shares []share) []Count {
-	var out []Count
+func gather(shares []share) []results.Count {
+	var out []results.Count
 	for _, s := range shares {
 		for _, c := range s.counts() {
 			for len(out) <= c.Stream {
-				out = append(out, Count{Stream: len(out)})
+				out = append(out, results.Count{Stream: len(out)})
 			}
 			out[c.Stream] = c
 		}
@@ -79,8 +81,8 @@ func gather(shares []share) []Count {
 }
 
 // gatherTCP is the TCP_INFO of the shares' flows.
-func gatherTCP(shares []share) []TCPStat {
-	var out []TCPStat
+func gatherTCP(shares []share) []results.TCPStat {
+	var out []results.TCPStat
 	for _, s := range shares {
 		out = append(out, s.e.res.tcp...)
 	}
@@ -92,7 +94,7 @@ func parseTarget(s string) (host string, port uint16, err error) {
 	host, ps, err := net.SplitHostPort(s)
 	if err != nil {
 		// No port: a bare host or a bare IPv6 address.
-		host, ps = s, strconv.Itoa(DefaultPort)
+		host, ps = s, strconv.Itoa(wire.DefaultPort)
 		if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
 			host = host[1 : len(host)-1]
 		}
@@ -171,7 +173,7 @@ func (t *target) connect(ctx context.Context, cfg *Config) error {
 	t.ctl = newCtl(conn)
 	t.local = addrOf(conn.LocalAddr())
 	m, err := clientHandshake(t.ctl, cfg.Token)
-	if errors.Is(err, ErrWrongToken) {
+	if errors.Is(err, wire.ErrWrongToken) {
 		return usage.Errorf("%s: %w", t.name, err)
 	}
 	if err != nil {
@@ -183,18 +185,18 @@ func (t *target) connect(ctx context.Context, cfg *Config) error {
 
 // prepare sends the test, makes this end's receiving sockets and reads the
 // accept.
-func (t *target) prepare(r *clientRun, sp Spec) error {
+func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 	cfg := r.cfg
 	v4 := t.addr.Addr().Is4()
 	if sp.Proto == "udp" && cfg.FrameSize > 0 {
-		sp.Payload = cfg.FrameSize - UDPOverhead(v4)
-		if sp.Payload < headerLen {
+		sp.Payload = cfg.FrameSize - wire.UDPOverhead(v4)
+		if sp.Payload < wire.HeaderLen {
 			return usage.Errorf("--size %d: too small for %s UDP: frames carry at least %d bytes (%d of headers and FCS, %d of linerate's header)",
-				cfg.FrameSize, ipName(v4), UDPOverhead(v4)+headerLen, UDPOverhead(v4), headerLen)
+				cfg.FrameSize, ipName(v4), wire.UDPOverhead(v4)+wire.HeaderLen, wire.UDPOverhead(v4), wire.HeaderLen)
 		}
 	}
 	var recv *udpReceiver
-	if sp.Proto == "udp" && sp.serverSends() {
+	if sp.Proto == "udp" && sp.ServerSends() {
 		var err error
 		if recv, err = t.openUDPReceiver(r, sp); err != nil {
 			return err
@@ -205,11 +207,11 @@ func (t *target) prepare(r *clientRun, sp Spec) error {
 	if err := sp.Check(); err != nil {
 		return usage.Wrap(err)
 	}
-	if err := t.ctl.write(&Message{Type: msgTest, Spec: &sp}); err != nil {
+	if err := t.ctl.write(&Message{Type: wire.MsgTest, Spec: &sp}); err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
-	m, err := t.ctl.expect(helloTimeout, msgAccept)
-	if errors.Is(err, ErrTestRefused) {
+	m, err := t.ctl.expect(helloTimeout, wire.MsgAccept)
+	if errors.Is(err, wire.ErrTestRefused) {
 		// The server found the test itself wrong: bad input.
 		return usage.Errorf("%s: %w", t.name, err)
 	}
@@ -217,7 +219,7 @@ func (t *target) prepare(r *clientRun, sp Spec) error {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	if m.Accept == nil {
-		return fmt.Errorf("%s: %w: accept without details", t.name, errProtocol)
+		return fmt.Errorf("%s: %w: accept without details", t.name, wire.ErrProtocol)
 	}
 	t.acc = m.Accept
 	t.spec = m.Accept.Spec
@@ -231,11 +233,11 @@ func (t *target) prepare(r *clientRun, sp Spec) error {
 }
 
 // openUDPReceiver makes the sockets the server sends to (reverse, bidir).
-func (t *target) openUDPReceiver(r *clientRun, sp Spec) (*udpReceiver, error) {
+func (t *target) openUDPReceiver(r *clientRun, sp wire.Spec) (*udpReceiver, error) {
 	var recv *udpReceiver
 	err := r.cfg.setup(func() error {
 		var err error
-		recv, err = newUDPReceiver(sp.udpReceiver(t.local, t.addr.Addr(), r.cfg.CPUs))
+		recv, err = newUDPReceiver(udpReceiverOf(&sp, t.local, t.addr.Addr(), r.cfg.CPUs))
 		return err
 	})
 	if err != nil {
@@ -249,7 +251,7 @@ func (t *target) openUDPReceiver(r *clientRun, sp Spec) (*udpReceiver, error) {
 func (t *target) openUDP(cfg *Config) ([]int, error) {
 	sp := &t.spec
 	if len(t.acc.UDPPorts) != sp.Ports {
-		return nil, fmt.Errorf("%s: %w: %d ports for %d", t.name, errProtocol, len(t.acc.UDPPorts), sp.Ports)
+		return nil, fmt.Errorf("%s: %w: %d ports for %d", t.name, wire.ErrProtocol, len(t.acc.UDPPorts), sp.Ports)
 	}
 	var fds []int
 	err := cfg.setup(func() error {
@@ -261,7 +263,7 @@ func (t *target) openUDP(cfg *Config) ([]int, error) {
 	if errors.As(err, &me) {
 		v4 := t.addr.Addr().Is4()
 		return nil, usage.Errorf("%s: %d-byte frames (payload %d) do not fit the path MTU %d to %s without fragmentation",
-			t.name, sp.Payload+UDPOverhead(v4), sp.Payload, me.mtu, t.addr.Addr())
+			t.name, sp.Payload+wire.UDPOverhead(v4), sp.Payload, me.mtu, t.addr.Addr())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.name, err)
@@ -273,19 +275,19 @@ func (t *target) openUDP(cfg *Config) ([]int, error) {
 // client takes part in, and the flows over them.
 func (t *target) openTCP(r *clientRun) error {
 	sp := &t.spec
-	if sp.clientSends() {
+	if sp.ClientSends() {
 		conns, err := t.dialData(r.cfg, 'f')
 		if err != nil {
 			return err
 		}
-		s, err := newTCPSender(conns, sp.tcpSender())
+		s, err := newTCPSender(conns, tcpSenderOf(sp))
 		if err != nil {
 			closeConns(conns)
 			return err
 		}
 		t.fwd = append(t.fwd, share{e: r.sess.add(sending, t.name, s)})
 	}
-	if sp.serverSends() {
+	if sp.ServerSends() {
 		conns, err := t.dialData(r.cfg, 'r')
 		if err != nil {
 			return err
@@ -305,7 +307,7 @@ func (t *target) dialData(cfg *Config, dir byte) ([]*net.TCPConn, error) {
 	sp := &t.spec
 	d := net.Dialer{Timeout: 5 * time.Second, Control: tcpDialControl(sp.MSS)}
 	d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(t.local, 0))
-	cookie, err := parseCookie(t.acc.Cookie)
+	cookie, err := wire.ParseCookie(t.acc.Cookie)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +323,7 @@ func (t *target) dialData(cfg *Config, dir byte) ([]*net.TCPConn, error) {
 		if err == nil {
 			conns = append(conns, c.(*net.TCPConn))
 			setNoDelay(conns[i])
-			_, err = c.Write(putDataHello(cookie, i, dir))
+			_, err = c.Write(wire.PutDataHello(cookie, i, dir))
 		}
 		if err != nil {
 			closeConns(conns)
@@ -346,13 +348,13 @@ func (t *target) readLoop(deadline time.Time) {
 			return
 		}
 		switch m.Type {
-		case msgInterval:
+		case wire.MsgInterval:
 			if m.Interval != nil {
 				t.file(m.Interval)
 			}
-		case msgResult:
+		case wire.MsgResult:
 			if m.Result == nil {
-				t.resultCh <- fmt.Errorf("%s: %w: result without details", t.name, errProtocol)
+				t.resultCh <- fmt.Errorf("%s: %w: result without details", t.name, wire.ErrProtocol)
 				return
 			}
 			t.mu.Lock()
@@ -360,18 +362,18 @@ func (t *target) readLoop(deadline time.Time) {
 			t.mu.Unlock()
 			t.resultCh <- nil
 			return
-		case msgError:
+		case wire.MsgError:
 			t.resultCh <- fmt.Errorf("%s: server: %w", t.name, peerError(m))
 			return
 		default:
-			t.resultCh <- fmt.Errorf("%s: %w: unexpected %q", t.name, errProtocol, m.Type)
+			t.resultCh <- fmt.Errorf("%s: %w: unexpected %q", t.name, wire.ErrProtocol, m.Type)
 			return
 		}
 	}
 }
 
 // file keeps the server's latest interval report.
-func (t *target) file(iv *Interval) {
+func (t *target) file(iv *wire.Interval) {
 	t.mu.Lock()
 	t.last = iv
 	t.reports++
@@ -398,7 +400,7 @@ func (t *target) rates() [4]float64 {
 	last, prev := t.last, t.prevIv
 	if last != nil && (prev == nil || last.T > prev.T) {
 		if prev == nil {
-			prev = &Interval{}
+			prev = &wire.Interval{}
 		}
 		dt := last.T - prev.T
 		t.rate = [4]float64{
@@ -412,11 +414,11 @@ func (t *target) rates() [4]float64 {
 
 // serverResult is the server's result, or an empty one and why there is
 // none.
-func (t *target) serverResult() (*ServerResult, []string) {
+func (t *target) serverResult() (*results.ServerResult, []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.result == nil {
-		return &ServerResult{}, []string{"no result from the server"}
+		return &results.ServerResult{}, []string{"no result from the server"}
 	}
 	return t.result, nil
 }
@@ -428,7 +430,7 @@ func (t *target) close() {
 	}
 	if t.ctl != nil {
 		t.ctl.wt = time.Second
-		_ = t.ctl.write(&Message{Type: msgBye})
+		_ = t.ctl.write(&Message{Type: wire.MsgBye})
 	}
 	t.conn.Close()
 }

@@ -1,10 +1,10 @@
 package traffic
 
 import (
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"linerate/results"
+	"linerate/wire"
 	"net"
 	"os"
 	"slices"
@@ -19,21 +19,6 @@ import (
 // tcpWrite is the size of each TCP write when neither --payload nor --mss
 // says otherwise.
 const tcpWrite = 128 << 10
-
-// TCPStat is what TCP_INFO says about one connection at the end of a test
-// (struct tcp_info of <linux/tcp.h>).
-type TCPStat struct {
-	Stream int `json:"stream"`
-	// Side is "sender" or "receiver": which end read it.
-	Side        string `json:"side"`
-	RTTMicros   uint32 `json:"rtt_us"`
-	RTTVar      uint32 `json:"rttvar_us"`
-	Retransmits uint32 `json:"retransmits"`
-	SndMSS      uint32 `json:"snd_mss"`
-	SndCwnd     uint32 `json:"snd_cwnd"`
-	DataSegsOut uint32 `json:"data_segs_out"`
-	DataSegsIn  uint32 `json:"data_segs_in"`
-}
 
 // tcpSock is a TCP data connection taken out of Go's network poller: a
 // flow's loops read or write it with raw system calls and wait for it in
@@ -123,8 +108,8 @@ func (s *tcpSock) close() {
 	}
 }
 
-func tcpStat(c *tcpSock, stream int, side string) TCPStat {
-	st := TCPStat{Stream: stream, Side: side}
+func tcpStat(c *tcpSock, stream int, side string) results.TCPStat {
+	st := results.TCPStat{Stream: stream, Side: side}
 	if info, err := c.info(); err == nil {
 		st.RTTMicros = info.Rtt
 		st.RTTVar = info.Rttvar
@@ -211,40 +196,6 @@ func tcpDialControl(mss int) func(network, address string, c syscall.RawConn) er
 	}
 }
 
-// The first bytes on every TCP data connection, from the client: the
-// test's cookie (8 bytes), the stream id (4, big-endian), the direction
-// ('f': the client sends, 'r': the server sends) and 3 zero bytes.
-const dataHelloLen = 16
-
-func putDataHello(cookie uint64, stream int, dir byte) []byte {
-	b := make([]byte, dataHelloLen)
-	binary.BigEndian.PutUint64(b, cookie)
-	binary.BigEndian.PutUint32(b[8:], uint32(stream))
-	b[12] = dir
-	return b
-}
-
-func parseDataHello(b []byte) (cookie uint64, stream int, dir byte, err error) {
-	if len(b) != dataHelloLen || (b[12] != 'f' && b[12] != 'r') || b[13]|b[14]|b[15] != 0 {
-		return 0, 0, 0, fmt.Errorf("%w: bad data connection hello", errProtocol)
-	}
-	return binary.BigEndian.Uint64(b), int(binary.BigEndian.Uint32(b[8:])), b[12], nil
-}
-
-func cookieString(c uint64) string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], c)
-	return hex.EncodeToString(b[:])
-}
-
-func parseCookie(s string) (uint64, error) {
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 8 {
-		return 0, fmt.Errorf("%w: cookie %q", errProtocol, s)
-	}
-	return binary.BigEndian.Uint64(b), nil
-}
-
 // setNoDelay turns Nagle off so that each write of one segment leaves as
 // one segment.
 func setNoDelay(c *net.TCPConn) { _ = c.SetNoDelay(true) }
@@ -256,7 +207,7 @@ type tcpSendConfig struct {
 	// payload is the size of each write otherwise (0: tcpWrite).
 	payload int
 	// rate is shared by the connections (zero: as fast as they take it).
-	rate Rate
+	rate wire.Rate
 	// zeroCopy writes with sendfile(2) from a memory file.
 	zeroCopy bool
 	// threads is the least number of loops that write (tcpLoops).
@@ -286,8 +237,8 @@ type tcpSender struct {
 	cfg      tcpSendConfig
 	halt     atomic.Bool
 	live     []atomic.Uint64
-	counts   []Count
-	stats    []TCPStat
+	counts   []results.Count
+	stats    []results.TCPStat
 	marks    []segMarks
 	segs     segTotals
 	errs     []error
@@ -305,7 +256,7 @@ func newTCPSender(tcs []*net.TCPConn, cfg tcpSendConfig) (*tcpSender, error) {
 		return nil, err
 	}
 	t := &tcpSender{conns: conns, cfg: cfg, live: make([]atomic.Uint64, len(conns)),
-		counts: streamCounts(len(conns)), stats: make([]TCPStat, len(conns)), marks: make([]segMarks, len(conns)),
+		counts: streamCounts(len(conns)), stats: make([]results.TCPStat, len(conns)), marks: make([]segMarks, len(conns)),
 		errs: make([]error, len(conns))}
 	if cfg.zeroCopy {
 		f, err := memFile(max(cfg.writeSize(conns[0]), 1<<20))
@@ -323,8 +274,8 @@ func newTCPSender(tcs []*net.TCPConn, cfg tcpSendConfig) (*tcpSender, error) {
 }
 
 // streamCounts is n empty counts, numbered.
-func streamCounts(n int) []Count {
-	c := make([]Count, n)
+func streamCounts(n int) []results.Count {
+	c := make([]results.Count, n)
 	for i := range c {
 		c[i].Stream = i
 	}
@@ -481,8 +432,8 @@ type tcpReceiver struct {
 	end    atomic.Int64 // the window's end, Unix nanoseconds (cut moves it)
 	quit   atomic.Int64 // when stop ends the reads, Unix nanoseconds (0: not yet)
 	live   []atomic.Uint64
-	counts []Count
-	stats  []TCPStat
+	counts []results.Count
+	stats  []results.TCPStat
 	marks  []segMarks
 	segs   segTotals
 	timers []*time.Timer
@@ -498,7 +449,7 @@ func newTCPReceiver(tcs []*net.TCPConn, threads int) (*tcpReceiver, error) {
 		return nil, err
 	}
 	r := &tcpReceiver{conns: conns, live: make([]atomic.Uint64, len(conns)), counts: streamCounts(len(conns)),
-		stats: make([]TCPStat, len(conns)), marks: make([]segMarks, len(conns)), errs: make([]error, len(conns))}
+		stats: make([]results.TCPStat, len(conns)), marks: make([]segMarks, len(conns)), errs: make([]error, len(conns))}
 	if err := r.loops.spread(conns, threads, unix.POLLIN); err != nil {
 		closeSocks(conns)
 		return nil, err

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"io"
+	"linerate/wire"
 	"net"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func TestTCPSenderWindowSegments(t *testing.T) {
 	}
 	w, rd := tcpPair(t, 88)
 	go func() { _, _ = io.Copy(io.Discard, rd) }()
-	res := sendFor(t, w, tcpSendConfig{mss: 88, rate: Rate{PPS: 2000}}, 400*time.Millisecond, 400*time.Millisecond)
+	res := sendFor(t, w, tcpSendConfig{mss: 88, rate: wire.Rate{PPS: 2000}}, 400*time.Millisecond, 400*time.Millisecond)
 	c, st := res.counts[0], res.tcp[0]
 	if st.SndMSS == 0 || st.SndMSS > 88 {
 		t.Fatalf("snd_mss %d with TCP_MAXSEG 88", st.SndMSS)
@@ -166,7 +167,7 @@ func TestTCPLoopsCount(t *testing.T) {
 		t.Skip("sends traffic on loopback")
 	}
 	ws, rs := tcpPairs(t, 9)
-	s, err := newTCPSender(ws, tcpSendConfig{rate: Rate{BPS: 200e6}})
+	s, err := newTCPSender(ws, tcpSendConfig{rate: wire.Rate{BPS: 200e6}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestTCPPacedPartialWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, rd) }()
-	res := sendFor(t, w, tcpSendConfig{rate: Rate{BPS: 8e6}}, 200*time.Millisecond, time.Second)
+	res := sendFor(t, w, tcpSendConfig{rate: wire.Rate{BPS: 8e6}}, 200*time.Millisecond, time.Second)
 	// 8 Mb/s for the 1 s window is 1 MB.
 	if got := res.counts[0].Bytes; got < 900e3 || got > 1100e3 {
 		t.Errorf("%d bytes in a 1 s window at 8 Mb/s, want about 1,000,000", got)

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"fmt"
+	"linerate/results"
 	"runtime"
 	"sync"
 	"syscall"
@@ -41,11 +42,11 @@ const (
 
 // tcpLoop is one loop's streams and its way to be woken.
 type tcpLoop struct {
-	streams []int     // stream indexes this loop serves
-	wake    int       // eventfd: written to make the loop look again
-	events  int16     // POLLIN or POLLOUT
-	ops     []*connOp // per stream, the raw syscall it runs (and its socket)
-	usage   ThreadCPU // how busy the loop's thread was, once run returned
+	streams []int             // stream indexes this loop serves
+	wake    int               // eventfd: written to make the loop look again
+	events  int16             // POLLIN or POLLOUT
+	ops     []*connOp         // per stream, the raw syscall it runs (and its socket)
+	usage   results.ThreadCPU // how busy the loop's thread was, once run returned
 	ran     bool
 }
 
@@ -76,7 +77,7 @@ func (l *tcpLoop) run(role string, step func(k, i int) (stepResult, time.Duratio
 	t0, cpu0, pre0 := time.Now(), threadUsage(), preemptions()
 	defer func() {
 		cpu, wall := threadUsage()-cpu0, time.Since(t0)
-		l.usage = ThreadCPU{Role: role, CPU: -1, Seconds: cpu.Seconds(), Preempted: preemptions() - pre0}
+		l.usage = results.ThreadCPU{Role: role, CPU: -1, Seconds: cpu.Seconds(), Preempted: preemptions() - pre0}
 		if wall > 0 {
 			l.usage.Busy = min(1, cpu.Seconds()/wall.Seconds())
 		}
@@ -231,8 +232,8 @@ func (s *loopSet) each(fn func(*tcpLoop)) {
 }
 
 // threads is how busy the loops' threads were (those that ran).
-func (s *loopSet) threads() []ThreadCPU {
-	var out []ThreadCPU
+func (s *loopSet) threads() []results.ThreadCPU {
+	var out []results.ThreadCPU
 	for _, l := range s.loops {
 		if l.ran {
 			out = append(out, l.usage)

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"linerate/results"
+	"linerate/wire"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -22,42 +24,10 @@ const (
 	recvSlot = 64
 )
 
-// Count is what one end counted for one stream in the measured window.
-type Count struct {
-	Stream  int    `json:"stream"`
-	Packets uint64 `json:"packets"`
-	// Bytes is UDP payload or TCP goodput bytes.
-	Bytes uint64 `json:"bytes"`
-	// Unique, Dup and Reorder are kept by UDP receivers.
-	Unique  uint64 `json:"unique,omitempty"`
-	Dup     uint64 `json:"dup,omitempty"`
-	Reorder uint64 `json:"reorder,omitempty"`
-	// Warmup counts the packets (UDP) or bytes (TCP) of the warmup, not in
-	// the figures above.
-	Warmup uint64 `json:"warmup_packets,omitempty"`
-	// Late counts the TCP bytes a receiver read after the measured window
-	// (sent in it or before, delivered after it), not in the figures above.
-	Late uint64 `json:"late_bytes,omitempty"`
-}
-
 // Timing is when a test's senders run: from Start, the warmup until
 // Measure, then the measured window until End.
 type Timing struct {
 	Start, Measure, End time.Time
-}
-
-// ThreadCPU is how busy one engine thread was: CPU time (user+system, from
-// getrusage RUSAGE_THREAD) over its wall time.
-type ThreadCPU struct {
-	Role    string  `json:"role"` // "udp-send", "udp-recv", "tcp-send", "tcp-recv", ...
-	CPU     int     `json:"cpu"`  // pinned CPU, -1 when not pinned
-	Seconds float64 `json:"seconds"`
-	Busy    float64 `json:"busy"` // 0..1
-	// Behind is packets a paced sender gave up on because it was not
-	// scheduled (or not fast enough) to send them in time.
-	Behind uint64 `json:"behind,omitempty"`
-	// Preempted is involuntary context switches: the CPU was taken away.
-	Preempted int64 `json:"preempted,omitempty"`
 }
 
 // threadUsage returns the calling thread's CPU time.
@@ -97,7 +67,7 @@ type udpFlow struct {
 	stream uint16
 	seq    uint32
 	total  uint64 // packets sent, warmup included
-	count  Count
+	count  results.Count
 }
 
 // udpSender sends datagrams on a set of connected sockets with batched
@@ -118,7 +88,7 @@ type sendThread struct {
 	cpu     int
 	packets atomic.Uint64 // live total, warmup included
 	bytes   atomic.Uint64
-	usage   ThreadCPU
+	usage   results.ThreadCPU
 	err     error
 	errs    uint64 // transient send errors (ENOBUFS, ECONNREFUSED...)
 }
@@ -148,7 +118,7 @@ func newUDPSender(c udpSenderConfig) *udpSender {
 		if c.streams != nil {
 			id = c.streams[i]
 		}
-		f := &udpFlow{fd: fd, stream: id, count: Count{Stream: int(id)}}
+		f := &udpFlow{fd: fd, stream: id, count: results.Count{Stream: int(id)}}
 		s.flows = append(s.flows, f)
 		t := s.threads[i%nt]
 		t.flows = append(t.flows, f)
@@ -192,7 +162,7 @@ func (s *udpSender) progress() (packets, bytes uint64) {
 // collect is what went per stream in the measured window, in the order of
 // the sockets, and each thread's CPU time.
 func (s *udpSender) collect() flowResult {
-	r := flowResult{counts: make([]Count, len(s.flows)), threads: make([]ThreadCPU, len(s.threads)), err: s.err}
+	r := flowResult{counts: make([]results.Count, len(s.flows)), threads: make([]results.ThreadCPU, len(s.threads)), err: s.err}
 	for i, f := range s.flows {
 		r.counts[i] = f.count
 	}
@@ -218,7 +188,7 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 	// Never unlocked: the thread, pinned or not, ends with the goroutine
 	// instead of waiting in the runtime's pool for good.
 	runtime.LockOSThread()
-	t.usage = ThreadCPU{Role: "udp-send", CPU: t.cpu}
+	t.usage = results.ThreadCPU{Role: "udp-send", CPU: t.cpu}
 	if err := pin(t.cpu); err != nil {
 		t.err = err
 		return
@@ -241,7 +211,7 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 	warm := tm.Measure.After(time.Now())
 	var flags byte
 	if warm {
-		flags = flagWarmup
+		flags = wire.FlagWarmup
 	}
 	fi := 0
 	for !stop.Load() {
@@ -264,7 +234,7 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 		f, fi = t.next(fi)
 		ts := now.UnixNano()
 		for i := range n {
-			putHeader(b.packet(i), header{flags: flags, stream: f.stream, seq: f.seq + uint32(i), sent: ts})
+			wire.PutHeader(b.packet(i), wire.Header{Flags: flags, Stream: f.stream, Seq: f.seq + uint32(i), Sent: ts})
 		}
 		m, err := sendmmsg(f.fd, b, n)
 		if err != nil {
@@ -304,7 +274,7 @@ func (e *mtuError) Error() string {
 }
 
 // dialUDPFlows makes the sockets of a udpSender: one connected socket per
-// stream to each of ports on remote, from local (any port). With later,
+// Stream to each of ports on remote, from local (any port). With later,
 // the sockets are bound but not connected: aimUDP connects them once the
 // client's punches say where its NAT maps its ports. A payload over the
 // path MTU is an *mtuError.
@@ -342,7 +312,7 @@ func checkPathMTU(local netip.Addr, remote netip.AddrPort, payload int) error {
 	}
 	defer closeFD(fd)
 	v4 := remote.Addr().Unmap().Is4()
-	if mtu, err := pathMTU(fd, v4); err == nil && payload+UDPOverhead(v4)-ethOverhead > mtu {
+	if mtu, err := pathMTU(fd, v4); err == nil && payload+wire.UDPOverhead(v4)-wire.EthOverhead > mtu {
 		return &mtuError{payload: payload, mtu: mtu}
 	}
 	return nil
@@ -420,7 +390,7 @@ type recvThread struct {
 	other   uint64 // datagrams without linerate's header
 	peer    *from  // when set, datagrams from elsewhere are foreign
 	foreign uint64 // datagrams from elsewhere: not counted
-	usage   ThreadCPU
+	usage   results.ThreadCPU
 	err     error
 }
 
@@ -528,7 +498,7 @@ func (r *udpReceiver) collect() flowResult {
 				continue
 			}
 			for len(res.counts) <= id {
-				res.counts = append(res.counts, Count{Stream: len(res.counts)})
+				res.counts = append(res.counts, results.Count{Stream: len(res.counts)})
 			}
 			c := &res.counts[id]
 			c.Packets += s.packets
@@ -573,7 +543,7 @@ func (t *recvThread) stream(id uint16) *streamRecv {
 
 func (t *recvThread) run(stop *atomic.Bool) {
 	runtime.LockOSThread() // never unlocked, as sendThread.run
-	t.usage = ThreadCPU{Role: "udp-recv", CPU: t.cpu}
+	t.usage = results.ThreadCPU{Role: "udp-recv", CPU: t.cpu}
 	if err := pin(t.cpu); err != nil {
 		t.err = err
 		return
@@ -644,17 +614,17 @@ func (t *recvThread) count(b *batch, n int) {
 			continue
 		}
 		bytes += uint64(l)
-		h, ok := parseHeader(b.packet(i)[:min(l, recvSlot)])
-		if !ok || h.flags&(flagProbe|flagReply) != 0 {
+		h, ok := wire.ParseHeader(b.packet(i)[:min(l, recvSlot)])
+		if !ok || h.Flags&(wire.FlagProbe|wire.FlagReply) != 0 {
 			t.other++
 			continue
 		}
-		s := t.stream(h.stream)
-		if h.flags&flagWarmup != 0 {
+		s := t.stream(h.Stream)
+		if h.Flags&wire.FlagWarmup != 0 {
 			s.warmup++
 			continue
 		}
-		s.add(h.seq, l)
+		s.add(h.Seq, l)
 	}
 	t.packets.Add(uint64(counted))
 	t.bytes.Add(bytes)

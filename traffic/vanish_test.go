@@ -17,6 +17,8 @@ import (
 	"github.com/vishvananda/netns"
 
 	"linerate/internal/testenv"
+	"linerate/results"
+	"linerate/wire"
 )
 
 // The vanishing client is this test binary run again as a child process
@@ -27,11 +29,11 @@ const vanishEnv = "LINERATE_TEST_VANISH"
 
 // vanishJob is what the child runs: a Config in the named namespace.
 type vanishJob struct {
-	NetNS     string `json:"netns"`
-	Target    string `json:"target"`
-	Spec      Spec   `json:"spec"`
-	FrameSize int    `json:"frame_size"`
-	Engine    string `json:"engine"`
+	NetNS     string    `json:"netns"`
+	Target    string    `json:"target"`
+	Spec      wire.Spec `json:"spec"`
+	FrameSize int       `json:"frame_size"`
+	Engine    string    `json:"engine"`
 }
 
 // TestVanishingClientChild is the child's body; run on its own it does
@@ -53,7 +55,7 @@ func TestVanishingClientChild(t *testing.T) {
 	cfg := Config{Targets: []string{job.Target}, Spec: job.Spec, FrameSize: job.FrameSize, Engine: job.Engine,
 		Setup: ns.Do, Idle: 300 * time.Millisecond}
 	// Each line tells the parent how far the run got.
-	cfg.OnInterval = func(iv IntervalStats) { fmt.Printf("interval %.1f\n", iv.T) }
+	cfg.OnInterval = func(iv results.IntervalStats) { fmt.Printf("interval %.1f\n", iv.T) }
 	fmt.Println("started")
 	_, err = Run(context.Background(), cfg)
 	fmt.Println("done", err)
@@ -162,16 +164,16 @@ func goroutineBase() int {
 	return runtime.NumGoroutine()
 }
 
-func vanishUDP(dir string, ports, threads int) Spec {
-	sp := udpSpec(5*time.Second, Rate{})
-	sp.Direction, sp.Ports, sp.Threads, sp.Warmup = dir, ports, threads, Seconds(300*time.Millisecond)
-	sp.ProbeInterval = Seconds(10 * time.Millisecond)
+func vanishUDP(dir wire.Direction, ports, threads int) wire.Spec {
+	sp := udpSpec(5*time.Second, wire.Rate{})
+	sp.Direction, sp.Ports, sp.Threads, sp.Warmup = dir, ports, threads, wire.Seconds(300*time.Millisecond)
+	sp.ProbeInterval = wire.Seconds(10 * time.Millisecond)
 	return sp
 }
 
-func vanishTCP(dir string) Spec {
-	return Spec{Proto: "tcp", Direction: dir, Duration: Seconds(5 * time.Second), Warmup: Seconds(300 * time.Millisecond),
-		Streams: 2, Ports: 1, Threads: 1, ProbeInterval: Seconds(10 * time.Millisecond)}
+func vanishTCP(dir wire.Direction) wire.Spec {
+	return wire.Spec{Proto: "tcp", Direction: dir, Duration: wire.Seconds(5 * time.Second), Warmup: wire.Seconds(300 * time.Millisecond),
+		Streams: 2, Ports: 1, Threads: 1, ProbeInterval: wire.Seconds(10 * time.Millisecond)}
 }
 
 // TestServerAfterVanishedClients kills clients with SIGKILL in every phase
@@ -186,20 +188,20 @@ func TestServerAfterVanishedClients(t *testing.T) {
 	// Room for the clients of every phase: those of one phase may still
 	// be being torn down when the next come.
 	l := newLab(t, &Server{MaxConns: 64})
-	ring := vanishUDP(Forward, 2, 2)
-	ring.Rate = Rate{PPS: 50000}
+	ring := vanishUDP(wire.Forward, 2, 2)
+	ring.Rate = wire.Rate{PPS: 50000}
 	modes := []struct {
 		name   string
-		spec   Spec
+		spec   wire.Spec
 		engine string
 	}{
-		{"udp", vanishUDP(Forward, 1, 1), ""},
-		{"udp-reverse", vanishUDP(Reverse, 1, 1), ""},
-		{"udp-bidir", vanishUDP(Bidir, 3, 2), ""},
+		{"udp", vanishUDP(wire.Forward, 1, 1), ""},
+		{"udp-reverse", vanishUDP(wire.Reverse, 1, 1), ""},
+		{"udp-bidir", vanishUDP(wire.Bidir, 3, 2), ""},
 		{"udp-ring", ring, "ring"},
-		{"tcp", vanishTCP(Forward), ""},
-		{"tcp-reverse", vanishTCP(Reverse), ""},
-		{"tcp-bidir", vanishTCP(Bidir), ""},
+		{"tcp", vanishTCP(wire.Forward), ""},
+		{"tcp-reverse", vanishTCP(wire.Reverse), ""},
+		{"tcp-bidir", vanishTCP(wire.Bidir), ""},
 	}
 	base := goroutineBase()
 	// Where the clients die (every mode at once): at once (before or
@@ -225,7 +227,7 @@ func TestServerAfterVanishedClients(t *testing.T) {
 		t.Errorf("%d goroutines after %d vanished clients, %d before:\n%s", n, 4*len(modes), base, stacks)
 	}
 	// The server still runs tests.
-	cfg := l.config(udpSpec(300*time.Millisecond, Rate{PPS: 10000}))
+	cfg := l.config(udpSpec(300*time.Millisecond, wire.Rate{PPS: 10000}))
 	cfg.FrameSize = 64
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -267,12 +269,12 @@ func TestServerAfterSilentClients(t *testing.T) {
 	}
 	l := newLab(t, &Server{PeerTimeout: time.Second})
 	base := goroutineBase()
-	long := func(sp Spec) Spec {
-		sp.Duration = Seconds(30 * time.Second)
+	long := func(sp wire.Spec) wire.Spec {
+		sp.Duration = wire.Seconds(30 * time.Second)
 		return sp
 	}
 	var kids []*child
-	for _, sp := range []Spec{long(vanishUDP(Reverse, 1, 1)), long(vanishUDP(Bidir, 2, 2)), long(vanishTCP(Bidir))} {
+	for _, sp := range []wire.Spec{long(vanishUDP(wire.Reverse, 1, 1)), long(vanishUDP(wire.Bidir, 2, 2)), long(vanishTCP(wire.Bidir))} {
 		kids = append(kids, startChild(t, vanishJob{NetNS: l.a.Name, Target: l.server, Spec: sp, FrameSize: 64}))
 	}
 	for i, k := range kids {

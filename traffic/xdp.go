@@ -21,6 +21,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"linerate/internal/usage"
+	"linerate/results"
 )
 
 // ErrXDPUnsupported is wrapped by every error of AttachXDPCounter that comes
@@ -288,7 +289,7 @@ func xdpCounterProgram(mapFD int, port uint16, drop bool) asm.Instructions {
 // result. A counter that cannot be attached is reported there, not fatal.
 type xdpMeter struct {
 	c    *XDPCounter
-	stat XDPStat
+	stat results.XDPStat
 	mu   sync.Mutex
 	base [2]uint64 // packets, bytes at the start of the measured window
 	tm   Timing
@@ -371,7 +372,7 @@ func (m *xdpMeter) progress() (packets, bytes uint64) { return 0, 0 }
 func (m *xdpMeter) collect() flowResult               { return flowResult{} }
 
 // result is what the counter saw; valid after the meter's run returned.
-func (m *xdpMeter) result() *XDPStat {
+func (m *xdpMeter) result() *results.XDPStat {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.stat

@@ -15,7 +15,7 @@ import (
 )
 
 // xdpTestFrame builds an Ethernet frame: IPv4 with the given protocol,
-// header length (words), fragment field and destination port.
+// Header length (words), fragment field and destination port.
 func xdpTestFrame(etherType uint16, ihl int, proto byte, frag uint16, dport uint16, payload int) []byte {
 	ipLen := ihl * 4
 	f := make([]byte, 14+ipLen+8+payload)

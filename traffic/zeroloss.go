@@ -11,7 +11,9 @@ import (
 	"linerate/internal/usage"
 	"linerate/internal/version"
 	"linerate/ledger"
+	"linerate/results"
 	"linerate/search"
+	"linerate/wire"
 )
 
 // SearchConfig is a zero-loss search (`bench udp --search`): per frame
@@ -32,14 +34,6 @@ type SearchConfig struct {
 	Latency bool `json:"latency,omitempty"`
 	// Progress, if set, gets one line per trial: the search is long.
 	Progress func(line string) `json:"-"`
-}
-
-// SizeSearch is the search of one frame size in a result: the search's
-// figures, and the drop ledger of one final-duration trial at the slowest
-// rate that lost frames (where the loss begins).
-type SizeSearch struct {
-	search.SizeResult
-	Ledger *ledger.Ledger `json:"ledger,omitempty"`
 }
 
 // ErrImix says a mix of frame sizes was asked for: the send engines send
@@ -75,7 +69,7 @@ func (c *SearchConfig) Check() error {
 // the test of every trial (its rate, duration, warmup and probes are the
 // search's). The result holds the search per size in Search; a result
 // with what was found so far comes back with an error or an interruption.
-func Search(ctx context.Context, cfg Config, sc SearchConfig) (*Result, error) {
+func Search(ctx context.Context, cfg Config, sc SearchConfig) (*results.Result, error) {
 	if err := sc.Check(); err != nil {
 		return nil, err
 	}
@@ -86,7 +80,7 @@ func Search(ctx context.Context, cfg Config, sc SearchConfig) (*Result, error) {
 	cfg.Spec.Warmup = 0
 	probe := cfg.Spec.ProbeInterval
 	cfg.Spec.ProbeInterval = 0
-	res := &Result{Schema: ResultSchema, Linerate: version.Version, Time: time.Now().UTC(), Spec: cfg.Spec, Engine: cfg.Engine}
+	res := &results.Result{Schema: results.ResultSchema, Linerate: version.Version, Time: time.Now().UTC(), Spec: cfg.Spec, Engine: cfg.Engine}
 	for _, m := range sc.Sizes {
 		s := sizeSearch{cfg: cfg, sc: &sc, size: m.Parts[0].Bytes, probe: probe}
 		out, err := s.run(ctx, m)
@@ -115,9 +109,9 @@ type sizeSearch struct {
 	cfg    Config
 	sc     *SearchConfig
 	size   int
-	probe  Seconds
+	probe  wire.Seconds
 	trials int
-	last   *Result // the latest trial's result
+	last   *results.Result // the latest trial's result
 	// lossy are the ledgers of the final-duration trials that lost
 	// frames, by rate.
 	lossy map[float64]*ledger.Ledger
@@ -126,7 +120,7 @@ type sizeSearch struct {
 // run finds the path's ceiling and the sender's maximum with one short
 // trial at full speed, searches below it, then measures latency and the
 // ledger where the loss begins.
-func (s *sizeSearch) run(ctx context.Context, m ceiling.Mix) (*SizeSearch, error) {
+func (s *sizeSearch) run(ctx context.Context, m ceiling.Mix) (*results.SizeSearch, error) {
 	first := max(s.sc.Trial/10, 100*time.Millisecond)
 	if _, err := s.trial(ctx, search.TrialSpec{Duration: first}); err != nil {
 		return nil, err
@@ -145,7 +139,7 @@ func (s *sizeSearch) run(ctx context.Context, m ceiling.Mix) (*SizeSearch, error
 	}
 	sr, err := search.Run(ctx, search.Config{Goals: s.sc.Goals, MinRate: maxRate / 1000, MaxRate: maxRate,
 		Precision: s.sc.Precision, FinalTrial: s.sc.Trial}, s.trial)
-	out := &SizeSearch{SizeResult: search.Summarize(m, sr)}
+	out := &results.SizeSearch{SizeResult: search.Summarize(m, sr)}
 	out.CeilingPPS = ceil
 	if err != nil {
 		return out, err
@@ -177,12 +171,12 @@ func (s *sizeSearch) latencyTrial(ctx context.Context, spec search.TrialSpec) (s
 	return s.runTrial(ctx, spec, s.probe)
 }
 
-func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe Seconds) (search.TrialResult, error) {
+func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe wire.Seconds) (search.TrialResult, error) {
 	c := s.cfg
 	c.FrameSize = s.size
 	c.Spec.Payload = 0
-	c.Spec.Rate = Rate{PPS: spec.Rate}
-	c.Spec.Duration = Seconds(spec.Duration)
+	c.Spec.Rate = wire.Rate{PPS: spec.Rate}
+	c.Spec.Duration = wire.Seconds(spec.Duration)
 	c.Spec.ProbeInterval = probe
 	res, err := Run(ctx, c)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"linerate/ceiling"
 	"linerate/internal/testenv"
+	"linerate/results"
 	"linerate/search"
 )
 
@@ -51,7 +52,7 @@ func TestSearchShapedVeth(t *testing.T) {
 	shape(t, l.a, "lra", 128000)
 	sc := SearchConfig{Goals: []search.Goal{search.NDR, search.PDR(0.005)}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
 		Precision: 0.01, Trial: time.Second, Progress: func(s string) { t.Log(s) }}
-	var r SizeSearch
+	var r results.SizeSearch
 	for attempt := 1; attempt <= 2; attempt++ {
 		res, err := Search(context.Background(), cfg, sc)
 		if err != nil {

@@ -15,11 +15,13 @@ import (
 	"linerate/history"
 	"linerate/internal/usage"
 	"linerate/report"
+	"linerate/results"
 	"linerate/sample"
 	"linerate/source/cpuset"
 	"linerate/source/ethtool"
 	"linerate/source/procfs"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 // benchOptions are the flags of `linerate bench udp|tcp`.
@@ -116,7 +118,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	p.StringArrayVarP(&o.to, "to", "c", nil, "target HOST[:PORT] running 'linerate serve' (repeatable; iperf3's -c)")
 	p.StringArrayVar(&o.from, "from", nil, "agent that sends instead of this host: HOST[:PORT] running 'linerate serve', or ssh://[user@]host (repeatable: the i-th --from sends to the i-th --to; one --from with several --to fans out; several --from with one --to fans in)")
 	p.StringArrayVar(&o.sample, "sample", nil, "with --from: also record this host's counters once a second (HOST[:PORT] of its agent, or ssh://), as the device in the middle (repeatable)")
-	p.IntVarP(&o.port, "port", "p", traffic.DefaultPort, "control port of targets given without one")
+	p.IntVarP(&o.port, "port", "p", wire.DefaultPort, "control port of targets given without one")
 	secondsVarP(p, &o.duration, "duration", "t", 10*time.Second, "measured time: 10, 1.5 (seconds) or 500ms")
 	secondsVarP(p, &o.warmup, "warmup", "", time.Second, "time sent before the measured window, excluded from the results")
 	secondsVarP(p, &o.interval, "interval", "i", time.Second, "seconds between interval lines (1 or more; 0: none); the result keeps every second")
@@ -223,7 +225,7 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 	if len(o.to) == 0 {
 		return cfg, usage.Errorf("no target: give --to HOST[:PORT] (a machine running 'linerate serve')")
 	}
-	rate, err := traffic.ParseRate(o.rate)
+	rate, err := wire.ParseRate(o.rate)
 	if err != nil {
 		return cfg, usage.Errorf("--rate: %w", err)
 	}
@@ -244,14 +246,14 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 	case o.port < 1 || o.port > 65535:
 		return cfg, usage.Errorf("--port %d: want 1-65535", o.port)
 	}
-	dir := traffic.Forward
+	dir := wire.Forward
 	if o.reverse {
-		dir = traffic.Reverse
+		dir = wire.Reverse
 	} else if o.bidir {
-		dir = traffic.Bidir
+		dir = wire.Bidir
 	}
-	sp := traffic.Spec{Proto: proto, Direction: dir, Duration: traffic.Seconds(o.duration), Warmup: traffic.Seconds(o.warmup),
-		Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads, ProbeInterval: traffic.Seconds(o.probe)}
+	sp := wire.Spec{Proto: wire.Proto(proto), Direction: dir, Duration: wire.Seconds(o.duration), Warmup: wire.Seconds(o.warmup),
+		Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads, ProbeInterval: wire.Seconds(o.probe)}
 	if proto == "udp" {
 		switch {
 		case o.size != 0 && o.payload != 0:
@@ -351,7 +353,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	defer ends.close()
 	cfg.Drops, cfg.Machine = ends.drops(), ends.machine
 	stream.Start(cfg)
-	var show func(traffic.IntervalStats)
+	var show func(results.IntervalStats)
 	live := false
 	switch {
 	case o.jsonStream:
@@ -360,15 +362,15 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 		// Intervals go to a terminal on stderr only.
 		if f, ok := cmd.ErrOrStderr().(*os.File); ok && isTerminal(f) {
 			live = true
-			show = func(iv traffic.IntervalStats) { report.BenchInterval(f, iv, true) }
+			show = func(iv results.IntervalStats) { report.BenchInterval(f, iv, true) }
 		}
 	default:
 		f, ok := stdout.(*os.File)
 		live = ok && isTerminal(f)
-		show = func(iv traffic.IntervalStats) { report.BenchInterval(stdout, iv, live) }
+		show = func(iv results.IntervalStats) { report.BenchInterval(stdout, iv, live) }
 	}
 	if show != nil && o.interval > 0 {
-		cfg.OnInterval = traffic.GroupIntervals(o.interval, show)
+		cfg.OnInterval = results.GroupIntervals(o.interval, show)
 	}
 	if o.web != "" {
 		stop, err := benchLive(cmd.Context(), o.web, &cfg, cmd.ErrOrStderr())
@@ -427,7 +429,7 @@ func withPort(targets []string, port int) []string {
 	return out
 }
 
-func saveResult(path string, res *traffic.Result) error { return saveJSON(path, res) }
+func saveResult(path string, res *results.Result) error { return saveJSON(path, res) }
 
 // checkLoadFlags checks the flags bench and tune auto share, naming the
 // flag in the error.

@@ -14,7 +14,9 @@ import (
 	"linerate/internal/version"
 	"linerate/remote"
 	"linerate/report"
+	"linerate/results"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 // flowPlan is one third-party flow of bench --from: the agent that sends
@@ -90,8 +92,8 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	warn(stderr, o.warnings)
 	ctx := cmd.Context()
 
-	set := &traffic.FlowSet{Schema: traffic.ResultSchema, Linerate: version.Version, Time: time.Now().UTC(), Spec: cfg.Spec,
-		Flows: make([]traffic.FlowRun, len(plans))}
+	set := &results.FlowSet{Schema: results.ResultSchema, Linerate: version.Version, Time: time.Now().UTC(), Spec: cfg.Spec,
+		Flows: make([]results.FlowRun, len(plans))}
 	var sampled []sampleTarget
 	for _, spec := range o.sample {
 		h, err := remote.Parse(spec)
@@ -112,7 +114,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 			return err
 		}
 		conns[i] = c
-		set.Flows[i] = traffic.FlowRun{From: p.from.String(), To: withPort(p.to, o.port)}
+		set.Flows[i] = results.FlowRun{From: p.from.String(), To: withPort(p.to, o.port)}
 	}
 	mid, err := startMiddle(ctx, sampled, cfg.Token, flowLead(cfg.Spec, cfg.Idle))
 	if err != nil {
@@ -126,7 +128,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	ends := openEndCounters()
 	defer ends.close()
 	var pathMu sync.Mutex
-	var pathDrops func() traffic.EndDrops
+	var pathDrops func() results.EndDrops
 	if dc := ends.drops(); dc != nil && proto == "udp" && search == nil && len(plans) == 1 {
 		// The snapshot a little before the agent's window opens: a wider
 		// window only adds what the ledger calls excess.
@@ -143,12 +145,12 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	live := o.interval > 0 && !o.json
 	for i, p := range plans {
 		f := traffic.Flow{Targets: set.Flows[i].To, Spec: cfg.Spec, FrameSize: cfg.FrameSize, Engine: cfg.Engine,
-			Idle: traffic.Seconds(cfg.Idle)}
+			Idle: wire.Seconds(cfg.Idle)}
 		if p.from.Kind == remote.SSH {
 			f.Secret = cfg.Token // the agent ssh started has none of its own
 		}
 		label := fmt.Sprintf("%s → %s", set.Flows[i].From, joinTargets(p.to))
-		var show func(traffic.IntervalStats)
+		var show func(results.IntervalStats)
 		if search != nil {
 			f.Search = search
 			f.Progress = func(line string) {
@@ -157,7 +159,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 				fmt.Fprintf(stderr, "search [%s]: %s\n", label, line)
 			}
 		} else if live {
-			show = traffic.GroupIntervals(o.interval, func(iv traffic.IntervalStats) {
+			show = results.GroupIntervals(o.interval, func(iv results.IntervalStats) {
 				mu.Lock()
 				defer mu.Unlock()
 				fmt.Fprintf(cmd.OutOrStdout(), "[%s] ", label)

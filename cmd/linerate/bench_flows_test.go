@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"linerate/ledger"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 // TestBenchFrom runs the real binary in a router lab with an agent in
@@ -29,7 +29,7 @@ func TestBenchFrom(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("%s: bench --from lan --to wan on the router: %d\n%s%s", dir, r.code, r.stdout, r.stderr)
 		}
-		var set traffic.FlowSet
+		var set results.FlowSet
 		if err := json.Unmarshal([]byte(r.stdout), &set); err != nil {
 			t.Fatalf("%s: %v\n%s", dir, err, r.stdout)
 		}
@@ -84,7 +84,7 @@ func TestBenchFrom(t *testing.T) {
 		t.Fatalf("nft in the router: %v\n%s", err, out)
 	}
 	fw := onRouter("bench", "udp", "--from", "lan", "--to", "wan", "-t", "2", "--warmup", "300ms", "-b", "10kpps", "--probe-interval", "0", "--json", "--no-save")
-	var set traffic.FlowSet
+	var set results.FlowSet
 	if err := json.Unmarshal([]byte(fw.stdout), &set); err != nil || len(set.Flows) != 1 || set.Flows[0].Result == nil {
 		t.Fatalf("bench through the firewall: %v\n%s%s", err, fw.stdout, fw.stderr)
 	}
@@ -109,7 +109,7 @@ func TestBenchFrom(t *testing.T) {
 	// --sample router.
 	ctl := l.exec("wan", "linerate", "bench", "udp", "--from", "lan", "--to", "wan",
 		"--sample", "router", "-t", "2", "--warmup", "300ms", "-b", "10kpps", "--json", "--no-save")
-	var sampled traffic.FlowSet
+	var sampled results.FlowSet
 	if err := json.Unmarshal([]byte(ctl.stdout), &sampled); err != nil || ctl.code != 0 {
 		t.Fatalf("--sample router from wan: %d %v\n%s%s", ctl.code, err, ctl.stdout, ctl.stderr)
 	}
@@ -157,7 +157,7 @@ func TestBenchFromSearch(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("search --from: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	var set traffic.FlowSet
+	var set results.FlowSet
 	if err := json.Unmarshal([]byte(r.stdout), &set); err != nil || len(set.Flows) != 1 || set.Flows[0].Result == nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}

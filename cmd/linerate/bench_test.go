@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"linerate/internal/usage"
+	"linerate/results"
 	"linerate/traffic"
 )
 
@@ -206,12 +207,12 @@ func TestBenchJSONStreamOnLoopback(t *testing.T) {
 		events = append(events, ev.Event)
 		switch ev.Event {
 		case "interval":
-			var iv traffic.IntervalStats
+			var iv results.IntervalStats
 			if err := json.Unmarshal(ev.Data, &iv); err != nil || iv.T < 1.9 {
 				t.Errorf("interval %s: %v (want one line per 2 s)", ev.Data, err)
 			}
 		case "end":
-			var r traffic.Result
+			var r results.Result
 			if err := json.Unmarshal(ev.Data, &r); err != nil || r.Summary.SentPackets == 0 || len(r.Intervals) < 2 {
 				t.Errorf("end: %v, %d packets sent, %d intervals kept", err, r.Summary.SentPackets, len(r.Intervals))
 			}

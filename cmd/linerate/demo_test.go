@@ -29,7 +29,7 @@ import (
 	"linerate/internal/usage"
 	"linerate/lab"
 	reportpage "linerate/report/page"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 // buildDemoBinary builds linerate into a directory anyone may read: the
@@ -324,11 +324,11 @@ func testDemoEndToEnd(t *testing.T, bin string) {
 	}
 	if len(runs) == 6 {
 		for i, r := range []*history.Run{runs[3], runs[5]} {
-			var res traffic.Result
+			var res results.Result
 			if err := json.Unmarshal(r.Result, &res); err != nil {
 				t.Fatalf("run %s: %v", r.ID, err)
 			}
-			if !slices.ContainsFunc(res.Samples, func(s traffic.Sample) bool { return s.Side == "dut" && s.Host == "router" }) {
+			if !slices.ContainsFunc(res.Samples, func(s results.Sample) bool { return s.Side == "dut" && s.Host == "router" }) {
 				t.Errorf("run %s has no samples of the router", r.ID)
 			}
 			if v := res.Summary.ReceivedPPS; v <= 0 || !strings.Contains(page, reportpage.SI(v)+" pps") {

@@ -14,10 +14,10 @@ import (
 	"linerate/history"
 	"linerate/internal/usage"
 	"linerate/report"
+	"linerate/results"
 	"linerate/sample"
 	"linerate/source"
 	"linerate/source/tree"
-	"linerate/traffic"
 )
 
 var diagnoseFlags struct {
@@ -171,11 +171,11 @@ func liveEvidence(cmd *cobra.Command, d time.Duration) (*diagnose.Evidence, stri
 // counters of both ends but not their configuration: the configuration is
 // this machine's, read now, so run it on the end you diagnose.
 func resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string, error) {
-	side := diagnoseFlags.side
-	if side != "client" && side != "server" && side != traffic.SideDUT {
+	side := results.Side(diagnoseFlags.side)
+	if side != "client" && side != "server" && side != results.SideDUT {
 		return nil, "", usage.Errorf("--side %q: want client, server or dut", side)
 	}
-	var r traffic.Result
+	var r results.Result
 	if _, err := os.Stat(path); err == nil || strings.ContainsRune(path, os.PathSeparator) {
 		// A result someone sent: a regular file of at most 64 MiB (an
 		// hour of samples is a few MiB), read without blocking
@@ -198,12 +198,12 @@ func resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string
 		case history.KindBench:
 			err = json.Unmarshal(run.Result, &r)
 		case history.KindFlows:
-			var set traffic.FlowSet
+			var set results.FlowSet
 			err = json.Unmarshal(run.Result, &set)
-			r = traffic.Result{Schema: set.Schema, Spec: set.Spec, Samples: set.Samples}
+			r = results.Result{Schema: set.Schema, Spec: set.Spec, Samples: set.Samples}
 			r.Summary.Totals = set.Total
 			if !cmd.Flags().Changed("side") {
-				side = traffic.SideDUT
+				side = results.SideDUT
 			}
 		default:
 			return nil, "", usage.Errorf("run %s: a %s run; diagnose reads bench and flows runs (and captures, with --root)", run.ID, run.Kind)
@@ -225,8 +225,8 @@ func resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string
 	if len(ev.Rates) == 0 {
 		return nil, "", usage.Errorf("%s: no %s samples in the result", path, side)
 	}
-	what := side + " end"
-	if side == traffic.SideDUT {
+	what := string(side) + " end"
+	if side == results.SideDUT {
 		what = "the device in the middle"
 	}
 	return ev, fmt.Sprintf("%s (%s)", path, what), nil

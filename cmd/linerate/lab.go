@@ -14,7 +14,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/lab"
-	"linerate/traffic"
+	"linerate/wire"
 )
 
 // labOptions are the flags every lab command shares.
@@ -117,7 +117,7 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				s.Serve = &lab.Serve{Port: traffic.DefaultPort, CPUs: cpus, Command: func(_, secretFile string) *exec.Cmd {
+				s.Serve = &lab.Serve{Port: wire.DefaultPort, CPUs: cpus, Command: func(_, secretFile string) *exec.Cmd {
 					args := []string{"serve", "--token-file", secretFile}
 					if len(cpus) > 0 {
 						args = append(args, "--cpus", o.cpus)
@@ -148,7 +148,7 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
 	f.StringVar(&o.rate, "rate", "", "cap each direction of each link with a tbf qdisc, in bits/s: 100M, 1G, 2.5G (default: uncapped)")
 	f.StringVar(&o.subnet, "subnet", lab.DefaultSubnet.String(), "IPv4 prefix to carve one subnet per link from")
 	f.StringVar(&o.cpus, "cpus", "", "with --serve: pin every agent's sender and receiver threads to these CPUs (serve --cpus: \"0\", \"0-1\"), so that a flow's work piles up there")
-	f.BoolVar(&o.serve, "serve", false, fmt.Sprintf("start an agent (linerate serve, port %d) in every node, with a secret in the state directory; lab down stops them", traffic.DefaultPort))
+	f.BoolVar(&o.serve, "serve", false, fmt.Sprintf("start an agent (linerate serve, port %d) in every node, with a secret in the state directory; lab down stops them", wire.DefaultPort))
 	return c
 }
 

@@ -19,6 +19,7 @@ import (
 	"linerate/report"
 	"linerate/source"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 // runOptions are the flags and argument of `linerate run`.
@@ -170,7 +171,7 @@ func (o *runOptions) reachHosts(cmd *cobra.Command, pl *plan.Plan) error {
 			}
 			defer c.Close()
 			answers[i].welcome, answers[i].err = traffic.Greet(c, o.token, reachTimeout)
-			var pe *traffic.PeerError
+			var pe *wire.PeerError
 			if errors.As(answers[i].err, &pe) {
 				answers[i].err = fmt.Errorf("%s: the agent refused: %w", h.Reach, pe)
 			}

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"linerate/box"
+	"linerate/results"
+	"linerate/wire"
 
 	"linerate/history"
 	"linerate/internal/version"
@@ -45,7 +47,7 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 			port = pl.Host(f.To).Reach.Port
 		}
 		if port == 0 {
-			port = traffic.DefaultPort
+			port = wire.DefaultPort
 		}
 		targets[i] = net.JoinHostPort(f.Address, strconv.Itoa(port))
 	}
@@ -56,7 +58,7 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 			sampled = append(sampled, sampleTarget{name: name, host: h.Reach, opts: h.Options(base)})
 		}
 	}
-	res := &plan.Result{Schema: traffic.ResultSchema, Linerate: version.Version, Plan: pl.File, Expected: e}
+	res := &plan.Result{Schema: results.ResultSchema, Linerate: version.Version, Plan: pl.File, Expected: e}
 	for round := 1; round <= pl.Rounds && ctx.Err() == nil; round++ {
 		fmt.Fprintf(stderr, "round %d of %d: %d flows for %s after a %s warmup\n", round, pl.Rounds, len(pl.Flows), pl.Duration, pl.Warmup)
 		set, err := o.planRound(ctx, pl, targets, sampled, base)
@@ -106,9 +108,9 @@ type sampleTarget struct {
 }
 
 // planRound runs every flow of the plan once, at once.
-func (o *runOptions) planRound(ctx context.Context, pl *plan.Plan, targets []string, sampled []sampleTarget, base remote.Options) (*traffic.FlowSet, error) {
-	set := &traffic.FlowSet{Schema: traffic.ResultSchema, Linerate: version.Version, Time: time.Now().UTC(),
-		Flows: make([]traffic.FlowRun, len(pl.Flows))}
+func (o *runOptions) planRound(ctx context.Context, pl *plan.Plan, targets []string, sampled []sampleTarget, base remote.Options) (*results.FlowSet, error) {
+	set := &results.FlowSet{Schema: results.ResultSchema, Linerate: version.Version, Time: time.Now().UTC(),
+		Flows: make([]results.FlowRun, len(pl.Flows))}
 	conns := make([]net.Conn, len(pl.Flows))
 	closeAll := func() {
 		for _, c := range conns {
@@ -126,7 +128,7 @@ func (o *runOptions) planRound(ctx context.Context, pl *plan.Plan, targets []str
 			return nil, fmt.Errorf("flow %d (%s:%d): %w", f.Index, pl.File, f.Line, err)
 		}
 		conns[i] = c
-		set.Flows[i] = traffic.FlowRun{From: f.From, To: []string{targets[i]}}
+		set.Flows[i] = results.FlowRun{From: f.From, To: []string{targets[i]}}
 	}
 	mid, err := startMiddle(ctx, sampled, o.token, pl.Warmup)
 	if err != nil {
@@ -160,7 +162,7 @@ func (o *runOptions) planRound(ctx context.Context, pl *plan.Plan, targets []str
 // this host, and the agents of the hosts named to sample.
 type middle struct {
 	self   func() ([]box.Rates, error)
-	others func() ([]traffic.Sample, []string)
+	others func() ([]results.Sample, []string)
 }
 
 // startMiddle starts sampling the hosts in the middle after lead (the
@@ -202,7 +204,7 @@ func sampleAfter(lead time.Duration) func() ([]box.Rates, error) {
 
 // flowLead is how long after a flow's request its measured window opens:
 // the idle latency probes (with probes) and the warmup.
-func flowLead(sp traffic.Spec, idle time.Duration) time.Duration {
+func flowLead(sp wire.Spec, idle time.Duration) time.Duration {
 	if sp.ProbeInterval > 0 {
 		return idle + sp.Warmup.D()
 	}
@@ -211,10 +213,10 @@ func flowLead(sp traffic.Spec, idle time.Duration) time.Duration {
 
 // finish stops the sampling and completes set: the samples (side dut),
 // notes on what could not be sampled, the total.
-func (m *middle) finish(ctx context.Context, set *traffic.FlowSet) {
+func (m *middle) finish(ctx context.Context, set *results.FlowSet) {
 	rates, err := m.self()
 	for _, r := range rates {
-		set.Samples = append(set.Samples, traffic.Sample{Side: "dut", Target: -1, Rates: r})
+		set.Samples = append(set.Samples, results.Sample{Side: "dut", Target: -1, Rates: r})
 	}
 	if err != nil {
 		set.Notes = append(set.Notes, "this host's counters: "+err.Error())
@@ -228,19 +230,19 @@ func (m *middle) finish(ctx context.Context, set *traffic.FlowSet) {
 // startSampling asks each host's agent to sample its counters until the
 // returned stop, which gives their samples (side "dut", Host its name) and
 // a note for each host whose samples could not be had.
-func startSampling(ctx context.Context, hosts []sampleTarget, secret string, lead time.Duration) (stop func() ([]traffic.Sample, []string), err error) {
+func startSampling(ctx context.Context, hosts []sampleTarget, secret string, lead time.Duration) (stop func() ([]results.Sample, []string), err error) {
 	type agent struct {
 		name string
 		s    *traffic.AgentSampler
 	}
 	var agents []agent
-	stop = func() ([]traffic.Sample, []string) {
-		var out []traffic.Sample
+	stop = func() ([]results.Sample, []string) {
+		var out []results.Sample
 		var notes []string
 		for _, a := range agents {
 			rates, err := a.s.Stop()
 			for _, r := range rates {
-				out = append(out, traffic.Sample{Side: "dut", Target: -1, Host: a.name, Rates: r})
+				out = append(out, results.Sample{Side: "dut", Target: -1, Host: a.name, Rates: r})
 			}
 			if err != nil {
 				notes = append(notes, fmt.Sprintf("samples of %s: %v", a.name, err))

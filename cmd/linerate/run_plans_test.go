@@ -16,6 +16,7 @@ import (
 	"linerate/internal/testenv"
 	"linerate/plan"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 // TestRunPlanStar runs a plan in a star lab with an agent in every node:
@@ -127,7 +128,7 @@ duration: 1s
 warmup: 200ms
 `), 0o644)
 	cmd := exec.Command(bin, "run", p, "--json", "--no-save", "--ssh-config", sshd.ClientConfig(t, sshd.Key))
-	cmd.Env = append(os.Environ(), traffic.TokenEnv+"="+secret)
+	cmd.Env = append(os.Environ(), wire.TokenEnv+"="+secret)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := server.Do(cmd.Run); err != nil {

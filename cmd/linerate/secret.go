@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"linerate/internal/usage"
-	"linerate/traffic"
+	"linerate/wire"
 )
 
 // maxSecretFile bounds what --token-file reads: a secret is one short line.
@@ -19,7 +19,7 @@ const maxSecretFile = 4 << 10
 // The warnings are for stderr: a --token is visible to every user of the
 // machine in ps, and a secret file others may read is no secret.
 func readSecret(token string, tokenGiven bool, file string) (secret string, warnings []string, err error) {
-	env, envSet := os.LookupEnv(traffic.TokenEnv)
+	env, envSet := os.LookupEnv(wire.TokenEnv)
 	switch {
 	case tokenGiven && file != "":
 		return "", nil, usage.Errorf("--token and --token-file: give one")
@@ -29,10 +29,10 @@ func readSecret(token string, tokenGiven bool, file string) (secret string, warn
 		if strings.TrimSpace(token) == "" {
 			return "", nil, usage.Errorf("--token is empty: give a secret, or no --token for a server anyone may use")
 		}
-		return token, []string{fmt.Sprintf("--token is visible to every user of this machine (ps, /proc); prefer --token-file or $%s", traffic.TokenEnv)}, nil
+		return token, []string{fmt.Sprintf("--token is visible to every user of this machine (ps, /proc); prefer --token-file or $%s", wire.TokenEnv)}, nil
 	case envSet:
 		if strings.TrimSpace(env) == "" {
-			return "", nil, usage.Errorf("$%s is set but empty: give a secret, or unset it", traffic.TokenEnv)
+			return "", nil, usage.Errorf("$%s is set but empty: give a secret, or unset it", wire.TokenEnv)
 		}
 		return strings.TrimSpace(env), nil, nil
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"linerate/internal/usage"
-	"linerate/traffic"
+	"linerate/wire"
 )
 
 func TestReadSecret(t *testing.T) {
@@ -49,10 +49,10 @@ func TestReadSecret(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.env != nil {
-				t.Setenv(traffic.TokenEnv, *c.env)
+				t.Setenv(wire.TokenEnv, *c.env)
 			} else {
-				t.Setenv(traffic.TokenEnv, "")
-				os.Unsetenv(traffic.TokenEnv)
+				t.Setenv(wire.TokenEnv, "")
+				os.Unsetenv(wire.TokenEnv)
 			}
 			got, warnings, err := readSecret(c.token, c.tokenGiven, c.file)
 			if c.err != "" {

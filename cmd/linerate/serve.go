@@ -16,6 +16,7 @@ import (
 	"linerate/internal/usage"
 	"linerate/remote"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 var serveOpts struct {
@@ -91,7 +92,7 @@ func init() {
 
 // listenAddr turns --listen ADDR[:PORT] into an address to listen on.
 func listenAddr(s string) (string, error) {
-	host, port := s, strconv.Itoa(traffic.DefaultPort)
+	host, port := s, strconv.Itoa(wire.DefaultPort)
 	if h, p, err := net.SplitHostPort(s); err == nil {
 		host, port = h, p
 	} else if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
@@ -114,10 +115,10 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if token == "" && !serveOpts.stdio {
-		warnings = append(warnings, fmt.Sprintf("no secret (--token-file or $%s): any host that reaches this port may run tests", traffic.TokenEnv))
+		warnings = append(warnings, fmt.Sprintf("no secret (--token-file or $%s): any host that reaches this port may run tests", wire.TokenEnv))
 	}
 	warn(cmd.ErrOrStderr(), warnings)
-	rate, err := traffic.ParseRate(serveOpts.maxRate)
+	rate, err := wire.ParseRate(serveOpts.maxRate)
 	if err != nil {
 		return usage.Errorf("--max-rate: %w", err)
 	}
@@ -153,7 +154,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	srv := &traffic.Server{
 		Allow:       allow,
 		Token:       token,
-		Limits:      traffic.Limits{MaxDuration: traffic.Seconds(serveOpts.maxDuration), MaxRate: rate},
+		Limits:      wire.Limits{MaxDuration: wire.Seconds(serveOpts.maxDuration), MaxRate: rate},
 		MaxConns:    serveOpts.maxClients,
 		PeerTimeout: serveOpts.peerTimeout,
 		CPUs:        cpus,
@@ -179,7 +180,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	}
 	addrs := serveOpts.listen
 	if len(addrs) == 0 {
-		addrs = []string{":" + strconv.Itoa(traffic.DefaultPort)}
+		addrs = []string{":" + strconv.Itoa(wire.DefaultPort)}
 	}
 	var lns []net.Listener
 	for _, a := range addrs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"linerate/remote"
+	"linerate/wire"
 	"net"
 	"os"
 	"strings"
@@ -131,7 +132,7 @@ func init() { tuneCmd.AddCommand(newTuneAutoCmd()) }
 // bench builds the traffic of one round from the flags.
 func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
 	var cfg traffic.Config
-	rate, err := traffic.ParseRate(o.rate)
+	rate, err := wire.ParseRate(o.rate)
 	if err != nil {
 		return cfg, usage.Errorf("--rate: %w", err)
 	}
@@ -153,12 +154,12 @@ func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	dir := traffic.Forward
+	dir := wire.Forward
 	if o.reverse {
-		dir = traffic.Reverse
+		dir = wire.Reverse
 	}
-	cfg.Spec = traffic.Spec{Proto: o.proto, Direction: dir, Duration: traffic.Seconds(o.duration),
-		Warmup: traffic.Seconds(o.warmup), Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads}
+	cfg.Spec = wire.Spec{Proto: wire.Proto(o.proto), Direction: dir, Duration: wire.Seconds(o.duration),
+		Warmup: wire.Seconds(o.warmup), Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads}
 	if o.proto == "udp" {
 		cfg.FrameSize = o.size
 		cfg.Spec.Ports = o.ports
@@ -228,7 +229,7 @@ func (o *tuneAutoOptions) relayRig(cmd *cobra.Command, bench traffic.Config) (*a
 	}
 	warn(cmd.ErrOrStderr(), warnings)
 	bench.Token = secret
-	bench.Targets = withPort([]string{o.to}, traffic.DefaultPort)
+	bench.Targets = withPort([]string{o.to}, wire.DefaultPort)
 	d := &autotune.Relay{From: h.String(), Config: bench, Channel: h.Kind == remote.SSH, Dial: func(ctx context.Context) (net.Conn, error) {
 		return remote.Dial(ctx, h, remote.Options{Stderr: cmd.ErrOrStderr()})
 	}}

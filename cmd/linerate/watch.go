@@ -16,6 +16,7 @@ import (
 	"linerate/box"
 	"linerate/internal/usage"
 	"linerate/live"
+	"linerate/results"
 	"linerate/sample"
 	"linerate/source/procfs"
 	"linerate/source/sysfs"
@@ -207,7 +208,7 @@ func benchLive(ctx context.Context, addr string, cfg *traffic.Config, stderr io.
 		}
 	}
 	show := cfg.OnInterval
-	cfg.OnInterval = func(iv traffic.IntervalStats) {
+	cfg.OnInterval = func(iv results.IntervalStats) {
 		hub.Bench(iv)
 		if show != nil {
 			show(iv)

@@ -23,7 +23,7 @@ import (
 	"linerate/internal/testenv"
 	"linerate/lab"
 	"linerate/live"
-	"linerate/traffic"
+	"linerate/wire"
 )
 
 // TestBenchWeb runs `bench udp --web 127.0.0.1:9464` in node a of a pair
@@ -38,7 +38,7 @@ func TestBenchWeb(t *testing.T) {
 	name := "lw-" + hex.EncodeToString(rnd[:])
 	dir := lab.Dir(t.TempDir())
 	l, err := dir.Up(context.Background(), lab.Spec{Name: name, Topology: lab.Pair,
-		Serve: &lab.Serve{Port: traffic.DefaultPort, Command: func(_, secretFile string) *exec.Cmd {
+		Serve: &lab.Serve{Port: wire.DefaultPort, Command: func(_, secretFile string) *exec.Cmd {
 			return exec.Command(bin, "serve", "--token-file", secretFile)
 		}}})
 	if err != nil {

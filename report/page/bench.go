@@ -8,12 +8,13 @@ import (
 
 	"linerate/ceiling"
 	"linerate/report"
-	"linerate/traffic"
+	"linerate/results"
+	"linerate/wire"
 )
 
 // benchView is a bench or zero-loss search result as the page shows it.
 type benchView struct {
-	res *traffic.Result
+	res *results.Result
 	// What is the test in words.
 	What        string
 	Interrupted bool
@@ -69,9 +70,9 @@ func count(v uint64) string { return ceiling.FormatCount(float64(v)) }
 func ms(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) + " ms" }
 
 // newBenchView lays out a bench result.
-func newBenchView(r *traffic.Result) *benchView {
+func newBenchView(r *results.Result) *benchView {
 	v := &benchView{res: r, Interrupted: r.Interrupted, Notes: r.Notes, Errors: r.Errors,
-		LimitedBy: r.Summary.LimitedBy, LimitedWhy: r.Summary.LimitedWhy}
+		LimitedBy: string(r.Summary.LimitedBy), LimitedWhy: r.Summary.LimitedWhy}
 	v.What = benchWhat(r)
 	v.cards()
 	v.targets()
@@ -94,9 +95,9 @@ func newBenchView(r *traffic.Result) *benchView {
 }
 
 // benchWhat is the test in words.
-func benchWhat(r *traffic.Result) string {
+func benchWhat(r *results.Result) string {
 	sp := r.Spec
-	what := sp.Proto + " " + sp.Direction
+	what := sp.Proto.String() + " " + sp.Direction.String()
 	switch {
 	case len(r.Search) > 0:
 		what += fmt.Sprintf(", %d ports × %d streams", sp.Ports, sp.Streams)
@@ -228,13 +229,13 @@ func (v *benchView) targets() {
 	r := v.res
 	for i, t := range r.Targets {
 		for _, d := range []struct {
-			name string
-			t    *traffic.Totals
-		}{{traffic.Forward, t.Forward}, {traffic.Reverse, t.Reverse}} {
+			name wire.Direction
+			t    *results.Totals
+		}{{wire.Forward, t.Forward}, {wire.Reverse, t.Reverse}} {
 			if d.t == nil {
 				continue
 			}
-			v.Targets = append(v.Targets, targetRow{Target: t.Target, Direction: d.name,
+			v.Targets = append(v.Targets, targetRow{Target: t.Target, Direction: string(d.name),
 				Sent: count(d.t.SentPackets), Received: count(d.t.ReceivedPackets), Lost: count(d.t.LostPackets),
 				Loss: pct(d.t.LossRatio), SentPPS: si(d.t.SentPPS), ReceivedPPS: si(d.t.ReceivedPPS),
 				ReceivedBPS: ceiling.FormatBps(d.t.ReceivedBPS), RTT: tcpRTT(r, i, d.name), Bad: d.t.LostPackets > 0})
@@ -244,7 +245,7 @@ func (v *benchView) targets() {
 
 // tcpRTT is the mean smoothed RTT of a target's TCP streams in a
 // direction.
-func tcpRTT(r *traffic.Result, target int, dir string) string {
+func tcpRTT(r *results.Result, target int, dir wire.Direction) string {
 	v, ok := report.StreamsRTT(r, target, dir)
 	if !ok {
 		return "-"
@@ -294,10 +295,10 @@ func (v *benchView) rates() {
 
 func (v *benchView) latency() {
 	r := v.res
-	add := func(target string, idle, load *traffic.Latency) {
+	add := func(target string, idle, load *results.Latency) {
 		for _, p := range []struct {
 			phase string
-			l     *traffic.Latency
+			l     *results.Latency
 		}{{"idle", idle}, {"under load", load}} {
 			if p.l == nil {
 				continue
@@ -318,7 +319,7 @@ func (v *benchView) latency() {
 	var ss []series
 	for i, p := range []struct {
 		name string
-		l    *traffic.Latency
+		l    *results.Latency
 	}{{"idle", r.Summary.LatencyIdle}, {"under load", r.Summary.LatencyLoad}} {
 		if p.l == nil || p.l.Received == 0 {
 			continue

@@ -14,7 +14,8 @@ import (
 	"linerate/ceiling"
 	"linerate/history"
 	"linerate/ledger"
-	"linerate/traffic"
+	"linerate/results"
+	"linerate/wire"
 )
 
 // longRun is a synthetic but realistic 10-minute bench: 600 intervals, both
@@ -26,26 +27,26 @@ func longRun(b testing.TB, cpus int) *history.Run {
 	const secs = 600
 	t0 := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
 	noisy := func(v float64) float64 { return v * (1 + 0.05*(rng.Float64()-0.5)) }
-	r := &traffic.Result{Schema: traffic.ResultSchema, Linerate: "dev", Time: t0, FrameSize: 64, Engine: "ring",
-		Spec: traffic.Spec{Proto: "udp", Direction: traffic.Forward, Duration: traffic.Seconds(secs * time.Second),
-			Warmup: traffic.Seconds(time.Second), Payload: 18, Streams: 1, Ports: 4, Threads: 4}}
-	lat := &traffic.Latency{Sent: 60000, Received: 59990, Min: 0.04, P50: 0.2, P90: 1.1, P99: 4.5, Max: 30}
-	r.Summary = traffic.Summary{LimitedBy: "receiver", LimitedWhy: "the receiver's softirq CPU was saturated",
+	r := &results.Result{Schema: results.ResultSchema, Linerate: "dev", Time: t0, FrameSize: 64, Engine: "ring",
+		Spec: wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(secs * time.Second),
+			Warmup: wire.Seconds(time.Second), Payload: 18, Streams: 1, Ports: 4, Threads: 4}}
+	lat := &results.Latency{Sent: 60000, Received: 59990, Min: 0.04, P50: 0.2, P90: 1.1, P99: 4.5, Max: 30}
+	r.Summary = results.Summary{LimitedBy: "receiver", LimitedWhy: "the receiver's softirq CPU was saturated",
 		PathCeiling: &ceiling.PathLimit{Host: "server", Iface: "eth1", By: "link", What: "1G link", RateBps: 1e9, FPS: 1488095, L2Bps: 761904761, LineBps: 1e9},
-		LatencyIdle: &traffic.Latency{Sent: 50, Received: 50, Min: 0.03, P50: 0.05, P90: 0.07, P99: 0.1, Max: 0.1}, LatencyLoad: lat}
+		LatencyIdle: &results.Latency{Sent: 50, Received: 50, Min: 0.03, P50: 0.05, P90: 0.07, P99: 0.1, Max: 0.1}, LatencyLoad: lat}
 	r.Summary.Seconds, r.Summary.SentPackets, r.Summary.ReceivedPackets = secs, 1.2e6*secs, 1.1e6*secs
 	r.Summary.LostPackets = r.Summary.SentPackets - r.Summary.ReceivedPackets
 	r.Summary.LossRatio = float64(r.Summary.LostPackets) / float64(r.Summary.SentPackets)
 	r.Summary.SentPPS, r.Summary.ReceivedPPS, r.Summary.SentBPS, r.Summary.ReceivedBPS = 1.2e6, 1.1e6, 1.2e6*512, 1.1e6*512
 	fwd := r.Summary.Totals
-	r.Targets = []traffic.TargetResult{{Target: "10.0.0.2:7557", Address: "10.0.0.2:7557", Totals: fwd, Forward: &fwd, LatencyLoad: lat}}
+	r.Targets = []results.TargetResult{{Target: "10.0.0.2:7557", Address: "10.0.0.2:7557", Totals: fwd, Forward: &fwd, LatencyLoad: lat}}
 	for i := range secs + 1 {
-		iv := traffic.IntervalStats{T: float64(i + 1), Warmup: i == 0, SentPPS: noisy(1.2e6), ReceivedPPS: noisy(1.1e6)}
+		iv := results.IntervalStats{T: float64(i + 1), Warmup: i == 0, SentPPS: noisy(1.2e6), ReceivedPPS: noisy(1.1e6)}
 		iv.SentBPS, iv.ReceivedBPS = iv.SentPPS*512, iv.ReceivedPPS*512
 		r.Intervals = append(r.Intervals, iv)
 	}
 	irqs := []string{"LOC", "RES", "CAL", "TLB", "NMI", "24", "25", "26", "27", "28", "29", "30"}
-	for _, side := range []string{"client", "server"} {
+	for _, side := range []results.Side{"client", "server"} {
 		target := -1
 		if side == "server" {
 			target = 0
@@ -78,9 +79,9 @@ func longRun(b testing.TB, cpus int) *history.Run {
 			for _, n := range []string{"eth0", "eth1"} {
 				rt.NetDev[n] = box.NetDevRate{RxPps: noisy(1.1e6), TxPps: noisy(1.2e6), RxBps: noisy(5.6e8), TxBps: noisy(6.1e8), RxDrops: noisy(1e4)}
 			}
-			r.Samples = append(r.Samples, traffic.Sample{Side: side, Target: target, Rates: rt})
+			r.Samples = append(r.Samples, results.Sample{Side: side, Target: target, Rates: rt})
 		}
-		r.Drops = append(r.Drops, traffic.EndDrops{Side: side, Target: target, Ifaces: []string{"eth0", "eth1"}, Delta: &box.Drops{
+		r.Drops = append(r.Drops, results.EndDrops{Side: side, Target: target, Ifaces: []string{"eth0", "eth1"}, Delta: &box.Drops{
 			Seconds: secs, SNMP: map[string]map[string]uint64{"Udp": {"RcvbufErrors": 6e7, "InErrors": 6e7}}}})
 	}
 	r.Ledger = &ledger.Ledger{Sent: r.Summary.SentPackets, Received: r.Summary.ReceivedPackets, Lost: r.Summary.LostPackets,

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"linerate/ledger"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 // dropRow is one drop or error counter of an end and what it counted.
@@ -27,7 +27,7 @@ type ledgerRow struct {
 
 // dropRows lists an end's non-zero drop and error counters over the
 // window.
-func dropRows(d traffic.EndDrops) ([]dropRow, string) {
+func dropRows(d results.EndDrops) ([]dropRow, string) {
 	if d.Delta == nil {
 		return nil, d.Error
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"linerate/box"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 // endView is one end of the test (the client, or a server) as its
@@ -33,21 +33,21 @@ type endView struct {
 }
 
 // sideName names a sample's end.
-func sideName(r *traffic.Result, side string, target int) string {
-	if side == "server" && target >= 0 && target < len(r.Targets) {
+func sideName(r *results.Result, side results.Side, target int) string {
+	if side == results.SideServer && target >= 0 && target < len(r.Targets) {
 		return "server " + r.Targets[target].Target
 	}
-	if side == "server" {
+	if side == results.SideServer {
 		return fmt.Sprintf("server %d", target)
 	}
-	return side
+	return string(side)
 }
 
 // ends lays out each end's samples and drop counters.
 func (v *benchView) ends() {
 	r := v.res
 	type key struct {
-		side   string
+		side   results.Side
 		target int
 	}
 	byEnd := map[key]*endView{}

@@ -11,7 +11,7 @@ import (
 
 	"linerate/history"
 	"linerate/plan"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 //go:embed page.css
@@ -84,14 +84,14 @@ func runName(r *history.Run) string {
 // the middle (side "dut", one end per host) on the first; any other run
 // is itself.
 func flowRuns(r *history.Run) ([]*history.Run, error) {
-	var sets []traffic.FlowSet
+	var sets []results.FlowSet
 	switch r.Kind {
 	case history.KindFlows:
-		var fs traffic.FlowSet
+		var fs results.FlowSet
 		if err := json.Unmarshal(r.Result, &fs); err != nil {
 			return nil, fmt.Errorf("run %s: a flows result that does not decode: %w", runName(r), err)
 		}
-		sets = []traffic.FlowSet{fs}
+		sets = []results.FlowSet{fs}
 	case history.KindPlan:
 		var pr plan.Result
 		if err := json.Unmarshal(r.Result, &pr); err != nil {
@@ -120,7 +120,7 @@ func flowRuns(r *history.Run) ([]*history.Run, error) {
 }
 
 // setRuns is one bench run per flow of a set.
-func setRuns(r *history.Run, fs *traffic.FlowSet, prefix string) ([]*history.Run, error) {
+func setRuns(r *history.Run, fs *results.FlowSet, prefix string) ([]*history.Run, error) {
 	var out []*history.Run
 	for i, f := range fs.Flows {
 		if f.Result == nil {
@@ -130,7 +130,7 @@ func setRuns(r *history.Run, fs *traffic.FlowSet, prefix string) ([]*history.Run
 		if len(out) == 0 {
 			for _, s := range fs.Samples {
 				if s.Host != "" {
-					s.Side = "dut " + s.Host
+					s.Side = results.Side("dut " + s.Host)
 				} else {
 					s.Side = "dut (this host)"
 				}

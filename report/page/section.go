@@ -9,7 +9,7 @@ import (
 	"linerate/autotune"
 	"linerate/diagnose"
 	"linerate/history"
-	"linerate/traffic"
+	"linerate/results"
 )
 
 // section is one run's part of the page: what every run has, and the
@@ -75,7 +75,7 @@ func newSection(r *history.Run) (*section, error) {
 	}
 	switch r.Kind {
 	case history.KindBench, history.KindSearch:
-		var res traffic.Result
+		var res results.Result
 		if err := json.Unmarshal(r.Result, &res); err != nil {
 			return nil, bad(err)
 		}

@@ -7,7 +7,7 @@ import (
 
 	"linerate/autotune"
 	"linerate/report"
-	"linerate/traffic"
+	"linerate/wire"
 )
 
 // autoView is a tune auto session: the baseline, each trial's rounds
@@ -193,8 +193,8 @@ func roundRows(rd autotune.Round) []string {
 }
 
 // roundSpec describes a round's bench.
-func roundSpec(sp *traffic.Spec, frame int) string {
-	what := sp.Proto + " " + sp.Direction
+func roundSpec(sp *wire.Spec, frame int) string {
+	what := sp.Proto.String() + " " + sp.Direction.String()
 	if sp.Proto == "udp" && frame > 0 {
 		what += fmt.Sprintf(", %d-byte frames", frame)
 	}

@@ -1,0 +1,51 @@
+package results
+
+import (
+	"linerate/wire"
+	"time"
+)
+
+// FlowSet is the result of third-party flows run at once (bench --from):
+// each flow's own result as its agent measured it, their total, and the
+// controller's own counters when it was neither end (side "dut": the
+// device the traffic crossed).
+type FlowSet struct {
+	Schema   int       `json:"schema"`
+	Linerate string    `json:"linerate_version"`
+	Time     time.Time `json:"time"`
+	Spec     wire.Spec `json:"spec"`
+	Flows    []FlowRun `json:"flows"`
+	// Total adds up every flow's measured window (the longest window; the
+	// flows start within a control round trip of each other).
+	Total Totals `json:"total"`
+	// Samples are the controller's counters once a second while the flows
+	// ran (side "dut"), and those of hosts added with --sample.
+	Samples     []Sample `json:"samples,omitempty"`
+	Interrupted bool     `json:"interrupted"`
+	Notes       []string `json:"notes,omitempty"`
+}
+
+// FlowRun is one flow of a FlowSet: From is the agent that sent (as the
+// controller reached it), To the targets as that agent reached them.
+type FlowRun struct {
+	From   string   `json:"from"`
+	To     []string `json:"to"`
+	Result *Result  `json:"result,omitempty"`
+	Error  string   `json:"error,omitempty"`
+}
+
+// Sum fills Total from the flows' summaries.
+func (fs *FlowSet) Sum() {
+	fs.Total = Totals{}
+	for _, f := range fs.Flows {
+		if f.Result == nil {
+			continue
+		}
+		t := f.Result.Summary.Totals
+		// The unexported bit counts do not cross the wire: rebuild them
+		// from the rates.
+		t.sentBits, t.recvBits = t.SentBPS*t.Seconds, t.ReceivedBPS*t.Seconds
+		fs.Total.Add(t)
+		fs.Interrupted = fs.Interrupted || f.Result.Interrupted
+	}
+}

@@ -1,0 +1,63 @@
+package results
+
+// Limit is what limited a run, the verdict's answer (Summary.LimitedBy).
+// Its JSON form is the string of its constant.
+type Limit string
+
+// What can limit a run.
+const (
+	// LimitUnknown: the verdict cannot tell (Summary.LimitedWhy says why).
+	LimitUnknown Limit = ""
+	// LimitLink: the path's ceiling (a link's speed or a shaper's rate)
+	// was reached.
+	LimitLink Limit = "link"
+	// LimitSender and LimitReceiver: an end's threads or CPU were
+	// saturated.
+	LimitSender   Limit = "sender"
+	LimitReceiver Limit = "receiver"
+	// LimitDUT: a device in the middle dropped (its counters said so).
+	LimitDUT Limit = "dut"
+	// LimitPath: lost or held back between the ends, nowhere the counters
+	// saw.
+	LimitPath Limit = "path"
+	// LimitAskedRate: the rate asked for was met.
+	LimitAskedRate Limit = "asked rate"
+)
+
+func (l Limit) String() string {
+	if l == LimitUnknown {
+		return "unknown"
+	}
+	return string(l)
+}
+
+// The thresholds of "who was the limit", used by the verdict here and by
+// diagnose's rules on the same question, so the two never disagree.
+const (
+	// BusyThread: a thread this busy (share of one CPU) is saturated.
+	BusyThread = 0.90
+	// MetRate: achieved/asked at or above this, the asked rate was met.
+	MetRate = 0.99
+	// Lossy: a loss ratio above this points past the sender.
+	Lossy = 0.005
+	// AtLink: achieved/ceiling at or above this, the link is full.
+	AtLink = 0.97
+)
+
+// Side is which end of a test a figure belongs to. Its JSON form is the
+// string of its constant.
+type Side string
+
+// The sides of a test.
+const (
+	// SideClient is the end that ran `linerate bench` (or the agent that
+	// ran a third-party flow as the client).
+	SideClient Side = "client"
+	// SideServer is an end that served (`linerate serve`).
+	SideServer Side = "server"
+	// SideDUT is a device the test crossed, neither end (the controller of
+	// third-party flows, or a host sampled at its request).
+	SideDUT Side = "dut"
+)
+
+func (s Side) String() string { return string(s) }

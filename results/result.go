@@ -1,0 +1,212 @@
+package results
+
+import (
+	"linerate/box"
+	"linerate/ceiling"
+	"linerate/ledger"
+	"linerate/wire"
+	"time"
+)
+
+// ResultSchema is bumped when a field of Result's JSON form changes meaning
+// or disappears (docs/bench.md). Adding fields does not bump it.
+const ResultSchema = 1
+
+// Result is everything one `linerate bench` run found out. Its JSON form
+// is documented in docs/bench.md.
+type Result struct {
+	Schema   int       `json:"schema"`
+	Linerate string    `json:"linerate_version"`
+	Time     time.Time `json:"time"`
+	// Spec is the test as run (after the first server's caps).
+	Spec wire.Spec `json:"spec"`
+	// FrameSize is the UDP Ethernet frame size (FCS included), for the
+	// first target's address family.
+	FrameSize int    `json:"frame_size,omitempty"`
+	Engine    string `json:"engine"`
+	// Interrupted is set when the run was stopped early (Ctrl-C): the
+	// figures cover the part that ran.
+	Interrupted bool            `json:"interrupted"`
+	Summary     Summary         `json:"summary"`
+	Targets     []TargetResult  `json:"targets"`
+	Streams     []StreamResult  `json:"streams"`
+	Intervals   []IntervalStats `json:"intervals"`
+	// Samples are both ends' counters, once a second over the measured
+	// window (client first, then each server).
+	Samples []Sample `json:"samples"`
+	// Ledger is where the lost datagrams died (UDP, when the ends read
+	// their drop counters: docs/ledger.md).
+	Ledger *ledger.Ledger `json:"ledger,omitempty"`
+	// Search is the zero-loss search per frame size (bench --search;
+	// docs/search.md); the other figures are then empty.
+	Search []SizeSearch `json:"search,omitempty"`
+	// Drops are both ends' drop counters over the measured window and
+	// their interfaces on the path (client first, then each server).
+	Drops  []EndDrops `json:"drops,omitempty"`
+	Notes  []string   `json:"notes,omitempty"`
+	Errors []string   `json:"errors,omitempty"`
+}
+
+// Totals are the figures of a set of streams in the measured window.
+// UDP bits per second count whole Ethernet frames (headers and FCS, as
+// --size does); TCP bits per second are goodput (payload only).
+type Totals struct {
+	Seconds         float64 `json:"seconds"`
+	SentPackets     uint64  `json:"sent_packets"`
+	ReceivedPackets uint64  `json:"received_packets"`
+	// LostPackets is sent minus distinct received (UDP).
+	LostPackets uint64  `json:"lost_packets"`
+	LossRatio   float64 `json:"loss_ratio"`
+	Reordered   uint64  `json:"reordered"`
+	Duplicates  uint64  `json:"duplicates"`
+	SentBytes   uint64  `json:"sent_bytes"`
+	// ReceivedBytes is UDP payload or TCP goodput bytes.
+	ReceivedBytes uint64  `json:"received_bytes"`
+	SentPPS       float64 `json:"sent_pps"`
+	ReceivedPPS   float64 `json:"received_pps"`
+	SentBPS       float64 `json:"sent_bps"`
+	ReceivedBPS   float64 `json:"received_bps"`
+	// Retransmits is TCP segments retransmitted (TCP_INFO).
+	Retransmits uint64 `json:"retransmits,omitempty"`
+	// frameBits are the bits counted for SentBPS/ReceivedBPS.
+	sentBits, recvBits float64
+}
+
+func (t *Totals) Add(o Totals) {
+	t.Seconds = max(t.Seconds, o.Seconds)
+	t.SentPackets += o.SentPackets
+	t.ReceivedPackets += o.ReceivedPackets
+	t.LostPackets += o.LostPackets
+	t.Reordered += o.Reordered
+	t.Duplicates += o.Duplicates
+	t.SentBytes += o.SentBytes
+	t.ReceivedBytes += o.ReceivedBytes
+	t.Retransmits += o.Retransmits
+	t.sentBits += o.sentBits
+	t.recvBits += o.recvBits
+	t.rates()
+}
+
+func (t *Totals) rates() {
+	if t.Seconds > 0 {
+		t.SentPPS = float64(t.SentPackets) / t.Seconds
+		t.ReceivedPPS = float64(t.ReceivedPackets) / t.Seconds
+		t.SentBPS = t.sentBits / t.Seconds
+		t.ReceivedBPS = t.recvBits / t.Seconds
+	}
+	if t.SentPackets > 0 {
+		t.LossRatio = float64(t.LostPackets) / float64(t.SentPackets)
+	}
+}
+
+// CPUCost is a CPU cost on each end; nil when that end had no samples.
+type CPUCost struct {
+	Client *float64 `json:"client"`
+	Server *float64 `json:"server"`
+}
+
+// Summary is the whole run: every target, both directions.
+type Summary struct {
+	Totals
+	// CPUSeconds is CPU time spent on each end over the measured window
+	// (all CPUs, from /proc/stat busy ticks).
+	CPUSeconds CPUCost `json:"cpu_seconds"`
+	// CPUSecondsPerMpkt is CPU seconds per million packets the end sent or
+	// received; CPUSecondsPerGbit per gigabit.
+	CPUSecondsPerMpkt CPUCost `json:"cpu_seconds_per_mpkt"`
+	CPUSecondsPerGbit CPUCost `json:"cpu_seconds_per_gbit"`
+	// LimitedBy is "link" (the path's ceiling was reached), "sender",
+	// "receiver", "dut" (a device in the middle dropped), "path" (lost or
+	// held back between the ends, nowhere the counters saw), "asked rate"
+	// (the rate asked was met) or "" when it cannot tell; LimitedWhy says
+	// why.
+	LimitedBy  Limit  `json:"limited_by"`
+	LimitedWhy string `json:"limited_why,omitempty"`
+	// SenderThreadBusy and ReceiverThreadBusy are the busiest sending and
+	// receiving thread's share of one CPU (0 to 1) over the run, on either
+	// end, as the verdict weighed them; absent when no thread was measured.
+	SenderThreadBusy   *float64 `json:"sender_thread_busy,omitempty"`
+	ReceiverThreadBusy *float64 `json:"receiver_thread_busy,omitempty"`
+	// PathCeiling is the slowest part of the path the ends could see (a
+	// link's speed or a shaper's rate), in the test's frames.
+	PathCeiling *ceiling.PathLimit `json:"path_ceiling,omitempty"`
+	// Latency is the round trip of probes, idle (before the load) and
+	// under load, over every target.
+	LatencyIdle *Latency `json:"latency_idle,omitempty"`
+	LatencyLoad *Latency `json:"latency_load,omitempty"`
+}
+
+// TargetResult is one --to target.
+type TargetResult struct {
+	Target   string `json:"target"`
+	Address  string `json:"address"`
+	Local    string `json:"local"`
+	ServerID string `json:"server_id,omitempty"`
+	// Machine is the server's kernel's boot id: targets with the same one
+	// run on one machine, whose CPU is counted once.
+	Machine string `json:"machine,omitempty"`
+	Totals
+	// Forward is client → server, Reverse server → client.
+	Forward     *Totals     `json:"forward,omitempty"`
+	Reverse     *Totals     `json:"reverse,omitempty"`
+	LatencyIdle *Latency    `json:"latency_idle,omitempty"`
+	LatencyLoad *Latency    `json:"latency_load,omitempty"`
+	Threads     []ThreadCPU `json:"server_threads,omitempty"`
+	// XDP is what reached the server's interface (with --xdp).
+	XDP *XDPStat `json:"xdp,omitempty"`
+	// ForeignPackets is test datagrams either end received from an
+	// address other than the other end's: not counted in the figures.
+	ForeignPackets uint64   `json:"foreign_packets,omitempty"`
+	Notes          []string `json:"notes,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
+}
+
+// StreamResult is one flow in one direction.
+type StreamResult struct {
+	Target    int            `json:"target"`
+	Stream    int            `json:"stream"`
+	Direction wire.Direction `json:"direction"`
+	Totals
+	// TCP is the sending end's TCP_INFO.
+	TCP *TCPStat `json:"tcp,omitempty"`
+}
+
+// IntervalStats is one second of a run, as the client saw it (the
+// receiving figures of the forward direction come from the server's
+// interval reports).
+type IntervalStats struct {
+	// T is the end of the interval in seconds since the start.
+	T           float64 `json:"t"`
+	Warmup      bool    `json:"warmup"`
+	SentPPS     float64 `json:"sent_pps"`
+	SentBPS     float64 `json:"sent_bps"`
+	ReceivedPPS float64 `json:"received_pps"`
+	ReceivedBPS float64 `json:"received_bps"`
+	// CPU is the client's per-CPU use in the interval, when sampled.
+	CPU []box.CPUUse `json:"cpu,omitempty"`
+}
+
+// Sample is one end's counters over one second.
+type Sample struct {
+	// Side is the client or a server; Target the target index for a server.
+	Side   Side `json:"side"`
+	Target int  `json:"target"`
+	// Host names a host sampled at a controller's request (bench
+	// --sample, a plan's sample:), side "dut".
+	Host string `json:"host,omitempty"`
+	box.Rates
+}
+
+// cpuSeconds adds up the busy CPU time of samples.
+func cpuSeconds(samples []box.Rates) (float64, bool) {
+	if len(samples) == 0 {
+		return 0, false
+	}
+	var s float64
+	for _, r := range samples {
+		for _, c := range r.CPU {
+			s += c.Busy / 100 * r.Seconds
+		}
+	}
+	return s, true
+}

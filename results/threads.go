@@ -1,0 +1,48 @@
+package results
+
+// Count is what one end counted for one stream in the measured window.
+type Count struct {
+	Stream  int    `json:"stream"`
+	Packets uint64 `json:"packets"`
+	// Bytes is UDP payload or TCP goodput bytes.
+	Bytes uint64 `json:"bytes"`
+	// Unique, Dup and Reorder are kept by UDP receivers.
+	Unique  uint64 `json:"unique,omitempty"`
+	Dup     uint64 `json:"dup,omitempty"`
+	Reorder uint64 `json:"reorder,omitempty"`
+	// Warmup counts the packets (UDP) or bytes (TCP) of the warmup, not in
+	// the figures above.
+	Warmup uint64 `json:"warmup_packets,omitempty"`
+	// Late counts the TCP bytes a receiver read after the measured window
+	// (sent in it or before, delivered after it), not in the figures above.
+	Late uint64 `json:"late_bytes,omitempty"`
+}
+
+// ThreadCPU is how busy one engine thread was: CPU time (user+system, from
+// getrusage RUSAGE_THREAD) over its wall time.
+type ThreadCPU struct {
+	Role    string  `json:"role"` // "udp-send", "udp-recv", "tcp-send", "tcp-recv", ...
+	CPU     int     `json:"cpu"`  // pinned CPU, -1 when not pinned
+	Seconds float64 `json:"seconds"`
+	Busy    float64 `json:"busy"` // 0..1
+	// Behind is packets a paced sender gave up on because it was not
+	// scheduled (or not fast enough) to send them in time.
+	Behind uint64 `json:"behind,omitempty"`
+	// Preempted is involuntary context switches: the CPU was taken away.
+	Preempted int64 `json:"preempted,omitempty"`
+}
+
+// TCPStat is what TCP_INFO says about one connection at the end of a test
+// (struct tcp_info of <linux/tcp.h>).
+type TCPStat struct {
+	Stream int `json:"stream"`
+	// Side is "sender" or "receiver": which end read it.
+	Side        string `json:"side"`
+	RTTMicros   uint32 `json:"rtt_us"`
+	RTTVar      uint32 `json:"rttvar_us"`
+	Retransmits uint32 `json:"retransmits"`
+	SndMSS      uint32 `json:"snd_mss"`
+	SndCwnd     uint32 `json:"snd_cwnd"`
+	DataSegsOut uint32 `json:"data_segs_out"`
+	DataSegsIn  uint32 `json:"data_segs_in"`
+}

@@ -1,0 +1,285 @@
+package results
+
+import (
+	"fmt"
+	"linerate/box"
+	"linerate/wire"
+	"sort"
+	"strings"
+)
+
+// OrderSamples puts the client's samples first, then each server's, each
+// in time order.
+func OrderSamples(s []Sample) {
+	rank := func(x Sample) int {
+		if x.Side == SideClient {
+			return -1
+		}
+		return x.Target
+	}
+	sort.SliceStable(s, func(i, j int) bool {
+		if ri, rj := rank(s[i]), rank(s[j]); ri != rj {
+			return ri < rj
+		}
+		return s[i].Start.Before(s[j].Start)
+	})
+}
+
+// Cost fills the CPU cost per packet and per gigabit of each end. The
+// client's packets are those it sent and received; a server's those of
+// the targets it serves. Targets on the same machine (same boot id, or
+// without one the same server process) share its CPU, which is counted
+// once; a server on the client's machine shares the client's.
+func Cost(res *Result, client []box.Rates, machine string) {
+	sum := &res.Summary
+	if secs, ok := cpuSeconds(client); ok {
+		pk := float64(sum.SentPackets + sum.ReceivedPackets)
+		bits := sum.sentBits + sum.recvBits
+		sum.CPUSeconds.Client = ptr(secs)
+		if pk > 0 {
+			sum.CPUSecondsPerMpkt.Client = ptr(secs / pk * 1e6)
+		}
+		if bits > 0 {
+			sum.CPUSecondsPerGbit.Client = ptr(secs / bits * 1e9)
+		}
+	}
+	// Server CPU: once per server id.
+	seen := map[string]bool{}
+	var secs, pk, bits float64
+	sampled := false
+	for i, t := range res.Targets {
+		var rates []box.Rates
+		for _, s := range res.Samples {
+			if s.Side == SideServer && s.Target == i {
+				rates = append(rates, s.Rates)
+			}
+		}
+		id := t.Machine
+		if id == "" {
+			id = t.ServerID
+		}
+		if id == "" {
+			id = fmt.Sprint("target-", i)
+		}
+		if !seen[id] {
+			if s, ok := cpuSeconds(rates); ok {
+				secs += s
+				sampled = true
+				seen[id] = true
+			}
+		}
+		pk += float64(t.SentPackets + t.ReceivedPackets)
+		bits += t.sentBits + t.recvBits
+	}
+	if sampled && machine != "" && seen[machine] {
+		res.Notes = append(res.Notes, "the client and a server run on one machine: the CPU figures of each end are that machine's, counted once per end")
+	}
+	if sampled {
+		sum.CPUSeconds.Server = ptr(secs)
+		if pk > 0 {
+			sum.CPUSecondsPerMpkt.Server = ptr(secs / pk * 1e6)
+		}
+		if bits > 0 {
+			sum.CPUSecondsPerGbit.Server = ptr(secs / bits * 1e9)
+		}
+	}
+}
+
+func ptr(f float64) *float64 { return &f }
+
+// Verdict says what limited the run, where it can tell, from the threads'
+// CPU use, the loss and the receiving end's drop counters.
+func Verdict(res *Result, clientThreads []ThreadCPU) {
+	sum := &res.Summary
+	sp := &res.Spec
+	var senders, receivers []ThreadCPU
+	for _, t := range clientThreads {
+		if strings.HasSuffix(t.Role, "-recv") {
+			receivers = append(receivers, t)
+		} else {
+			senders = append(senders, t)
+		}
+	}
+	for _, tr := range res.Targets {
+		for _, t := range tr.Threads {
+			if strings.HasSuffix(t.Role, "-recv") {
+				receivers = append(receivers, t)
+			} else {
+				senders = append(senders, t)
+			}
+		}
+	}
+	busiest := func(ts []ThreadCPU) float64 {
+		b := 0.0
+		for _, t := range ts {
+			b = max(b, t.Busy)
+		}
+		return b
+	}
+	sendBusy, recvBusy := busiest(senders), busiest(receivers)
+	if len(senders) > 0 {
+		sum.SenderThreadBusy = &sendBusy
+	}
+	if len(receivers) > 0 {
+		sum.ReceiverThreadBusy = &recvBusy
+	}
+	var behind uint64
+	var preempted int64
+	for _, t := range senders {
+		behind += t.Behind
+		preempted += t.Preempted
+	}
+	drops := receiverDrops(res)
+	asked := 0.0
+	if !sp.Rate.Unlimited() && sp.Proto == wire.UDP {
+		dirs := 0
+		if sp.ClientSends() {
+			dirs++
+		}
+		if sp.ServerSends() {
+			dirs++
+		}
+		asked = sp.Rate.PacketsPerSecond(res.FrameSize) * float64(len(res.Targets)*dirs)
+	}
+	frame := res.FrameSize
+	if sp.Proto == wire.TCP {
+		frame = tcpFrame(res)
+	}
+	lim, hasLim := PathCeiling(res, frame)
+	if hasLim {
+		sum.PathCeiling = &lim
+	}
+	if sp.Proto == wire.TCP && sp.Direction != wire.Bidir {
+		tcpVerdict(res, sendBusy, recvBusy)
+		return
+	}
+	achieved := sum.ReceivedPPS
+	met := asked > 0 && sum.SentPPS >= MetRate*asked && sum.LossRatio <= Lossy
+	dropBy, dropWhy := dropVerdict(res.Ledger)
+	switch {
+	case sum.SentPackets == 0 && sum.SentBytes == 0:
+		sum.LimitedBy, sum.LimitedWhy = LimitUnknown, "nothing was sent"
+	case hasLim && sp.Direction != wire.Bidir && !met && achieved >= AtLink*lim.FPS:
+		sum.LimitedBy = LimitLink
+		sum.LimitedWhy = fmt.Sprintf("received %.0f pps, %.1f%% of the path's ceiling of %.0f pps: %s on %s %s", achieved, 100*achieved/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)
+	case asked > 0 && sum.SentPPS < MetRate*asked && sendBusy >= BusyThread:
+		sum.LimitedBy = LimitSender
+		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked with a sender thread at %.0f%% of a CPU", sum.SentPPS, asked, sendBusy*100)
+	case asked > 0 && sum.SentPPS < MetRate*asked && behind > 0:
+		sum.LimitedBy = LimitSender
+		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked: the sender threads were not scheduled in time for %d packets (%d preemptions; the CPUs are busy with something else)", sum.SentPPS, asked, behind, preempted)
+	case asked > 0 && sum.SentPPS < MetRate*asked:
+		sum.LimitedBy = LimitPath
+		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked while the sender threads had CPU to spare (%.0f%%): sends were blocked by the path below the socket", sum.SentPPS, asked, sendBusy*100)
+	case sum.LossRatio > Lossy && dropBy != "":
+		sum.LimitedBy = dropBy
+		sum.LimitedWhy = fmt.Sprintf("%.2f%% lost; %s", sum.LossRatio*100, dropWhy)
+	case sum.LossRatio > Lossy && (recvBusy >= BusyThread || drops > 0):
+		sum.LimitedBy = LimitReceiver
+		sum.LimitedWhy = fmt.Sprintf("%.2f%% lost; a receiver thread at %.0f%% of a CPU, %.0f drops/s in the receiver's socket buffers and backlog", sum.LossRatio*100, recvBusy*100, drops)
+	case sum.LossRatio > Lossy:
+		sum.LimitedBy = LimitPath
+		sum.LimitedWhy = fmt.Sprintf("%.2f%% lost between the ends while neither end's threads were saturated", sum.LossRatio*100)
+	case asked > 0:
+		sum.LimitedBy = LimitAskedRate
+		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked", sum.SentPPS, asked)
+	case sendBusy >= BusyThread:
+		sum.LimitedBy = LimitSender
+		sum.LimitedWhy = fmt.Sprintf("a sender thread at %.0f%% of a CPU and no loss to speak of", sendBusy*100)
+	case recvBusy >= BusyThread:
+		sum.LimitedBy = LimitReceiver
+		sum.LimitedWhy = fmt.Sprintf("a receiver thread at %.0f%% of a CPU", recvBusy*100)
+	case sp.Proto == wire.UDP && len(senders) > 0:
+		sum.LimitedBy = LimitPath
+		sum.LimitedWhy = fmt.Sprintf("no thread was saturated (busiest sender %.0f%%, receiver %.0f%%): the kernel below the sockets set the pace", sendBusy*100, recvBusy*100)
+	case len(senders) > 0:
+		sum.LimitedWhy = fmt.Sprintf("no thread saturated (busiest sender %.0f%%, receiver %.0f%%); both ways at once each end sends and receives on the same CPUs, so neither is named", sendBusy*100, recvBusy*100)
+	default:
+		sum.LimitedWhy = "no thread measure to judge from"
+	}
+}
+
+// receiverDrops is the mean rate of the receiving ends' socket buffer and
+// backlog drops (UDP RcvbufErrors, softnet dropped) over the samples.
+func receiverDrops(res *Result) float64 {
+	var sum float64
+	n := 0
+	for _, s := range res.Samples {
+		recv := (s.Side == SideServer && res.Spec.ClientSends()) || (s.Side == SideClient && res.Spec.ServerSends())
+		if !recv {
+			continue
+		}
+		n++
+		sum += s.UDP["RcvbufErrors"]
+		for _, sn := range s.Softnet {
+			sum += sn.Dropped
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+// tcpVerdict judges a one-way TCP run from the ends' CPU samples: TCP
+// slows itself down to what the slowest part takes, so the end with a
+// saturated CPU is the limit; otherwise retransmits point at the path.
+func tcpVerdict(res *Result, sendThread, recvThread float64) {
+	sum := &res.Summary
+	sender, receiver := SideClient, SideServer
+	if res.Spec.Direction == wire.Reverse {
+		sender, receiver = receiver, sender
+	}
+	sBusy, sCPU := busiestCPU(res.Samples, sender)
+	rBusy, rCPU := busiestCPU(res.Samples, receiver)
+	lim := sum.PathCeiling
+	switch {
+	case sum.SentBytes == 0:
+		sum.LimitedWhy = "nothing was sent"
+	case lim != nil && sum.ReceivedPPS >= AtLink*lim.FPS:
+		sum.LimitedBy = LimitLink
+		sum.LimitedWhy = fmt.Sprintf("received %.0f segments/s, %.1f%% of the path's ceiling of %.0f frames/s of that size: %s on %s %s", sum.ReceivedPPS, 100*sum.ReceivedPPS/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)
+	case sendThread >= BusyThread:
+		sum.LimitedBy = LimitSender
+		sum.LimitedWhy = fmt.Sprintf("a sending thread of the %s was at %.0f%% of a CPU", sender, sendThread*100)
+	case recvThread >= BusyThread:
+		sum.LimitedBy = LimitReceiver
+		sum.LimitedWhy = fmt.Sprintf("a receiving thread of the %s was at %.0f%% of a CPU", receiver, recvThread*100)
+	case sBusy >= BusyThread*100:
+		sum.LimitedBy = LimitSender
+		sum.LimitedWhy = fmt.Sprintf("CPU %d of the sending end (%s) was %.0f%% busy", sCPU, sender, sBusy)
+	case rBusy >= BusyThread*100:
+		sum.LimitedBy = LimitReceiver
+		sum.LimitedWhy = fmt.Sprintf("CPU %d of the receiving end (%s) was %.0f%% busy", rCPU, receiver, rBusy)
+	case sum.Retransmits > 0:
+		sum.LimitedBy = LimitPath
+		sum.LimitedWhy = fmt.Sprintf("%d segments retransmitted while neither end had a saturated CPU", sum.Retransmits)
+	case len(res.Samples) == 0:
+		sum.LimitedWhy = "no samples"
+	default:
+		sum.LimitedWhy = fmt.Sprintf("no CPU saturated (busiest %.0f%% sending, %.0f%% receiving) and no retransmits", sBusy, rBusy)
+	}
+}
+
+// busiestCPU is the CPU of one side with the highest mean busy percent over
+// its samples.
+func busiestCPU(samples []Sample, side Side) (busy float64, cpu int) {
+	total := map[int]float64{}
+	n := 0
+	for _, s := range samples {
+		if s.Side != side {
+			continue
+		}
+		n++
+		for _, c := range s.CPU {
+			total[c.ID] += c.Busy
+		}
+	}
+	cpu = -1
+	for id, t := range total {
+		if m := t / float64(n); m > busy || (m == busy && id < cpu) {
+			busy, cpu = m, id
+		}
+	}
+	return busy, cpu
+}

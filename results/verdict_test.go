@@ -1,0 +1,128 @@
+package results
+
+import (
+	"linerate/box"
+	"linerate/wire"
+	"math"
+	"testing"
+)
+
+func TestVerdict(t *testing.T) {
+	udp := func(rate wire.Rate) wire.Spec {
+		return wire.Spec{Proto: "udp", Direction: wire.Forward, Payload: 18, Rate: rate}
+	}
+	sample := func(side Side, rcvbufErrs float64) Sample {
+		return Sample{Side: side, Rates: box.Rates{Seconds: 1, UDP: map[string]float64{"RcvbufErrors": rcvbufErrs},
+			CPU: []box.CPUUse{{ID: 0, Busy: 50}}}}
+	}
+	tests := []struct {
+		name    string
+		spec    wire.Spec
+		sent    float64 // pps
+		loss    float64
+		client  []ThreadCPU
+		server  []ThreadCPU
+		samples []Sample
+		want    Limit
+	}{
+		{"rate met", udp(wire.Rate{PPS: 1000}), 1000, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.1}}, nil, nil, "asked rate"},
+		{"sender saturated", udp(wire.Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.99}}, nil, nil, "sender"},
+		{"sender descheduled", udp(wire.Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.5, Behind: 1000}}, nil, nil, "sender"},
+		{"sends held back", udp(wire.Rate{PPS: 1e6}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.5}}, nil, nil, "path"},
+		{"receiver thread saturated", udp(wire.Rate{}), 5e5, 0.2, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.97}}, nil, "receiver"},
+		{"receiver buffer drops", udp(wire.Rate{}), 5e5, 0.2, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, []Sample{sample("server", 5000)}, "receiver"},
+		{"lost on the way", udp(wire.Rate{}), 5e5, 0.1, []ThreadCPU{{Role: "udp-send", Busy: 0.5}},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, []Sample{sample("server", 0)}, "path"},
+		{"unlimited, sender bound", udp(wire.Rate{}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.95}},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.3}}, nil, "sender"},
+		{"unlimited, receiver bound", udp(wire.Rate{}), 5e5, 0, []ThreadCPU{{Role: "udp-send", Busy: 0.6}},
+			[]ThreadCPU{{Role: "udp-recv", Busy: 0.93}}, nil, "receiver"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &Result{Spec: tc.spec, FrameSize: 64, Samples: tc.samples,
+				Targets: []TargetResult{{Threads: tc.server}}}
+			s := &res.Summary
+			s.Seconds = 1
+			s.SentPackets = uint64(tc.sent)
+			s.SentPPS = tc.sent
+			s.LossRatio = tc.loss
+			Verdict(res, tc.client)
+			if s.LimitedBy != tc.want {
+				t.Errorf("limited by %q (%s), want %q", s.LimitedBy, s.LimitedWhy, tc.want)
+			}
+			if s.LimitedWhy == "" {
+				t.Error("no reason given")
+			}
+		})
+	}
+}
+
+func TestTCPVerdict(t *testing.T) {
+	cpu := func(side Side, busy ...float64) Sample {
+		s := Sample{Side: side, Rates: box.Rates{Seconds: 1}}
+		for i, b := range busy {
+			s.CPU = append(s.CPU, box.CPUUse{ID: i, Busy: b})
+		}
+		return s
+	}
+	// The client's loop threads: one sending at 97 %, one receiving at
+	// 95 % (reverse), or one sending at 50 %.
+	busySend := []ThreadCPU{{Role: "tcp-send", Busy: 0.97}}
+	busyRecv := []ThreadCPU{{Role: "tcp-recv", Busy: 0.95}}
+	calm := []ThreadCPU{{Role: "tcp-send", Busy: 0.5}}
+	for _, tc := range []struct {
+		dir     wire.Direction
+		samples []Sample
+		threads []ThreadCPU // this end's, the client's
+		retrans uint64
+		want    Limit
+	}{
+		{wire.Forward, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, nil, 0, "sender"},
+		{wire.Reverse, []Sample{cpu("client", 20, 99), cpu("server", 40, 40)}, nil, 0, "receiver"},
+		{wire.Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, nil, 12, "path"},
+		{wire.Forward, []Sample{cpu("client", 20, 30), cpu("server", 40, 40)}, nil, 0, ""},
+		// A loop's thread at 97 % limits though no CPU was 90 % busy on
+		// average (the thread moved between CPUs), retransmits or not.
+		{wire.Forward, []Sample{cpu("client", 60, 60), cpu("server", 40, 40)}, busySend, 12, "sender"},
+		{wire.Reverse, []Sample{cpu("client", 60, 60), cpu("server", 40, 40)}, busyRecv, 12, "receiver"},
+		{wire.Forward, []Sample{cpu("client", 60, 60), cpu("server", 40, 40)}, calm, 12, "path"},
+		// Both ways at once: judged from the threads.
+		{wire.Bidir, nil, busySend, 0, "sender"},
+		{wire.Bidir, nil, calm, 0, ""},
+	} {
+		res := &Result{Spec: wire.Spec{Proto: "tcp", Direction: tc.dir}, Samples: tc.samples}
+		res.Summary.SentBytes = 1 << 30
+		res.Summary.Retransmits = tc.retrans
+		Verdict(res, tc.threads)
+		if res.Summary.LimitedBy != tc.want || res.Summary.LimitedWhy == "" {
+			t.Errorf("%s %v: limited by %q (%s), want %q", tc.dir, tc.samples, res.Summary.LimitedBy, res.Summary.LimitedWhy, tc.want)
+		}
+	}
+}
+
+// TestCostCountsAMachineOnce: two serve processes (two server ids) on one
+// machine (one boot id) share its CPUs: their CPU time is counted once.
+func TestCostCountsAMachineOnce(t *testing.T) {
+	busy := func(target int) Sample {
+		return Sample{Side: "server", Target: target, Rates: box.Rates{Seconds: 1, CPU: []box.CPUUse{{ID: 0, Busy: 50}, {ID: 1, Busy: 30}}}}
+	}
+	for _, c := range []struct {
+		name     string
+		machines [2]string
+		want     float64
+	}{
+		{"one machine", [2]string{"boot-a", "boot-a"}, 0.8},
+		{"two machines", [2]string{"boot-a", "boot-b"}, 1.6},
+	} {
+		res := &Result{Samples: []Sample{busy(0), busy(1)}, Targets: []TargetResult{
+			{ServerID: "s1", Machine: c.machines[0]}, {ServerID: "s2", Machine: c.machines[1]},
+		}}
+		Cost(res, nil, "")
+		if got := res.Summary.CPUSeconds.Server; got == nil || math.Abs(*got-c.want) > 1e-9 {
+			t.Errorf("%s: server CPU seconds %v, want %.1f", c.name, got, c.want)
+		}
+	}
+}

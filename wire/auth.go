@@ -1,0 +1,41 @@
+package wire
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+)
+
+const NonceLen = 32
+
+// TokenEnv is the environment variable that holds the shared secret when
+// no --token-file names one.
+const TokenEnv = "LINERATE_TOKEN"
+
+// ErrSlowDown: the server refuses a source for a while after failed
+// attempts to authenticate.
+var ErrSlowDown = errors.New("slow down")
+
+func NewNonce() string {
+	var b [NonceLen]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Proof is what an end sends to show it knows secret: role is "server" or
+// "client", first the nonce of the other end for the server's proof.
+func Proof(secret, role, a, b string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("linerate " + role + "\x00" + a + "\x00" + b))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func ValidNonce(n string) bool {
+	if len(n) != 2*NonceLen {
+		return false
+	}
+	_, err := hex.DecodeString(n)
+	return err == nil
+}

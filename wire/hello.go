@@ -1,0 +1,41 @@
+package wire
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+)
+
+// The first bytes on every TCP data connection, from the client: the
+// test's cookie (8 bytes), the stream id (4, big-endian), the direction
+// ('f': the client sends, 'r': the server sends) and 3 zero bytes.
+const DataHelloLen = 16
+
+func PutDataHello(cookie uint64, stream int, dir byte) []byte {
+	b := make([]byte, DataHelloLen)
+	binary.BigEndian.PutUint64(b, cookie)
+	binary.BigEndian.PutUint32(b[8:], uint32(stream))
+	b[12] = dir
+	return b
+}
+
+func ParseDataHello(b []byte) (cookie uint64, stream int, dir byte, err error) {
+	if len(b) != DataHelloLen || (b[12] != 'f' && b[12] != 'r') || b[13]|b[14]|b[15] != 0 {
+		return 0, 0, 0, fmt.Errorf("%w: bad data connection hello", ErrProtocol)
+	}
+	return binary.BigEndian.Uint64(b), int(binary.BigEndian.Uint32(b[8:])), b[12], nil
+}
+
+func CookieString(c uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], c)
+	return hex.EncodeToString(b[:])
+}
+
+func ParseCookie(s string) (uint64, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != 8 {
+		return 0, fmt.Errorf("%w: cookie %q", ErrProtocol, s)
+	}
+	return binary.BigEndian.Uint64(b), nil
+}
