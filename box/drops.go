@@ -14,6 +14,7 @@ import (
 	"linerate/source/netfilter"
 	"linerate/source/procfs"
 	"linerate/source/rtnl"
+	"linerate/source/rtnl/rtnetlink"
 	"linerate/source/skbdrop"
 )
 
@@ -89,7 +90,7 @@ type NetnsReader struct {
 	proc    procfs.FS
 	et      ethtool.Client
 	ns      *os.File
-	rt      *rtnl.Conn
+	rt      *rtnetlink.Conn
 	netns   uint64
 	machine string
 	opt     DropOptions
@@ -102,7 +103,7 @@ func NewNetnsReader(src source.Source, opt DropOptions) (*NetnsReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := rtnl.Dial(int(f.Fd()))
+	rt, err := rtnetlink.Dial(int(f.Fd()))
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", src.Name(), err)
