@@ -12,6 +12,7 @@ import (
 	"linerate/source"
 	"linerate/source/ethtool"
 	"linerate/source/netfilter"
+	"linerate/source/netfilter/nft"
 	"linerate/source/procfs"
 	"linerate/source/rtnl"
 	"linerate/source/rtnl/rtnetlink"
@@ -157,7 +158,7 @@ func (r *NetnsReader) Drops() (Drops, error) {
 	default:
 		return d, err
 	}
-	if rs, err := netfilter.ReadRuleset(int(r.ns.Fd())); err == nil {
+	if rs, err := nft.ReadRuleset(int(r.ns.Fd())); err == nil {
 		d.Nftables = &rs
 	} else {
 		d.unavailable(SourceNftables, err.Error())
