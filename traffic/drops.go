@@ -11,7 +11,7 @@ import (
 
 // DropCounters reads the drop counters of the network namespace an end
 // runs in and what limits the rate through its interfaces: a
-// box.NetnsReader, made and closed by the caller (cmd, or a test for its
+// netnsread.Reader, made and closed by the caller (cmd, or a test for its
 // own namespaces). The traffic package only snapshots it around a test's
 // measured window; the drop ledger is built from the snapshots.
 type DropCounters interface {
@@ -30,7 +30,7 @@ type EndDrops struct {
 	// Ifaces are the end's interfaces on the test's path: those holding
 	// its addresses.
 	Ifaces []string `json:"ifaces,omitempty"`
-	// Path is their link speed and shapers (box.NetnsReader.Path).
+	// Path is their link speed and shapers (netnsread.Reader.Path).
 	Path []box.PathIface `json:"path,omitempty"`
 	// Refused is the datagrams whose send this end's kernel refused (a send
 	// call failed): not counted as sent, yet seen by the counters.
