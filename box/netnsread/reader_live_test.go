@@ -43,19 +43,12 @@ func TestReaderHost(t *testing.T) {
 		t.Errorf("machine %q, udp %v, unavailable %v", d.Machine, d.SNMP["Udp"], d.Unavailable)
 	}
 	// A capture has no namespace to open.
-	if _, err := New(openCapture(t, thisMachine), Options{}); !errors.Is(err, source.ErrNotLive) {
-		t.Errorf("a capture: %v, want ErrNotLive", err)
-	}
-}
-
-const thisMachine = "../../testdata/captures/this-machine"
-
-func openCapture(t *testing.T, path string) source.Source {
-	t.Helper()
-	src, err := source.OpenCapture(path)
+	capture, err := source.OpenCapture("../../testdata/captures/this-machine")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { src.Close() })
-	return src
+	defer capture.Close()
+	if _, err := New(capture, Options{}); !errors.Is(err, source.ErrNotLive) {
+		t.Errorf("a capture: %v, want ErrNotLive", err)
+	}
 }
