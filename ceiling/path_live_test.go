@@ -6,6 +6,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"linerate/box"
+	"linerate/box/netnsread"
 	"linerate/internal/testenv"
 	"linerate/source"
 )
@@ -40,7 +41,7 @@ func TestLivePathCeilingTbf(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer src.Close()
-		r, err := box.NewNetnsReader(src, box.DropOptions{})
+		r, err := netnsread.New(src, netnsread.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

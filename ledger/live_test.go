@@ -10,6 +10,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"linerate/box"
+	"linerate/box/netnsread"
 	"linerate/internal/testenv"
 	"linerate/source"
 	"linerate/source/skbdrop"
@@ -20,7 +21,7 @@ import (
 // 10.80.2.1), with a drop-counter reader on each.
 type routed struct {
 	client, router, server *testenv.NetNS
-	readers                []*box.NetnsReader
+	readers                []*netnsread.Reader
 	hosts                  []Host
 	flush                  *testenv.Flush
 }
@@ -54,7 +55,7 @@ func newRouted(t *testing.T, reasons *skbdrop.Counter) *routed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := box.DropOptions{Reasons: reasons}
+	opt := netnsread.Options{Reasons: reasons}
 	for _, h := range []struct {
 		ns     *testenv.NetNS
 		name   string
@@ -66,7 +67,7 @@ func newRouted(t *testing.T, reasons *skbdrop.Counter) *routed {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { src.Close() })
-		rd, err := box.NewNetnsReader(src, opt)
+		rd, err := netnsread.New(src, opt)
 		if err != nil {
 			t.Fatal(err)
 		}

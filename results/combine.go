@@ -3,7 +3,7 @@ package results
 import "linerate/wire"
 
 // Combine matches a direction's sender and receiver counts stream by
-// Stream.
+// stream.
 func Combine(target int, dir wire.Direction, proto wire.Proto, sent, recv []Count, stats []TCPStat, seconds float64, overhead int) (Totals, []StreamResult) {
 	n := max(len(sent), len(recv))
 	var tot Totals

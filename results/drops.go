@@ -13,7 +13,7 @@ type EndDrops struct {
 	// Ifaces are the end's interfaces on the test's path: those holding
 	// its addresses.
 	Ifaces []string `json:"ifaces,omitempty"`
-	// Path is their link speed and shapers (box.NetnsReader.Path).
+	// Path is their link speed and shapers (netnsread.Reader.Path).
 	Path []box.PathIface `json:"path,omitempty"`
 	// Refused is the datagrams whose send this end's kernel refused (a send
 	// call failed): not counted as sent, yet seen by the counters.

@@ -9,7 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"linerate/box"
+	"linerate/box/netnsread"
 	"linerate/ceiling"
 	"linerate/internal/testenv"
 	"linerate/source"
@@ -48,7 +48,7 @@ func BenchmarkSearchShapedVeth(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer src.Close()
-	r, err := box.NewNetnsReader(src, box.DropOptions{})
+	r, err := netnsread.New(src, netnsread.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

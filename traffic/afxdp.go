@@ -399,7 +399,7 @@ func (s *XDPSender) inFlight() uint64 { return uint64(xdpRingEntries - len(s.fre
 // Run sends until the warmup and Duration have passed, Count measured
 // packets have been sent, or ctx ends, then waits (at most a second) for
 // the kernel to complete the frames it was handed and returns what it
-// Sent, as RingSender.Run does.
+// sent, as RingSender.Run does.
 func (s *XDPSender) Run(ctx context.Context) (RingCounts, error) {
 	if s.umem == nil {
 		return RingCounts{}, errors.New("xdp sender: run after close")

@@ -46,7 +46,7 @@ func (r *clientRun) assemble(res *results.Result) {
 }
 
 // assembleTarget matches what the client and target i's server counted,
-// Stream by stream, in each direction; window is the client's measured
+// stream by stream, in each direction; window is the client's measured
 // window in seconds.
 func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 	t := r.targets[i]

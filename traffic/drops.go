@@ -12,7 +12,7 @@ import (
 
 // DropCounters reads the drop counters of the network namespace an end
 // runs in and what limits the rate through its interfaces: a
-// box.NetnsReader, made and closed by the caller (cmd, or a test for its
+// netnsread.Reader, made and closed by the caller (cmd, or a test for its
 // own namespaces). The traffic package only snapshots it around a test's
 // measured window; the drop ledger is built from the snapshots.
 type DropCounters interface {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/box"
+	"linerate/box/netnsread"
 	"linerate/ceiling"
 	"linerate/internal/testenv"
 	"linerate/ledger"
@@ -24,18 +25,18 @@ import (
 )
 
 // dropReader opens a drop-counter reader for ns, closed with the test.
-func dropReader(t *testing.T, ns *testenv.NetNS, reasons *skbdrop.Counter) *box.NetnsReader {
+func dropReader(t *testing.T, ns *testenv.NetNS, reasons *skbdrop.Counter) *netnsread.Reader {
 	t.Helper()
 	src, err := source.NewLiveNetns(ns.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	opt := box.DropOptions{Reasons: reasons}
+	opt := netnsread.Options{Reasons: reasons}
 	if reasons == nil {
 		opt.ReasonsUnavailable = "not started by this test"
 	}
-	r, err := box.NewNetnsReader(src, opt)
+	r, err := netnsread.New(src, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

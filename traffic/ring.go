@@ -107,7 +107,7 @@ type RingConfig struct {
 
 // RingCounts is what a ring run handed to the interface: packets whose
 // frames the kernel took from the ring, and their bytes from the Ethernet
-// Header to the end of the payload (no FCS), which is what the interface's
+// header to the end of the payload (no FCS), which is what the interface's
 // tx_bytes counter counts.
 type RingCounts struct {
 	Packets, Bytes uint64
@@ -252,7 +252,7 @@ func ipv4HeaderChecksum(h []byte) uint16 {
 }
 
 // ringGeometry chooses the slot size (a power of two holding the tpacket2
-// Header and the frame), the block size (a page, or one slot when slots are
+// header and the frame), the block size (a page, or one slot when slots are
 // bigger) and the number of blocks.
 func ringGeometry(frameLen, pageSize int) (slotSize, blockSize, blocks int) {
 	slotSize = 128

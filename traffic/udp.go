@@ -274,7 +274,7 @@ func (e *mtuError) Error() string {
 }
 
 // dialUDPFlows makes the sockets of a udpSender: one connected socket per
-// Stream to each of ports on remote, from local (any port). With later,
+// stream to each of ports on remote, from local (any port). With later,
 // the sockets are bound but not connected: aimUDP connects them once the
 // client's punches say where its NAT maps its ports. A payload over the
 // path MTU is an *mtuError.

@@ -1,294 +1,25 @@
 package traffic
 
-// The XDP receive counter: a small eBPF program, assembled here with
-// cilium/ebpf's asm package (no C compiler), attached to the receiving
-// interface. It counts the IPv4 UDP packets (optionally only those to one
-// destination port) and their bytes in a per-CPU array, before the kernel
-// builds an skb for them, so that a result can show the packets that reached
-// the interface beside those that reached the socket. In drop mode it drops
-// what it counts: the fastest receiver there is.
+// The XDP receive meter: a flow that counts, with the eBPF counter of
+// linerate/source/xdpcount attached to the receiving interface, the IPv4
+// UDP packets that reached the interface in the measured window, so that a
+// result can show them beside those that reached the socket.
 
 import (
-	"errors"
-	"fmt"
 	"net/netip"
 	"sync"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
-
-	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/source/xdpcount"
 )
-
-// ErrXDPUnsupported is wrapped by every error of AttachXDPCounter that comes
-// from the kernel refusing the program or the attachment: no BPF
-// permission, a kernel without BPF links for XDP, an interface that already
-// has an XDP program, a verifier that rejects the program. The message
-// after it says why.
-var ErrXDPUnsupported = errors.New("xdp counter unavailable")
-
-// XDP actions, from include/uapi/linux/bpf.h (enum xdp_action).
-const (
-	xdpDrop = 1
-	xdpPass = 2
-)
-
-// XDPMode is how an XDP program is attached to an interface.
-type XDPMode string
-
-const (
-	// XDPNative runs the program in the driver, before an skb exists.
-	XDPNative XDPMode = "native"
-	// XDPGeneric runs it after the skb is built: works on any interface,
-	// slower.
-	XDPGeneric XDPMode = "generic"
-)
-
-// xdpCounts is the value of the per-CPU counter map, one per CPU.
-type xdpCounts struct {
-	Packets, Bytes uint64
-}
-
-// XDPCounter is an attached XDP counting program.
-type XDPCounter struct {
-	ifindex int
-	mode    XDPMode
-	counts  *ebpf.Map
-	prog    *ebpf.Program
-	link    link.Link
-}
-
-var memlockOnce sync.Once
-
-// AttachXDPCounter loads the counting program and attaches it to the
-// interface ifindex, in native mode where the driver supports it and in
-// generic mode otherwise. port 0 counts every IPv4 UDP packet; another port
-// counts only those to that destination port. With drop set, counted
-// packets are dropped (XDP_DROP) instead of passed on (XDP_PASS); anything
-// not counted, ARP included, always passes.
-//
-// The program must be attached in the network namespace of the interface
-// (call it on a thread in that namespace).
-func AttachXDPCounter(ifindex int, port uint16, drop bool) (*XDPCounter, error) {
-	if ifindex < 1 {
-		return nil, usage.Errorf("xdp counter: interface index %d", ifindex)
-	}
-	counts, prog, err := loadXDPCounter(port, drop)
-	if err != nil {
-		return nil, err
-	}
-	c := &XDPCounter{ifindex: ifindex, counts: counts, prog: prog}
-	var errs []error
-	for _, m := range []struct {
-		flags link.XDPAttachFlags
-		mode  XDPMode
-	}{{link.XDPDriverMode, XDPNative}, {link.XDPGenericMode, XDPGeneric}} {
-		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: m.flags})
-		if err == nil {
-			c.link, c.mode = l, m.mode
-			return c, nil
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", m.mode, err))
-	}
-	c.Close()
-	return nil, fmt.Errorf("%w: attach to interface %d: %w", ErrXDPUnsupported, ifindex, errors.Join(errs...))
-}
-
-// loadXDPCounter creates the counter map and loads the program over it.
-func loadXDPCounter(port uint16, drop bool) (*ebpf.Map, *ebpf.Program, error) {
-	memlockOnce.Do(func() {
-		// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; later
-		// ones to the cgroup, and then this does nothing.
-		_ = rlimit.RemoveMemlock()
-	})
-	counts, err := ebpf.NewMap(&ebpf.MapSpec{
-		Name:       "lr_xdp_counts",
-		Type:       ebpf.PerCPUArray,
-		KeySize:    4,
-		ValueSize:  16,
-		MaxEntries: 1,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: create counter map: %w", ErrXDPUnsupported, err)
-	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name:         "lr_xdp_count",
-		Type:         ebpf.XDP,
-		License:      "GPL",
-		Instructions: xdpCounterProgram(counts.FD(), port, drop),
-	})
-	if err != nil {
-		counts.Close()
-		return nil, nil, fmt.Errorf("%w: load program: %w", ErrXDPUnsupported, err)
-	}
-	return counts, prog, nil
-}
-
-// Mode says whether the program runs in the driver or after the skb.
-func (c *XDPCounter) Mode() XDPMode { return c.mode }
-
-// Count returns the packets counted since the program was attached and
-// their bytes, from the Ethernet header to the end of the payload (the
-// frame without FCS), summed over CPUs.
-func (c *XDPCounter) Count() (pkts, bytes uint64, err error) {
-	if c.counts == nil {
-		return 0, 0, fmt.Errorf("xdp counter on interface %d: count after close", c.ifindex)
-	}
-	pkts, bytes, err = sumXDPCounts(c.counts)
-	if err != nil {
-		return 0, 0, fmt.Errorf("xdp counter on interface %d: %w", c.ifindex, err)
-	}
-	return pkts, bytes, nil
-}
-
-// sumXDPCounts adds up the per-CPU values of the counter map.
-func sumXDPCounts(m *ebpf.Map) (pkts, bytes uint64, err error) {
-	var per []xdpCounts
-	if err := m.Lookup(uint32(0), &per); err != nil {
-		return 0, 0, fmt.Errorf("read counts: %w", err)
-	}
-	for _, v := range per {
-		pkts += v.Packets
-		bytes += v.Bytes
-	}
-	return pkts, bytes, nil
-}
-
-// Close detaches the program and frees it and its map.
-func (c *XDPCounter) Close() error {
-	var errs []error
-	if c.link != nil {
-		if err := c.link.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("xdp counter: detach from interface %d: %w", c.ifindex, err))
-		}
-		c.link = nil
-	}
-	if c.prog != nil {
-		errs = append(errs, c.prog.Close())
-		c.prog = nil
-	}
-	if c.counts != nil {
-		errs = append(errs, c.counts.Close())
-		c.counts = nil
-	}
-	return errors.Join(errs...)
-}
-
-// xdpCounterProgram assembles the counting program over the map with file
-// descriptor mapFD. In C it would read:
-//
-//	if (data + 34 > data_end) return PASS;          // Ethernet + minimal IPv4
-//	if (eth.type != 0x0800 || ip.version != 4 || ip.ihl < 5 || ip.proto != 17)
-//		return PASS;
-//	if (port) {                                      // only then is UDP read
-//		if (ip.frag_off & 0x1fff) return PASS;       // no UDP header here
-//		udp = data + 14 + ihl*4;
-//		if (udp + 8 > data_end || udp.dest != htons(port)) return PASS;
-//	}
-//	v = lookup(counts, 0); if (!v) return PASS;
-//	v->packets++; v->bytes += data_end - data;       // per-CPU: no atomics
-//	return drop ? DROP : PASS;
-//
-// Bytes are compared one at a time so the program is the same on big- and
-// little-endian machines. Offsets from include/uapi/linux/if_ether.h, ip.h
-// and udp.h; the xdp_md layout (data at 0, data_end at 4) from bpf.h.
-func xdpCounterProgram(mapFD int, port uint16, drop bool) asm.Instructions {
-	const (
-		rData   = asm.R2
-		rEnd    = asm.R3
-		rTmp    = asm.R4
-		rByte   = asm.R5
-		rLen    = asm.R7 // callee-saved: survives the helper call
-		ethType = 12
-		ipOff   = 14
-		pass    = "pass"
-	)
-	action := int64(xdpPass)
-	if drop {
-		action = xdpDrop
-	}
-	insns := asm.Instructions{
-		asm.LoadMem(rData, asm.R1, 0, asm.Word),
-		asm.LoadMem(rEnd, asm.R1, 4, asm.Word),
-		asm.Mov.Reg(rTmp, rData),
-		asm.Add.Imm(rTmp, ipOff+20),
-		asm.JGT.Reg(rTmp, rEnd, pass),
-		// EtherType IPv4, 0x0800.
-		asm.LoadMem(rByte, rData, ethType, asm.Byte),
-		asm.JNE.Imm(rByte, 0x08, pass),
-		asm.LoadMem(rByte, rData, ethType+1, asm.Byte),
-		asm.JNE.Imm(rByte, 0x00, pass),
-		// Protocol UDP.
-		asm.LoadMem(rByte, rData, ipOff+9, asm.Byte),
-		asm.JNE.Imm(rByte, 17, pass),
-		// Version 4, header length at least 20 bytes.
-		asm.LoadMem(rByte, rData, ipOff, asm.Byte),
-		asm.Mov.Reg(rTmp, rByte),
-		asm.And.Imm(rTmp, 0xf0),
-		asm.JNE.Imm(rTmp, 0x40, pass),
-		asm.And.Imm(rByte, 0x0f),
-		asm.LSh.Imm(rByte, 2),
-		asm.JLT.Imm(rByte, 20, pass),
-	}
-	if port != 0 {
-		insns = append(insns,
-			// Not a later fragment: fragment offset (13 bits) is 0.
-			asm.LoadMem(rTmp, rData, ipOff+6, asm.Byte),
-			asm.And.Imm(rTmp, 0x1f),
-			asm.JNE.Imm(rTmp, 0, pass),
-			asm.LoadMem(rTmp, rData, ipOff+7, asm.Byte),
-			asm.JNE.Imm(rTmp, 0, pass),
-			// rTmp = the UDP header; it must lie inside the packet.
-			asm.Mov.Reg(rTmp, rData),
-			asm.Add.Reg(rTmp, rByte),
-			asm.Add.Imm(rTmp, ipOff),
-			asm.Mov.Reg(asm.R0, rTmp),
-			asm.Add.Imm(asm.R0, 8),
-			asm.JGT.Reg(asm.R0, rEnd, pass),
-			// Destination port, network byte order.
-			asm.LoadMem(rByte, rTmp, 2, asm.Byte),
-			asm.JNE.Imm(rByte, int32(port>>8), pass),
-			asm.LoadMem(rByte, rTmp, 3, asm.Byte),
-			asm.JNE.Imm(rByte, int32(port&0xff), pass),
-		)
-	}
-	insns = append(insns,
-		// data_end - data: the verifier allows subtracting packet pointers
-		// only for a loader with CAP_PERFMON (root has it); without it
-		// the load fails, as ErrXDPUnsupported.
-		asm.Mov.Reg(rLen, rEnd),
-		asm.Sub.Reg(rLen, rData),
-		// counts[0]
-		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, mapFD),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, pass),
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
-		asm.Add.Reg(asm.R1, rLen),
-		asm.StoreMem(asm.R0, 8, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R0, int32(action)),
-		asm.Return(),
-		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol(pass),
-		asm.Return(),
-	)
-	return insns
-}
 
 // xdpMeter counts, with an XDP counter, the UDP packets that reach the
 // interface holding a test's receiving address in the measured window. It
 // is a receiving flow that counts no traffic of its own: its figure is in
 // result. A counter that cannot be attached is reported there, not fatal.
 type xdpMeter struct {
-	c    *XDPCounter
+	c    *xdpcount.Counter
 	stat results.XDPStat
 	mu   sync.Mutex
 	base [2]uint64 // packets, bytes at the start of the measured window
@@ -312,7 +43,7 @@ func newXDPMeter(local netip.Addr, port uint16) *xdpMeter {
 		return m
 	}
 	m.stat.Interface = name
-	c, err := AttachXDPCounter(index, port, false)
+	c, err := xdpcount.Attach(index, port, false)
 	if err != nil {
 		m.stat.Error = err.Error()
 		return m

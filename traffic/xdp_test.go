@@ -2,120 +2,28 @@ package traffic
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"net"
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-
-	"linerate/internal/testenv"
-	"linerate/internal/usage"
+	"linerate/source/xdpcount"
 )
-
-// xdpTestFrame builds an Ethernet frame: IPv4 with the given protocol,
-// Header length (words), fragment field and destination port.
-func xdpTestFrame(etherType uint16, ihl int, proto byte, frag uint16, dport uint16, payload int) []byte {
-	ipLen := ihl * 4
-	f := make([]byte, 14+ipLen+8+payload)
-	binary.BigEndian.PutUint16(f[12:], etherType)
-	ip := f[14:]
-	ip[0] = 0x40 | byte(ihl)
-	binary.BigEndian.PutUint16(ip[2:], uint16(len(f)-14))
-	binary.BigEndian.PutUint16(ip[6:], frag)
-	ip[8], ip[9] = 64, proto
-	udp := ip[ipLen:]
-	binary.BigEndian.PutUint16(udp[0:], 9)
-	binary.BigEndian.PutUint16(udp[2:], dport)
-	return f
-}
-
-// TestXDPCounterProgram runs the program on crafted packets with
-// BPF_PROG_TEST_RUN: no interface, no traffic.
-func TestXDPCounterProgram(t *testing.T) {
-	testenv.RequireRoot(t)
-	udp := xdpTestFrame(0x0800, 5, 17, 0x4000, 5300, 18)
-	ipv6 := xdpTestFrame(0x86dd, 5, 17, 0, 5300, 18)
-	ipv6[14] = 0x60
-	badVersion := xdpTestFrame(0x0800, 5, 17, 0, 5300, 18)
-	badVersion[14] = 0x65
-	cases := []struct {
-		name    string
-		frame   []byte
-		matches bool // counted by a counter for port 5300
-		any     bool // counted by a counter for every port
-	}{
-		{"udp to port", udp, true, true},
-		{"udp with options", xdpTestFrame(0x0800, 7, 17, 0, 5300, 18), true, true},
-		{"udp full size", xdpTestFrame(0x0800, 5, 17, 0, 5300, 1472), true, true},
-		{"udp other port", xdpTestFrame(0x0800, 5, 17, 0, 5301, 18), false, true},
-		{"udp port byte-swapped", xdpTestFrame(0x0800, 5, 17, 0, 0xb414, 18), false, true},
-		{"later fragment", xdpTestFrame(0x0800, 5, 17, 0x0010, 5300, 18), false, true},
-		{"tcp", xdpTestFrame(0x0800, 5, 6, 0, 5300, 18), false, false},
-		{"ipv6", ipv6, false, false},
-		{"arp", xdpTestFrame(0x0806, 5, 17, 0, 5300, 18), false, false},
-		{"ip version 6 in v4 frame", badVersion, false, false},
-		{"header length 4", xdpTestFrame(0x0800, 4, 17, 0, 5300, 18), false, false},
-		{"truncated ip", udp[:30], false, false},
-		{"udp header cut", xdpTestFrame(0x0800, 5, 17, 0, 5300, 18)[:38], false, true},
-	}
-	for _, mode := range []struct {
-		port uint16
-		drop bool
-	}{{5300, false}, {5300, true}, {0, false}, {0, true}} {
-		counts, prog, err := loadXDPCounter(mode.port, mode.drop)
-		if err != nil {
-			t.Fatalf("load: %v", err)
-		}
-		var wantPkts, wantBytes uint64
-		for _, c := range cases {
-			counted := c.matches
-			if mode.port == 0 {
-				counted = c.any
-			}
-			want := uint32(xdpPass)
-			if counted {
-				wantPkts++
-				wantBytes += uint64(len(c.frame))
-				if mode.drop {
-					want = xdpDrop
-				}
-			}
-			got, err := prog.Run(&ebpf.RunOptions{Data: c.frame})
-			if err != nil {
-				t.Fatalf("port %d drop %v, %s: run: %v", mode.port, mode.drop, c.name, err)
-			}
-			if got != want {
-				t.Errorf("port %d drop %v, %s: action %d, want %d", mode.port, mode.drop, c.name, got, want)
-			}
-		}
-		pkts, bytes, err := sumXDPCounts(counts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pkts != wantPkts || bytes != wantBytes {
-			t.Errorf("port %d drop %v: counted %d packets, %d bytes; want %d, %d", mode.port, mode.drop, pkts, bytes, wantPkts, wantBytes)
-		}
-		prog.Close()
-		counts.Close()
-	}
-}
 
 // attachXDP attaches a counter to lrs1 in B and detaches it when the test
 // ends.
-func (l *ringLab) attachXDP(t testing.TB, port uint16, drop bool) *XDPCounter {
+func (l *ringLab) attachXDP(t testing.TB, port uint16, drop bool) *xdpcount.Counter {
 	t.Helper()
-	var c *XDPCounter
+	var c *xdpcount.Counter
 	err := l.b.Do(func() error {
 		link, err := net.InterfaceByName("lrs1")
 		if err != nil {
 			return err
 		}
-		c, err = AttachXDPCounter(link.Index, port, drop)
+		c, err = xdpcount.Attach(link.Index, port, drop)
 		return err
 	})
-	if errors.Is(err, ErrXDPUnsupported) {
+	if errors.Is(err, xdpcount.ErrUnsupported) {
 		t.Skipf("%v", err)
 	}
 	if err != nil {
@@ -178,11 +86,11 @@ func TestXDPDropMode(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		second, err := AttachXDPCounter(link.Index, 0, false)
+		second, err := xdpcount.Attach(link.Index, 0, false)
 		if err == nil {
 			second.Close()
 			t.Errorf("a second XDP program attached beside the first")
-		} else if !errors.Is(err, ErrXDPUnsupported) {
+		} else if !errors.Is(err, xdpcount.ErrUnsupported) {
 			t.Errorf("second attach: %v, want ErrXDPUnsupported", err)
 		}
 		return nil
@@ -207,12 +115,6 @@ func TestXDPDropMode(t *testing.T) {
 	}
 	if uint64(passed.n) != other.Packets {
 		t.Errorf("socket on another port received %d of %d: drop mode must pass what it does not count", passed.n, other.Packets)
-	}
-}
-
-func TestAttachXDPCounterBadIndex(t *testing.T) {
-	if _, err := AttachXDPCounter(0, 0, false); err == nil || !usage.Is(err) {
-		t.Errorf("ifindex 0: %v, want a usage error", err)
 	}
 }
 

@@ -28,7 +28,7 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
-	"linerate/traffic"
+	"linerate/source/xdpcount"
 )
 
 // result is the line the sink prints when it ends.
@@ -190,7 +190,7 @@ func runXDP(ctx context.Context, iface string, port uint16) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("interface %q: %w", iface, err)
 	}
-	c, err := traffic.AttachXDPCounter(ifi.Index, port, true)
+	c, err := xdpcount.Attach(ifi.Index, port, true)
 	if err != nil {
 		return result{}, err
 	}

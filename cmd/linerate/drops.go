@@ -1,7 +1,7 @@
 package main
 
 import (
-	"linerate/box"
+	"linerate/box/netnsread"
 	"linerate/source"
 	"linerate/source/procfs"
 	"linerate/source/skbdrop"
@@ -16,7 +16,7 @@ import (
 type endCounters struct {
 	src     source.Source
 	reasons *skbdrop.Counter
-	reader  *box.NetnsReader
+	reader  *netnsread.Reader
 	machine string
 }
 
@@ -31,12 +31,12 @@ func openEndCounters() *endCounters {
 		return e
 	}
 	e.src = src
-	opt := box.DropOptions{}
+	opt := netnsread.Options{}
 	if e.reasons, err = skbdrop.Start(); err != nil {
 		opt.ReasonsUnavailable = err.Error()
 	}
 	opt.Reasons = e.reasons
-	if e.reader, err = box.NewNetnsReader(src, opt); err != nil {
+	if e.reader, err = netnsread.New(src, opt); err != nil {
 		e.reader = nil
 	}
 	return e

@@ -4,8 +4,9 @@
 // and the counters of nftables rules that drop or reject.
 //
 // The conntrack parser is pure and reads the file's header, so columns that
-// differ between kernels are taken by name. Rules are read over netlink
-// with google/nftables in the namespace whose file descriptor is given.
+// differ between kernels are taken by name. The rules' counters (Ruleset)
+// are read over netlink by linerate/source/netfilter/nft; this package
+// links no netlink library.
 package netfilter
 
 import (

@@ -8,7 +8,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
+
+	"linerate/source/internal/bpfprog"
 )
 
 // maxKeys bounds the (namespace, reason) pairs counted: a few namespaces
@@ -26,13 +27,9 @@ type key struct {
 // namespace of the machine at once; Read picks one.
 type Counter struct {
 	reasons Reasons
-	counts  *ebpf.Map
-	prog    *ebpf.Program
-	link    link.Link
+	bpf     bpfprog.Attached // the map of counts, the program, its link
 	mu      sync.Mutex
 }
-
-var memlockOnce sync.Once
 
 // Start loads the counting program and attaches it to skb:kfree_skb.
 // Errors that come from the kernel lacking something wrap ErrUnavailable
@@ -50,10 +47,7 @@ func Start() (*Counter, error) {
 	if err != nil {
 		return nil, err
 	}
-	memlockOnce.Do(func() {
-		// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
-		_ = rlimit.RemoveMemlock()
-	})
+	bpfprog.RemoveMemlock()
 	counts, err := ebpf.NewMap(&ebpf.MapSpec{
 		Name:       "lr_drop_counts",
 		Type:       ebpf.PerCPUHash,
@@ -80,7 +74,7 @@ func Start() (*Counter, error) {
 		counts.Close()
 		return nil, unavailable(err, "attach to the kfree_skb raw tracepoint")
 	}
-	return &Counter{reasons: reasons, counts: counts, prog: prog, link: l}, nil
+	return &Counter{reasons: reasons, bpf: bpfprog.Attached{Link: l, Prog: prog, Map: counts}}, nil
 }
 
 // Reasons are the running kernel's reason names.
@@ -110,14 +104,14 @@ func (c *Counter) Read(netns uint64) (map[string]uint64, error) {
 func (c *Counter) ReadAll() (map[uint64]map[string]uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.counts == nil {
+	if c.bpf.Map == nil {
 		return nil, fmt.Errorf("drop reason counter: read after close")
 	}
 	out := map[uint64]map[string]uint64{}
 	var k key
 	var per []uint64
 	n := 0
-	it := c.counts.Iterate()
+	it := c.bpf.Map.Iterate()
 	for it.Next(&k, &per) {
 		n++
 		var sum uint64
@@ -144,18 +138,5 @@ func (c *Counter) ReadAll() (map[uint64]map[string]uint64, error) {
 func (c *Counter) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var errs []error
-	if c.link != nil {
-		errs = append(errs, c.link.Close())
-		c.link = nil
-	}
-	if c.prog != nil {
-		errs = append(errs, c.prog.Close())
-		c.prog = nil
-	}
-	if c.counts != nil {
-		errs = append(errs, c.counts.Close())
-		c.counts = nil
-	}
-	return errors.Join(errs...)
+	return c.bpf.Close("")
 }

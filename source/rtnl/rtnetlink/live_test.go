@@ -1,4 +1,4 @@
-package rtnl
+package rtnetlink
 
 import (
 	"net/netip"
@@ -7,6 +7,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"linerate/internal/testenv"
+	"linerate/source/rtnl"
 )
 
 // shapedPair makes two namespaces joined by a veth, a (10.77.0.1) and b
@@ -50,7 +51,7 @@ func TestLiveTbfDrops(t *testing.T) {
 	}
 	t.Cleanup(func() { cb.Close() })
 
-	find := func() (Qdisc, Link) {
+	find := func() (rtnl.Qdisc, rtnl.Link) {
 		qs, err := c.Qdiscs()
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +60,7 @@ func TestLiveTbfDrops(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var q Qdisc
+		var q rtnl.Qdisc
 		for _, x := range qs {
 			if x.Iface == "va" && x.Root() {
 				q = x
@@ -71,7 +72,7 @@ func TestLiveTbfDrops(t *testing.T) {
 			}
 		}
 		t.Fatal("no va")
-		return q, Link{}
+		return q, rtnl.Link{}
 	}
 	q0, l0 := find()
 	if q0.Kind != "tbf" || q0.Rate == nil || q0.Rate.BitsPerSecond() != 8e6 || q0.Limit != 4000 || l0.Kind != "veth" {
@@ -121,7 +122,7 @@ func TestLiveHtbClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cs) != 1 || cs[0].Iface != "va" || Handle(cs[0].Handle) != "1:10" || cs[0].Rate == nil ||
+	if len(cs) != 1 || cs[0].Iface != "va" || rtnl.Handle(cs[0].Handle) != "1:10" || cs[0].Rate == nil ||
 		cs[0].Rate.BitsPerSecond() != 50e6 || cs[0].Ceil.BitsPerSecond() != 100e6 {
 		t.Fatalf("classes = %+v", cs)
 	}

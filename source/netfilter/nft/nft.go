@@ -1,4 +1,10 @@
-package netfilter
+// Package nft reads the counters of a network namespace's nftables rules
+// over netlink, with google/nftables, as netfilter.Ruleset: the rules that
+// count, what they do with what they match, the base chains whose policy
+// drops and the chains that translate addresses. The types live in
+// linerate/source/netfilter, apart from this client, so that what only
+// models or judges them links no netlink library.
+package nft
 
 import (
 	"fmt"
@@ -6,90 +12,26 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"linerate/source/netfilter"
 )
-
-// Verdict is what a rule does with the packets it matches.
-type Verdict string
-
-// The verdicts the drop ledger tells apart.
-const (
-	VerdictDrop   Verdict = "drop"
-	VerdictReject Verdict = "reject" // drops and answers with ICMP or a TCP reset
-	VerdictAccept Verdict = "accept"
-	VerdictOther  Verdict = "" // continue, jump, goto, return, queue, or none
-)
-
-// Drops reports whether the verdict ends the packet.
-func (v Verdict) Drops() bool { return v == VerdictDrop || v == VerdictReject }
-
-// RuleCounter is the counter of one nftables rule.
-type RuleCounter struct {
-	Family string `json:"family"`
-	Table  string `json:"table"`
-	Chain  string `json:"chain"`
-	// Hook is the base chain's hook ("input", "forward", "prerouting",
-	// ...); "" for a regular chain jumped to.
-	Hook    string  `json:"hook,omitempty"`
-	Handle  uint64  `json:"handle"`
-	Verdict Verdict `json:"verdict"`
-	Packets uint64  `json:"packets"`
-	Bytes   uint64  `json:"bytes"`
-	// Exact is false when the counter sits before a match of the rule: it
-	// then counts packets that did not all get the verdict.
-	Exact bool `json:"exact"`
-}
-
-// Key names the rule: "inet filter forward #4".
-func (r RuleCounter) Key() string {
-	return fmt.Sprintf("%s %s %s #%d", r.Family, r.Table, r.Chain, r.Handle)
-}
-
-// Ruleset is what the drop ledger needs of a namespace's nftables: the
-// rule counters and the base chains whose policy drops (their drops have no
-// counter).
-type Ruleset struct {
-	Rules []RuleCounter `json:"rules,omitempty"`
-	// DropPolicies names the base chains with policy drop: "inet filter input".
-	DropPolicies []string `json:"drop_policies,omitempty"`
-	// NATChains names the chains of type nat: "ip nat postrouting". A box
-	// with any translates addresses and keeps mappings in conntrack.
-	NATChains []string `json:"nat_chains,omitempty"`
-}
-
-// Sub returns each rule's counts in r minus those in a, matched by Key; a
-// rule a lacks is taken whole, one that went backwards (replaced) too.
-func (r Ruleset) Sub(a Ruleset) Ruleset {
-	prev := make(map[string]RuleCounter, len(a.Rules))
-	for _, x := range a.Rules {
-		prev[x.Key()] = x
-	}
-	d := Ruleset{DropPolicies: r.DropPolicies, NATChains: r.NATChains}
-	for _, x := range r.Rules {
-		if p, ok := prev[x.Key()]; ok && x.Packets >= p.Packets && x.Bytes >= p.Bytes {
-			x.Packets -= p.Packets
-			x.Bytes -= p.Bytes
-		}
-		d.Rules = append(d.Rules, x)
-	}
-	return d
-}
 
 // ReadRuleset lists every rule with a counter, in the network namespace
 // whose file descriptor is netnsFD (the caller's when 0 or less).
-func ReadRuleset(netnsFD int) (Ruleset, error) {
+func ReadRuleset(netnsFD int) (netfilter.Ruleset, error) {
 	var opts []nftables.ConnOption
 	if netnsFD > 0 {
 		opts = append(opts, nftables.WithNetNSFd(netnsFD))
 	}
 	c, err := nftables.New(opts...)
 	if err != nil {
-		return Ruleset{}, fmt.Errorf("nftables: %w", err)
+		return netfilter.Ruleset{}, fmt.Errorf("nftables: %w", err)
 	}
 	chains, err := c.ListChains()
 	if err != nil {
-		return Ruleset{}, fmt.Errorf("nftables: list chains: %w", err)
+		return netfilter.Ruleset{}, fmt.Errorf("nftables: list chains: %w", err)
 	}
-	var rs Ruleset
+	var rs netfilter.Ruleset
 	for _, ch := range chains {
 		fam := family(ch.Table.Family)
 		if ch.Type == nftables.ChainTypeNAT {
@@ -104,7 +46,7 @@ func ReadRuleset(netnsFD int) (Ruleset, error) {
 		}
 		rules, err := c.GetRules(ch.Table, ch)
 		if err != nil {
-			return Ruleset{}, fmt.Errorf("nftables: rules of %s %s %s: %w", fam, ch.Table.Name, ch.Name, err)
+			return netfilter.Ruleset{}, fmt.Errorf("nftables: rules of %s %s %s: %w", fam, ch.Table.Name, ch.Name, err)
 		}
 		for _, r := range rules {
 			rc, ok := ruleCounter(r.Exprs)
@@ -121,8 +63,8 @@ func ReadRuleset(netnsFD int) (Ruleset, error) {
 // ruleCounter finds a rule's counter and verdict. The counter is exact when
 // only statements that do not match (log, another counter, the verdict)
 // follow it.
-func ruleCounter(exprs []expr.Any) (RuleCounter, bool) {
-	var rc RuleCounter
+func ruleCounter(exprs []expr.Any) (netfilter.RuleCounter, bool) {
+	var rc netfilter.RuleCounter
 	found := false
 	for i, e := range exprs {
 		switch e := e.(type) {
@@ -134,12 +76,12 @@ func ruleCounter(exprs []expr.Any) (RuleCounter, bool) {
 		case *expr.Verdict:
 			switch e.Kind {
 			case expr.VerdictDrop:
-				rc.Verdict = VerdictDrop
+				rc.Verdict = netfilter.VerdictDrop
 			case expr.VerdictAccept:
-				rc.Verdict = VerdictAccept
+				rc.Verdict = netfilter.VerdictAccept
 			}
 		case *expr.Reject:
-			rc.Verdict = VerdictReject
+			rc.Verdict = netfilter.VerdictReject
 		}
 	}
 	return rc, found

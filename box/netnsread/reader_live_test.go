@@ -1,4 +1,4 @@
-package box
+package netnsread
 
 import (
 	"errors"
@@ -6,20 +6,21 @@ import (
 	"syscall"
 	"testing"
 
+	"linerate/box"
 	"linerate/internal/testenv"
 	"linerate/source"
 )
 
-// TestNetnsReaderHost reads the drop counters of the process's own
+// TestReaderHost reads the drop counters of the process's own
 // namespace (reading only) and finds its loopback and its inode.
-func TestNetnsReaderHost(t *testing.T) {
+func TestReaderHost(t *testing.T) {
 	testenv.RequireRoot(t)
 	src, err := source.NewLive()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	r, err := NewNetnsReader(src, DropOptions{ReasonsUnavailable: "not asked for"})
+	r, err := New(src, Options{ReasonsUnavailable: "not asked for"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +39,16 @@ func TestNetnsReaderHost(t *testing.T) {
 	if lo, ok := d.Links["lo"]; !ok || !lo.Loopback {
 		t.Errorf("no loopback in %v", d.Links)
 	}
-	if d.Machine == "" || d.SNMP["Udp"] == nil || d.Unavailable[SourceReasons] != "not asked for" {
+	if d.Machine == "" || d.SNMP["Udp"] == nil || d.Unavailable[box.SourceReasons] != "not asked for" {
 		t.Errorf("machine %q, udp %v, unavailable %v", d.Machine, d.SNMP["Udp"], d.Unavailable)
 	}
 	// A capture has no namespace to open.
-	if _, err := NewNetnsReader(openCapture(t, thisMachine), DropOptions{}); !errors.Is(err, source.ErrNotLive) {
+	capture, err := source.OpenCapture("../../testdata/captures/this-machine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer capture.Close()
+	if _, err := New(capture, Options{}); !errors.Is(err, source.ErrNotLive) {
 		t.Errorf("a capture: %v, want ErrNotLive", err)
 	}
 }

@@ -1,8 +1,10 @@
-// Package rtnl reads what the kernel's routing netlink (rtnetlink) says
-// about the interfaces and traffic-control queues of one network namespace:
-// every counter of struct rtnl_link_stats64, the statistics of each qdisc
+// Package rtnetlink is the client that reads what the kernel's routing
+// netlink (rtnetlink) says about the interfaces and traffic-control queues
+// of one network namespace, as the types of linerate/source/rtnl: every
+// counter of struct rtnl_link_stats64, the statistics of each qdisc
 // (packets, drops, overlimits, requeues, backlog) and the rates of shaping
-// qdiscs and classes (tbf, htb, cake).
+// qdiscs and classes (tbf, htb, cake). Those types live apart from this
+// client so that what only models or judges them links no netlink library.
 //
 // It speaks rtnetlink itself over mdlayher/netlink rather than through
 // vishvananda/netlink because that library leaves out what the drop ledger
@@ -11,7 +13,7 @@
 // message layouts come from include/uapi/linux/rtnetlink.h, if_link.h,
 // gen_stats.h and pkt_sched.h; decoders are pure functions of the message
 // bytes and are tested without a kernel.
-package rtnl
+package rtnetlink
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package netfilter
+package nft
 
 import (
 	"net/netip"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/nftables/expr"
 
 	"linerate/internal/testenv"
+	"linerate/source/netfilter"
 	"linerate/source/procfs"
 )
 
@@ -16,34 +17,19 @@ func TestRuleCounter(t *testing.T) {
 		name    string
 		exprs   []expr.Any
 		found   bool
-		verdict Verdict
+		verdict netfilter.Verdict
 		exact   bool
 	}{
-		{"match counter drop", []expr.Any{&expr.Cmp{}, &expr.Counter{Packets: 3}, &expr.Verdict{Kind: expr.VerdictDrop}}, true, VerdictDrop, true},
-		{"counter before match", []expr.Any{&expr.Counter{Packets: 3}, &expr.Cmp{}, &expr.Verdict{Kind: expr.VerdictDrop}}, true, VerdictDrop, false},
-		{"reject", []expr.Any{&expr.Cmp{}, &expr.Counter{}, &expr.Log{}, &expr.Reject{}}, true, VerdictReject, true},
-		{"accept", []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept}}, true, VerdictAccept, true},
-		{"no counter", []expr.Any{&expr.Cmp{}, &expr.Verdict{Kind: expr.VerdictDrop}}, false, VerdictDrop, false},
+		{"match counter drop", []expr.Any{&expr.Cmp{}, &expr.Counter{Packets: 3}, &expr.Verdict{Kind: expr.VerdictDrop}}, true, netfilter.VerdictDrop, true},
+		{"counter before match", []expr.Any{&expr.Counter{Packets: 3}, &expr.Cmp{}, &expr.Verdict{Kind: expr.VerdictDrop}}, true, netfilter.VerdictDrop, false},
+		{"reject", []expr.Any{&expr.Cmp{}, &expr.Counter{}, &expr.Log{}, &expr.Reject{}}, true, netfilter.VerdictReject, true},
+		{"accept", []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictAccept}}, true, netfilter.VerdictAccept, true},
+		{"no counter", []expr.Any{&expr.Cmp{}, &expr.Verdict{Kind: expr.VerdictDrop}}, false, netfilter.VerdictDrop, false},
 	} {
 		rc, ok := ruleCounter(c.exprs)
 		if ok != c.found || rc.Verdict != c.verdict || rc.Exact != c.exact {
 			t.Errorf("%s: %+v found=%v", c.name, rc, ok)
 		}
-	}
-	if !VerdictReject.Drops() || VerdictAccept.Drops() || VerdictOther.Drops() {
-		t.Error("Drops")
-	}
-}
-
-func TestRulesetSub(t *testing.T) {
-	a := Ruleset{Rules: []RuleCounter{{Family: "inet", Table: "t", Chain: "c", Handle: 2, Packets: 10, Bytes: 100}}}
-	b := Ruleset{Rules: []RuleCounter{
-		{Family: "inet", Table: "t", Chain: "c", Handle: 2, Packets: 15, Bytes: 150},
-		{Family: "inet", Table: "t", Chain: "c", Handle: 3, Packets: 4, Bytes: 40},
-	}}
-	d := b.Sub(a)
-	if len(d.Rules) != 2 || d.Rules[0].Packets != 5 || d.Rules[0].Bytes != 50 || d.Rules[1].Packets != 4 {
-		t.Errorf("Sub = %+v", d)
 	}
 }
 
@@ -77,7 +63,7 @@ func TestLiveRuleset(t *testing.T) {
 		t.Fatalf("rules = %+v", rs.Rules)
 	}
 	r := rs.Rules[0]
-	if r.Family != "inet" || r.Table != "lrt" || r.Chain != "input" || r.Hook != "input" || r.Verdict != VerdictDrop || !r.Exact {
+	if r.Family != "inet" || r.Table != "lrt" || r.Chain != "input" || r.Hook != "input" || r.Verdict != netfilter.VerdictDrop || !r.Exact {
 		t.Errorf("rule = %+v", r)
 	}
 	if r.Packets != uint64(sent/10) {
@@ -86,7 +72,7 @@ func TestLiveRuleset(t *testing.T) {
 	// The namespace's own conntrack statistics, through the net directory
 	// of a thread inside it.
 	err = ns.Do(func() error {
-		s, err := ReadConntrackStat(procfs.NewFS("/proc").WithNetDir("/proc/thread-self/net"))
+		s, err := netfilter.ReadConntrackStat(procfs.NewFS("/proc").WithNetDir("/proc/thread-self/net"))
 		if err != nil {
 			return err
 		}
