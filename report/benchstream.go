@@ -7,7 +7,6 @@ import (
 
 	"linerate/internal/version"
 	"linerate/results"
-	"linerate/traffic"
 	"linerate/wire"
 )
 
@@ -43,13 +42,14 @@ func (s *BenchStream) event(name string, data any) {
 	}{name, data})
 }
 
-// Start writes the start event. The token is not written.
-func (s *BenchStream) Start(cfg traffic.Config) {
-	s.event("start", benchStart{Linerate: version.Version, Time: time.Now().UTC(), Targets: cfg.Targets,
-		Engine: cfg.Engine, FrameSize: cfg.FrameSize, Spec: cfg.Spec})
+// Start writes the start event: the targets, the UDP send engine and
+// frame size asked for, and the test. No secret is written.
+func (s *BenchStream) Start(targets []string, engine string, frameSize int, spec wire.Spec) {
+	s.event("start", benchStart{Linerate: version.Version, Time: time.Now().UTC(), Targets: targets,
+		Engine: engine, FrameSize: frameSize, Spec: spec})
 }
 
-// Interval writes one interval event (traffic.IntervalStats).
+// Interval writes one interval event.
 func (s *BenchStream) Interval(iv results.IntervalStats) { s.event("interval", iv) }
 
 // End writes the end event: the whole result (docs/bench.md).

@@ -149,7 +149,7 @@ func shortCommand(argv []string, n int) string {
 	return string(s)
 }
 
-// DecodeRun reads a run's result into its type: *traffic.Result for bench
+// DecodeRun reads a run's result into its type: *results.Result for bench
 // and search, *autotune.Report for tune auto, *DiagnoseReport for
 // diagnose.
 func DecodeRun(r *history.Run) (any, error) {

@@ -352,7 +352,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	ends := openEndCounters()
 	defer ends.close()
 	cfg.Drops, cfg.Machine = ends.drops(), ends.machine
-	stream.Start(cfg)
+	stream.Start(cfg.Targets, cfg.Engine, cfg.FrameSize, cfg.Spec)
 	var show func(results.IntervalStats)
 	live := false
 	switch {
