@@ -2,16 +2,14 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"linerate/fleet"
 	"linerate/history"
 	"linerate/internal/usage"
-	"linerate/internal/version"
 	"linerate/remote"
 	"linerate/report"
 	"linerate/results"
@@ -68,121 +66,19 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	if o.jsonStream {
 		return usage.Errorf("--from and --json-stream: give one (--json prints every flow)")
 	}
-	var search *traffic.SearchConfig
-	if o.search.asked() {
-		sc, err := o.searchConfig(cmd, proto)
-		if err != nil {
-			return err
-		}
-		search = &sc
-	}
-	plans, err := pairFlows(o.from, o.to)
+	run, err := o.fleetRun(cmd, proto)
 	if err != nil {
-		return err
-	}
-	cfg, err := o.config(proto, cmd.Flags().Changed)
-	if err != nil {
-		return err
-	}
-	if search != nil {
-		search.Latency = cfg.Spec.ProbeInterval > 0
-		cfg.Spec.Warmup = 0
-	}
-	stderr := cmd.ErrOrStderr()
-	warn(stderr, o.warnings)
-	ctx := cmd.Context()
-
-	set := &results.FlowSet{Schema: results.ResultSchema, Linerate: version.Version, Time: time.Now().UTC(), Spec: cfg.Spec,
-		Flows: make([]results.FlowRun, len(plans))}
-	var sampled []sampleTarget
-	for _, spec := range o.sample {
-		h, err := remote.Parse(spec)
-		if err != nil {
-			return usage.Errorf("--sample %q: %w", spec, err)
-		}
-		sampled = append(sampled, sampleTarget{name: h.String(), host: h, opts: remote.Options{Stderr: stderr}})
-	}
-	// Reach every agent first: a host that cannot be reached stops the
-	// test before anything is sent.
-	conns := make([]net.Conn, len(plans))
-	for i, p := range plans {
-		c, err := remote.Dial(ctx, p.from, remote.Options{Stderr: stderr})
-		if err != nil {
-			for _, c := range conns[:i] {
-				c.Close()
-			}
-			return err
-		}
-		conns[i] = c
-		set.Flows[i] = results.FlowRun{From: p.from.String(), To: withPort(p.to, o.port)}
-	}
-	mid, err := startMiddle(ctx, sampled, cfg.Token, flowLead(cfg.Spec, cfg.Idle))
-	if err != nil {
-		for _, c := range conns {
-			c.Close()
-		}
 		return err
 	}
 	// This host's drop counters over the measured window, for the ledger
 	// of a single UDP flow through it: what it dropped is the path's.
 	ends := openEndCounters()
 	defer ends.close()
-	var pathMu sync.Mutex
-	var pathDrops func() results.EndDrops
-	if dc := ends.drops(); dc != nil && proto == "udp" && search == nil && len(plans) == 1 {
-		// The snapshot a little before the agent's window opens: a wider
-		// window only adds what the ledger calls excess.
-		start := flowLead(cfg.Spec, cfg.Idle) - 100*time.Millisecond
-		t := time.AfterFunc(max(start, 0), func() {
-			pathMu.Lock()
-			defer pathMu.Unlock()
-			pathDrops = traffic.PathDrops(dc)
-		})
-		defer t.Stop()
+	run.PathDrops = ends.drops()
+	set, err := run.Do(cmd.Context())
+	if err != nil {
+		return err
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	live := o.interval > 0 && !o.json
-	for i, p := range plans {
-		f := traffic.Flow{Targets: set.Flows[i].To, Spec: cfg.Spec, FrameSize: cfg.FrameSize, Engine: cfg.Engine,
-			Idle: wire.Seconds(cfg.Idle)}
-		if p.from.Kind == remote.SSH {
-			f.Secret = cfg.Token // the agent ssh started has none of its own
-		}
-		label := fmt.Sprintf("%s → %s", set.Flows[i].From, joinTargets(p.to))
-		var show func(results.IntervalStats)
-		if search != nil {
-			f.Search = search
-			f.Progress = func(line string) {
-				mu.Lock()
-				defer mu.Unlock()
-				fmt.Fprintf(stderr, "search [%s]: %s\n", label, line)
-			}
-		} else if live {
-			show = results.GroupIntervals(o.interval, func(iv results.IntervalStats) {
-				mu.Lock()
-				defer mu.Unlock()
-				fmt.Fprintf(cmd.OutOrStdout(), "[%s] ", label)
-				report.BenchInterval(cmd.OutOrStdout(), iv, false)
-			})
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := traffic.RunFlow(ctx, conns[i], cfg.Token, f, show)
-			set.Flows[i].Result = res
-			if err != nil {
-				set.Flows[i].Error = fmt.Sprintf("%s: %v", set.Flows[i].From, err)
-			}
-		}()
-	}
-	wg.Wait()
-	pathMu.Lock()
-	if pathDrops != nil && set.Flows[0].Result != nil {
-		set.Flows[0].Result.AddPathDrops(pathDrops())
-	}
-	pathMu.Unlock()
-	mid.finish(ctx, set)
 	o.history.save(cmd, history.KindFlows, set)
 	if o.out != "" {
 		if err := saveJSON(o.out, set); err != nil {
@@ -200,18 +96,67 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	if set.Interrupted {
 		return errInterrupted
 	}
-	var failed []error
-	for _, f := range set.Flows {
-		if f.Error != "" {
-			failed = append(failed, fmt.Errorf("%s", f.Error))
+	return fleet.Failed(set)
+}
+
+// fleetRun is the run bench --from asks for: a flow per --from (pairFlows),
+// the hosts of --sample, a zero-loss search per flow with --search, and
+// each flow's interval lines shown as they come.
+func (o *benchOptions) fleetRun(cmd *cobra.Command, proto string) (*fleet.Run, error) {
+	var search *traffic.SearchConfig
+	if o.search.asked() {
+		sc, err := o.searchConfig(cmd, proto)
+		if err != nil {
+			return nil, err
 		}
+		search = &sc
 	}
-	if len(failed) == len(set.Flows) {
-		return fmt.Errorf("every flow failed: %s", set.Flows[0].Error)
-	} else if len(failed) > 0 {
-		return fmt.Errorf("%d of %d flows failed: %s", len(failed), len(set.Flows), failed[0])
+	plans, err := pairFlows(o.from, o.to)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	cfg, err := o.config(proto, cmd.Flags().Changed)
+	if err != nil {
+		return nil, err
+	}
+	if search != nil {
+		search.Latency = cfg.Spec.ProbeInterval > 0
+		cfg.Spec.Warmup = 0
+	}
+	stderr := cmd.ErrOrStderr()
+	warn(stderr, o.warnings)
+	run := &fleet.Run{Secret: cfg.Token, Lead: fleet.Lead(cfg.Spec, cfg.Idle), Sampling: liveSampling()}
+	for _, spec := range o.sample {
+		h, err := remote.Parse(spec)
+		if err != nil {
+			return nil, usage.Errorf("--sample %q: %w", spec, err)
+		}
+		run.Sample = append(run.Sample, fleet.Host{Name: h.String(), Reach: h, Options: remote.Options{Stderr: stderr}})
+	}
+	var mu sync.Mutex // one flow's line at a time
+	for _, p := range plans {
+		f := fleet.Flow{From: p.from, Options: remote.Options{Stderr: stderr}, Name: p.from.String(), Label: p.from.String(),
+			Run: traffic.Flow{Targets: withPort(p.to, o.port), Spec: cfg.Spec, FrameSize: cfg.FrameSize, Engine: cfg.Engine,
+				Idle: wire.Seconds(cfg.Idle)}}
+		label := fmt.Sprintf("%s → %s", f.Name, joinTargets(p.to))
+		if search != nil {
+			f.Run.Search = search
+			f.Run.Progress = func(line string) {
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprintf(stderr, "search [%s]: %s\n", label, line)
+			}
+		} else if o.interval > 0 && !o.json {
+			f.OnInterval = results.GroupIntervals(o.interval, func(iv results.IntervalStats) {
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprintf(cmd.OutOrStdout(), "[%s] ", label)
+				report.BenchInterval(cmd.OutOrStdout(), iv, false)
+			})
+		}
+		run.Flows = append(run.Flows, f)
+	}
+	return run, nil
 }
 
 func joinTargets(ts []string) string {
