@@ -58,9 +58,9 @@ func (activeIRQBalance) State(string) (ServiceState, error) {
 	return ServiceState{Loaded: true, Active: "active"}, nil
 }
 
-// captureFixes runs every diagnose rule over a capture, with its samples,
-// and returns the findings.
-func captureFixes(t *testing.T, dir string) []diagnose.Finding {
+// captureFindings runs every diagnose rule over a capture, with its
+// samples.
+func captureFindings(t *testing.T, dir string) []diagnose.Finding {
 	t.Helper()
 	src, err := source.OpenCapture(dir)
 	if err != nil {
@@ -102,7 +102,7 @@ func TestCaptureFixesBuild(t *testing.T) {
 			sys := NewDir(dir)
 			sys.SetEthtool(captureEthtool{Capture: ethtool.NewCapture(filepath.Join(dir, "ethtool"))})
 			sys.SetServices(activeIRQBalance{})
-			for _, f := range captureFixes(t, dir) {
+			for _, f := range captureFindings(t, dir) {
 				for _, fx := range f.Fixes {
 					seen[fx.Kind] = true
 					it := Item{Kind: fx.Kind.String(), Target: fx.Target, Value: fx.Value, Note: fx.Note}
