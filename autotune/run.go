@@ -442,7 +442,7 @@ func (a *auto) diagnose(ctx context.Context, pass int) ([]tune.Item, map[string]
 	sources := map[string]string{}
 	for _, f := range fs {
 		for _, fx := range f.Fixes {
-			k := fx.Kind + ":" + fx.Target
+			k := fx.Kind.String() + ":" + fx.Target
 			if _, ok := sources[k]; !ok {
 				sources[k] = "diagnose " + f.Rule
 			}
@@ -571,7 +571,7 @@ func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
 		}
 		tr.Outcome, tr.Why = Refused, "the system refused it: "+err.Error()
 		a.logf("  %s", tr.Why)
-		if c.Item.Kind == "irq-affinity" {
+		if diagnose.FixKind(c.Item.Kind) == diagnose.FixIRQAffinity {
 			if n, perr := strconv.Atoi(c.Item.Target); perr == nil {
 				if a.refusedIRQs == nil {
 					a.refusedIRQs = map[int]string{}

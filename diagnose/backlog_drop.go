@@ -41,7 +41,7 @@ func (backlogDrop) Check(ev *Evidence) []Finding {
 		Severity: Warning, Subject: "box",
 		Summary:  fmt.Sprintf("%s packets dropped because a CPU's backlog queue was full", rate(total)),
 		Evidence: ev2,
-		Fixes: []Fix{{Kind: "sysctl", Target: "net.core.netdev_max_backlog", Value: strconv.Itoa(want),
+		Fixes: []Fix{{Kind: FixSysctl, Target: "net.core.netdev_max_backlog", Value: strconv.Itoa(want),
 			Note: "a longer per-CPU backlog; if one CPU does all the work, RPS spreads it"}},
 	}}
 }

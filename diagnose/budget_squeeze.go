@@ -46,10 +46,10 @@ func (budgetSqueeze) Check(ev *Evidence) []Finding {
 	}
 	b, _ := strconv.Atoi(budget)
 	u, _ := strconv.Atoi(usecs)
-	fixes := []Fix{{Kind: "sysctl", Target: "net.core.netdev_budget", Value: strconv.Itoa(max(600, 2*b)),
+	fixes := []Fix{{Kind: FixSysctl, Target: "net.core.netdev_budget", Value: strconv.Itoa(max(600, 2*b)),
 		Note: "more packets per NAPI round"}}
 	if u > 0 {
-		fixes = append(fixes, Fix{Kind: "sysctl", Target: "net.core.netdev_budget_usecs", Value: strconv.Itoa(max(4000, 2*u)),
+		fixes = append(fixes, Fix{Kind: FixSysctl, Target: "net.core.netdev_budget_usecs", Value: strconv.Itoa(max(4000, 2*u)),
 			Note: "more time per NAPI round"})
 	}
 	return []Finding{{Severity: Warning, Subject: "box",

@@ -44,7 +44,7 @@ func (coalescingOff) Check(ev *Evidence) []Finding {
 			if _, ok := c.Params["rx-frames"]; ok {
 				val += ",rx-frames=10"
 			}
-			f.Fixes = append(f.Fixes, Fix{Kind: "coalesce", Target: n.Name, Value: val,
+			f.Fixes = append(f.Fixes, Fix{Kind: FixCoalesce, Target: n.Name, Value: val,
 				Note: "wait up to 100 µs or 10 packets before interrupting"})
 		}
 		out = append(out, f)

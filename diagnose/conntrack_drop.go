@@ -44,15 +44,15 @@ func (conntrackDrop) Check(ev *Evidence) []Finding {
 		}
 		want := max(2*ct.Max, 262144)
 		f.Fixes = []Fix{
-			{Kind: "sysctl", Target: "net.netfilter.nf_conntrack_max", Value: strconv.FormatUint(want, 10),
+			{Kind: FixSysctl, Target: "net.netfilter.nf_conntrack_max", Value: strconv.FormatUint(want, 10),
 				Note: "room for more flows (each entry costs about 300 bytes of memory)"},
-			{Kind: "sysctl", Target: "net.netfilter.nf_conntrack_buckets", Value: strconv.FormatUint(want, 10),
+			{Kind: FixSysctl, Target: "net.netfilter.nf_conntrack_buckets", Value: strconv.FormatUint(want, 10),
 				Note: "the hash size with it, one bucket per entry; where the sysctl is read-only, the nf_conntrack module's hashsize parameter"},
 		}
 	default:
 		f.Summary = fmt.Sprintf("the connection tracker failed %s inserts, with room in its table%s", dropRate(d, n), dropShare(d, n))
 		f.Evidence = append(f.Evidence, "insert_failed without a full table: two packets of a new flow raced to insert it (UDP over several CPUs)")
-		f.Fixes = []Fix{{Kind: "boot", Target: "firewall", Value: "exempt the test's flows from tracking (nft `notrack` in a raw-priority prerouting chain)",
+		f.Fixes = []Fix{{Kind: FixBoot, Target: "firewall", Value: "exempt the test's flows from tracking (nft `notrack` in a raw-priority prerouting chain)",
 			Note: "or keep one flow's packets on one CPU (RSS/RPS by ports)"}}
 	}
 	return []Finding{f}

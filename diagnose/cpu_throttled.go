@@ -42,7 +42,7 @@ func (cpuThrottled) Check(ev *Evidence) []Finding {
 		out = append(out, Finding{Severity: Warning, Subject: "cpu" + cpuList(powersave),
 			Summary:  "CPUs " + cpuList(powersave) + " use the powersave governor",
 			Evidence: []string{"scaling_governor = powersave"},
-			Fixes:    []Fix{{Kind: "governor", Target: "all", Value: "performance", Note: "run at full clock while routing"}}})
+			Fixes:    []Fix{{Kind: FixGovernor, Target: "all", Value: "performance", Note: "run at full clock while routing"}}})
 	}
 	m, ok := ev.Mean()
 	if !ok {
@@ -63,7 +63,7 @@ func (cpuThrottled) Check(ev *Evidence) []Finding {
 		out = append(out, Finding{Severity: Warning, Subject: "box",
 			Summary:  "busy CPUs run below their maximum clock",
 			Evidence: slow,
-			Fixes:    []Fix{{Kind: "governor", Target: "all", Value: "performance", Note: "or cooling, if the firmware caps the clock"}}})
+			Fixes:    []Fix{{Kind: FixGovernor, Target: "all", Value: "performance", Note: "or cooling, if the firmware caps the clock"}}})
 	}
 	return out
 }

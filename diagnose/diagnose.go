@@ -52,7 +52,8 @@ type Finding struct {
 }
 
 // Fix is a tuning action in words a tuner can act on. Kind says what is
-// changed; Target names the object; Value is the new value.
+// changed (one of FixKinds); Target names the object; Value is the new
+// value.
 //
 //	Kind          Target                         Value
 //	irq-affinity  "41" (IRQ number)              CPU list "1" or "1-3"
@@ -71,15 +72,15 @@ type Finding struct {
 //	governor      "cpu0-3" / "all"               "performance"
 //	boot          "cmdline.txt"                  "pci=pcie_bus_perf" (never applied, printed)
 type Fix struct {
-	Kind   string `json:"kind"`
-	Target string `json:"target"`
-	Value  string `json:"value"`
+	Kind   FixKind `json:"kind"`
+	Target string  `json:"target"`
+	Value  string  `json:"value"`
 	// Note says why, shown beside the change.
 	Note string `json:"note,omitempty"`
 }
 
 func (f Fix) String() string {
-	s := f.Kind + " " + f.Target + " = " + f.Value
+	s := f.Kind.String() + " " + f.Target + " = " + f.Value
 	if f.Note != "" {
 		s += "  (" + f.Note + ")"
 	}
@@ -191,20 +192,20 @@ func hostOnly(b *box.Box, f *Finding) {
 	for _, fx := range f.Fixes {
 		why := ""
 		switch {
-		case fx.Kind == "irq-affinity":
+		case fx.Kind == FixIRQAffinity:
 			why = "IRQs are the host's"
-		case fx.Kind == "governor":
+		case fx.Kind == FixGovernor:
 			why = "CPU governors are the host's"
-		case fx.Kind == "irqbalance":
+		case fx.Kind == FixIRQBalance:
 			why = "irqbalance is the host's service"
-		case fx.Kind == "sysctl" && hostWide[fx.Target]:
+		case fx.Kind == FixSysctl && hostWide[fx.Target]:
 			why = fx.Target + " is host-wide"
 		}
 		if why == "" {
 			kept = append(kept, fx)
 			continue
 		}
-		f.Evidence = append(f.Evidence, fmt.Sprintf("not proposed: %s=%s (%s: set it on the host, not in netns %s)", fx.Kind+":"+fx.Target, fx.Value, why, ns))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("not proposed: %s:%s=%s (%s: set it on the host, not in netns %s)", fx.Kind, fx.Target, fx.Value, why, ns))
 	}
 	f.Fixes = kept
 }

@@ -133,7 +133,7 @@ func TestAPU4RSS(t *testing.T) {
 	}
 	var kinds []string
 	for _, fx := range fs[0].Fixes {
-		kinds = append(kinds, fx.Kind+":"+fx.Value)
+		kinds = append(kinds, fx.Kind.String()+":"+fx.Value)
 	}
 	if !slices.Contains(kinds, "flow-hash:sdfn") || !slices.Contains(kinds, "rss-equal:2") {
 		t.Errorf("fixes = %v, want flow-hash sdfn and rss-equal 2", kinds)

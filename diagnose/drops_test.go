@@ -35,7 +35,7 @@ func has(list []string, frag string) bool {
 	return false
 }
 
-func fixOf(f *Finding, kind, target string) *Fix {
+func fixOf(f *Finding, kind FixKind, target string) *Fix {
 	for i := range f.Fixes {
 		if f.Fixes[i].Kind == kind && strings.Contains(f.Fixes[i].Target, target) {
 			return &f.Fixes[i]

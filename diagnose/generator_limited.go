@@ -41,7 +41,7 @@ func (generatorLimited) Check(ev *Evidence) []Finding {
 	f := Finding{Severity: Warning, Subject: "generator",
 		Summary:  fmt.Sprintf("the load generator limited this run: %s received with %.2f%% loss", rate(l.ReceivedPPS), l.LossRatio*100),
 		Evidence: why,
-		Fixes: []Fix{{Kind: "bench", Target: "generator", Value: "more --threads, --engine ring, or a second sending host",
+		Fixes: []Fix{{Kind: FixBench, Target: "generator", Value: "more --threads, --engine ring, or a second sending host",
 			Note: "the box under test has headroom this run could not show"}}}
 	if l.Local {
 		f.Evidence = append(f.Evidence, "the generator ran on the box under test and competes with it for CPU")

@@ -68,11 +68,11 @@ func (irqSingleCPU) Check(ev *Evidence) []Finding {
 			if len(per) > hot && m.Interrupts[fmt.Sprint(irq)] != nil && sum(m.Interrupts[fmt.Sprint(irq)]) < 1 {
 				continue // an idle vector: not worth moving
 			}
-			f.Fixes = append(f.Fixes, Fix{Kind: "irq-affinity", Target: fmt.Sprint(irq), Value: one(pick()),
+			f.Fixes = append(f.Fixes, Fix{Kind: FixIRQAffinity, Target: fmt.Sprint(irq), Value: one(pick()),
 				Note: fmt.Sprintf("move %s off CPU%d", q.Name, hot)})
 		}
 		if rxQueueCount(n) <= 1 && !rpsOn(n) {
-			f.Fixes = append(f.Fixes, Fix{Kind: "rps", Target: n.Name + "/rx-0", Value: one(pick()),
+			f.Fixes = append(f.Fixes, Fix{Kind: FixRPS, Target: n.Name + "/rx-0", Value: one(pick()),
 				Note: "process " + n.Name + "'s packets on another CPU"})
 		}
 	}

@@ -67,7 +67,7 @@ func (irqUnmovable) Check(ev *Evidence) []Finding {
 				}
 				if len(others) > 0 {
 					for _, rq := range n.RXQueues {
-						f.Fixes = append(f.Fixes, Fix{Kind: "rps", Target: fmt.Sprintf("%s/rx-%d", n.Name, rq.Index),
+						f.Fixes = append(f.Fixes, Fix{Kind: FixRPS, Target: fmt.Sprintf("%s/rx-%d", n.Name, rq.Index),
 							Value: cpuList(others), Note: "handle packets away from the CPU the IRQ is stuck on"})
 					}
 				}

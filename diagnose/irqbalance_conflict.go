@@ -25,7 +25,7 @@ func (irqbalanceConflict) Check(ev *Evidence) []Finding {
 	f := Finding{Severity: Info, Subject: "box",
 		Summary:  "irqbalance is running: any IRQ affinity set by hand will be moved again",
 		Evidence: append([]string{"irqbalance process found"}, pinned...),
-		Fixes:    []Fix{{Kind: "irqbalance", Target: "box", Value: "stop", Note: "or ban the NIC IRQs with IRQBALANCE_BANNED_CPUS / --banirq"}}}
+		Fixes:    []Fix{{Kind: FixIRQBalance, Target: "box", Value: "stop", Note: "or ban the NIC IRQs with IRQBALANCE_BANNED_CPUS / --banirq"}}}
 	if len(pinned) > 0 {
 		f.Severity = Warning
 	}

@@ -41,7 +41,7 @@ func (linkDegraded) Check(ev *Evidence) []Finding {
 					Summary: fmt.Sprintf("PCIe link of %s (%s) runs at %g GT/s x%d; both ends support %g GT/s x%d",
 						addr, n.Name, d.CurSpeedGTs, d.CurWidth, maxSpeed, maxWidth),
 					Evidence: []string{fmt.Sprintf("device max %g GT/s x%d, current %g GT/s x%d", d.MaxSpeedGTs, d.MaxWidth, d.CurSpeedGTs, d.CurWidth)},
-					Fixes: []Fix{{Kind: "boot", Target: "hardware", Value: "reseat the card / check the slot and riser",
+					Fixes: []Fix{{Kind: FixBoot, Target: "hardware", Value: "reseat the card / check the slot and riser",
 						Note: "a link trains down on poor signal; this is not a software setting"}},
 				})
 			}
@@ -63,7 +63,7 @@ func (linkDegraded) Check(ev *Evidence) []Finding {
 			out = append(out, Finding{Severity: Warning, Subject: n.Name,
 				Summary:  fmt.Sprintf("%s links at %d Mb/s though both ends advertise %d Mb/s", n.Name, l.SpeedMbps, best),
 				Evidence: []string{"advertised: " + strings.Join(l.Advertised, " "), "partner: " + strings.Join(l.Partner, " ")},
-				Fixes: []Fix{{Kind: "boot", Target: "cable", Value: "check the cable (Cat5e or better, all four pairs)",
+				Fixes: []Fix{{Kind: FixBoot, Target: "cable", Value: "check the cable (Cat5e or better, all four pairs)",
 					Note: "gigabit falls back to 100 Mb/s on a two-pair cable"}},
 			})
 		}

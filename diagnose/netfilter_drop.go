@@ -42,7 +42,7 @@ func (netfilterDrop) Check(ev *Evidence) []Finding {
 			}
 			evidence = append(evidence, fmt.Sprintf("nft rule %s (%s, hook %s): %s%s packets", r.Key(), r.Verdict, r.Hook, at, dropRate(d, r.Packets)))
 			if len(fixes) < 3 {
-				fixes = append(fixes, Fix{Kind: "boot", Target: "firewall", Value: "review nft rule " + r.Key(),
+				fixes = append(fixes, Fix{Kind: FixBoot, Target: "firewall", Value: "review nft rule " + r.Key(),
 					Note: "it " + string(r.Verdict) + "s this traffic; `nft -a list ruleset` shows it by handle"})
 			}
 		}
@@ -64,7 +64,7 @@ func (netfilterDrop) Check(ev *Evidence) []Finding {
 		return nil
 	}
 	if byReason > byRules {
-		fixes = append(fixes, Fix{Kind: "boot", Target: "firewall", Value: "review the chains' policies and rules without counters",
+		fixes = append(fixes, Fix{Kind: FixBoot, Target: "firewall", Value: "review the chains' policies and rules without counters",
 			Note: fmt.Sprintf("%d drops are not in any rule's counter: a policy drop, an iptables rule or a rule without `counter`", byReason-byRules)})
 	}
 	return []Finding{{

@@ -40,7 +40,7 @@ func (pcieBottleneck) Check(ev *Evidence) []Finding {
 		mpsLow := g.MPSSupported > g.MPS && g.MPS > 0
 		var fixes []Fix
 		if mpsLow {
-			fixes = append(fixes, Fix{Kind: "boot", Target: "cmdline.txt",
+			fixes = append(fixes, Fix{Kind: FixBoot, Target: "cmdline.txt",
 				Value: "pci=pcie_bus_perf",
 				Note:  fmt.Sprintf("raise Max Payload Size from %d to %d bytes along the path (add before rootwait; reboot)", g.MPS, g.MPSSupported)})
 		}

@@ -38,14 +38,14 @@ func (qdiscDrop) Check(ev *Evidence) []Finding {
 			f.Summary = fmt.Sprintf("the shaper %s (%s) drops %s packets%s: the traffic is over its rate", what,
 				fmtBits(q.Rate.BitsPerSecond()), dropRate(d, q.Stats.Drops), dropShare(d, q.Stats.Drops))
 			f.Evidence = append(f.Evidence, fmt.Sprintf("rate %s, %s", fmtBits(q.Rate.BitsPerSecond()), limit))
-			f.Fixes = []Fix{{Kind: "boot", Target: "qdisc",
+			f.Fixes = []Fix{{Kind: FixBoot, Target: "qdisc",
 				Value: fmt.Sprintf("the shaper on %s is the limit: raise its rate if the link allows more, or send no faster than %s", q.Iface, fmtBits(q.Rate.BitsPerSecond())),
 				Note:  "a shaper dropping is doing its job; a longer queue only adds delay"}}
 		} else {
 			f.Summary = fmt.Sprintf("the %s qdisc of %s drops %s packets at %s%s", q.Kind, q.Iface, dropRate(d, q.Stats.Drops), limit, dropShare(d, q.Stats.Drops))
 			l := d.Links[q.Iface]
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%s txqueuelen %d", q.Iface, l.TxQueueLen))
-			fix := Fix{Kind: "boot", Target: "qdisc", Note: "bursts overflow the queue before the driver takes them"}
+			fix := Fix{Kind: FixBoot, Target: "qdisc", Note: "bursts overflow the queue before the driver takes them"}
 			switch {
 			case q.Limit > 0:
 				fix.Value = fmt.Sprintf("tc qdisc change dev %s root %s limit %d", q.Iface, q.Kind, 2*q.Limit)

@@ -51,7 +51,7 @@ func (ringOverflow) Check(ev *Evidence) []Finding {
 		if r := n.Rings; r != nil {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("rx ring %d of max %d", r.RX, r.RXMax))
 			if r.RX < r.RXMax {
-				f.Fixes = append(f.Fixes, Fix{Kind: "rings", Target: n.Name, Value: fmt.Sprintf("rx=%d", r.RXMax),
+				f.Fixes = append(f.Fixes, Fix{Kind: FixRings, Target: n.Name, Value: fmt.Sprintf("rx=%d", r.RXMax),
 					Note: "a deeper ring absorbs bursts (resets the link)"})
 			} else {
 				f.Summary += " with its ring already at the maximum: the CPU does not drain it fast enough"

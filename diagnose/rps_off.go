@@ -51,9 +51,9 @@ func (rpsOff) Check(ev *Evidence) []Finding {
 				fmt.Sprintf("CPU%d: busy %s (softirq %s); CPUs %s below %s", hot, pct(use.Busy), pct(use.SoftIRQ), cpuList(spare), pct(idleEnough)),
 			},
 			Fixes: []Fix{
-				{Kind: "rps", Target: n.Name + "/rx-0", Value: cpuList(spare), Note: "steer receive processing to idle CPUs"},
-				{Kind: "rps-flow", Target: n.Name + "/rx-0", Value: "4096", Note: "RFS: keep each flow on the CPU of its socket"},
-				{Kind: "sysctl", Target: "net.core.rps_sock_flow_entries", Value: "32768", Note: "RFS table size"},
+				{Kind: FixRPS, Target: n.Name + "/rx-0", Value: cpuList(spare), Note: "steer receive processing to idle CPUs"},
+				{Kind: FixRPSFlow, Target: n.Name + "/rx-0", Value: "4096", Note: "RFS: keep each flow on the CPU of its socket"},
+				{Kind: FixSysctl, Target: "net.core.rps_sock_flow_entries", Value: "32768", Note: "RFS table size"},
 			},
 		}
 		out = append(out, f)

@@ -47,14 +47,14 @@ func (rssImbalance) Check(ev *Evidence) []Finding {
 		var fixes []Fix
 		if h, ok := flowHash(n, ethtool.UDP4); ok && h&(ethtool.HashL4B01|ethtool.HashL4B23) == 0 {
 			evidence = append(evidence, fmt.Sprintf("udp4 hashes only %q: every UDP flow between two addresses lands on one queue", h.Letters()))
-			fixes = append(fixes, Fix{Kind: "flow-hash", Target: n.Name + "/udp4", Value: "sdfn", Note: "hash UDP ports too"})
+			fixes = append(fixes, Fix{Kind: FixFlowHash, Target: n.Name + "/udp4", Value: "sdfn", Note: "hash UDP ports too"})
 		}
 		if n.RSS != nil && len(n.RSS.Indirection) > 0 {
 			want := ethtool.EqualTable(len(n.RSS.Indirection), nq)
 			if !slices.Equal(n.RSS.Indirection, want) {
 				share := n.RSS.QueueShare()
 				evidence = append(evidence, fmt.Sprintf("indirection table (%d entries) is not an even interleave over %d queues: %v entries per queue", len(n.RSS.Indirection), nq, share))
-				fixes = append(fixes, Fix{Kind: "rss-equal", Target: n.Name, Value: fmt.Sprint(nq), Note: "ethtool -X " + n.Name + " equal " + fmt.Sprint(nq)})
+				fixes = append(fixes, Fix{Kind: FixRSSEqual, Target: n.Name, Value: fmt.Sprint(nq), Note: "ethtool -X " + n.Name + " equal " + fmt.Sprint(nq)})
 			}
 		}
 		if !skewed && (!haveRates || len(fixes) == 0) {

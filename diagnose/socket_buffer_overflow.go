@@ -39,7 +39,7 @@ func (socketBufferOverflow) Check(ev *Evidence) []Finding {
 		want = cur * 2
 	}
 	f.Fixes = append(f.Fixes,
-		Fix{Kind: "sysctl", Target: "net.core.rmem_max", Value: strconv.Itoa(want), Note: "let receivers ask for bigger buffers (SO_RCVBUF)"},
-		Fix{Kind: "sysctl", Target: "net.core.rmem_default", Value: strconv.Itoa(want / 4), Note: "bigger buffers for sockets that don't ask"})
+		Fix{Kind: FixSysctl, Target: "net.core.rmem_max", Value: strconv.Itoa(want), Note: "let receivers ask for bigger buffers (SO_RCVBUF)"},
+		Fix{Kind: FixSysctl, Target: "net.core.rmem_default", Value: strconv.Itoa(want / 4), Note: "bigger buffers for sockets that don't ask"})
 	return []Finding{f}
 }

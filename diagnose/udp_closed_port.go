@@ -39,9 +39,9 @@ func (udpClosedPort) Check(ev *Evidence) []Finding {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("%d conntrack entries (nf_conntrack_max %d)", d.Conntrack.Entries, d.Conntrack.Max))
 		}
 		f.Fixes = []Fix{
-			{Kind: "sysctl", Target: "net.netfilter.nf_conntrack_udp_timeout", Value: "60",
+			{Kind: FixSysctl, Target: "net.netfilter.nf_conntrack_udp_timeout", Value: "60",
 				Note: "keep a one-way UDP mapping 60 s instead of 30 s"},
-			{Kind: "sysctl", Target: "net.netfilter.nf_conntrack_udp_timeout_stream", Value: "180",
+			{Kind: FixSysctl, Target: "net.netfilter.nf_conntrack_udp_timeout_stream", Value: "180",
 				Note: "and a two-way one 180 s instead of 120 s"},
 		}
 		if d.Conntrack != nil && d.Conntrack.Dropped() > 0 {
@@ -49,7 +49,7 @@ func (udpClosedPort) Check(ev *Evidence) []Finding {
 		}
 	} else {
 		f.Summary = fmt.Sprintf("%s UDP datagrams arrive at a port nothing listens on%s", dropRate(d, n), dropShare(d, n))
-		f.Fixes = []Fix{{Kind: "bench", Target: "receiver", Value: "check that the receiver listens on the port the sender sends to, for the whole run",
+		f.Fixes = []Fix{{Kind: FixBench, Target: "receiver", Value: "check that the receiver listens on the port the sender sends to, for the whole run",
 			Note: "datagrams after a receiver stopped count here too"}}
 	}
 	return []Finding{f}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"linerate/diagnose"
 	"linerate/internal/usage"
 )
 
@@ -16,8 +17,8 @@ import (
 // over_voltage=6 and arm_freq=2000 in /boot/config.txt).
 
 func init() {
-	builders["boot"] = buildBoot
-	builders["bench"] = buildManual
+	builders[diagnose.FixBoot] = buildBoot
+	builders[diagnose.FixBench] = buildManual
 }
 
 // adviceAction is a Change that Apply refuses to make.

@@ -13,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"linerate/box"
-	"linerate/diagnose"
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
-	"linerate/source"
 )
 
 // These tests run anywhere: the System is a directory laid out like /,
@@ -66,24 +63,7 @@ var (
 // files, which is applied and rolled back.
 func TestRouterPiFixes(t *testing.T) {
 	const capture = "../testdata/captures/routerpi"
-	src, err := source.OpenCapture(capture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	b, err := box.Collect(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rates, err := box.SampledRates(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	findings, err := diagnose.Run(&diagnose.Evidence{Box: b, Rates: rates})
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := ItemsFromFindings(findings)
+	items := ItemsFromFindings(captureFindings(t, capture))
 
 	root := t.TempDir()
 	copyTree(t, filepath.Join(capture, "proc"), filepath.Join(root, "proc"))

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"linerate/diagnose"
 	"linerate/internal/usage"
 	"linerate/source/cpuset"
 )
@@ -202,12 +203,12 @@ func queueIndex(name string) int {
 }
 
 func init() {
-	builders["rps"] = func(sys System, it Item) ([]Action, error) { return buildQueueMask(sys, it, "rx", "rps_cpus") }
-	builders["xps"] = func(sys System, it Item) ([]Action, error) { return buildQueueMask(sys, it, "tx", "xps_cpus") }
-	builders["rps-flow"] = buildRPSFlow
-	builders["irq-affinity"] = buildIRQAffinity
-	builders["sysctl"] = buildSysctl
-	builders["governor"] = buildGovernor
+	builders[diagnose.FixRPS] = func(sys System, it Item) ([]Action, error) { return buildQueueMask(sys, it, "rx", "rps_cpus") }
+	builders[diagnose.FixXPS] = func(sys System, it Item) ([]Action, error) { return buildQueueMask(sys, it, "tx", "xps_cpus") }
+	builders[diagnose.FixRPSFlow] = buildRPSFlow
+	builders[diagnose.FixIRQAffinity] = buildIRQAffinity
+	builders[diagnose.FixSysctl] = buildSysctl
+	builders[diagnose.FixGovernor] = buildGovernor
 }
 
 // buildQueueMask: rps (rx-N/rps_cpus) and xps (tx-N/xps_cpus), CPU lists

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"linerate/diagnose"
 	"linerate/internal/usage"
 	"linerate/source/ethtool"
 )
@@ -17,14 +18,14 @@ import (
 // rss-table, flow-hash, feature) and through netlink (mtu).
 
 func init() {
-	builders["coalesce"] = buildCoalesce
-	builders["rings"] = buildRings
-	builders["channels"] = buildChannels
-	builders["rss-equal"] = buildRSSEqual
-	builders["rss-table"] = buildRSSTable
-	builders["flow-hash"] = buildFlowHash
-	builders["feature"] = buildFeature
-	builders["mtu"] = buildMTU
+	builders[diagnose.FixCoalesce] = buildCoalesce
+	builders[diagnose.FixRings] = buildRings
+	builders[diagnose.FixChannels] = buildChannels
+	builders[diagnose.FixRSSEqual] = buildRSSEqual
+	builders[diagnose.FixRSSTable] = buildRSSTable
+	builders[diagnose.FixFlowHash] = buildFlowHash
+	builders[diagnose.FixFeature] = buildFeature
+	builders[diagnose.FixMTU] = buildMTU
 }
 
 // nicAction is a change made through ethtool or netlink: set makes it,
@@ -373,7 +374,7 @@ func rssAction(sys System, et Ethtool, it Item, cur, want []uint32, to string) A
 	iface := it.Target
 	c := Change{Kind: it.Kind, Target: iface, From: describeTable(cur), To: to, Note: it.Note,
 		Unchanged: slices.Equal(cur, want)}
-	c.Restore = &Item{Kind: "rss-table", Target: iface, Value: tableString(cur)}
+	c.Restore = &Item{Kind: diagnose.FixRSSTable.String(), Target: iface, Value: tableString(cur)}
 	return &nicAction{sys: sys, c: c,
 		set: func() error { return et.SetIndirection(iface, want) },
 		check: func() (bool, error) {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"linerate/diagnose"
 )
 
 // Where Persist writes, relative to the root ("/" on a live machine). The
@@ -91,10 +93,10 @@ func Persist(recs []*Record, opt PersistOptions) (*PersistResult, error) {
 	box := false
 	for _, k := range order {
 		it := latest[k]
-		switch it.Kind {
-		case "boot", "bench":
+		switch k := diagnose.FixKind(it.Kind); {
+		case k.Advice():
 			res.Boot = append(res.Boot, it)
-		case "sysctl":
+		case k == diagnose.FixSysctl:
 			res.Sysctls = append(res.Sysctls, it.Target+" = "+it.Value)
 		default:
 			res.Items = append(res.Items, it)

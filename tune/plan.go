@@ -89,15 +89,15 @@ func newPlan(sys System, items []Item, lenient bool) (*Plan, error) {
 func queueConflicts(acts []Action) []string {
 	channels := map[string]bool{}
 	for _, a := range acts {
-		if c := a.Describe(); c.Kind == "channels" {
+		if c := a.Describe(); diagnose.FixKind(c.Kind) == diagnose.FixChannels {
 			channels[c.Target] = true
 		}
 	}
 	var out []string
 	for _, a := range acts {
 		c := a.Describe()
-		switch c.Kind {
-		case "rps", "rps-flow", "xps":
+		switch diagnose.FixKind(c.Kind) {
+		case diagnose.FixRPS, diagnose.FixRPSFlow, diagnose.FixXPS:
 			iface, _, _ := strings.Cut(c.Target, "/")
 			if channels[iface] {
 				out = append(out, fmt.Sprintf("%s %s: %s also changes channels, which decides the queues; apply the channels first, then plan the queues", c.Kind, c.Target, iface))
@@ -128,7 +128,7 @@ func ItemsFromFindings(fs []diagnose.Finding) []Item {
 	seen := map[string]bool{}
 	for _, f := range fs {
 		for _, fx := range f.Fixes {
-			it := Item{Kind: fx.Kind, Target: fx.Target, Value: fx.Value, Note: fx.Note}
+			it := Item{Kind: fx.Kind.String(), Target: fx.Target, Value: fx.Value, Note: fx.Note}
 			if it.Note == "" {
 				it.Note = f.Rule
 			} else {
@@ -204,8 +204,8 @@ func ReadPlanFile(r io.Reader) (PlanFile, error) {
 		return pf, usage.Errorf("plan file: schema %d, this linerate reads %d", pf.Schema, PlanFileSchema)
 	}
 	for i, it := range pf.Items {
-		if _, ok := builders[it.Kind]; !ok {
-			return pf, usage.Errorf("plan file: item %d: unknown kind %q", i+1, it.Kind)
+		if _, err := builderOf(it.Kind); err != nil {
+			return pf, usage.Errorf("plan file: item %d: %w", i+1, err)
 		}
 	}
 	return pf, nil
@@ -225,11 +225,11 @@ func WritePlanFile(w io.Writer, pf PlanFile) error {
 // ItemIface is the interface an item changes, "" for a box-wide item
 // (IRQs, sysctls, irqbalance, governors, boot).
 func ItemIface(it Item) string {
-	switch it.Kind {
-	case "rps", "rps-flow", "xps", "flow-hash", "feature":
+	switch diagnose.FixKind(it.Kind) {
+	case diagnose.FixRPS, diagnose.FixRPSFlow, diagnose.FixXPS, diagnose.FixFlowHash, diagnose.FixFeature:
 		iface, _, _ := strings.Cut(it.Target, "/")
 		return iface
-	case "coalesce", "rings", "channels", "rss-equal", "rss-table", "mtu":
+	case diagnose.FixCoalesce, diagnose.FixRings, diagnose.FixChannels, diagnose.FixRSSEqual, diagnose.FixRSSTable, diagnose.FixMTU:
 		return it.Target
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"linerate/diagnose"
 	"linerate/internal/usage"
 )
 
@@ -87,7 +88,7 @@ func ParseServiceState(r io.Reader) (ServiceState, error) {
 // Raspberry Pi OS and Fedora.
 const irqbalanceUnit = "irqbalance.service"
 
-func init() { builders["irqbalance"] = buildIRQBalance }
+func init() { builders[diagnose.FixIRQBalance] = buildIRQBalance }
 
 // irqbalance: target "box", value "stop" or "start". The old state is
 // whether the unit was active; restoring starts or stops it again.

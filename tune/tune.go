@@ -21,14 +21,15 @@ import (
 	"sort"
 	"strings"
 
+	"linerate/diagnose"
 	"linerate/internal/usage"
 	"linerate/source/ethtool"
 )
 
-// Item is one requested change in words: Kind says what is changed, Target
-// names the object, Value is the new value. The table of kinds is the one
-// of diagnose.Fix, plus rss-table (a whole indirection table) which
-// restores what rss-equal replaced:
+// Item is one requested change in words: Kind says what is changed (a
+// diagnose.FixKind, as a string), Target names the object, Value is the
+// new value. The table of kinds is the one of diagnose.Fix, plus rss-table
+// (a whole indirection table) which restores what rss-equal replaced:
 //
 //	irq-affinity  "41"                            CPU list "1-3"
 //	rps           "eth1/rx-0" ("eth1/rx-*": all)  CPU list "1-3", "none"
@@ -77,8 +78,8 @@ func ParseItem(s string) (Item, error) {
 		return Item{}, usage.Errorf("--set %q: want KIND:TARGET=VALUE, e.g. %s:TARGET=VALUE", s, kind)
 	}
 	it := Item{Kind: strings.TrimSpace(kind), Target: strings.TrimSpace(target), Value: strings.TrimSpace(value)}
-	if _, ok := builders[it.Kind]; !ok {
-		return Item{}, usage.Errorf("--set %q: unknown kind %q (kinds: %s)", s, it.Kind, strings.Join(Kinds(), ", "))
+	if _, err := builderOf(it.Kind); err != nil {
+		return Item{}, usage.Errorf("--set %q: %w", s, err)
 	}
 	return it, nil
 }
@@ -131,13 +132,27 @@ type builder func(sys System, it Item) ([]Action, error)
 
 // builders maps each kind to its builder; filled by the files that
 // implement them.
-var builders = map[string]builder{}
+var builders = map[diagnose.FixKind]builder{}
+
+// ErrUnknownKind is wrapped by the error of an item whose kind tune has
+// no builder for.
+var ErrUnknownKind = errors.New("unknown kind")
+
+// builderOf returns the builder of a kind, or a usage error wrapping
+// ErrUnknownKind that lists the kinds there are.
+func builderOf(kind string) (builder, error) {
+	b, ok := builders[diagnose.FixKind(kind)]
+	if !ok {
+		return nil, usage.Errorf("%w %q (kinds: %s)", ErrUnknownKind, kind, strings.Join(Kinds(), ", "))
+	}
+	return b, nil
+}
 
 // Kinds lists the item kinds tune knows, sorted.
 func Kinds() []string {
 	out := make([]string, 0, len(builders))
 	for k := range builders {
-		out = append(out, k)
+		out = append(out, k.String())
 	}
 	sort.Strings(out)
 	return out
@@ -149,9 +164,9 @@ func Kinds() []string {
 // that does not parse, a driver that lacks the setting) are usage errors
 // naming the item.
 func Build(sys System, it Item) ([]Action, error) {
-	b, ok := builders[it.Kind]
-	if !ok {
-		return nil, usage.Errorf("%s: unknown kind %q (kinds: %s)", it, it.Kind, strings.Join(Kinds(), ", "))
+	b, err := builderOf(it.Kind)
+	if err != nil {
+		return nil, itemErr(it, err)
 	}
 	acts, err := b(sys, it)
 	if err != nil {
