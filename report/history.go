@@ -14,6 +14,7 @@ import (
 
 	"linerate/autotune"
 	"linerate/history"
+	"linerate/internal/units"
 	"linerate/internal/version"
 	"linerate/plan"
 	"linerate/source"
@@ -80,7 +81,7 @@ func benchHeadline(r *traffic.Result) string {
 	if n := len(r.Targets); n > 1 {
 		fmt.Fprintf(&b, " ×%d targets", n)
 	}
-	fmt.Fprintf(&b, ": %s %s", benchSI(s.ReceivedPPS, "pps"), benchSI(s.ReceivedBPS, "b/s"))
+	fmt.Fprintf(&b, ": %s %s", units.Fixed.Unit(s.ReceivedPPS, "pps"), units.Fixed.Unit(s.ReceivedBPS, "b/s"))
 	if r.Spec.Proto == "udp" {
 		fmt.Fprintf(&b, ", loss %s", lossPct(s.LossRatio))
 	} else if s.Retransmits > 0 {
@@ -95,7 +96,7 @@ func benchHeadline(r *traffic.Result) string {
 func searchHeadline(r *traffic.Result) string {
 	var parts []string
 	for _, s := range r.Search {
-		parts = append(parts, fmt.Sprintf("%s B %s", s.Size, benchSI(s.NDRPPS, "pps")))
+		parts = append(parts, fmt.Sprintf("%s B %s", s.Size, units.Fixed.Unit(s.NDRPPS, "pps")))
 	}
 	return "NDR " + strings.Join(parts, ", ")
 }
@@ -201,7 +202,7 @@ func Figures(result any) []Figure {
 			var out []Figure
 			for _, s := range r.Search {
 				out = append(out, Figure{Name: "ndr " + s.Size + " B", Value: s.NDRPPS, Higher: true,
-					format: func(v float64) string { return benchSI(v, "pps") }})
+					format: func(v float64) string { return units.Fixed.Unit(v, "pps") }})
 			}
 			return out
 		}
@@ -213,8 +214,8 @@ func Figures(result any) []Figure {
 		}
 		s := r.Summary
 		out := []Figure{
-			{Name: "received pps", Value: s.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return benchSI(v, "pps") }},
-			{Name: "received bit/s", Value: s.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return benchSI(v, "b/s") }},
+			{Name: "received pps", Value: s.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return units.Fixed.Unit(v, "pps") }},
+			{Name: "received bit/s", Value: s.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return units.Fixed.Unit(v, "b/s") }},
 		}
 		if r.Spec.Proto == "udp" {
 			out = append(out, Figure{Name: "loss", Value: s.LossRatio, format: lossPct})
@@ -236,8 +237,8 @@ func Figures(result any) []Figure {
 		pps, bps := flowSeconds(r)
 		t := r.Total
 		out := []Figure{
-			{Name: "received pps", Value: t.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return benchSI(v, "pps") }},
-			{Name: "received bit/s", Value: t.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return benchSI(v, "b/s") }},
+			{Name: "received pps", Value: t.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return units.Fixed.Unit(v, "pps") }},
+			{Name: "received bit/s", Value: t.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return units.Fixed.Unit(v, "b/s") }},
 		}
 		if r.Spec.Proto == "udp" {
 			out = append(out, Figure{Name: "loss", Value: t.LossRatio, format: lossPct})

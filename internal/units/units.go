@@ -110,17 +110,16 @@ func (s Style) Format(v float64) string {
 	return num + prefix
 }
 
-// Unit writes v with its prefix and unit, sep between the number and the
-// prefix: Fixed.Unit(312400, " ", "pps") = "312.4 kpps",
-// Fixed.Unit(312400, "", "b/s") = "312.4kb/s".
-func (s Style) Unit(v float64, sep, unit string) string {
-	num, prefix := s.Split(v)
-	return num + sep + prefix + unit
-}
+// Unit writes v with its prefix and unit, nothing between them:
+// Fixed.Unit(312400, "b/s") = "312.4kb/s".
+func (s Style) Unit(v float64, unit string) string { return s.Format(v) + unit }
 
 // Rate writes a per-second figure with its unit in the Fixed style, a
 // space before the prefix: "941.23 Mbit/s", "312.4 kpps", "950 pps".
-func Rate(v float64, unit string) string { return Fixed.Unit(v, " ", unit) }
+func Rate(v float64, unit string) string {
+	num, prefix := Fixed.Split(v)
+	return num + " " + prefix + unit
+}
 
 // Percent writes a ratio as a percentage with the given decimals and sep
 // before the sign: Percent(0.04123, 2, " ") = "4.12 %",

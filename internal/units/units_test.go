@@ -37,7 +37,7 @@ func TestStyles(t *testing.T) {
 			{"Sig(4)", Sig(4).Format(c.v), c.sig4},
 			{"Rate", Rate(c.v, "pps"), c.rate},
 			{"Short", Short.Format(c.v), c.short},
-			{"Fixed", Fixed.Unit(c.v, "", "b/s"), c.bench},
+			{"Fixed", Fixed.Unit(c.v, "b/s"), c.bench},
 			{"Trim(2)", Trim(2).Format(c.v), c.trim2},
 		} {
 			if got.got != got.want {
@@ -53,18 +53,18 @@ func TestStyles(t *testing.T) {
 // scaled no negative figure ("-312400b/s").
 func TestRollover(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{Rate(999.6, "pps"), "1.0 kpps"},               // was "1000 pps"
-		{Rate(999999, "pps"), "1.00 Mpps"},             // was "1000.0 kpps"
-		{Rate(1.5e12, "pps"), "1.50 Tpps"},             // was "1500.00 Gpps"
-		{Sig(4).Format(999.97), "1k"},                  // was "1000"
-		{Sig(4).Format(999999), "1M"},                  // was "1000k"
-		{Sig(4).Format(1.5e12), "1.5T"},                // was "1500G"
-		{Short.Format(999.6), "1k"},                    // as before
-		{Short.Format(999.9e6), "1G"},                  // as before
-		{Short.Format(1.5e12), "1.5T"},                 // was "1.5e+03G"
-		{Trim(2).Format(999999), "1M"},                 // was "1000k"
-		{Trim(2).Format(1.5e12), "1.5T"},               // as before
-		{Fixed.Unit(-312400, "", "b/s"), "-312.4kb/s"}, // was "-312400b/s"
+		{Rate(999.6, "pps"), "1.0 kpps"},           // was "1000 pps"
+		{Rate(999999, "pps"), "1.00 Mpps"},         // was "1000.0 kpps"
+		{Rate(1.5e12, "pps"), "1.50 Tpps"},         // was "1500.00 Gpps"
+		{Sig(4).Format(999.97), "1k"},              // was "1000"
+		{Sig(4).Format(999999), "1M"},              // was "1000k"
+		{Sig(4).Format(1.5e12), "1.5T"},            // was "1500G"
+		{Short.Format(999.6), "1k"},                // as before
+		{Short.Format(999.9e6), "1G"},              // as before
+		{Short.Format(1.5e12), "1.5T"},             // was "1.5e+03G"
+		{Trim(2).Format(999999), "1M"},             // was "1000k"
+		{Trim(2).Format(1.5e12), "1.5T"},           // as before
+		{Fixed.Unit(-312400, "b/s"), "-312.4kb/s"}, // was "-312400b/s"
 		{Short.Format(-0.4), "0"},
 		{Fixed.Format(2e15), "2000.00T"},
 	} {
@@ -79,8 +79,8 @@ func TestSplit(t *testing.T) {
 	if num != "312.4" || prefix != "k" {
 		t.Errorf("Fixed.Split(312400) = %q, %q", num, prefix)
 	}
-	if got := Fixed.Unit(312400, " ", "pps"); got != "312.4 kpps" {
-		t.Errorf("Fixed.Unit = %q", got)
+	if got := Rate(312400, "pps"); got != "312.4 kpps" {
+		t.Errorf("Rate = %q", got)
 	}
 }
 
