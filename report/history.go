@@ -104,8 +104,8 @@ func searchHeadline(r *traffic.Result) string {
 func tuneHeadline(r *autotune.Report) string {
 	b, _ := r.Before.Value(r.Metric)
 	a, _ := r.After.Value(r.Metric)
-	return fmt.Sprintf("%s: %s → %s, %d of %d changes kept", r.Metric, autotune.FormatMetric(r.Metric, b),
-		autotune.FormatMetric(r.Metric, a), len(r.Kept()), len(r.Trials))
+	return fmt.Sprintf("%s: %s → %s, %d of %d changes kept", r.Metric, r.Metric.Format(b),
+		r.Metric.Format(a), len(r.Kept()), len(r.Trials))
 }
 
 func diagnoseHeadline(r *DiagnoseReport) string {
@@ -252,8 +252,8 @@ func Figures(result any) []Figure {
 			}
 		}
 		v, _ := r.After.Value(r.Metric)
-		return []Figure{{Name: r.Metric + " after tuning", Value: v, Higher: autotune.HigherIsBetter(r.Metric), PerSecond: rounds,
-			format: func(v float64) string { return autotune.FormatMetric(r.Metric, v) }}}
+		return []Figure{{Name: r.Metric.String() + " after tuning", Value: v, Higher: r.Metric.HigherIsBetter(), PerSecond: rounds,
+			format: func(v float64) string { return r.Metric.Format(v) }}}
 	}
 	return nil
 }
@@ -351,4 +351,4 @@ func uniq(a, b string) []string {
 
 // lossPct writes a loss ratio as autotune's tables do: 0.0001 is
 // "0.01 %".
-func lossPct(r float64) string { return autotune.FormatMetric(autotune.MetricLoss, r) }
+func lossPct(r float64) string { return autotune.MetricLoss.Format(r) }
