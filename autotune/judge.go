@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"linerate/internal/units"
 	"linerate/internal/usage"
 )
 
@@ -37,16 +38,55 @@ func ParseGoal(s string) (Goal, error) {
 	return "", usage.Errorf("--goal %q: want throughput, loss or cpu", s)
 }
 
-// Metrics, by the name the report and the JSON use.
-const (
-	MetricRxPPS      = "received_pps"
-	MetricRxBPS      = "received_bps"
-	MetricLoss       = "loss_ratio"
-	MetricCPUPerMpkt = "cpu_seconds_per_mpkt"
+// Metric is a figure a round is judged on. It knows its name (as the
+// report and the JSON write it), its unit and which way it improves. It
+// marshals as its name; a name this version does not know reads back as
+// a metric with no unit that no round has.
+type Metric struct {
+	name   string
+	unit   string
+	higher bool
+	// percent: the figure is a ratio, written as a percentage; else
+	// rate: it is per second, written with an SI prefix; else it is
+	// written with three significant digits.
+	percent, rate bool
+}
+
+// Metrics.
+var (
+	MetricRxPPS      = Metric{name: "received_pps", unit: "pps", higher: true, rate: true}
+	MetricRxBPS      = Metric{name: "received_bps", unit: "bit/s", higher: true, rate: true}
+	MetricLoss       = Metric{name: "loss_ratio", unit: "%", percent: true}
+	MetricCPUPerMpkt = Metric{name: "cpu_seconds_per_mpkt", unit: "s/Mpkt"}
 )
 
+var metrics = []Metric{MetricRxPPS, MetricRxBPS, MetricLoss, MetricCPUPerMpkt}
+
+// String is the metric's name: "received_pps".
+func (m Metric) String() string { return m.name }
+
+// Unit is what the metric counts: "pps", "bit/s", "%", "s/Mpkt".
+func (m Metric) Unit() string { return m.unit }
+
+// HigherIsBetter says which way the metric improves.
+func (m Metric) HigherIsBetter() bool { return m.higher }
+
+// MarshalText writes the metric's name.
+func (m Metric) MarshalText() ([]byte, error) { return []byte(m.name), nil }
+
+// UnmarshalText reads a metric by its name.
+func (m *Metric) UnmarshalText(b []byte) error {
+	*m = Metric{name: string(b)}
+	for _, k := range metrics {
+		if k.name == m.name {
+			*m = k
+		}
+	}
+	return nil
+}
+
 // Metric is the figure a goal is judged on for a protocol.
-func (g Goal) Metric(proto string) string {
+func (g Goal) Metric(proto string) Metric {
 	switch g {
 	case GoalLoss:
 		return MetricLoss
@@ -59,15 +99,10 @@ func (g Goal) Metric(proto string) string {
 	return MetricRxPPS
 }
 
-// HigherIsBetter says which way a metric improves.
-func HigherIsBetter(metric string) bool {
-	return metric == MetricRxPPS || metric == MetricRxBPS
-}
-
 // Value is a round's figure for a metric; ok is false when the round
 // could not measure it (no counters of the device under test).
-func (r Round) Value(metric string) (v float64, ok bool) {
-	switch metric {
+func (r Round) Value(m Metric) (v float64, ok bool) {
+	switch m {
 	case MetricRxPPS:
 		return r.ReceivedPPS, true
 	case MetricRxBPS:
@@ -80,33 +115,18 @@ func (r Round) Value(metric string) (v float64, ok bool) {
 	return 0, false
 }
 
-// FormatMetric writes a metric's value with its unit: "312.4k pps",
-// "941.2 Mbit/s", "4.12 %", "1.85 s/Mpkt".
-func FormatMetric(metric string, v float64) string {
-	switch metric {
-	case MetricRxPPS:
-		return si(v, "pps")
-	case MetricRxBPS:
-		return si(v, "bit/s")
-	case MetricLoss:
-		return fmt.Sprintf("%.2f %%", v*100)
-	case MetricCPUPerMpkt:
-		return fmt.Sprintf("%.3g s/Mpkt", v)
+// Format writes a value of the metric with its unit: "312.4 kpps",
+// "941.23 Mbit/s", "4.12 %", "1.85 s/Mpkt".
+func (m Metric) Format(v float64) string {
+	switch {
+	case m.percent:
+		return units.Percent(v, 2, " ")
+	case m.rate:
+		return units.Rate(v, m.unit)
+	case m.unit != "":
+		return fmt.Sprintf("%.3g %s", v, m.unit)
 	}
 	return fmt.Sprint(v)
-}
-
-// si writes v with a k, M or G prefix.
-func si(v float64, unit string) string {
-	switch a := math.Abs(v); {
-	case a >= 1e9:
-		return fmt.Sprintf("%.2f G%s", v/1e9, unit)
-	case a >= 1e6:
-		return fmt.Sprintf("%.2f M%s", v/1e6, unit)
-	case a >= 1e3:
-		return fmt.Sprintf("%.1f k%s", v/1e3, unit)
-	}
-	return fmt.Sprintf("%.0f %s", v, unit)
 }
 
 // DefaultMinGain is the smallest relative improvement `tune auto` keeps
@@ -151,20 +171,20 @@ type Verdict struct {
 //     lucky round cannot carry it.
 //
 // Anything else is rolled back: worse, or within the noise.
-func Judge(metric string, base, trial []float64, minGain float64) Verdict {
+func Judge(metric Metric, base, trial []float64, minGain float64) Verdict {
 	v := Verdict{Noise: minGain}
 	if len(base) == 0 || len(trial) == 0 {
 		v.Why = "no rounds to compare"
 		return v
 	}
 	v.Before, v.After = median(base), median(trial)
-	higher := HigherIsBetter(metric)
+	higher := metric.HigherIsBetter()
 	if v.Before == 0 {
 		switch {
 		case !higher && v.After == 0:
 			v.Why = "nothing to improve: the baseline's median is 0"
 		case !higher:
-			v.Why = "worse: from 0 to " + FormatMetric(metric, v.After)
+			v.Why = "worse: from 0 to " + metric.Format(v.After)
 		default:
 			v.Why = "the baseline's median is 0: no relative gain to judge"
 		}
@@ -197,7 +217,7 @@ func Judge(metric string, base, trial []float64, minGain float64) Verdict {
 		v.Keep = true
 		v.Why = fmt.Sprintf("%s better, beyond the noise (%s); every round beat the baseline's median", pctAbs(v.Gain), pctAbs(v.Noise))
 	case v.Gain > v.Noise:
-		v.Why = fmt.Sprintf("%s better, but a round (%s) was no better than the baseline's median", pctAbs(v.Gain), FormatMetric(metric, worst))
+		v.Why = fmt.Sprintf("%s better, but a round (%s) was no better than the baseline's median", pctAbs(v.Gain), metric.Format(worst))
 	case v.Gain < -v.Noise:
 		v.Why = fmt.Sprintf("worse by %s (noise %s)", pctAbs(-v.Gain), pctAbs(v.Noise))
 	default:
@@ -234,7 +254,7 @@ func pctAbs(f float64) string {
 	if math.IsInf(f, 0) {
 		return "unbounded"
 	}
-	return fmt.Sprintf("%.1f %%", math.Abs(f)*100)
+	return units.Percent(math.Abs(f), 1, " ")
 }
 
-func signedPct(f float64) string { return fmt.Sprintf("%+.1f %%", f*100) }
+func signedPct(f float64) string { return units.SignedPercent(f, 1, " ") }

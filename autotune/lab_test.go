@@ -153,8 +153,8 @@ func TestAutoRouterLab(t *testing.T) {
 			t.Errorf("after rollback %s is %s, was %s", k, restored[k], was)
 		}
 	}
-	t.Logf("%s: %s → %s, %d of %d kept", rep.Metric, FormatMetric(rep.Metric, rep.Before.ReceivedPPS),
-		FormatMetric(rep.Metric, rep.After.ReceivedPPS), len(rep.Kept()), len(rep.Trials))
+	t.Logf("%s: %s → %s, %d of %d kept", rep.Metric, rep.Metric.Format(rep.Before.ReceivedPPS),
+		rep.Metric.Format(rep.After.ReceivedPPS), len(rep.Kept()), len(rep.Trials))
 }
 
 // autoLab builds a router lab with a unique name, removed when the test

@@ -11,6 +11,7 @@ import (
 
 	"linerate/box"
 	"linerate/diagnose"
+	"linerate/internal/units"
 	"linerate/internal/usage"
 	"linerate/results"
 	"linerate/tune"
@@ -83,7 +84,7 @@ type Report struct {
 	// Netns is the namespace of the device under test, "" for the host.
 	Netns  string `json:"netns,omitempty"`
 	Goal   Goal   `json:"goal"`
-	Metric string `json:"metric"`
+	Metric Metric `json:"metric"`
 	Rounds int    `json:"rounds"`
 	// MinGain is the smallest relative gain kept, 0.02 = 2 %.
 	MinGain float64 `json:"min_gain"`
@@ -152,7 +153,7 @@ type auto struct {
 	rig    *Rig
 	sys    tune.System
 	rep    *Report
-	metric string
+	metric Metric
 	// base is the current baseline: its measurements and rounds.
 	base   []Measurement
 	rounds []Round
@@ -603,14 +604,14 @@ func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
 	if tr.Verdict.Keep {
 		tr.Outcome, tr.Why, tr.Record = Kept, tr.Verdict.Why, tx.Record().ID
 		a.setBase(ms, rounds)
-		a.logf("  kept: %s → %s, %s", FormatMetric(a.metric, tr.Verdict.Before), FormatMetric(a.metric, tr.Verdict.After), tr.Why)
+		a.logf("  kept: %s → %s, %s", a.metric.Format(tr.Verdict.Before), a.metric.Format(tr.Verdict.After), tr.Why)
 		return tr, nil
 	}
 	tr.Outcome, tr.Why = RolledBack, tr.Verdict.Why
 	if err := a.rollback(ctx, tx, &tr); err != nil {
 		return tr, err
 	}
-	a.logf("  rolled back: %s → %s, %s", FormatMetric(a.metric, tr.Verdict.Before), FormatMetric(a.metric, tr.Verdict.After), tr.Why)
+	a.logf("  rolled back: %s → %s, %s", a.metric.Format(tr.Verdict.Before), a.metric.Format(tr.Verdict.After), tr.Why)
 	return tr, nil
 }
 
@@ -668,7 +669,7 @@ func (a *auto) holdsBefore(cs []tune.Change) bool {
 	return true
 }
 
-func values(rs []Round, metric string) []float64 {
+func values(rs []Round, metric Metric) []float64 {
 	out := make([]float64, 0, len(rs))
 	for _, r := range rs {
 		if v, ok := r.Value(metric); ok {
@@ -707,12 +708,12 @@ func medianRound(rs []Round) Round {
 
 // describeRound is one round in a progress line.
 func describeRound(r Round) string {
-	s := fmt.Sprintf("%s received (%s sent), loss %.2f %%", si(r.ReceivedPPS, "pps"), si(r.SentPPS, "pps"), r.LossRatio*100)
+	s := fmt.Sprintf("%s received (%s sent), loss %s", units.Rate(r.ReceivedPPS, "pps"), units.Rate(r.SentPPS, "pps"), MetricLoss.Format(r.LossRatio))
 	if r.Proto == "tcp" {
-		s = si(r.ReceivedBPS, "bit/s") + " received"
+		s = units.Rate(r.ReceivedBPS, "bit/s") + " received"
 	}
 	if r.CPUSampled && r.ReceivedPackets > 0 {
-		s += fmt.Sprintf(", CPU %s", FormatMetric(MetricCPUPerMpkt, r.CPUPerMpkt))
+		s += fmt.Sprintf(", CPU %s", MetricCPUPerMpkt.Format(r.CPUPerMpkt))
 	}
 	return s
 }
@@ -721,9 +722,9 @@ func describeRound(r Round) string {
 func (a *auto) describeRounds(rs []Round) string {
 	v := values(rs, a.metric)
 	if len(v) == 0 {
-		return "no " + a.metric
+		return "no " + a.metric.String()
 	}
-	return fmt.Sprintf("median %s over %d round%s (spread %s)", FormatMetric(a.metric, median(v)), len(v), plural(len(v)), pctAbs(spread(v, median(v))))
+	return fmt.Sprintf("median %s over %d round%s (spread %s)", a.metric.Format(median(v)), len(v), plural(len(v)), pctAbs(spread(v, median(v))))
 }
 
 func (a *auto) summaryLine() string {
@@ -733,7 +734,7 @@ func (a *auto) summaryLine() string {
 	if len(a.rounds) > 0 {
 		af = median(values(a.rounds, a.metric))
 	}
-	s := fmt.Sprintf("%s %s → %s", a.metric, FormatMetric(a.metric, b), FormatMetric(a.metric, af))
+	s := fmt.Sprintf("%s %s → %s", a.metric, a.metric.Format(b), a.metric.Format(af))
 	if b != 0 {
 		s += fmt.Sprintf(" (%s)", signedPct((af-b)/b))
 	}

@@ -25,7 +25,7 @@ import (
 func TestJudge(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
-		metric      string
+		metric      Metric
 		base, trial []float64
 		keep        bool
 		gain        float64 // expected, ±0.001
@@ -73,7 +73,7 @@ func TestMedianSpread(t *testing.T) {
 	}
 	// A stalled trial (median 0) is measured against the baseline: the
 	// noise stays finite, so the verdict still encodes as JSON.
-	v := Judge("received_pps", []float64{100, 100}, []float64{0, 0, 50}, 0.02)
+	v := Judge(MetricRxPPS, []float64{100, 100}, []float64{0, 0, 50}, 0.02)
 	if math.IsInf(v.Noise, 0) || math.IsNaN(v.Noise) || v.Keep {
 		t.Errorf("stalled trial: %+v", v)
 	}
@@ -326,5 +326,36 @@ func TestAutoDryRunAndTry(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "journal")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("dry run made a journal: %v", err)
+	}
+}
+
+// A Metric is stored as the name it always was, and reads back as itself;
+// a name this version does not know survives the round trip.
+func TestMetricJSON(t *testing.T) {
+	for _, m := range append(metrics, Metric{name: "future_metric"}) {
+		b, err := json.Marshal(struct {
+			Metric Metric `json:"metric"`
+		}{m})
+		if want := `{"metric":"` + m.String() + `"}`; err != nil || string(b) != want {
+			t.Errorf("%v: %s, %v; want %s", m, b, err, want)
+		}
+		var back struct {
+			Metric Metric `json:"metric"`
+		}
+		if err := json.Unmarshal(b, &back); err != nil || back.Metric != m {
+			t.Errorf("%s read back as %+v, %v", b, back.Metric, err)
+		}
+	}
+	if got := MetricRxBPS.Format(941.23e6); got != "941.23 Mbit/s" {
+		t.Errorf("received_bps: %q", got)
+	}
+	if got := MetricLoss.Format(0.04123); got != "4.12 %" {
+		t.Errorf("loss_ratio: %q", got)
+	}
+	if got := MetricCPUPerMpkt.Format(1.8512); got != "1.85 s/Mpkt" {
+		t.Errorf("cpu_seconds_per_mpkt: %q", got)
+	}
+	if !MetricRxPPS.HigherIsBetter() || MetricLoss.HigherIsBetter() || MetricCPUPerMpkt.Unit() != "s/Mpkt" {
+		t.Error("a metric lost its direction or unit")
 	}
 }

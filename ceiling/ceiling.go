@@ -11,6 +11,7 @@ package ceiling
 
 import (
 	"fmt"
+	"linerate/internal/units"
 	"math"
 	"strconv"
 	"strings"
@@ -47,32 +48,9 @@ func ParseSpeed(s string) (int64, error) {
 	return int64(r), nil
 }
 
-// ParseSI reads a number with an optional decimal prefix k, M, G or T (any
-// case): "2.5G" → 2.5e9, "100k" → 1e5.
-func ParseSI(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	mult := 1.0
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'k', 'K':
-			mult = 1e3
-		case 'm', 'M':
-			mult = 1e6
-		case 'g', 'G':
-			mult = 1e9
-		case 't', 'T':
-			mult = 1e12
-		}
-		if mult != 1 {
-			s = s[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("not a number")
-	}
-	return v * mult, nil
-}
+// ParseSI reads a number with an optional decimal prefix k, M, G or T
+// (units.Parse).
+func ParseSI(s string) (float64, error) { return units.Parse(s) }
 
 // FormatSpeed prints a speed in bits per second the way ParseSpeed reads it:
 // 1000000000 → "1G", 2500000000 → "2.5G", 100000000 → "100M".

@@ -224,8 +224,8 @@ func writeTuning(b *strings.Builder, t *Tuning, before *Diagnosis) {
 		for _, tr := range r.Trials {
 			before, after, delta := "-", "-", "-"
 			if len(tr.Rounds) > 0 && tr.Verdict.Before != 0 {
-				before = autotune.FormatMetric(r.Metric, tr.Verdict.Before)
-				after = autotune.FormatMetric(r.Metric, tr.Verdict.After)
+				before = r.Metric.Format(tr.Verdict.Before)
+				after = r.Metric.Format(tr.Verdict.After)
 				delta = fmt.Sprintf("%+.1f%%", tr.Verdict.Change*100)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", report.TuneChangeName(tr.Changes, tr.Item), changeFromTo(tr), triedFor(tr.Source),
@@ -238,16 +238,16 @@ func writeTuning(b *strings.Builder, t *Tuning, before *Diagnosis) {
 	}
 	bv, _ := r.Before.Value(r.Metric)
 	av, _ := r.After.Value(r.Metric)
-	line := fmt.Sprintf("before → after: %s → %s", autotune.FormatMetric(r.Metric, bv), autotune.FormatMetric(r.Metric, av))
+	line := fmt.Sprintf("before → after: %s → %s", r.Metric.Format(bv), r.Metric.Format(av))
 	if bv != 0 {
 		line += fmt.Sprintf(" (%+.1f%%)", (av-bv)/bv*100)
 	}
-	line += fmt.Sprintf(", loss %s → %s", autotune.FormatMetric(autotune.MetricLoss, r.Before.LossRatio), autotune.FormatMetric(autotune.MetricLoss, r.After.LossRatio))
+	line += fmt.Sprintf(", loss %s → %s", autotune.MetricLoss.Format(r.Before.LossRatio), autotune.MetricLoss.Format(r.After.LossRatio))
 	bc, bok := r.Before.Value(autotune.MetricCPUPerMpkt)
 	ac, aok := r.After.Value(autotune.MetricCPUPerMpkt)
 	if bok && aok {
 		line += fmt.Sprintf(", CPU %s → %s (the whole machine's, per million packets delivered)",
-			autotune.FormatMetric(autotune.MetricCPUPerMpkt, bc), autotune.FormatMetric(autotune.MetricCPUPerMpkt, ac))
+			autotune.MetricCPUPerMpkt.Format(bc), autotune.MetricCPUPerMpkt.Format(ac))
 	}
 	b.WriteString(line + "\n")
 	if r.Interrupted {

@@ -406,7 +406,7 @@ func checkPage(t *testing.T, rep *Report) {
 	bv, _ := a.Before.Value(a.Metric)
 	av, _ := a.After.Value(a.Metric)
 	wants := []string{
-		autotune.FormatMetric(a.Metric, bv) + " → " + autotune.FormatMetric(a.Metric, av),
+		a.Metric.Format(bv) + " → " + a.Metric.Format(av),
 		"demo, before tuning: ", "demo, after tuning: ", "dut",
 		reportpage.SI(rep.Diagnosis.ReceivedPPS) + " pps",
 		reportpage.SI(rep.Tuning.After.ReceivedPPS) + " pps",

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"linerate/internal/units"
 )
 
 // TextOptions shape the text view.
@@ -178,20 +180,5 @@ func busiest(irqs []IRQ, n int) []IRQ {
 	return out
 }
 
-// si writes a rate in at most 6 characters: 950, 12.3k, 1.23M, 9.41G.
-func si(v float64) string {
-	a := max(v, -v)
-	if a < 0.5 {
-		return "0"
-	}
-	for _, u := range []struct {
-		div  float64
-		unit string
-	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-		// From 999.5 of a unit, %.3g would round up to 1e+03.
-		if a >= u.div*0.9995 {
-			return fmt.Sprintf("%.3g%s", v/u.div, u.unit)
-		}
-	}
-	return fmt.Sprintf("%.0f", v)
-}
+// si writes a figure in at most 6 characters: 950, 12.3k, 1.23M, 9.41G.
+var si = units.Short.Format

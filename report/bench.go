@@ -6,9 +6,10 @@ import (
 	"io"
 	"linerate/results"
 	"linerate/wire"
-	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"linerate/internal/units"
 )
 
 // BenchInterval writes one interval line of a bench run. live rewrites the
@@ -17,7 +18,7 @@ import (
 func BenchInterval(w io.Writer, iv results.IntervalStats, live bool) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%6.1fs  sent %9s %10s  recv %9s %10s", iv.T,
-		benchSI(iv.SentPPS, "pps"), benchSI(iv.SentBPS, "b/s"), benchSI(iv.ReceivedPPS, "pps"), benchSI(iv.ReceivedBPS, "b/s"))
+		units.Fixed.Unit(iv.SentPPS, "pps"), units.Fixed.Unit(iv.SentBPS, "b/s"), units.Fixed.Unit(iv.ReceivedPPS, "pps"), units.Fixed.Unit(iv.ReceivedBPS, "b/s"))
 	if len(iv.CPU) > 0 {
 		b.WriteString("  cpu")
 		for _, c := range iv.CPU {
@@ -77,10 +78,10 @@ func BenchText(w io.Writer, r *results.Result) {
 	row := func(name, dir string, t *results.Totals, rtt string) {
 		if sp.Proto == "udp" {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t\n", name, dir, t.SentPackets, t.ReceivedPackets,
-				t.LostPackets, benchPct(t.LossRatio), t.Reordered, t.Duplicates, benchSI(t.SentPPS, ""), benchSI(t.ReceivedPPS, ""), benchSI(t.ReceivedBPS, ""))
+				t.LostPackets, units.Percent(t.LossRatio, 3, ""), t.Reordered, t.Duplicates, units.Fixed.Format(t.SentPPS), units.Fixed.Format(t.ReceivedPPS), units.Fixed.Format(t.ReceivedBPS))
 		} else {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", name, dir, t.SentBytes, t.ReceivedBytes,
-				t.SentPackets, t.Retransmits, rtt, benchSI(t.ReceivedBPS, "b/s"))
+				t.SentPackets, t.Retransmits, rtt, units.Fixed.Unit(t.ReceivedBPS, "b/s"))
 		}
 	}
 	for i, tr := range r.Targets {
@@ -105,7 +106,7 @@ func BenchText(w io.Writer, r *results.Result) {
 			if s.TCP != nil {
 				rtt = fmt.Sprintf("%.2fms", float64(s.TCP.RTTMicros)/1000)
 			}
-			fmt.Fprintf(tw, "%d/%d\t%s\t%s\t%d\t%s\t\n", s.Target, s.Stream, s.Direction, benchSI(s.ReceivedBPS, "b/s"), s.Retransmits, rtt)
+			fmt.Fprintf(tw, "%d/%d\t%s\t%s\t%d\t%s\t\n", s.Target, s.Stream, s.Direction, units.Fixed.Unit(s.ReceivedBPS, "b/s"), s.Retransmits, rtt)
 		}
 		tw.Flush()
 	}
@@ -115,7 +116,7 @@ func BenchText(w io.Writer, r *results.Result) {
 				fmt.Fprintf(w, "xdp       %s: %s\n", tr.Target, x.Error)
 				continue
 			}
-			fmt.Fprintf(w, "xdp       %s: %d packets reached %s (%s pps, %s mode)\n", tr.Target, x.Packets, x.Interface, benchSI(x.PPS, ""), x.Mode)
+			fmt.Fprintf(w, "xdp       %s: %d packets reached %s (%s pps, %s mode)\n", tr.Target, x.Packets, x.Interface, units.Fixed.Format(x.PPS), x.Mode)
 		}
 	}
 	sum := r.Summary
@@ -193,19 +194,4 @@ func benchCost(secs, perMpkt, perGbit *float64) string {
 		s += fmt.Sprintf(", %.3f s/Gbit", *perGbit)
 	}
 	return s
-}
-
-func benchPct(r float64) string { return strconv.FormatFloat(r*100, 'f', 3, 64) + "%" }
-
-// si prints v with a k, M or G prefix and the unit.
-func benchSI(v float64, unit string) string {
-	switch {
-	case v >= 1e9:
-		return fmt.Sprintf("%.2fG%s", v/1e9, unit)
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM%s", v/1e6, unit)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1fk%s", v/1e3, unit)
-	}
-	return fmt.Sprintf("%.0f%s", v, unit)
 }

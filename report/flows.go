@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"linerate/box"
+	"linerate/internal/units"
 	"linerate/results"
 )
 
@@ -30,7 +31,7 @@ func FlowSetText(w io.Writer, fs *results.FlowSet) {
 	}
 	t := fs.Total
 	fmt.Fprintf(w, "total of %d flows: sent %s %s, received %s %s", len(fs.Flows),
-		benchSI(t.SentPPS, "pps"), benchSI(t.SentBPS, "b/s"), benchSI(t.ReceivedPPS, "pps"), benchSI(t.ReceivedBPS, "b/s"))
+		units.Fixed.Unit(t.SentPPS, "pps"), units.Fixed.Unit(t.SentBPS, "b/s"), units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(t.ReceivedBPS, "b/s"))
 	if fs.Spec.Proto == "udp" {
 		fmt.Fprintf(w, ", lost %d (%s)", t.LostPackets, lossPct(t.LossRatio))
 	} else if t.Retransmits > 0 {
@@ -96,14 +97,14 @@ func cpuSummary(rates []box.Rates) string {
 	for _, id := range ids {
 		fmt.Fprintf(&b, " %d:%.0f%% (softirq %.0f%%)", id, cpus[id].busy/n, cpus[id].soft/n)
 	}
-	fmt.Fprintf(&b, ", NET_RX %s/s", benchSI(netrx/n, ""))
+	fmt.Fprintf(&b, ", NET_RX %s/s", units.Fixed.Format(netrx/n))
 	return b.String()
 }
 
 func flowsHeadline(fs *results.FlowSet) string {
 	t := fs.Total
 	h := fmt.Sprintf("%s %s, %d flows: %s %s", fs.Spec.Proto, fs.Spec.Direction, len(fs.Flows),
-		benchSI(t.ReceivedPPS, "pps"), benchSI(t.ReceivedBPS, "b/s"))
+		units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(t.ReceivedBPS, "b/s"))
 	if fs.Spec.Proto == "udp" {
 		h += ", loss " + lossPct(t.LossRatio)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"linerate/autotune"
 	"linerate/history"
+	"linerate/internal/units"
 	"linerate/internal/version"
 	"linerate/plan"
 	"linerate/results"
@@ -81,7 +82,7 @@ func benchHeadline(r *results.Result) string {
 	if n := len(r.Targets); n > 1 {
 		fmt.Fprintf(&b, " ×%d targets", n)
 	}
-	fmt.Fprintf(&b, ": %s %s", benchSI(s.ReceivedPPS, "pps"), benchSI(s.ReceivedBPS, "b/s"))
+	fmt.Fprintf(&b, ": %s %s", units.Fixed.Unit(s.ReceivedPPS, "pps"), units.Fixed.Unit(s.ReceivedBPS, "b/s"))
 	if r.Spec.Proto == "udp" {
 		fmt.Fprintf(&b, ", loss %s", lossPct(s.LossRatio))
 	} else if s.Retransmits > 0 {
@@ -96,7 +97,7 @@ func benchHeadline(r *results.Result) string {
 func searchHeadline(r *results.Result) string {
 	var parts []string
 	for _, s := range r.Search {
-		parts = append(parts, fmt.Sprintf("%s B %s", s.Size, benchSI(s.NDRPPS, "pps")))
+		parts = append(parts, fmt.Sprintf("%s B %s", s.Size, units.Fixed.Unit(s.NDRPPS, "pps")))
 	}
 	return "NDR " + strings.Join(parts, ", ")
 }
@@ -104,8 +105,8 @@ func searchHeadline(r *results.Result) string {
 func tuneHeadline(r *autotune.Report) string {
 	b, _ := r.Before.Value(r.Metric)
 	a, _ := r.After.Value(r.Metric)
-	return fmt.Sprintf("%s: %s → %s, %d of %d changes kept", r.Metric, autotune.FormatMetric(r.Metric, b),
-		autotune.FormatMetric(r.Metric, a), len(r.Kept()), len(r.Trials))
+	return fmt.Sprintf("%s: %s → %s, %d of %d changes kept", r.Metric, r.Metric.Format(b),
+		r.Metric.Format(a), len(r.Kept()), len(r.Trials))
 }
 
 func diagnoseHeadline(r *DiagnoseReport) string {
@@ -202,7 +203,7 @@ func Figures(result any) []Figure {
 			var out []Figure
 			for _, s := range r.Search {
 				out = append(out, Figure{Name: "ndr " + s.Size + " B", Value: s.NDRPPS, Higher: true,
-					format: func(v float64) string { return benchSI(v, "pps") }})
+					format: func(v float64) string { return units.Fixed.Unit(v, "pps") }})
 			}
 			return out
 		}
@@ -214,8 +215,8 @@ func Figures(result any) []Figure {
 		}
 		s := r.Summary
 		out := []Figure{
-			{Name: "received pps", Value: s.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return benchSI(v, "pps") }},
-			{Name: "received bit/s", Value: s.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return benchSI(v, "b/s") }},
+			{Name: "received pps", Value: s.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return units.Fixed.Unit(v, "pps") }},
+			{Name: "received bit/s", Value: s.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return units.Fixed.Unit(v, "b/s") }},
 		}
 		if r.Spec.Proto == "udp" {
 			out = append(out, Figure{Name: "loss", Value: s.LossRatio, format: lossPct})
@@ -237,8 +238,8 @@ func Figures(result any) []Figure {
 		pps, bps := flowSeconds(r)
 		t := r.Total
 		out := []Figure{
-			{Name: "received pps", Value: t.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return benchSI(v, "pps") }},
-			{Name: "received bit/s", Value: t.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return benchSI(v, "b/s") }},
+			{Name: "received pps", Value: t.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return units.Fixed.Unit(v, "pps") }},
+			{Name: "received bit/s", Value: t.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return units.Fixed.Unit(v, "b/s") }},
 		}
 		if r.Spec.Proto == "udp" {
 			out = append(out, Figure{Name: "loss", Value: t.LossRatio, format: lossPct})
@@ -252,8 +253,8 @@ func Figures(result any) []Figure {
 			}
 		}
 		v, _ := r.After.Value(r.Metric)
-		return []Figure{{Name: r.Metric + " after tuning", Value: v, Higher: autotune.HigherIsBetter(r.Metric), PerSecond: rounds,
-			format: func(v float64) string { return autotune.FormatMetric(r.Metric, v) }}}
+		return []Figure{{Name: r.Metric.String() + " after tuning", Value: v, Higher: r.Metric.HigherIsBetter(), PerSecond: rounds,
+			format: func(v float64) string { return r.Metric.Format(v) }}}
 	}
 	return nil
 }
@@ -351,4 +352,4 @@ func uniq(a, b string) []string {
 
 // lossPct writes a loss ratio as autotune's tables do: 0.0001 is
 // "0.01 %".
-func lossPct(r float64) string { return autotune.FormatMetric(autotune.MetricLoss, r) }
+func lossPct(r float64) string { return autotune.MetricLoss.Format(r) }

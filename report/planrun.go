@@ -9,6 +9,7 @@ import (
 
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/plan"
 	"linerate/results"
 )
@@ -25,7 +26,7 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 			planPorts(ew, pl, r.Expected, &set)
 		}
 		t := set.Total
-		fmt.Fprintf(ew, "total: received %s, goodput %s", benchSI(t.ReceivedPPS, "pps"), benchSI(goodput(&t), "b/s"))
+		fmt.Fprintf(ew, "total: received %s, goodput %s", units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(goodput(&t), "b/s"))
 		if e := r.Expected; e != nil && e.Total.Known {
 			fmt.Fprintf(ew, " (expected at line rate %s", ceiling.FormatBps(e.Total.GoodputBps))
 			if e.Bus != nil && e.LimitedBps < e.Total.GoodputBps {
@@ -47,7 +48,7 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 		}
 		slices.Sort(bps)
 		fmt.Fprintf(ew, "over %d rounds: total received %s median, %s to %s\n", len(bps),
-			benchSI(bps[len(bps)/2], "b/s"), benchSI(bps[0], "b/s"), benchSI(bps[len(bps)-1], "b/s"))
+			units.Fixed.Unit(bps[len(bps)/2], "b/s"), units.Fixed.Unit(bps[0], "b/s"), units.Fixed.Unit(bps[len(bps)-1], "b/s"))
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintln(ew, "error:", e)
@@ -88,7 +89,7 @@ func planFlows(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
 			}
 			t := way.t
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", f.Index, f.From, to, way.name,
-				t.SentPackets, t.ReceivedPackets, t.LostPackets, t.Retransmits, benchSI(t.ReceivedPPS, ""), benchSI(t.ReceivedBPS, ""))
+				t.SentPackets, t.ReceivedPackets, t.LostPackets, t.Retransmits, units.Fixed.Format(t.ReceivedPPS), units.Fixed.Format(t.ReceivedBPS))
 		}
 	}
 	tw.Flush()
@@ -176,5 +177,5 @@ func measured(bps float64, want plan.Traffic) string {
 	if bps == 0 && want.Known && want.PPS == 0 {
 		return "-"
 	}
-	return benchSI(bps, "b/s")
+	return units.Fixed.Unit(bps, "b/s")
 }

@@ -48,8 +48,8 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 		for _, t := range r.Trials {
 			before, after, delta := "-", "-", "-"
 			if len(t.Rounds) > 0 && t.Verdict.Before != 0 {
-				before = autotune.FormatMetric(r.Metric, t.Verdict.Before)
-				after = autotune.FormatMetric(r.Metric, t.Verdict.After)
+				before = r.Metric.Format(t.Verdict.Before)
+				after = r.Metric.Format(t.Verdict.After)
 				delta = fmt.Sprintf("%+.1f %%", t.Verdict.Change*100)
 			}
 			why := t.Why
@@ -69,7 +69,7 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 	if len(r.Baseline) > 0 {
 		b, _ := r.Before.Value(r.Metric)
 		a, _ := r.After.Value(r.Metric)
-		line := fmt.Sprintf("before → after: %s → %s", autotune.FormatMetric(r.Metric, b), autotune.FormatMetric(r.Metric, a))
+		line := fmt.Sprintf("before → after: %s → %s", r.Metric.Format(b), r.Metric.Format(a))
 		if b != 0 {
 			line += fmt.Sprintf(" (%+.1f %%)", (a-b)/b*100)
 		}
@@ -158,20 +158,20 @@ func autoWhere(netns string) string {
 
 // RoundFigures is a round's (or a median's) figures on one line.
 func RoundFigures(r autotune.Round) string {
-	s := autotune.FormatMetric(autotune.MetricRxPPS, r.ReceivedPPS) + " received"
+	s := autotune.MetricRxPPS.Format(r.ReceivedPPS) + " received"
 	if r.Proto == "tcp" {
-		s = autotune.FormatMetric(autotune.MetricRxBPS, r.ReceivedBPS) + " received"
+		s = autotune.MetricRxBPS.Format(r.ReceivedBPS) + " received"
 	} else {
-		s += ", loss " + autotune.FormatMetric(autotune.MetricLoss, r.LossRatio)
+		s += ", loss " + autotune.MetricLoss.Format(r.LossRatio)
 	}
 	if v, ok := r.Value(autotune.MetricCPUPerMpkt); ok {
-		s += ", CPU " + autotune.FormatMetric(autotune.MetricCPUPerMpkt, v)
+		s += ", CPU " + autotune.MetricCPUPerMpkt.Format(v)
 	}
 	return s
 }
 
 // autoSpread is the relative range of a metric over rounds.
-func autoSpread(rs []autotune.Round, metric string) string {
+func autoSpread(rs []autotune.Round, metric autotune.Metric) string {
 	var lo, hi, sum float64
 	n := 0
 	for _, r := range rs {
@@ -203,9 +203,9 @@ func autoSpec(sp *wire.Spec, frame int) string {
 	rate := "as fast as possible"
 	switch {
 	case sp.Rate.PPS > 0:
-		rate = "at " + autotune.FormatMetric(autotune.MetricRxPPS, sp.Rate.PPS)
+		rate = "at " + autotune.MetricRxPPS.Format(sp.Rate.PPS)
 	case sp.Rate.BPS > 0:
-		rate = "at " + autotune.FormatMetric(autotune.MetricRxBPS, sp.Rate.BPS)
+		rate = "at " + autotune.MetricRxBPS.Format(sp.Rate.BPS)
 	}
 	return fmt.Sprintf("%s, %s, %s measured after %s of warmup", what, rate,
 		sp.Duration.D().Round(time.Millisecond), sp.Warmup.D().Round(time.Millisecond))

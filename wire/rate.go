@@ -2,7 +2,7 @@ package wire
 
 import (
 	"fmt"
-	"linerate/ceiling"
+	"linerate/internal/units"
 	"math"
 	"strconv"
 	"strings"
@@ -47,7 +47,7 @@ func (r Rate) check() error {
 	case r.PPS < 0 || r.BPS < 0:
 		return fmt.Errorf("rate %s: negative", r)
 	case r.PPS > MaxRatePPS:
-		return fmt.Errorf("rate %s: faster than any Ethernet link carries (%s pps of 64-byte frames at 1.6 Tb/s)", r, siFormat(MaxRatePPS))
+		return fmt.Errorf("rate %s: faster than any Ethernet link carries (%s pps of 64-byte frames at 1.6 Tb/s)", r, units.Sig(4).Format(MaxRatePPS))
 	case r.BPS > MaxRateBPS:
 		return fmt.Errorf("rate %s: faster than any Ethernet link (1.6 Tb/s)", r)
 	}
@@ -78,9 +78,9 @@ func (r Rate) PacketsPerSecond(frame int) float64 {
 func (r Rate) String() string {
 	switch {
 	case r.PPS > 0:
-		return siFormat(r.PPS) + "pps"
+		return units.Sig(4).Format(r.PPS) + "pps"
 	case r.BPS > 0:
-		return siFormat(r.BPS) + "bps"
+		return units.Sig(4).Format(r.BPS) + "bps"
 	}
 	return "unlimited"
 }
@@ -111,7 +111,7 @@ func ParseRate(s string) (Rate, error) {
 			return Rate{}, fmt.Errorf("rate %q: give a unit, pps or bps (\"100kpps\", \"900Mbps\"), or 0 for as fast as possible", s)
 		}
 	}
-	v, err := ceiling.ParseSI(t)
+	v, err := units.Parse(t)
 	if err != nil {
 		return Rate{}, fmt.Errorf("rate %q: %w", s, err)
 	}
@@ -129,17 +129,4 @@ func ParseRate(s string) (Rate, error) {
 		return Rate{}, fmt.Errorf("%q: %w", s, err)
 	}
 	return r, nil
-}
-
-// siFormat prints v with a k, M or G prefix and up to 4 significant digits.
-func siFormat(v float64) string {
-	switch a := math.Abs(v); {
-	case a >= 1e9:
-		return strconv.FormatFloat(v/1e9, 'g', 4, 64) + "G"
-	case a >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'g', 4, 64) + "M"
-	case a >= 1e3:
-		return strconv.FormatFloat(v/1e3, 'g', 4, 64) + "k"
-	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
 }

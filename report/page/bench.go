@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/report"
 	"linerate/results"
 	"linerate/wire"
@@ -58,12 +59,12 @@ type latencyRow struct {
 	NoReply                 bool
 }
 
-func pct(r float64) string { return strconv.FormatFloat(r*100, 'f', 3, 64) + " %" }
+func pct(r float64) string { return units.Percent(r, 3, " ") }
 
 // lossPoints is a change of a loss ratio in percentage points.
 func lossPoints(d float64) string { return fmt.Sprintf("%+.3f points", d*100) }
 
-func pps(v float64) string { return si(v) + " pps" }
+func pps(v float64) string { return SI(v) + " pps" }
 
 func count(v uint64) string { return ceiling.FormatCount(float64(v)) }
 
@@ -143,7 +144,7 @@ func (v *benchView) cards() {
 		sent = card{Label: "sent", Value: ceiling.FormatBps(s.SentBPS), Sub: count(s.SentBytes) + " bytes"}
 	}
 	if pc := s.PathCeiling; pc != nil && pc.FPS > 0 && r.Spec.Proto == "udp" {
-		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s pps, %s at %s %s)", s.ReceivedPPS/pc.FPS*100, si(pc.FPS), pc.What, pc.Host, pc.Iface)
+		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s pps, %s at %s %s)", s.ReceivedPPS/pc.FPS*100, SI(pc.FPS), pc.What, pc.Host, pc.Iface)
 	} else if pc != nil && pc.L2Bps > 0 {
 		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s, %s at %s %s)", s.ReceivedBPS/pc.L2Bps*100, ceiling.FormatBps(pc.L2Bps), pc.What, pc.Host, pc.Iface)
 	}
@@ -237,7 +238,7 @@ func (v *benchView) targets() {
 			}
 			v.Targets = append(v.Targets, targetRow{Target: t.Target, Direction: string(d.name),
 				Sent: count(d.t.SentPackets), Received: count(d.t.ReceivedPackets), Lost: count(d.t.LostPackets),
-				Loss: pct(d.t.LossRatio), SentPPS: si(d.t.SentPPS), ReceivedPPS: si(d.t.ReceivedPPS),
+				Loss: pct(d.t.LossRatio), SentPPS: SI(d.t.SentPPS), ReceivedPPS: SI(d.t.ReceivedPPS),
 				ReceivedBPS: ceiling.FormatBps(d.t.ReceivedBPS), RTT: tcpRTT(r, i, d.name), Bad: d.t.LostPackets > 0})
 		}
 	}
@@ -276,7 +277,7 @@ func (v *benchView) rates() {
 	var pref, bref []ref
 	if pc := r.Summary.PathCeiling; pc != nil {
 		if pc.FPS > 0 && r.Spec.Proto == "udp" {
-			pref = append(pref, ref{Y: pc.FPS, Label: "ceiling " + si(pc.FPS) + " pps (" + pc.What + ")"})
+			pref = append(pref, ref{Y: pc.FPS, Label: "ceiling " + SI(pc.FPS) + " pps (" + pc.What + ")"})
 		}
 		if pc.L2Bps > 0 {
 			bref = append(bref, ref{Y: pc.L2Bps, Label: "ceiling " + ceiling.FormatBps(pc.L2Bps) + " (" + pc.What + ")"})
@@ -329,6 +330,6 @@ func (v *benchView) latency() {
 	}
 	if len(ss) > 0 {
 		v.CDF = chart{Title: "round trip of the probes: share answered within a time (through min, p50, p90, p99, max)",
-			Series: ss, Unit: "%", YMax: 100, XLog: true, XFormat: func(x float64) string { return si(x) + "ms" }}.Render()
+			Series: ss, Unit: "%", YMax: 100, XLog: true, XFormat: func(x float64) string { return SI(x) + "ms" }}.Render()
 	}
 }

@@ -57,7 +57,7 @@ func (v *benchView) search() {
 				x = append(x, float64(len(x)+1))
 				y = append(y, t.Spec.Rate)
 			}
-			refs := []ref{{Y: z.NDRPPS, Label: "NDR " + si(z.NDRPPS) + " pps"}}
+			refs := []ref{{Y: z.NDRPPS, Label: "NDR " + SI(z.NDRPPS) + " pps"}}
 			v.SearchCharts = append(v.SearchCharts, chart{Title: fmt.Sprintf("%s B: the rate of each trial, in order", z.Size), X: x,
 				Series: []series{{Name: "trial rate", Color: colour(i), Y: y}}, Refs: refs, Unit: "",
 				XFormat: func(f float64) string { return "#" + strconv.Itoa(int(f)) }}.Render())

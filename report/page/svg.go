@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"linerate/internal/units"
 )
 
 // The charts are SVG drawn here rather than by a charting library: the
@@ -183,38 +185,12 @@ func niceMax(v float64) float64 {
 	return math.Ceil(v/step-1e-9) * step
 }
 
-// si formats v with a k, M, G or T prefix: "1.49M", "940k", "12".
-func si(v float64) string {
-	a := math.Abs(v)
-	trim := func(s string) string {
-		if strings.Contains(s, ".") {
-			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-		}
-		return s
-	}
-	f := func(d float64, p string) string { return trim(strconv.FormatFloat(v/d, 'f', 2, 64)) + p }
-	switch {
-	case a >= 1e12:
-		return f(1e12, "T")
-	case a >= 1e9:
-		return f(1e9, "G")
-	case a >= 1e6:
-		return f(1e6, "M")
-	case a >= 1e3:
-		return f(1e3, "k")
-	case a == 0:
-		return "0"
-	case a < 0.01:
-		return trim(strconv.FormatFloat(v, 'g', 2, 64))
-	}
-	return trim(strconv.FormatFloat(v, 'f', 2, 64))
-}
+func seconds(v float64) string { return SI(v) + "s" }
 
-func seconds(v float64) string { return si(v) + "s" }
-
-// SI is a figure as the page writes it ("1.49M", "940k", "12"): what a test
-// looks for on a page.
-func SI(v float64) string { return si(v) }
+// SI is a figure as the page writes it, with a k, M, G or T prefix and at
+// most two decimals ("1.49M", "940k", "12"): what a test looks for on a
+// page.
+func SI(v float64) string { return units.Trim(2).Format(v) }
 
 // Render draws the chart as an inline SVG in a figure with its title and
 // legend.
@@ -307,7 +283,7 @@ func (c chart) Render() template.HTML {
 	for _, t := range ticks(f.y0, f.y1, nt) {
 		y := f.py(t)
 		fmt.Fprintf(&b, `<line class="grid" x1="%s" x2="%s" y1="%s" y2="%s"/>`, num(f.left), num(f.w-f.right), num(y), num(y))
-		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, num(f.left-4), num(y+3.5), html.EscapeString(si(t)+c.Unit))
+		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, num(f.left-4), num(y+3.5), html.EscapeString(SI(t)+c.Unit))
 	}
 	xt := 6
 	if c.Small {
@@ -435,7 +411,7 @@ func (c bars) Render() template.HTML {
 	for _, t := range ticks(f.y0, f.y1, 4) {
 		y := f.py(t)
 		fmt.Fprintf(&b, `<line class="grid" x1="%s" x2="%s" y1="%s" y2="%s"/>`, num(f.left), num(f.w-f.right), num(y), num(y))
-		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, num(f.left-4), num(y+3.5), html.EscapeString(si(t)+c.Unit))
+		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, num(f.left-4), num(y+3.5), html.EscapeString(SI(t)+c.Unit))
 	}
 	slot := (f.w - f.left - f.right) / float64(max(n, 1))
 	bw := math.Max(1, slot*0.7)
@@ -450,7 +426,7 @@ func (c bars) Render() template.HTML {
 			y0, y1 := f.py(base), f.py(base+s.Y[j])
 			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s %s: %s%s</title></rect>`,
 				num(x), num(y1), num(bw), num(y0-y1), html.EscapeString(s.Color), html.EscapeString(cat), html.EscapeString(s.Name),
-				html.EscapeString(si(s.Y[j])), html.EscapeString(c.Unit))
+				html.EscapeString(SI(s.Y[j])), html.EscapeString(c.Unit))
 			base += s.Y[j]
 		}
 		if j%every == 0 {

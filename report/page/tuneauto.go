@@ -53,7 +53,7 @@ func newAutoView(r *autotune.Report) *autoView {
 		var rounds []string
 		for _, b := range r.Baseline {
 			val, _ := b.Value(r.Metric)
-			rounds = append(rounds, autotune.FormatMetric(r.Metric, val))
+			rounds = append(rounds, r.Metric.Format(val))
 		}
 		v.Baseline = fmt.Sprintf("%s (rounds: %v)", report.RoundFigures(r.Before), rounds)
 	}
@@ -71,11 +71,11 @@ func newAutoView(r *autotune.Report) *autoView {
 			Why: t.Why, Kept: t.Outcome == autotune.Kept, Before: "-", After: "-", Change100: "-", Noise: "-"}
 		for _, rd := range t.Rounds {
 			val, _ := rd.Value(r.Metric)
-			row.Rounds = append(row.Rounds, autotune.FormatMetric(r.Metric, val))
+			row.Rounds = append(row.Rounds, r.Metric.Format(val))
 		}
 		if len(t.Rounds) > 0 && t.Verdict.Before != 0 {
-			row.Before = autotune.FormatMetric(r.Metric, t.Verdict.Before)
-			row.After = autotune.FormatMetric(r.Metric, t.Verdict.After)
+			row.Before = r.Metric.Format(t.Verdict.Before)
+			row.After = r.Metric.Format(t.Verdict.After)
 			row.Change100 = fmt.Sprintf("%+.1f %%", t.Verdict.Change*100)
 			row.Noise = fmt.Sprintf("± %.1f %%", t.Verdict.Noise*100)
 		}
@@ -87,7 +87,7 @@ func newAutoView(r *autotune.Report) *autoView {
 	if len(r.Baseline) > 0 {
 		b, _ := r.Before.Value(r.Metric)
 		a, _ := r.After.Value(r.Metric)
-		v.BeforeAft = fmt.Sprintf("%s → %s", autotune.FormatMetric(r.Metric, b), autotune.FormatMetric(r.Metric, a))
+		v.BeforeAft = fmt.Sprintf("%s → %s", r.Metric.Format(b), r.Metric.Format(a))
 		if b != 0 {
 			v.BeforeAft += fmt.Sprintf(" (%+.1f %%)", (a-b)/b*100)
 		}
@@ -132,9 +132,9 @@ func (v *autoView) chart() {
 	if len(y) == 0 {
 		return
 	}
-	v.Chart = chart{Title: "the goal metric (" + r.Metric + ") of every round in order: baseline first, then each trial's, against its baseline's noise band",
+	v.Chart = chart{Title: "the goal metric (" + r.Metric.String() + ") of every round in order: baseline first, then each trial's, against its baseline's noise band",
 		X: x, XFormat: func(f float64) string { return fmt.Sprintf("#%.0f", f) },
-		Series: []series{{Name: r.Metric, Color: colour(0), Y: y}, {Name: "noise band low", Color: "#999999", Y: bandLo},
+		Series: []series{{Name: r.Metric.String(), Color: colour(0), Y: y}, {Name: "noise band low", Color: "#999999", Y: bandLo},
 			{Name: "noise band high", Color: "#999999", Y: bandHi}}}.Render()
 }
 
@@ -143,16 +143,13 @@ func (v *autoView) figures() []figure {
 	if len(r.Baseline) == 0 {
 		return nil
 	}
-	f := func(m string) func(float64) string {
-		return func(x float64) string { return autotune.FormatMetric(m, x) }
-	}
 	out := []figure{
-		{Name: "received (after)", Value: r.After.ReceivedPPS, Format: f(autotune.MetricRxPPS), Higher: true},
-		{Name: "received bits (after)", Value: r.After.ReceivedBPS, Format: f(autotune.MetricRxBPS), Higher: true},
-		{Name: "loss (after)", Value: r.After.LossRatio, Format: f(autotune.MetricLoss), Points: lossPoints},
+		{Name: "received (after)", Value: r.After.ReceivedPPS, Format: autotune.MetricRxPPS.Format, Higher: true},
+		{Name: "received bits (after)", Value: r.After.ReceivedBPS, Format: autotune.MetricRxBPS.Format, Higher: true},
+		{Name: "loss (after)", Value: r.After.LossRatio, Format: autotune.MetricLoss.Format, Points: lossPoints},
 	}
 	if r.After.CPUSampled {
-		out = append(out, figure{Name: "CPU per Mpkt (after)", Value: r.After.CPUPerMpkt, Format: f(autotune.MetricCPUPerMpkt)})
+		out = append(out, figure{Name: "CPU per Mpkt (after)", Value: r.After.CPUPerMpkt, Format: autotune.MetricCPUPerMpkt.Format})
 	}
 	return out
 }
@@ -184,10 +181,10 @@ func outcome(o string) string {
 
 // roundRows are a round's figures, one per line of a before/after table.
 func roundRows(rd autotune.Round) []string {
-	out := []string{autotune.FormatMetric(autotune.MetricRxPPS, rd.ReceivedPPS), autotune.FormatMetric(autotune.MetricRxBPS, rd.ReceivedBPS),
-		autotune.FormatMetric(autotune.MetricLoss, rd.LossRatio), "-"}
+	out := []string{autotune.MetricRxPPS.Format(rd.ReceivedPPS), autotune.MetricRxBPS.Format(rd.ReceivedBPS),
+		autotune.MetricLoss.Format(rd.LossRatio), "-"}
 	if val, ok := rd.Value(autotune.MetricCPUPerMpkt); ok {
-		out[3] = autotune.FormatMetric(autotune.MetricCPUPerMpkt, val)
+		out[3] = autotune.MetricCPUPerMpkt.Format(val)
 	}
 	return out
 }
