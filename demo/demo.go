@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"linerate/autotune"
+	"linerate/autotune/drive"
 	"linerate/ceiling"
 	"linerate/history"
 	"linerate/internal/usage"
@@ -265,7 +266,7 @@ type Session struct {
 	// senders and receivers run on, spareCPUs the others this process may
 	// use.
 	rig       *autotune.Rig
-	flood     *autotune.Relay
+	flood     *drive.Relay
 	floodCPU  int
 	spareCPUs []int
 }

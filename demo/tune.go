@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/autotune"
+	"linerate/autotune/drive"
 	"linerate/diagnose"
 	"linerate/history"
 	"linerate/results"
@@ -352,14 +353,14 @@ func (s *Session) rigUp() (err error) {
 		return nil
 	}
 	l, c := s.Lab, &s.Config
-	rig, err := autotune.LabRig(l, autotune.LabNodes{Client: clientNode, Server: serverNode, DUT: routerNode}, traffic.Config{
+	rig, err := drive.LabRig(l, drive.LabNodes{Client: clientNode, Server: serverNode, DUT: routerNode}, traffic.Config{
 		FrameSize: floodFrame,
 		Spec: wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(c.TuneDuration),
 			Warmup: wire.Seconds(c.Warmup), Streams: 1, Ports: 1, Threads: 1}})
 	if err != nil {
 		return err
 	}
-	relay, ok := rig.Driver.(*autotune.Relay)
+	relay, ok := rig.Driver.(*drive.Relay)
 	if !ok {
 		rig.Close()
 		return fmt.Errorf("lab %s: no agents in %s and %s for the router to run the test with", c.Name, clientNode, serverNode)

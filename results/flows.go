@@ -1,8 +1,9 @@
 package results
 
 import (
-	"linerate/wire"
 	"time"
+
+	"linerate/wire"
 )
 
 // FlowSet is the result of third-party flows run at once (bench --from):

@@ -1,8 +1,9 @@
 package results
 
 import (
-	"linerate/box"
 	"time"
+
+	"linerate/box"
 )
 
 // GroupIntervals returns an OnInterval function that passes each period's

@@ -1,10 +1,11 @@
 package results
 
 import (
-	"linerate/box"
 	"math"
 	"testing"
 	"time"
+
+	"linerate/box"
 )
 
 func TestGroupIntervals(t *testing.T) {

@@ -2,13 +2,14 @@ package results
 
 import (
 	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+
 	"linerate/box"
 	"linerate/ceiling"
 	"linerate/ledger"
 	"linerate/wire"
-	"math"
-	"net/netip"
-	"slices"
 )
 
 // BuildLedger builds the result's drop ledger from its ends' drop

@@ -1,11 +1,12 @@
 package results
 
 import (
+	"time"
+
 	"linerate/box"
 	"linerate/ceiling"
 	"linerate/ledger"
 	"linerate/wire"
-	"time"
 )
 
 // ResultSchema is bumped when a field of Result's JSON form changes meaning

@@ -2,9 +2,10 @@ package results
 
 import (
 	"encoding/json"
-	"linerate/wire"
 	"strings"
 	"testing"
+
+	"linerate/wire"
 )
 
 func TestCombineUDP(t *testing.T) {

@@ -2,10 +2,11 @@ package results
 
 import (
 	"fmt"
-	"linerate/box"
-	"linerate/wire"
 	"sort"
 	"strings"
+
+	"linerate/box"
+	"linerate/wire"
 )
 
 // OrderSamples puts the client's samples first, then each server's, each

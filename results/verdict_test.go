@@ -1,10 +1,11 @@
 package results
 
 import (
-	"linerate/box"
-	"linerate/wire"
 	"math"
 	"testing"
+
+	"linerate/box"
+	"linerate/wire"
 )
 
 func TestVerdict(t *testing.T) {

@@ -2,10 +2,11 @@ package wire
 
 import (
 	"fmt"
-	"linerate/internal/units"
 	"math"
 	"strconv"
 	"strings"
+
+	"linerate/internal/units"
 )
 
 // Frame sizes: an Ethernet frame is a 14-byte header, the IP packet and a

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"linerate/autotune/drive"
 	"linerate/remote"
 	"linerate/wire"
 	"net"
@@ -98,9 +99,9 @@ it was in; 'linerate tune rollback' also undoes the kept changes.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.lab, "lab", "", "run in this lab (made by 'linerate lab up') and tune its --dut node")
-	f.StringVar(&o.client, "client", autotune.DefaultLabNodes.Client, "with --lab: the node the load is sent from")
-	f.StringVar(&o.server, "server", autotune.DefaultLabNodes.Server, "with --lab: the node it is sent to")
-	f.StringVar(&o.dut, "dut", autotune.DefaultLabNodes.DUT, "with --lab: the node to tune (the device under test)")
+	f.StringVar(&o.client, "client", drive.DefaultLabNodes.Client, "with --lab: the node the load is sent from")
+	f.StringVar(&o.server, "server", drive.DefaultLabNodes.Server, "with --lab: the node it is sent to")
+	f.StringVar(&o.dut, "dut", drive.DefaultLabNodes.DUT, "with --lab: the node to tune (the device under test)")
 	f.StringVar(&o.to, "to", "", "bench against 'linerate serve' at HOST[:PORT] and tune this host")
 	f.StringVar(&o.from, "from", "", "with --to: this agent (HOST[:PORT] or ssh://) sends to --to through this host, which is tuned (the router as device under test)")
 	f.StringVar(&o.token, "token", "", "with --to: the shared secret the server requires (serve --token)")
@@ -195,7 +196,7 @@ func (o *tuneAutoOptions) rig(cmd *cobra.Command, bench traffic.Config) (*autotu
 		if err != nil {
 			return nil, err
 		}
-		return autotune.LabRig(l, autotune.LabNodes{Client: o.client, Server: o.server, DUT: o.dut}, bench)
+		return drive.LabRig(l, drive.LabNodes{Client: o.client, Server: o.server, DUT: o.dut}, bench)
 	}
 	for _, n := range labOnly {
 		if cmd.Flags().Changed(n) {
@@ -209,11 +210,11 @@ func (o *tuneAutoOptions) rig(cmd *cobra.Command, bench traffic.Config) (*autotu
 		return o.relayRig(cmd, bench)
 	}
 	bench.Targets = []string{o.to}
-	d, err := autotune.BenchFromHere(bench)
+	d, err := drive.BenchFromHere(bench)
 	if err != nil {
 		return nil, err
 	}
-	return autotune.HostRig(d, true)
+	return drive.HostRig(d, true)
 }
 
 // relayRig is the rig of --from A --to B: A's agent sends to B's through
@@ -230,10 +231,10 @@ func (o *tuneAutoOptions) relayRig(cmd *cobra.Command, bench traffic.Config) (*a
 	warn(cmd.ErrOrStderr(), warnings)
 	bench.Token = secret
 	bench.Targets = withPort([]string{o.to}, wire.DefaultPort)
-	d := &autotune.Relay{From: h.String(), Config: bench, Channel: h.Kind == remote.SSH, Dial: func(ctx context.Context) (net.Conn, error) {
+	d := &drive.Relay{From: h.String(), Config: bench, Channel: h.Kind == remote.SSH, Dial: func(ctx context.Context) (net.Conn, error) {
 		return remote.Dial(ctx, h, remote.Options{Stderr: cmd.ErrOrStderr()})
 	}}
-	return autotune.HostRig(d, false)
+	return drive.HostRig(d, false)
 }
 
 func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {

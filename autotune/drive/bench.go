@@ -1,10 +1,11 @@
-package autotune
+package drive
 
 import (
 	"context"
 	"sync"
 	"time"
 
+	"linerate/autotune"
 	"linerate/box"
 	"linerate/sample"
 	"linerate/traffic"
@@ -31,9 +32,9 @@ func (b *Bench) Name() string { return b.Label }
 
 // Measure runs traffic.Run with the device under test sampled over the
 // measured window.
-func (b *Bench) Measure(ctx context.Context, dut sample.Reader) (Measurement, error) {
+func (b *Bench) Measure(ctx context.Context, dut sample.Reader) (autotune.Measurement, error) {
 	var mu sync.Mutex
-	var m Measurement
+	var m autotune.Measurement
 	cfg := b.Config
 	if dut != nil {
 		cfg.Sampling = dutSampling(dut, b.ClientIsDUT, func(r []box.Rates, err error) {

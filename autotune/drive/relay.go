@@ -1,4 +1,4 @@
-package autotune
+package drive
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"linerate/autotune"
 	"linerate/box"
 	"linerate/sample"
 	"linerate/traffic"
@@ -39,8 +40,8 @@ func (r *Relay) Name() string {
 // Measure runs one flow and samples dut while it runs, keeping the
 // seconds inside the flow's measured window as this host's clock places
 // it (the request's time plus the idle probes and the warmup).
-func (r *Relay) Measure(ctx context.Context, dut sample.Reader) (Measurement, error) {
-	var m Measurement
+func (r *Relay) Measure(ctx context.Context, dut sample.Reader) (autotune.Measurement, error) {
+	var m autotune.Measurement
 	conn, err := r.Dial(ctx)
 	if err != nil {
 		return m, err

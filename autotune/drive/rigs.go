@@ -1,4 +1,4 @@
-package autotune
+package drive
 
 import (
 	"context"
@@ -9,10 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	"linerate/autotune"
 	"linerate/box"
 	"linerate/internal/usage"
-
-	// Named apart: the package's tests have a helper called lab.
 	nslab "linerate/lab"
 	"linerate/remote"
 	"linerate/sample"
@@ -47,7 +46,7 @@ var DefaultLabNodes = LabNodes{Client: "lan", Server: "wan", DUT: "router"}
 // read, sampled and changed inside its namespace (source.NewLiveNetns,
 // tune.NewLiveNetns). bench says the test; its Targets, Token, Setup and
 // Sampling are filled in here.
-func LabRig(l *nslab.Lab, nodes LabNodes, bench traffic.Config) (rig *Rig, err error) {
+func LabRig(l *nslab.Lab, nodes LabNodes, bench traffic.Config) (rig *autotune.Rig, err error) {
 	for _, n := range []string{nodes.Client, nodes.Server, nodes.DUT} {
 		if _, err := l.Node(n); err != nil {
 			return nil, err
@@ -191,7 +190,7 @@ func serveIn(l *nslab.Lab, node string, addr netip.Addr, cpus []int) (stop func(
 // HostRig tunes this host while driver runs the traffic: the bench
 // against `linerate serve` on another host (a Bench with this host as
 // its client), or flows between other hosts through this one.
-func HostRig(d Driver, local bool) (*Rig, error) {
+func HostRig(d autotune.Driver, local bool) (*autotune.Rig, error) {
 	src, err := source.NewLive()
 	if err != nil {
 		d.Close()
@@ -214,8 +213,8 @@ func BenchFromHere(bench traffic.Config) (*Bench, error) {
 
 // hostRig is a rig over a device under test that sys changes and src
 // reads, with no driver yet; closing it closes both.
-func hostRig(sys tune.System, src source.Source) *Rig {
-	return &Rig{
+func hostRig(sys tune.System, src source.Source) *autotune.Rig {
+	return &autotune.Rig{
 		System: sys,
 		Inspect: func(ctx context.Context) (*box.Box, error) {
 			return box.Collect(ctx, src)

@@ -1,4 +1,4 @@
-package autotune
+package drive
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"linerate/autotune"
 	"linerate/box"
 	"linerate/internal/testenv"
 	nslab "linerate/lab"
@@ -67,7 +68,7 @@ func TestAutoRouterLab(t *testing.T) {
 		{Kind: "rps", Target: "lan/rx-0", Value: other},
 		{Kind: "feature", Target: "lan/generic-receive-offload", Value: flip(before["feature:lan/generic-receive-offload"])},
 	}
-	rep, err := Run(ctx, Config{Rig: rig, Store: store, Rounds: 2, Try: try, Passes: 1, Progress: testLog{t}})
+	rep, err := autotune.Run(ctx, autotune.Config{Rig: rig, Store: store, Rounds: 2, Try: try, Passes: 1, Progress: testLog{t}})
 	if err != nil {
 		t.Fatalf("tune auto: %v", err)
 	}
@@ -75,7 +76,7 @@ func TestAutoRouterLab(t *testing.T) {
 
 	// The report: a measured baseline, and a measured before/after for
 	// every change tried.
-	if len(rep.Baseline) != 2 || rep.Metric != MetricRxPPS || rep.Before.ReceivedPPS <= 0 || rep.Netns != router.Netns {
+	if len(rep.Baseline) != 2 || rep.Metric != autotune.MetricRxPPS || rep.Before.ReceivedPPS <= 0 || rep.Netns != router.Netns {
 		t.Errorf("baseline: %d rounds, metric %s, %v pps received, netns %q", len(rep.Baseline), rep.Metric, rep.Before.ReceivedPPS, rep.Netns)
 	}
 	for _, r := range rep.Baseline {
@@ -89,22 +90,22 @@ func TestAutoRouterLab(t *testing.T) {
 	kept := map[string]tune.Change{}
 	for _, tr := range rep.Trials {
 		switch tr.Outcome {
-		case Kept:
+		case autotune.Kept:
 			v := tr.Verdict
-			if !v.Keep || v.Gain <= v.Noise || v.Gain < DefaultMinGain || len(tr.Rounds) != 2 || tr.Record == "" {
+			if !v.Keep || v.Gain <= v.Noise || v.Gain < autotune.DefaultMinGain || len(tr.Rounds) != 2 || tr.Record == "" {
 				t.Errorf("%s kept without a measured gain: %+v, %d rounds, record %q", tr.Item, v, len(tr.Rounds), tr.Record)
 			}
 			for _, c := range tr.Changes {
 				kept[c.Kind+":"+c.Target] = c
 			}
-		case RolledBack:
+		case autotune.RolledBack:
 			if !tr.Restored || tr.Verdict.Keep {
 				t.Errorf("%s rolled back: restored %v, verdict %+v", tr.Item, tr.Restored, tr.Verdict)
 			}
 			if len(tr.Rounds) != 2 || tr.Verdict.Before <= 0 || tr.Verdict.After <= 0 {
 				t.Errorf("%s rolled back without a measurement: %d rounds, %+v", tr.Item, len(tr.Rounds), tr.Verdict)
 			}
-		case Refused:
+		case autotune.Refused:
 			if !tr.Restored {
 				t.Errorf("%s refused and not restored", tr.Item)
 			}
