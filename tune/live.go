@@ -1,15 +1,16 @@
 package tune
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"linerate/internal/nsthread"
@@ -202,58 +203,80 @@ func (k liveLinks) Link(name string) (lk Link, err error) {
 }
 
 func (k liveLinks) SetMTU(name string, mtu int) (err error) {
-	rerr := k.l.run(func() {
-		var link netlink.Link
-		if link, err = netlink.LinkByName(name); err != nil {
-			err = fmt.Errorf("%s: %w", name, err)
-			return
-		}
-		if err = netlink.LinkSetMTU(link, mtu); err != nil {
-			err = fmt.Errorf("the driver of %s refused MTU %d: %w", name, mtu, err)
-		}
-	})
+	rerr := k.l.run(func() { err = setMTU(name, mtu) })
 	if rerr != nil {
 		return rerr
 	}
 	return err
 }
 
-// linkMTU asks rtnetlink (RTM_GETLINK by name) for an interface's MTU and
-// the range its driver accepts. The netlink package's LinkAttrs has no
-// IFLA_MIN_MTU / IFLA_MAX_MTU, so the request is made with its nl helpers
-// and those attributes are read here.
+// linkMTU reads an interface's MTU and the range its driver accepts
+// (IFLA_MTU, IFLA_MIN_MTU, IFLA_MAX_MTU) from the standard library's dump
+// of the routing netlink's links (syscall.NetlinkRIB): tune needs no
+// netlink library for one request, and the packages that read tune's
+// types (report) link none.
 func linkMTU(name string) (Link, error) {
-	req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_ACK)
-	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
-	msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
+	ifi, err := net.InterfaceByName(name)
 	if err != nil {
-		if errors.Is(err, unix.ENODEV) {
-			return Link{}, usage.Errorf("no interface %s", name)
-		}
-		return Link{}, fmt.Errorf("%s: rtnetlink: %w", name, err)
+		return Link{}, usage.Errorf("no interface %s", name)
 	}
-	if len(msgs) == 0 || len(msgs[0]) < unix.SizeofIfInfomsg {
-		return Link{}, fmt.Errorf("%s: rtnetlink: empty answer", name)
-	}
-	attrs, err := nl.ParseRouteAttr(msgs[0][unix.SizeofIfInfomsg:])
+	tab, err := syscall.NetlinkRIB(syscall.RTM_GETLINK, syscall.AF_UNSPEC)
 	if err != nil {
 		return Link{}, fmt.Errorf("%s: rtnetlink: %w", name, err)
 	}
-	lk := Link{Name: name}
-	for _, a := range attrs {
-		if len(a.Value) < 4 {
+	msgs, err := syscall.ParseNetlinkMessage(tab)
+	if err != nil {
+		return Link{}, fmt.Errorf("%s: rtnetlink: %w", name, err)
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		// struct ifinfomsg: family, pad, type (u16), index (s32), ...
+		if m.Header.Type != syscall.RTM_NEWLINK || len(m.Data) < syscall.SizeofIfInfomsg ||
+			int(int32(binary.NativeEndian.Uint32(m.Data[4:8]))) != ifi.Index {
 			continue
 		}
-		v := int(nl.NativeEndian().Uint32(a.Value[:4]))
-		switch a.Attr.Type {
-		case unix.IFLA_MTU:
-			lk.MTU = v
-		case unix.IFLA_MIN_MTU:
-			lk.MinMTU = v
-		case unix.IFLA_MAX_MTU:
-			lk.MaxMTU = v
+		attrs, err := syscall.ParseNetlinkRouteAttr(m)
+		if err != nil {
+			return Link{}, fmt.Errorf("%s: rtnetlink: %w", name, err)
 		}
+		lk := Link{Name: name}
+		for _, a := range attrs {
+			if len(a.Value) < 4 {
+				continue
+			}
+			v := int(binary.NativeEndian.Uint32(a.Value[:4]))
+			switch a.Attr.Type {
+			case unix.IFLA_MTU:
+				lk.MTU = v
+			case unix.IFLA_MIN_MTU:
+				lk.MinMTU = v
+			case unix.IFLA_MAX_MTU:
+				lk.MaxMTU = v
+			}
+		}
+		return lk, nil
 	}
-	return lk, nil
+	return Link{}, usage.Errorf("no interface %s", name)
+}
+
+// setMTU sets an interface's MTU with SIOCSIFMTU, as ip link set mtu does
+// through rtnetlink; the driver checks it against its range either way.
+func setMTU(name string, mtu int) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	ifr.SetUint32(uint32(mtu))
+	switch err := unix.IoctlIfreq(fd, unix.SIOCSIFMTU, ifr); {
+	case errors.Is(err, unix.ENODEV):
+		return fmt.Errorf("%s: %w", name, err)
+	case err != nil:
+		return fmt.Errorf("the driver of %s refused MTU %d: %w", name, mtu, err)
+	}
+	return nil
 }
