@@ -7,6 +7,7 @@ import (
 
 	"linerate/internal/units"
 	"linerate/internal/usage"
+	"linerate/wire"
 )
 
 // Goal is what `tune auto` improves.
@@ -86,14 +87,14 @@ func (m *Metric) UnmarshalText(b []byte) error {
 }
 
 // Metric is the figure a goal is judged on for a protocol.
-func (g Goal) Metric(proto string) Metric {
+func (g Goal) Metric(proto wire.Proto) Metric {
 	switch g {
 	case GoalLoss:
 		return MetricLoss
 	case GoalCPU:
 		return MetricCPUPerMpkt
 	}
-	if proto == "tcp" {
+	if proto == wire.TCP {
 		return MetricRxBPS
 	}
 	return MetricRxPPS

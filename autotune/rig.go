@@ -9,6 +9,7 @@ import (
 	"linerate/results"
 	"linerate/sample"
 	"linerate/tune"
+	"linerate/wire"
 )
 
 // Rig is where `tune auto` measures and what it tunes: the device under
@@ -91,7 +92,7 @@ type Measurement struct {
 
 // Round is what one round measured, as the loop judges it.
 type Round struct {
-	Proto string `json:"proto"`
+	Proto wire.Proto `json:"proto"`
 	// Seconds is the measured window.
 	Seconds         float64 `json:"seconds"`
 	SentPPS         float64 `json:"sent_pps"`
@@ -153,7 +154,7 @@ func (m Measurement) round() (Round, error) {
 		return Round{}, errors.New("the bench gave no result")
 	}
 	s := res.Summary
-	r := Round{Proto: string(res.Spec.Proto), Seconds: s.Seconds, SentPPS: s.SentPPS, ReceivedPPS: s.ReceivedPPS,
+	r := Round{Proto: res.Spec.Proto, Seconds: s.Seconds, SentPPS: s.SentPPS, ReceivedPPS: s.ReceivedPPS,
 		ReceivedBPS: s.ReceivedBPS, ReceivedPackets: s.ReceivedPackets, LossRatio: s.LossRatio, LimitedBy: s.LimitedBy}
 	if len(m.DUT) > 0 && s.Seconds > 0 {
 		// CPU over exactly the measured window: each interval's busy share

@@ -709,7 +709,7 @@ func medianRound(rs []Round) Round {
 // describeRound is one round in a progress line.
 func describeRound(r Round) string {
 	s := fmt.Sprintf("%s received (%s sent), loss %s", units.Rate(r.ReceivedPPS, "pps"), units.Rate(r.SentPPS, "pps"), MetricLoss.Format(r.LossRatio))
-	if r.Proto == "tcp" {
+	if r.Proto == wire.TCP {
 		s = units.Rate(r.ReceivedBPS, "bit/s") + " received"
 	}
 	if r.CPUSampled && r.ReceivedPackets > 0 {
@@ -759,4 +759,4 @@ func plural(n int) string {
 
 // itemKey names what an item changes (its kind and target), so a fix and
 // a --try for the same thing count once.
-func itemKey(it tune.Item) string { return it.Kind + ":" + it.Target }
+func itemKey(it tune.Item) string { return it.Kind.String() + ":" + it.Target }

@@ -194,7 +194,7 @@ func TestAutoFakeRouter(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, tr := range rep.Trials {
-		got[tr.Item.Kind+" "+tr.Item.Target] = tr.Outcome
+		got[tr.Item.Kind.String()+" "+tr.Item.Target] = tr.Outcome
 		if tr.Outcome == RolledBack && !tr.Restored {
 			t.Errorf("%s rolled back but not restored", tr.Item)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/wire"
 )
 
 // benchSchema is the schema number of `linerate bench --json` this package
@@ -21,10 +22,10 @@ const benchSchema = 1
 type benchResult struct {
 	Schema int `json:"schema"`
 	Spec   struct {
-		Proto     string  `json:"proto"`
-		Direction string  `json:"direction"`
-		Duration  float64 `json:"duration"`
-		Payload   int     `json:"payload"`
+		Proto     wire.Proto `json:"proto"`
+		Direction string     `json:"direction"`
+		Duration  float64    `json:"duration"`
+		Payload   int        `json:"payload"`
 	} `json:"spec"`
 	FrameSize   int          `json:"frame_size"`
 	Interrupted bool         `json:"interrupted"`
@@ -133,7 +134,7 @@ func parseBench(b []byte) (*benchResult, error) {
 	if err := decodeResult(b, &r, &r.Schema); err != nil {
 		return nil, err
 	}
-	if r.Spec.Proto != "tcp" && r.Spec.Proto != "udp" {
+	if r.Spec.Proto != wire.TCP && r.Spec.Proto != wire.UDP {
 		return nil, fmt.Errorf("its JSON result has proto %q; want tcp or udp", r.Spec.Proto)
 	}
 	return &r, nil
@@ -206,7 +207,7 @@ func summarise(r *benchResult, from, to string, speedBps int64) ([]Flow, []box.C
 		}
 		f := Flow{Direction: d.name, From: d.from, To: d.to, Bps: d.tot.ReceivedBPS, LossRatio: d.tot.LossRatio, Retransmits: d.tot.Retransmits}
 		var err error
-		if r.Spec.Proto == "udp" {
+		if r.Spec.Proto == wire.UDP {
 			f.PPS = d.tot.ReceivedPPS
 			f.Frame, err = udpFrame(r)
 		} else {

@@ -10,6 +10,7 @@ import (
 
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/wire"
 )
 
 // The files in testdata are real `linerate bench --json` results, run from
@@ -237,7 +238,7 @@ func TestParseFlowSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Spec.Proto != "udp" || r.Summary.ReceivedPPS <= 0 {
+	if r.Spec.Proto != wire.UDP || r.Summary.ReceivedPPS <= 0 {
 		t.Errorf("the flow's result was not read: %+v", r.Summary)
 	}
 	cpu := r.cpuUse()

@@ -92,7 +92,7 @@ func sends(dir wire.Direction) (forward, reverse bool) {
 // askedFPS is the frame rate a flow asks for; 0 when it asks for none. A
 // TCP rate in bits per second counts payload, as the agents pace it.
 func askedFPS(f *Flow, fr ceiling.Frame) float64 {
-	if f.Proto == "tcp" {
+	if f.Proto == wire.TCP {
 		return f.Rate.PacketsPerSecond(max(fr.Payload, 1))
 	}
 	return f.Rate.PacketsPerSecond(fr.Bytes)
@@ -257,10 +257,10 @@ func (pl *Plan) busLoad(e *Expectation, frames []ceiling.Frame, bus ceiling.Bus)
 			into, out = rev, fwd
 		}
 		if into {
-			parts = append(parts, part{ceiling.Receive, hostIn, frames[i], f.Proto == "tcp"})
+			parts = append(parts, part{ceiling.Receive, hostIn, frames[i], f.Proto == wire.TCP})
 		}
 		if out {
-			parts = append(parts, part{ceiling.Transmit, hostOut, frames[i], f.Proto == "tcp"})
+			parts = append(parts, part{ceiling.Transmit, hostOut, frames[i], f.Proto == wire.TCP})
 		}
 	}
 	if len(parts) == 0 {

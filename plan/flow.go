@@ -251,7 +251,7 @@ func (p *parser) protoSettings(what string, s, defaults *settings, fl *Flow) err
 		delete(s.at, key)
 		return nil
 	}
-	if fl.Proto == "tcp" {
+	if fl.Proto == wire.TCP {
 		for _, r := range [][2]string{
 			{"size", "size is a udp frame size: a tcp flow takes mss (the segment) or payload (the bytes of each write)"},
 			{"ports", "ports spreads udp flows over destination ports: a tcp flow takes streams (connections)"},
@@ -317,8 +317,8 @@ func (f *Flow) PayloadFor(v4 bool) int {
 func (f *Flow) Spec(duration, warmup time.Duration, v4 bool) wire.Spec {
 	sp := wire.Spec{Proto: f.Proto, Direction: f.Direction, Duration: wire.Seconds(duration), Warmup: wire.Seconds(warmup),
 		Rate: f.Rate, Payload: f.PayloadFor(v4), Streams: f.Streams, Ports: f.Ports, Threads: f.Threads, MSS: f.MSS,
-		ZeroCopy: f.Proto == "tcp" && !f.Copy && f.Rate.Unlimited()}
-	if f.Proto == "udp" && f.Direction != wire.Forward {
+		ZeroCopy: f.Proto == wire.TCP && !f.Copy && f.Rate.Unlimited()}
+	if f.Proto == wire.UDP && f.Direction != wire.Forward {
 		sp.ClientPorts = make([]uint16, f.Ports)
 	}
 	return sp
@@ -334,7 +334,7 @@ const tcpTimestamps = 12
 // segment carries MSS − 12 bytes: --mss 88 is a 146-byte frame.
 func (f *Flow) Frame() (ceiling.Frame, error) {
 	v4 := f.IPv4()
-	if f.Proto == "udp" {
+	if f.Proto == wire.UDP {
 		return ceiling.PayloadFrame(f.PayloadFor(v4), ceiling.Headers{Proto: ceiling.UDP, IPv6: !v4})
 	}
 	h := ceiling.Headers{Proto: ceiling.TCP, IPv6: !v4, TCPTimestamps: true}

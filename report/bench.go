@@ -51,7 +51,7 @@ func BenchJSON(w io.Writer, r *results.Result) error {
 func BenchText(w io.Writer, r *results.Result) {
 	sp := r.Spec
 	what := fmt.Sprintf("%s %s", sp.Proto, sp.Direction)
-	if sp.Proto == "udp" {
+	if sp.Proto == wire.UDP {
 		what += fmt.Sprintf(", %d-byte frames (%d-byte payload), %d ports × %d streams", r.FrameSize, sp.Payload, sp.Ports, sp.Streams)
 	} else {
 		what += fmt.Sprintf(", %d streams", sp.Streams)
@@ -70,13 +70,13 @@ func BenchText(w io.Writer, r *results.Result) {
 	fmt.Fprintln(w, what)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	if sp.Proto == "udp" {
+	if sp.Proto == wire.UDP {
 		fmt.Fprintln(tw, "target\tdirection\tsent pkts\treceived\tlost\tloss\treorder\tdup\tsent pps\trecv pps\trecv bit/s\t")
 	} else {
 		fmt.Fprintln(tw, "target\tdirection\tsent bytes\treceived\tsegments\tretrans\trtt\tgoodput\t")
 	}
 	row := func(name, dir string, t *results.Totals, rtt string) {
-		if sp.Proto == "udp" {
+		if sp.Proto == wire.UDP {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t\n", name, dir, t.SentPackets, t.ReceivedPackets,
 				t.LostPackets, units.Percent(t.LossRatio, 3, ""), t.Reordered, t.Duplicates, units.Fixed.Format(t.SentPPS), units.Fixed.Format(t.ReceivedPPS), units.Fixed.Format(t.ReceivedBPS))
 		} else {
@@ -98,7 +98,7 @@ func BenchText(w io.Writer, r *results.Result) {
 		row("total", "", &r.Summary.Totals, "")
 	}
 	tw.Flush()
-	if sp.Proto == "tcp" && len(r.Streams) > 1 {
+	if sp.Proto == wire.TCP && len(r.Streams) > 1 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "stream\tdirection\tgoodput\tretrans\trtt\t")
 		for _, s := range r.Streams {

@@ -10,6 +10,7 @@ import (
 	"linerate/box"
 	"linerate/internal/units"
 	"linerate/results"
+	"linerate/wire"
 )
 
 // FlowSetText writes the result of third-party flows (bench --from): each
@@ -32,7 +33,7 @@ func FlowSetText(w io.Writer, fs *results.FlowSet) {
 	t := fs.Total
 	fmt.Fprintf(w, "total of %d flows: sent %s %s, received %s %s", len(fs.Flows),
 		units.Fixed.Unit(t.SentPPS, "pps"), units.Fixed.Unit(t.SentBPS, "b/s"), units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(t.ReceivedBPS, "b/s"))
-	if fs.Spec.Proto == "udp" {
+	if fs.Spec.Proto == wire.UDP {
 		fmt.Fprintf(w, ", lost %d (%s)", t.LostPackets, lossPct(t.LossRatio))
 	} else if t.Retransmits > 0 {
 		fmt.Fprintf(w, ", %d retransmits", t.Retransmits)
@@ -53,7 +54,7 @@ func FlowSetText(w io.Writer, fs *results.FlowSet) {
 func dutLine(samples []results.Sample) string {
 	var rates []box.Rates
 	for _, s := range samples {
-		if s.Side == "dut" && s.Host == "" {
+		if s.Side == results.SideDUT && s.Host == "" {
 			rates = append(rates, s.Rates)
 		}
 	}
@@ -105,7 +106,7 @@ func flowsHeadline(fs *results.FlowSet) string {
 	t := fs.Total
 	h := fmt.Sprintf("%s %s, %d flows: %s %s", fs.Spec.Proto, fs.Spec.Direction, len(fs.Flows),
 		units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(t.ReceivedBPS, "b/s"))
-	if fs.Spec.Proto == "udp" {
+	if fs.Spec.Proto == wire.UDP {
 		h += ", loss " + lossPct(t.LossRatio)
 	}
 	return h

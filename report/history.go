@@ -20,6 +20,7 @@ import (
 	"linerate/plan"
 	"linerate/results"
 	"linerate/source"
+	"linerate/wire"
 )
 
 // Headline is the one-line figure of a result that `linerate runs` shows:
@@ -83,7 +84,7 @@ func benchHeadline(r *results.Result) string {
 		fmt.Fprintf(&b, " ×%d targets", n)
 	}
 	fmt.Fprintf(&b, ": %s %s", units.Fixed.Unit(s.ReceivedPPS, "pps"), units.Fixed.Unit(s.ReceivedBPS, "b/s"))
-	if r.Spec.Proto == "udp" {
+	if r.Spec.Proto == wire.UDP {
 		fmt.Fprintf(&b, ", loss %s", lossPct(s.LossRatio))
 	} else if s.Retransmits > 0 {
 		fmt.Fprintf(&b, ", %d retransmits", s.Retransmits)
@@ -218,7 +219,7 @@ func Figures(result any) []Figure {
 			{Name: "received pps", Value: s.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return units.Fixed.Unit(v, "pps") }},
 			{Name: "received bit/s", Value: s.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return units.Fixed.Unit(v, "b/s") }},
 		}
-		if r.Spec.Proto == "udp" {
+		if r.Spec.Proto == wire.UDP {
 			out = append(out, Figure{Name: "loss", Value: s.LossRatio, format: lossPct})
 		} else {
 			out = append(out, Figure{Name: "retransmits", Value: float64(s.Retransmits), format: func(v float64) string { return fmt.Sprintf("%.0f", v) }})
@@ -241,7 +242,7 @@ func Figures(result any) []Figure {
 			{Name: "received pps", Value: t.ReceivedPPS, Higher: true, PerSecond: pps, format: func(v float64) string { return units.Fixed.Unit(v, "pps") }},
 			{Name: "received bit/s", Value: t.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return units.Fixed.Unit(v, "b/s") }},
 		}
-		if r.Spec.Proto == "udp" {
+		if r.Spec.Proto == wire.UDP {
 			out = append(out, Figure{Name: "loss", Value: t.LossRatio, format: lossPct})
 		}
 		return out

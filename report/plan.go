@@ -9,6 +9,7 @@ import (
 	"linerate/ceiling"
 	"linerate/plan"
 	"linerate/remote"
+	"linerate/wire"
 )
 
 // Plan prints a checked plan as it will run: its hosts and how each is
@@ -58,7 +59,7 @@ func Plan(w io.Writer, pl *plan.Plan, e *plan.Expectation) error {
 			frame = fmt.Sprintf("%d B, payload %d", fr.Bytes, fr.Payload)
 		}
 		streams := fmt.Sprint(f.Streams)
-		if f.Proto == "udp" && f.Ports > 1 {
+		if f.Proto == wire.UDP && f.Ports > 1 {
 			streams = fmt.Sprintf("%d × %d ports", f.Streams, f.Ports)
 		}
 		extra := ""

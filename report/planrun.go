@@ -138,7 +138,7 @@ func planHosts(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
 			}
 			f := &pl.Flows[i]
 			for _, s := range r.Samples {
-				if (f.From == h.Name && s.Side == "client") || (f.To == h.Name && s.Side == "server") {
+				if (f.From == h.Name && s.Side == results.SideClient) || (f.To == h.Name && s.Side == results.SideServer) {
 					rates = append(rates, s.Rates)
 				}
 			}
@@ -154,7 +154,7 @@ func planHosts(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
 	}
 	var self []box.Rates
 	for _, s := range set.Samples {
-		if s.Side == "dut" && s.Host == "" {
+		if s.Side == results.SideDUT && s.Host == "" {
 			self = append(self, s.Rates)
 		}
 	}

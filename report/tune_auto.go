@@ -125,9 +125,9 @@ func autoCandidates(w io.Writer, ew *autoErrWriter, r *autotune.Report) error {
 // change, and how many more an item such as "eth1/rx-*" made.
 func TuneChangeName(cs []tune.Change, it tune.Item) string {
 	if len(cs) == 0 {
-		return it.Kind + " " + it.Target
+		return it.Kind.String() + " " + it.Target
 	}
-	s := cs[0].Kind + " " + cs[0].Target
+	s := cs[0].Kind.String() + " " + cs[0].Target
 	if len(cs) > 1 {
 		s += fmt.Sprintf(" (+%d more)", len(cs)-1)
 	}
@@ -159,7 +159,7 @@ func autoWhere(netns string) string {
 // RoundFigures is a round's (or a median's) figures on one line.
 func RoundFigures(r autotune.Round) string {
 	s := autotune.MetricRxPPS.Format(r.ReceivedPPS) + " received"
-	if r.Proto == "tcp" {
+	if r.Proto == wire.TCP {
 		s = autotune.MetricRxBPS.Format(r.ReceivedBPS) + " received"
 	} else {
 		s += ", loss " + autotune.MetricLoss.Format(r.LossRatio)
@@ -197,7 +197,7 @@ func autoSpread(rs []autotune.Round, metric autotune.Metric) string {
 // autoSpec describes a round's bench in words.
 func autoSpec(sp *wire.Spec, frame int) string {
 	what := sp.Proto.String() + " " + sp.Direction.String()
-	if sp.Proto == "udp" && frame > 0 {
+	if sp.Proto == wire.UDP && frame > 0 {
 		what += fmt.Sprintf(", %d-byte frames", frame)
 	}
 	rate := "as fast as possible"

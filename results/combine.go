@@ -22,7 +22,7 @@ func Combine(target int, dir wire.Direction, proto wire.Proto, sent, recv []Coun
 		t.Seconds = seconds
 		t.SentPackets, t.SentBytes = s.Packets, s.Bytes
 		t.ReceivedPackets, t.ReceivedBytes = r.Packets, r.Bytes
-		if proto == "udp" {
+		if proto == wire.UDP {
 			t.Reordered, t.Duplicates = r.Reorder, r.Dup
 			if s.Packets > r.Unique {
 				t.LostPackets = s.Packets - r.Unique

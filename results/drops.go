@@ -6,7 +6,7 @@ import "linerate/box"
 // window: from just before it (when the warmup ended) to after the
 // receivers stopped and drained.
 type EndDrops struct {
-	// Side is "client" or "server"; Target the target's index for a server
+	// Side is the client or a server; Target the target's index for a server
 	// (-1 for the client).
 	Side   Side `json:"side"`
 	Target int  `json:"target"`

@@ -17,7 +17,7 @@ import (
 // servers are named by number), notes to note the ends whose counters
 // could not be read.
 func (res *Result) BuildLedger(several, notes bool) {
-	if res.Spec.Proto != "udp" || len(res.Drops) == 0 {
+	if res.Spec.Proto != wire.UDP || len(res.Drops) == 0 {
 		return
 	}
 	test := ledger.Test{Sent: res.Summary.SentPackets}

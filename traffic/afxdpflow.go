@@ -11,7 +11,7 @@ import (
 
 // xdpFits: AF_XDP sends UDP from the client only, like the ring.
 func xdpFits(sp *wire.Spec) error {
-	if sp.Proto != "udp" || sp.Direction != wire.Forward {
+	if sp.Proto != wire.UDP || sp.Direction != wire.Forward {
 		return usage.Errorf("--engine xdp sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 // figure.
 func (r *clientRun) newResult(start time.Time) *results.Result {
 	res := &results.Result{Schema: results.ResultSchema, Linerate: version.Version, Time: start.UTC(), Spec: r.spec, Engine: r.cfg.Engine}
-	if r.spec.Proto == "udp" {
+	if r.spec.Proto == wire.UDP {
 		res.FrameSize = r.spec.Payload + r.overhead
 		res.Spec.ClientPorts = nil
 		res.Spec.Punch = false
@@ -31,7 +31,7 @@ func (r *clientRun) assemble(res *results.Result) {
 	}
 	res.Notes = append(res.Notes, r.notes...)
 	for _, rt := range s.samples {
-		res.Samples = append(res.Samples, results.Sample{Side: "client", Target: -1, Rates: rt})
+		res.Samples = append(res.Samples, results.Sample{Side: results.SideClient, Target: -1, Rates: rt})
 	}
 	res.Targets = make([]results.TargetResult, len(r.targets))
 	for i := range r.targets {
@@ -66,7 +66,7 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 	}
 	if t.spec.ClientSends() {
 		var stats []results.TCPStat
-		if proto == "tcp" {
+		if proto == wire.TCP {
 			stats = gatherTCP(t.fwd)
 		}
 		tot, streams := results.Combine(i, wire.Forward, proto, t.sent, sr.Received, stats, window, r.overhead)
@@ -95,7 +95,7 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 	}
 	res.Summary.Totals.Add(tr.Totals)
 	for _, s := range sr.Samples {
-		res.Samples = append(res.Samples, results.Sample{Side: "server", Target: i, Rates: s})
+		res.Samples = append(res.Samples, results.Sample{Side: results.SideServer, Target: i, Rates: s})
 	}
 	if sr.SampleError != "" {
 		tr.Notes = append(tr.Notes, "server samples: "+sr.SampleError)

@@ -51,7 +51,7 @@ func (s *Server) serverHandshake(c *ctl) error {
 	}
 	ch := &Message{Type: wire.MsgChallenge, Version: wire.ProtocolVersion, Linerate: version.Version, Nonce: wire.NewNonce(), Open: s.Token == ""}
 	if !ch.Open {
-		ch.Proof = wire.Proof(s.Token, "server", m.Nonce, ch.Nonce)
+		ch.Proof = wire.Proof(s.Token, wire.RoleServer, m.Nonce, ch.Nonce)
 	}
 	if err := c.write(ch); err != nil {
 		return err
@@ -60,7 +60,7 @@ func (s *Server) serverHandshake(c *ctl) error {
 	if err != nil {
 		return err
 	}
-	if !ch.Open && !hmac.Equal([]byte(a.Proof), []byte(wire.Proof(s.Token, "client", ch.Nonce, m.Nonce))) {
+	if !ch.Open && !hmac.Equal([]byte(a.Proof), []byte(wire.Proof(s.Token, wire.RoleClient, ch.Nonce, m.Nonce))) {
 		return fmt.Errorf("%w: the server requires the secret it was given (serve --token-file or $%s)", wire.ErrWrongToken, wire.TokenEnv)
 	}
 	return nil
@@ -95,10 +95,10 @@ func clientHandshake(c *ctl, secret string) (*Message, error) {
 	case ch.Open:
 	case secret == "":
 		return nil, fmt.Errorf("%w: the server requires a secret: give --token-file or $%s", wire.ErrWrongToken, wire.TokenEnv)
-	case !hmac.Equal([]byte(ch.Proof), []byte(wire.Proof(secret, "server", hello.Nonce, ch.Nonce))):
+	case !hmac.Equal([]byte(ch.Proof), []byte(wire.Proof(secret, wire.RoleServer, hello.Nonce, ch.Nonce))):
 		return nil, fmt.Errorf("%w: the server does not know this secret (its proof does not match)", wire.ErrWrongToken)
 	default:
-		auth.Proof = wire.Proof(secret, "client", ch.Nonce, hello.Nonce)
+		auth.Proof = wire.Proof(secret, wire.RoleClient, ch.Nonce, hello.Nonce)
 	}
 	if err := c.write(auth); err != nil {
 		return nil, err

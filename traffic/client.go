@@ -70,7 +70,7 @@ func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	if err != nil {
 		return wire.Spec{}, nil, err
 	}
-	if eng.name == "auto" && (c.Spec.Proto != "udp" || !c.Spec.ClientSends()) {
+	if eng.name == "auto" && (c.Spec.Proto != wire.UDP || !c.Spec.ClientSends()) {
 		// Nothing for auto to choose: the client sends no UDP. The
 		// result names the default, as it always did.
 		eng = udpEngines[0]
@@ -80,13 +80,13 @@ func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	if err := eng.fits(&sp); err != nil {
 		return wire.Spec{}, nil, err
 	}
-	if sp.Proto == "udp" && c.FrameSize == 0 && sp.Payload == 0 {
+	if sp.Proto == wire.UDP && c.FrameSize == 0 && sp.Payload == 0 {
 		c.FrameSize = wire.MinFrameSize
 	}
-	if sp.Proto == "udp" && c.FrameSize > 0 {
+	if sp.Proto == wire.UDP && c.FrameSize > 0 {
 		sp.Payload = max(c.FrameSize-wire.UDPOverhead(true), wire.HeaderLen) // checked per target
 	}
-	if sp.Proto == "udp" && len(sp.ClientPorts) == 0 && sp.ServerSends() {
+	if sp.Proto == wire.UDP && len(sp.ClientPorts) == 0 && sp.ServerSends() {
 		sp.ClientPorts = make([]uint16, sp.Ports) // filled per target
 	}
 	if err := sp.Check(); err != nil {
@@ -118,7 +118,7 @@ func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 	for _, t := range r.targets {
 		locals = append(locals, t.local)
 	}
-	r.sess.drops = newDropWindow(cfg.Drops, nil, "client", -1, locals, r.cfg.setup)
+	r.sess.drops = newDropWindow(cfg.Drops, nil, results.SideClient, -1, locals, r.cfg.setup)
 	return r.run(ctx)
 }
 
@@ -179,7 +179,7 @@ func (r *clientRun) connect(ctx context.Context, sp wire.Spec) error {
 	}
 	r.spec = r.targets[0].spec
 	r.overhead = wire.UDPOverhead(r.targets[0].addr.Addr().Is4())
-	if r.spec.Proto == "tcp" {
+	if r.spec.Proto == wire.TCP {
 		r.overhead = 0
 	}
 	return nil
@@ -204,7 +204,7 @@ func eachTarget(ts []*target, fn func(*target) error) error {
 
 // open makes the client's senders (and TCP receivers) for every target.
 func (r *clientRun) open() error {
-	if r.spec.Proto == "tcp" {
+	if r.spec.Proto == wire.TCP {
 		for _, t := range r.targets {
 			if err := t.openTCP(r); err != nil {
 				return err

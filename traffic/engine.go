@@ -161,7 +161,7 @@ func openSocketEngine(r *clientRun, to []*target) error {
 
 // ringFits: the ring sends UDP from the client only.
 func ringFits(sp *wire.Spec) error {
-	if sp.Proto != "udp" || sp.Direction != wire.Forward {
+	if sp.Proto != wire.UDP || sp.Direction != wire.Forward {
 		return usage.Errorf("--engine ring sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
 	return nil

@@ -334,7 +334,7 @@ func (s *Server) capSpec(sp *wire.Spec) (notes []string) {
 	}
 	if r := s.Limits.MaxRate; !r.Unlimited() {
 		frame := sp.Payload + wire.UDPOverhead(true)
-		if sp.Proto == "tcp" {
+		if sp.Proto == wire.TCP {
 			frame = max(sp.Payload, 1)
 		}
 		capPPS := r.PacketsPerSecond(frame)

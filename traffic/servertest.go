@@ -54,7 +54,7 @@ func (s *Server) newTest(asked *wire.Spec, local, peer netip.Addr) (*serverTest,
 		t.close()
 		return nil, err
 	}
-	t.sess.drops = newDropWindow(s.Drops, &s.dropMu, "server", -1, []netip.Addr{local}, s.setup)
+	t.sess.drops = newDropWindow(s.Drops, &s.dropMu, results.SideServer, -1, []netip.Addr{local}, s.setup)
 	return t, nil
 }
 
@@ -70,7 +70,7 @@ func (t *serverTest) open() error {
 		t.sess.add(receiving, "", e)
 		t.probePort = e.port()
 	}
-	if sp.Proto == "tcp" {
+	if sp.Proto == wire.TCP {
 		ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", netip.AddrPortFrom(t.local, 0).String())
 		if err != nil {
 			return fmt.Errorf("tcp data listener on %s: %w", t.local, err)

@@ -188,7 +188,7 @@ func (t *target) connect(ctx context.Context, cfg *Config) error {
 func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 	cfg := r.cfg
 	v4 := t.addr.Addr().Is4()
-	if sp.Proto == "udp" && cfg.FrameSize > 0 {
+	if sp.Proto == wire.UDP && cfg.FrameSize > 0 {
 		sp.Payload = cfg.FrameSize - wire.UDPOverhead(v4)
 		if sp.Payload < wire.HeaderLen {
 			return usage.Errorf("--size %d: too small for %s UDP: frames carry at least %d bytes (%d of headers and FCS, %d of linerate's header)",
@@ -196,7 +196,7 @@ func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 		}
 	}
 	var recv *udpReceiver
-	if sp.Proto == "udp" && sp.ServerSends() {
+	if sp.Proto == wire.UDP && sp.ServerSends() {
 		var err error
 		if recv, err = t.openUDPReceiver(r, sp); err != nil {
 			return err

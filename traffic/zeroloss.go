@@ -73,7 +73,7 @@ func Search(ctx context.Context, cfg Config, sc SearchConfig) (*results.Result, 
 	if err := sc.Check(); err != nil {
 		return nil, err
 	}
-	if cfg.Spec.Proto != "udp" {
+	if cfg.Spec.Proto != wire.UDP {
 		return nil, usage.Errorf("--search: UDP only")
 	}
 	cfg.OnInterval, cfg.Idle = nil, 0

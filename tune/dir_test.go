@@ -75,7 +75,7 @@ func TestRouterPiFixes(t *testing.T) {
 	}
 	got := map[string]Change{}
 	for _, c := range p.Changes() {
-		got[c.Kind+" "+c.Target] = c
+		got[c.Kind.String()+" "+c.Target] = c
 	}
 	// Seed 002: "echo 2 > /proc/irq/41/smp_affinity", RPS on the single
 	// rx queue. IRQ 41 allows CPUs 0-3 (and runs on 0); RPS is off.
@@ -92,7 +92,7 @@ func TestRouterPiFixes(t *testing.T) {
 	// The directory has no ethtool: the coalescing fix is skipped, with why.
 	var skipped []string
 	for _, s := range p.Skipped {
-		skipped = append(skipped, s.Item.Kind+": "+s.Reason)
+		skipped = append(skipped, s.Item.Kind.String()+": "+s.Reason)
 	}
 	if !slices.ContainsFunc(skipped, func(s string) bool { return strings.HasPrefix(s, "coalesce:") && strings.Contains(s, "not supported") }) {
 		t.Errorf("skipped: %q, want coalesce as not supported", skipped)
@@ -182,7 +182,7 @@ func TestDirApplyRollback(t *testing.T) {
 	// governor all expands to one change per CPU; boot is advice.
 	var kinds []string
 	for _, c := range p.Changes() {
-		kinds = append(kinds, c.Kind+" "+c.Target+" "+c.From+" -> "+c.To)
+		kinds = append(kinds, c.Kind.String()+" "+c.Target+" "+c.From+" -> "+c.To)
 	}
 	want := []string{
 		"irq-affinity 41 0-3 -> 1", "irq-affinity 42 0 -> 2-3",
@@ -634,7 +634,7 @@ func TestPlanItems(t *testing.T) {
 	}
 	var got []string
 	for _, c := range p.Changes() {
-		got = append(got, c.Kind+" "+c.Target+"="+c.To)
+		got = append(got, c.Kind.String()+" "+c.Target+"="+c.To)
 	}
 	if want := []string{"irq-affinity 41=2", "sysctl net.core.netdev_max_backlog=2000"}; !slices.Equal(got, want) || len(p.Skipped) != 1 {
 		t.Errorf("changes %v (want %v), skipped %v", got, want, p.Skipped)

@@ -105,7 +105,7 @@ func TestCaptureFixesBuild(t *testing.T) {
 			for _, f := range captureFindings(t, dir) {
 				for _, fx := range f.Fixes {
 					seen[fx.Kind] = true
-					it := Item{Kind: fx.Kind.String(), Target: fx.Target, Value: fx.Value, Note: fx.Note}
+					it := Item{Kind: fx.Kind, Target: fx.Target, Value: fx.Value, Note: fx.Note}
 					acts, err := Build(sys, it)
 					if err != nil {
 						t.Errorf("%s proposes %s, which tune does not build: %v", f.Rule, it, err)

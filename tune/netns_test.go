@@ -14,6 +14,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"linerate/diagnose"
 	"linerate/internal/testenv"
 )
 
@@ -146,7 +147,7 @@ func TestNetnsApplyRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resets := map[string]bool{}
+	resets := map[diagnose.FixKind]bool{}
 	for _, c := range p.Changes() {
 		resets[c.Kind] = resets[c.Kind] || c.ResetsLink
 	}

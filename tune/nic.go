@@ -374,7 +374,7 @@ func rssAction(sys System, et Ethtool, it Item, cur, want []uint32, to string) A
 	iface := it.Target
 	c := Change{Kind: it.Kind, Target: iface, From: describeTable(cur), To: to, Note: it.Note,
 		Unchanged: slices.Equal(cur, want)}
-	c.Restore = &Item{Kind: diagnose.FixRSSTable.String(), Target: iface, Value: tableString(cur)}
+	c.Restore = &Item{Kind: diagnose.FixRSSTable, Target: iface, Value: tableString(cur)}
 	return &nicAction{sys: sys, c: c,
 		set: func() error { return et.SetIndirection(iface, want) },
 		check: func() (bool, error) {

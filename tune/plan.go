@@ -59,7 +59,7 @@ func newPlan(sys System, items []Item, lenient bool) (*Plan, error) {
 		p.Items = append(p.Items, it)
 		for _, a := range acts {
 			c := a.Describe()
-			k := c.Kind + ":" + c.Target
+			k := c.Kind.String() + ":" + c.Target
 			if seen[k] && !c.Manual {
 				problems = append(problems, fmt.Sprintf("%s: %s %s is set twice", it, c.Kind, c.Target))
 				bad = true
@@ -128,7 +128,7 @@ func ItemsFromFindings(fs []diagnose.Finding) []Item {
 	seen := map[string]bool{}
 	for _, f := range fs {
 		for _, fx := range f.Fixes {
-			it := Item{Kind: fx.Kind.String(), Target: fx.Target, Value: fx.Value, Note: fx.Note}
+			it := Item{Kind: fx.Kind, Target: fx.Target, Value: fx.Value, Note: fx.Note}
 			if it.Note == "" {
 				it.Note = f.Rule
 			} else {

@@ -53,17 +53,17 @@ import (
 // about hardware or cables) are never applied: they are printed as exact
 // suggestions.
 type Item struct {
-	Kind   string `json:"kind"`
-	Target string `json:"target"`
-	Value  string `json:"value"`
+	Kind   diagnose.FixKind `json:"kind"`
+	Target string           `json:"target"`
+	Value  string           `json:"value"`
 	// Note says why; shown beside the change.
 	Note string `json:"note,omitempty"`
 }
 
-func (it Item) String() string { return it.Kind + ":" + it.Target + "=" + it.Value }
+func (it Item) String() string { return it.Kind.String() + ":" + it.Target + "=" + it.Value }
 
 // key identifies what an item changes, to refuse the same thing set twice.
-func (it Item) key() string { return it.Kind + ":" + it.Target }
+func (it Item) key() string { return it.Kind.String() + ":" + it.Target }
 
 // ParseItem reads the --set form KIND:TARGET=VALUE, e.g.
 // "rps:eth1/rx-0=1-3" or "coalesce:eth0=rx-usecs=100,rx-frames=10" (the
@@ -77,7 +77,7 @@ func ParseItem(s string) (Item, error) {
 	if !ok || target == "" {
 		return Item{}, usage.Errorf("--set %q: want KIND:TARGET=VALUE, e.g. %s:TARGET=VALUE", s, kind)
 	}
-	it := Item{Kind: strings.TrimSpace(kind), Target: strings.TrimSpace(target), Value: strings.TrimSpace(value)}
+	it := Item{Kind: diagnose.FixKind(strings.TrimSpace(kind)), Target: strings.TrimSpace(target), Value: strings.TrimSpace(value)}
 	if _, err := builderOf(it.Kind); err != nil {
 		return Item{}, usage.Errorf("--set %q: %w", s, err)
 	}
@@ -88,10 +88,10 @@ func ParseItem(s string) (Item, error) {
 // From and To are written in the value syntax of the kind, so that
 // Item{Kind, Target, To} asks for the same change again.
 type Change struct {
-	Kind   string `json:"kind"`
-	Target string `json:"target"`
-	From   string `json:"from"`
-	To     string `json:"to"`
+	Kind   diagnose.FixKind `json:"kind"`
+	Target string           `json:"target"`
+	From   string           `json:"from"`
+	To     string           `json:"to"`
 	// Unchanged is true when the system already holds To.
 	Unchanged bool `json:"unchanged,omitempty"`
 	// ResetsLink marks a change that takes the link down for a moment
@@ -140,8 +140,8 @@ var ErrUnknownKind = errors.New("unknown kind")
 
 // builderOf returns the builder of a kind, or a usage error wrapping
 // ErrUnknownKind that lists the kinds there are.
-func builderOf(kind string) (builder, error) {
-	b, ok := builders[diagnose.FixKind(kind)]
+func builderOf(kind diagnose.FixKind) (builder, error) {
+	b, ok := builders[kind]
 	if !ok {
 		return nil, usage.Errorf("%w %q (kinds: %s)", ErrUnknownKind, kind, strings.Join(Kinds(), ", "))
 	}

@@ -127,7 +127,7 @@ func TestScope(t *testing.T) {
 	names := func(its []Item) []string {
 		var s []string
 		for _, it := range its {
-			s = append(s, it.Kind)
+			s = append(s, it.Kind.String())
 		}
 		return s
 	}

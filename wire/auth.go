@@ -24,11 +24,21 @@ func NewNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Proof is what an end sends to show it knows secret: role is "server" or
-// "client", first the nonce of the other end for the server's proof.
-func Proof(secret, role, a, b string) string {
+// Role is which end of the handshake a proof is for; it is part of what
+// the proof covers, so one end's proof is never the other's.
+type Role string
+
+// The two ends of the handshake.
+const (
+	RoleClient Role = "client"
+	RoleServer Role = "server"
+)
+
+// Proof is what an end sends to show it knows secret, for role: first the
+// nonce of the other end for the server's proof.
+func Proof(secret string, role Role, a, b string) string {
 	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte("linerate " + role + "\x00" + a + "\x00" + b))
+	m.Write([]byte("linerate " + string(role) + "\x00" + a + "\x00" + b))
 	return hex.EncodeToString(m.Sum(nil))
 }
 

@@ -160,7 +160,7 @@ func (s *Spec) Check() error {
 	case s.ProbeInterval > 0 && s.ProbeInterval.D() < time.Millisecond:
 		return fmt.Errorf("probe interval %s: under 1ms", s.ProbeInterval.D())
 	}
-	if s.Proto == "udp" {
+	if s.Proto == UDP {
 		if s.Payload < HeaderLen || s.Payload > maxPayload {
 			return fmt.Errorf("payload %d bytes: want %d to %d for udp", s.Payload, HeaderLen, maxPayload)
 		}
@@ -186,7 +186,7 @@ func (s *Spec) ServerSends() bool { return s.Direction != Forward }
 
 // flows is the number of UDP flows (or TCP connections) per direction.
 func (s *Spec) flows() int {
-	if s.Proto == "tcp" {
+	if s.Proto == TCP {
 		return s.Streams
 	}
 	return s.Ports * s.Streams

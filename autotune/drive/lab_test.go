@@ -96,7 +96,7 @@ func TestAutoRouterLab(t *testing.T) {
 				t.Errorf("%s kept without a measured gain: %+v, %d rounds, record %q", tr.Item, v, len(tr.Rounds), tr.Record)
 			}
 			for _, c := range tr.Changes {
-				kept[c.Kind+":"+c.Target] = c
+				kept[c.Kind.String()+":"+c.Target] = c
 			}
 		case autotune.RolledBack:
 			if !tr.Restored || tr.Verdict.Keep {

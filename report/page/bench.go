@@ -102,7 +102,7 @@ func benchWhat(r *results.Result) string {
 	switch {
 	case len(r.Search) > 0:
 		what += fmt.Sprintf(", %d ports × %d streams", sp.Ports, sp.Streams)
-	case sp.Proto == "udp":
+	case sp.Proto == wire.UDP:
 		what += fmt.Sprintf(", %d-byte frames (%d-byte payload), %d ports × %d streams", r.FrameSize, sp.Payload, sp.Ports, sp.Streams)
 	default:
 		what += fmt.Sprintf(", %d streams", sp.Streams)
@@ -139,17 +139,17 @@ func (v *benchView) cards() {
 	}
 	recv := card{Label: "received", Value: pps(s.ReceivedPPS), Sub: ceiling.FormatBps(s.ReceivedBPS)}
 	sent := card{Label: "sent", Value: pps(s.SentPPS), Sub: ceiling.FormatBps(s.SentBPS)}
-	if r.Spec.Proto == "tcp" {
+	if r.Spec.Proto == wire.TCP {
 		recv = card{Label: "goodput", Value: ceiling.FormatBps(s.ReceivedBPS), Sub: pps(s.ReceivedPPS) + " of segments"}
 		sent = card{Label: "sent", Value: ceiling.FormatBps(s.SentBPS), Sub: count(s.SentBytes) + " bytes"}
 	}
-	if pc := s.PathCeiling; pc != nil && pc.FPS > 0 && r.Spec.Proto == "udp" {
+	if pc := s.PathCeiling; pc != nil && pc.FPS > 0 && r.Spec.Proto == wire.UDP {
 		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s pps, %s at %s %s)", s.ReceivedPPS/pc.FPS*100, SI(pc.FPS), pc.What, pc.Host, pc.Iface)
 	} else if pc != nil && pc.L2Bps > 0 {
 		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s, %s at %s %s)", s.ReceivedBPS/pc.L2Bps*100, ceiling.FormatBps(pc.L2Bps), pc.What, pc.Host, pc.Iface)
 	}
 	v.Cards = append(v.Cards, recv, sent)
-	if r.Spec.Proto == "udp" {
+	if r.Spec.Proto == wire.UDP {
 		v.Cards = append(v.Cards, card{Label: "loss", Value: pct(s.LossRatio),
 			Sub: fmt.Sprintf("%s of %s packets", count(s.LostPackets), count(s.SentPackets)), Bad: s.LostPackets > 0})
 	} else {
@@ -169,7 +169,7 @@ func (v *benchView) cards() {
 		{"client", s.CPUSeconds.Client, s.CPUSecondsPerMpkt.Client, s.CPUSecondsPerGbit.Client}} {
 		c := card{Label: end.name + " CPU"}
 		switch {
-		case r.Spec.Proto == "tcp" && end.gb != nil:
+		case r.Spec.Proto == wire.TCP && end.gb != nil:
 			c.Value = fmt.Sprintf("%.3f s/Gbit", *end.gb)
 		case end.mp != nil:
 			c.Value = fmt.Sprintf("%.3f s/Mpkt", *end.mp)
@@ -207,7 +207,7 @@ func (v *benchView) figures() []figure {
 		{Name: "received bits", Value: s.ReceivedBPS, Format: ceiling.FormatBps, Higher: true},
 		{Name: "sent", Value: s.SentPPS, Format: pps, Higher: true},
 	}
-	if r.Spec.Proto == "udp" {
+	if r.Spec.Proto == wire.UDP {
 		out = append(out, figure{Name: "loss", Value: s.LossRatio, Format: pct, Points: lossPoints})
 	} else {
 		out = append(out, figure{Name: "retransmits", Value: float64(s.Retransmits), Format: func(f float64) string { return count(uint64(f)) }})
@@ -276,7 +276,7 @@ func (v *benchView) rates() {
 	}
 	var pref, bref []ref
 	if pc := r.Summary.PathCeiling; pc != nil {
-		if pc.FPS > 0 && r.Spec.Proto == "udp" {
+		if pc.FPS > 0 && r.Spec.Proto == wire.UDP {
 			pref = append(pref, ref{Y: pc.FPS, Label: "ceiling " + SI(pc.FPS) + " pps (" + pc.What + ")"})
 		}
 		if pc.L2Bps > 0 {
@@ -288,7 +288,7 @@ func (v *benchView) rates() {
 			{Name: "sent", Color: colour(0), Y: spps}, {Name: "received", Color: colour(1), Y: rpps}}}.Render(),
 		chart{Title: "bits per second", X: t, Unit: "b/s", Refs: bref, Series: []series{
 			{Name: "sent", Color: colour(0), Y: sbps}, {Name: "received", Color: colour(1), Y: rbps}}}.Render())
-	if r.Spec.Proto == "udp" {
+	if r.Spec.Proto == wire.UDP {
 		v.Rates = append(v.Rates, chart{Title: "sent − received, packets per second (loss, and what was in flight)", X: t,
 			Series: []series{{Name: "sent − received", Color: colour(3), Y: gap}}}.Render())
 	}

@@ -65,7 +65,7 @@ func (v *benchView) ends() {
 	var t0 time.Time
 	for _, s := range r.Samples {
 		k := key{s.Side, s.Target}
-		if s.Side == "client" {
+		if s.Side == results.SideClient {
 			k.target = -1
 		}
 		get(k)
@@ -76,7 +76,7 @@ func (v *benchView) ends() {
 	}
 	for _, d := range r.Drops {
 		k := key{d.Side, d.Target}
-		if d.Side == "client" {
+		if d.Side == results.SideClient {
 			k.target = -1
 		}
 		e := get(k)

@@ -154,16 +154,7 @@ func (v *autoView) figures() []figure {
 	return out
 }
 
-func changeName(c autotune.Candidate) string {
-	if len(c.Changes) == 0 {
-		return c.Item.Kind + " " + c.Item.Target
-	}
-	s := c.Changes[0].Kind + " " + c.Changes[0].Target
-	if len(c.Changes) > 1 {
-		s += fmt.Sprintf(" (+%d more)", len(c.Changes)-1)
-	}
-	return s
-}
+func changeName(c autotune.Candidate) string { return report.TuneChangeName(c.Changes, c.Item) }
 
 func fromTo(c autotune.Candidate) string {
 	if len(c.Changes) == 0 {
@@ -192,7 +183,7 @@ func roundRows(rd autotune.Round) []string {
 // roundSpec describes a round's bench.
 func roundSpec(sp *wire.Spec, frame int) string {
 	what := sp.Proto.String() + " " + sp.Direction.String()
-	if sp.Proto == "udp" && frame > 0 {
+	if sp.Proto == wire.UDP && frame > 0 {
 		what += fmt.Sprintf(", %d-byte frames", frame)
 	}
 	rate := "as fast as possible"
