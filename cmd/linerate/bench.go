@@ -174,8 +174,6 @@ func (o *benchOptions) protoCmd(proto string) *cobra.Command {
 	return c
 }
 
-func init() { rootCmd.AddCommand(newBenchCmd()) }
-
 // parseCPUs reads a --cpus list and checks each CPU is one this process
 // may run on.
 func parseCPUs(s string) ([]int, error) {

@@ -65,8 +65,6 @@ host is. See docs/lab.md.`,
 	return c
 }
 
-func init() { rootCmd.AddCommand(newLabCmd()) }
-
 func newLabUpCmd(common *labOptions) *cobra.Command {
 	o := &labUpOptions{labOptions: common}
 	c := &cobra.Command{

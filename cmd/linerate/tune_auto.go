@@ -91,10 +91,6 @@ it was in; 'linerate tune rollback' also undoes the kept changes.`,
 		Args: argsWith(cobra.NoArgs),
 		RunE: o.run,
 	}
-	defState := os.Getenv(tuneStateDirEnv)
-	if defState == "" {
-		defState = tune.DefaultStateDir
-	}
 	f := cmd.Flags()
 	f.StringVar(&o.lab, "lab", "", "run in this lab (made by 'linerate lab up') and tune its --dut node")
 	f.StringVar(&o.client, "client", autotune.DefaultLabNodes.Client, "with --lab: the node the load is sent from")
@@ -122,11 +118,9 @@ it was in; 'linerate tune rollback' also undoes the kept changes.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "bench the baseline, diagnose and list the candidates; change nothing")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON (progress lines still go to stderr)")
 	o.history.add(f, true)
-	f.StringVar(&o.stateDir, "state-dir", defState, "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
+	f.StringVar(&o.stateDir, "state-dir", defaultTuneStateDir(), "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
 	return cmd
 }
-
-func init() { tuneCmd.AddCommand(newTuneAutoCmd()) }
 
 // bench builds the traffic of one round from the flags.
 func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
