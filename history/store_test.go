@@ -158,6 +158,28 @@ func TestMissingID(t *testing.T) {
 	}
 }
 
+// A prefix two runs start with is ErrAmbiguous, naming both.
+func TestAmbiguousID(t *testing.T) {
+	s := Open(t.TempDir())
+	var ids []string
+	for i := range 2 {
+		r := run(KindBench, fmt.Sprint(i))
+		r.Time = time.Date(2026, 11, 25, 12, 0, i, 0, time.UTC)
+		id, err := s.Save(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	_, err := s.Load("20261125-1200")
+	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), ids[0]) || !strings.Contains(err.Error(), ids[1]) {
+		t.Errorf("Load of a shared prefix: %v", err)
+	}
+	if _, err := s.Load(ids[1]); err != nil {
+		t.Errorf("Load(%s): %v", ids[1], err)
+	}
+}
+
 func TestRemovePrune(t *testing.T) {
 	s := Open(t.TempDir())
 	var ids []string
