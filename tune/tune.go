@@ -66,19 +66,20 @@ func (it Item) key() string { return it.Kind + ":" + it.Target }
 
 // ParseItem reads the --set form KIND:TARGET=VALUE, e.g.
 // "rps:eth1/rx-0=1-3" or "coalesce:eth0=rx-usecs=100,rx-frames=10" (the
-// value is everything after the first '=').
+// value is everything after the first '='). Its errors are
+// *usage.FieldError with the field "Item".
 func ParseItem(s string) (Item, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok || kind == "" {
-		return Item{}, usage.Errorf("--set %q: want KIND:TARGET=VALUE, e.g. rps:eth1/rx-0=1-3", s)
+		return Item{}, usage.Field("Item", "%q: want KIND:TARGET=VALUE, e.g. rps:eth1/rx-0=1-3", s)
 	}
 	target, value, ok := strings.Cut(rest, "=")
 	if !ok || target == "" {
-		return Item{}, usage.Errorf("--set %q: want KIND:TARGET=VALUE, e.g. %s:TARGET=VALUE", s, kind)
+		return Item{}, usage.Field("Item", "%q: want KIND:TARGET=VALUE, e.g. %s:TARGET=VALUE", s, kind)
 	}
 	it := Item{Kind: strings.TrimSpace(kind), Target: strings.TrimSpace(target), Value: strings.TrimSpace(value)}
 	if _, ok := builders[it.Kind]; !ok {
-		return Item{}, usage.Errorf("--set %q: unknown kind %q (kinds: %s)", s, it.Kind, strings.Join(Kinds(), ", "))
+		return Item{}, usage.Field("Item", "%q: unknown kind %q (kinds: %s)", s, it.Kind, strings.Join(Kinds(), ", "))
 	}
 	return it, nil
 }

@@ -224,7 +224,7 @@ func (o *tuneOptions) buildPlan(sys tune.System) (*tune.Plan, error) {
 	for _, s := range o.sets {
 		it, err := tune.ParseItem(s)
 		if err != nil {
-			return nil, err
+			return nil, usage.Flags(err, map[string]string{"Item": "--set"})
 		}
 		set = append(set, it)
 	}

@@ -51,6 +51,12 @@ type tuneAutoOptions struct {
 	stateDir string
 }
 
+// tuneAutoFlags are the flags of tune auto that set each field of
+// autotune's Config (and the bench's Targets). MinGain is not among them:
+// the flag is in percent, the field a fraction, and the flag is checked
+// here.
+var tuneAutoFlags = map[string]string{"Goal": "--goal", "Rounds": "--rounds", "Passes": "--passes", "Targets": "--to"}
+
 func newTuneAutoCmd() *cobra.Command {
 	o := &tuneAutoOptions{}
 	cmd := &cobra.Command{
@@ -204,7 +210,7 @@ func (o *tuneAutoOptions) rig(cmd *cobra.Command, bench traffic.Config) (*autotu
 	bench.Targets = []string{o.to}
 	d, err := autotune.BenchFromHere(bench)
 	if err != nil {
-		return nil, err
+		return nil, usage.Flags(err, tuneAutoFlags)
 	}
 	return autotune.HostRig(d, true)
 }
@@ -232,7 +238,7 @@ func (o *tuneAutoOptions) relayRig(cmd *cobra.Command, bench traffic.Config) (*a
 func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 	goal, err := autotune.ParseGoal(o.goal)
 	if err != nil {
-		return err
+		return usage.Flags(err, tuneAutoFlags)
 	}
 	if goal == autotune.GoalLoss && o.proto == "tcp" {
 		return usage.Errorf("--goal loss is for udp: tcp retransmits what it loses")
@@ -250,8 +256,7 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 	for _, s := range o.try {
 		it, err := tune.ParseItem(s)
 		if err != nil {
-			// ParseItem words its errors for --set.
-			return usage.Errorf("%s", strings.Replace(err.Error(), "--set", "--try", 1))
+			return usage.Flags(err, map[string]string{"Item": "--try"})
 		}
 		try = append(try, it)
 	}
@@ -271,6 +276,7 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 	rep, err := autotune.Run(cmd.Context(), autotune.Config{Rig: rig, Store: tune.NewStore(o.stateDir), Goal: goal,
 		Rounds: o.rounds, MinGain: o.minGain / 100, Try: try, NoFixes: o.noFixes, Passes: o.passes,
 		DryRun: o.dryRun, Progress: cmd.ErrOrStderr()})
+	err = usage.Flags(err, tuneAutoFlags)
 	if rep != nil && (err == nil || len(rep.Baseline) > 0) {
 		o.history.save(cmd, history.KindTuneAuto, rep)
 		var perr error
