@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"linerate/box"
 	"linerate/ceiling"
@@ -162,37 +163,9 @@ func (o *ceilingOptions) query(cmd *cobra.Command) (ceiling.Query, error) {
 			}
 		}
 	}
-	h := ceiling.Headers{IPv6: o.ipv6, TCPTimestamps: o.timestamps, VLAN: o.vlan}
-	if fs.Changed("payload") || fs.Changed("mtu") {
-		p, err := ceiling.ParseProto(o.proto)
-		if err != nil {
-			return q, usage.Errorf("--proto: %w", err)
-		}
-		if p != ceiling.TCP && o.timestamps {
-			return q, usage.Errorf("--timestamps adds a TCP option; it does not apply to --proto %s", p)
-		}
-		h.Proto = p
-	}
-	var (
-		f   ceiling.Frame
-		err error
-	)
-	switch {
-	case fs.Changed("frame"):
-		f, err = ceiling.RawFrame(o.frame)
-		if err != nil {
-			return q, usage.Errorf("--frame: %w", err)
-		}
-	case fs.Changed("payload"):
-		f, err = ceiling.PayloadFrame(o.payload, h)
-		if err != nil {
-			return q, usage.Errorf("--payload: %w", err)
-		}
-	case fs.Changed("mtu"):
-		f, err = ceiling.MTUFrame(o.mtu, h)
-		if err != nil {
-			return q, usage.Errorf("--mtu: %w", err)
-		}
+	f, err := o.queryFrame(fs)
+	if err != nil {
+		return q, err
 	}
 	if given == 1 {
 		q.Frames = []ceiling.Frame{f}
@@ -221,6 +194,42 @@ func (o *ceilingOptions) query(cmd *cobra.Command) (ceiling.Query, error) {
 		q.Bus = &ceiling.Bus{Link: l, MPS: o.mps, MRRS: o.mrrs, Addr32: o.addr32, ECRC: o.ecrc}
 	}
 	return q, nil
+}
+
+// queryFrame is the frame --frame, --payload or --mtu describe (the zero Frame
+// when none is given), with the headers --proto, --ipv6, --timestamps and
+// --vlan put around a payload.
+func (o *ceilingOptions) queryFrame(fs *pflag.FlagSet) (ceiling.Frame, error) {
+	h := ceiling.Headers{IPv6: o.ipv6, TCPTimestamps: o.timestamps, VLAN: o.vlan}
+	if fs.Changed("payload") || fs.Changed("mtu") {
+		p, err := ceiling.ParseProto(o.proto)
+		if err != nil {
+			return ceiling.Frame{}, usage.Errorf("--proto: %w", err)
+		}
+		if p != ceiling.TCP && o.timestamps {
+			return ceiling.Frame{}, usage.Errorf("--timestamps adds a TCP option; it does not apply to --proto %s", p)
+		}
+		h.Proto = p
+	}
+	var (
+		f   ceiling.Frame
+		err error
+	)
+	switch {
+	case fs.Changed("frame"):
+		if f, err = ceiling.RawFrame(o.frame); err != nil {
+			return f, usage.Errorf("--frame: %w", err)
+		}
+	case fs.Changed("payload"):
+		if f, err = ceiling.PayloadFrame(o.payload, h); err != nil {
+			return f, usage.Errorf("--payload: %w", err)
+		}
+	case fs.Changed("mtu"):
+		if f, err = ceiling.MTUFrame(o.mtu, h); err != nil {
+			return f, usage.Errorf("--mtu: %w", err)
+		}
+	}
+	return f, nil
 }
 
 // box reports on the live box or the capture --root names.

@@ -161,10 +161,7 @@ func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
 		Warmup: traffic.Seconds(o.warmup), Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads}
 	if o.proto == "udp" {
 		cfg.FrameSize = o.size
-		cfg.Spec.Ports = o.ports
-		if cfg.Spec.Ports == 0 {
-			cfg.Spec.Ports = o.threads
-		}
+		cfg.Spec.Ports = defaultPorts(o.ports, o.threads)
 	}
 	cfg.CPUs, cfg.Token = cpus, o.token
 	return cfg, nil
