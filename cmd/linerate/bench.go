@@ -367,22 +367,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	defer ends.close()
 	cfg.Drops, cfg.Machine = ends.drops(), ends.machine
 	stream.Start(cfg)
-	var show func(traffic.IntervalStats)
-	live := false
-	switch {
-	case o.jsonStream:
-		show = stream.Interval
-	case o.json:
-		// Intervals go to a terminal on stderr only.
-		if f, ok := cmd.ErrOrStderr().(*os.File); ok && isTerminal(f) {
-			live = true
-			show = func(iv traffic.IntervalStats) { report.BenchInterval(f, iv, true) }
-		}
-	default:
-		f, ok := stdout.(*os.File)
-		live = ok && isTerminal(f)
-		show = func(iv traffic.IntervalStats) { report.BenchInterval(stdout, iv, live) }
-	}
+	show, live := o.intervals(cmd, stream)
 	if show != nil && o.interval > 0 {
 		cfg.OnInterval = traffic.GroupIntervals(o.interval, show)
 	}
@@ -428,6 +413,25 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 		return errInterrupted
 	}
 	return runErr
+}
+
+// intervals is where interval lines go: the JSON stream, a terminal on
+// stderr only with --json (none when stderr is not one), else stdout; live
+// says the line is rewritten in place on a terminal.
+func (o *benchOptions) intervals(cmd *cobra.Command, stream *report.BenchStream) (show func(traffic.IntervalStats), live bool) {
+	stdout := cmd.OutOrStdout()
+	switch {
+	case o.jsonStream:
+		return stream.Interval, false
+	case o.json:
+		if f, ok := cmd.ErrOrStderr().(*os.File); ok && isTerminal(f) {
+			return func(iv traffic.IntervalStats) { report.BenchInterval(f, iv, true) }, true
+		}
+		return nil, false
+	}
+	f, ok := stdout.(*os.File)
+	live = ok && isTerminal(f)
+	return func(iv traffic.IntervalStats) { report.BenchInterval(stdout, iv, live) }, live
 }
 
 // withPort gives each target without a port the control port.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -92,26 +94,15 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 
 	set := &traffic.FlowSet{Schema: traffic.ResultSchema, Linerate: version.Version, Time: time.Now().UTC(), Spec: cfg.Spec,
 		Flows: make([]traffic.FlowRun, len(plans))}
-	var sampled []sampleTarget
-	for _, spec := range o.sample {
-		h, err := remote.Parse(spec)
-		if err != nil {
-			return usage.Errorf("--sample %q: %w", spec, err)
-		}
-		sampled = append(sampled, sampleTarget{name: h.String(), host: h, opts: remote.Options{Stderr: stderr}})
+	sampled, err := sampleTargets(o.sample, stderr)
+	if err != nil {
+		return err
 	}
-	// Reach every agent first: a host that cannot be reached stops the
-	// test before anything is sent.
-	conns := make([]net.Conn, len(plans))
+	conns, err := reachAgents(ctx, plans, stderr)
+	if err != nil {
+		return err
+	}
 	for i, p := range plans {
-		c, err := remote.Dial(ctx, p.from, remote.Options{Stderr: stderr})
-		if err != nil {
-			for _, c := range conns[:i] {
-				c.Close()
-			}
-			return err
-		}
-		conns[i] = c
 		set.Flows[i] = traffic.FlowRun{From: p.from.String(), To: withPort(p.to, o.port)}
 	}
 	mid, err := startMiddle(ctx, sampled, cfg.Token, flowLead(cfg.Spec, cfg.Idle))
@@ -125,19 +116,48 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	// of a single UDP flow through it: what it dropped is the path's.
 	ends := openEndCounters()
 	defer ends.close()
-	var pathMu sync.Mutex
-	var pathDrops func() traffic.EndDrops
+	var path *pathWindow
 	if dc := ends.drops(); dc != nil && proto == "udp" && search == nil && len(plans) == 1 {
-		// The snapshot a little before the agent's window opens: a wider
-		// window only adds what the ledger calls excess.
-		start := flowLead(cfg.Spec, cfg.Idle) - 100*time.Millisecond
-		t := time.AfterFunc(max(start, 0), func() {
-			pathMu.Lock()
-			defer pathMu.Unlock()
-			pathDrops = traffic.PathDrops(dc)
-		})
-		defer t.Stop()
+		path = watchPath(dc, flowLead(cfg.Spec, cfg.Idle))
+		defer path.stop()
 	}
+	o.runEach(ctx, cmd.OutOrStdout(), stderr, plans, conns, set, cfg, search)
+	if d := path.drops(); d != nil && set.Flows[0].Result != nil {
+		set.Flows[0].Result.AddPathDrops(*d)
+	}
+	mid.finish(ctx, set)
+	return o.reportFlows(cmd, set)
+}
+
+// reportFlows saves the flows' results (history, --out), prints them and
+// returns the error of the run: interrupted, or flows that failed.
+func (o *benchOptions) reportFlows(cmd *cobra.Command, set *traffic.FlowSet) error {
+	o.history.save(cmd, history.KindFlows, set)
+	if o.out != "" {
+		if err := saveJSON(o.out, set); err != nil {
+			return err
+		}
+	}
+	var err error
+	if o.json {
+		err = report.TuneJSON(cmd.OutOrStdout(), set)
+	} else {
+		report.FlowSetText(cmd.OutOrStdout(), set)
+	}
+	if err != nil {
+		return err
+	}
+	if set.Interrupted {
+		return errInterrupted
+	}
+	return flowsErr(set)
+}
+
+// runEach runs every flow at once, each through its agent's connection,
+// into set, and waits for them all; interval lines (or a search's
+// progress) go to out (stderr), one flow's at a time.
+func (o *benchOptions) runEach(ctx context.Context, out, stderr io.Writer, plans []flowPlan, conns []net.Conn,
+	set *traffic.FlowSet, cfg traffic.Config, search *traffic.SearchConfig) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	live := o.interval > 0 && !o.json
@@ -160,8 +180,8 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 			show = traffic.GroupIntervals(o.interval, func(iv traffic.IntervalStats) {
 				mu.Lock()
 				defer mu.Unlock()
-				fmt.Fprintf(cmd.OutOrStdout(), "[%s] ", label)
-				report.BenchInterval(cmd.OutOrStdout(), iv, false)
+				fmt.Fprintf(out, "[%s] ", label)
+				report.BenchInterval(out, iv, false)
 			})
 		}
 		wg.Add(1)
@@ -175,29 +195,10 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 		}()
 	}
 	wg.Wait()
-	pathMu.Lock()
-	if pathDrops != nil && set.Flows[0].Result != nil {
-		set.Flows[0].Result.AddPathDrops(pathDrops())
-	}
-	pathMu.Unlock()
-	mid.finish(ctx, set)
-	o.history.save(cmd, history.KindFlows, set)
-	if o.out != "" {
-		if err := saveJSON(o.out, set); err != nil {
-			return err
-		}
-	}
-	if o.json {
-		err = report.TuneJSON(cmd.OutOrStdout(), set)
-	} else {
-		report.FlowSetText(cmd.OutOrStdout(), set)
-	}
-	if err != nil {
-		return err
-	}
-	if set.Interrupted {
-		return errInterrupted
-	}
+}
+
+// flowsErr is the error of a flow set whose flows failed, all or some.
+func flowsErr(set *traffic.FlowSet) error {
 	var failed []error
 	for _, f := range set.Flows {
 		if f.Error != "" {
@@ -210,6 +211,74 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 		return fmt.Errorf("%d of %d flows failed: %s", len(failed), len(set.Flows), failed[0])
 	}
 	return nil
+}
+
+// sampleTargets reads --sample: the hosts to sample beside the flows.
+func sampleTargets(specs []string, stderr io.Writer) ([]sampleTarget, error) {
+	var sampled []sampleTarget
+	for _, spec := range specs {
+		h, err := remote.Parse(spec)
+		if err != nil {
+			return nil, usage.Errorf("--sample %q: %w", spec, err)
+		}
+		sampled = append(sampled, sampleTarget{name: h.String(), host: h, opts: remote.Options{Stderr: stderr}})
+	}
+	return sampled, nil
+}
+
+// reachAgents dials every --from agent first: a host that cannot be
+// reached stops the test before anything is sent.
+func reachAgents(ctx context.Context, plans []flowPlan, stderr io.Writer) ([]net.Conn, error) {
+	conns := make([]net.Conn, len(plans))
+	for i, p := range plans {
+		c, err := remote.Dial(ctx, p.from, remote.Options{Stderr: stderr})
+		if err != nil {
+			for _, c := range conns[:i] {
+				c.Close()
+			}
+			return nil, err
+		}
+		conns[i] = c
+	}
+	return conns, nil
+}
+
+// pathWindow is this host's drop counters over a flow's measured window,
+// for the ledger of a single UDP flow through it: what it dropped is the
+// path's.
+type pathWindow struct {
+	mu    sync.Mutex
+	end   func() traffic.EndDrops
+	timer *time.Timer
+}
+
+// watchPath takes the snapshot a little before the agent's window opens,
+// lead after now: a wider window only adds what the ledger calls excess.
+func watchPath(dc traffic.DropCounters, lead time.Duration) *pathWindow {
+	w := &pathWindow{}
+	w.timer = time.AfterFunc(max(lead-100*time.Millisecond, 0), func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.end = traffic.PathDrops(dc)
+	})
+	return w
+}
+
+func (w *pathWindow) stop() { w.timer.Stop() }
+
+// drops are the drops since the snapshot; nil without one (no window, or
+// the run ended before it opened).
+func (w *pathWindow) drops() *traffic.EndDrops {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.end == nil {
+		return nil
+	}
+	d := w.end()
+	return &d
 }
 
 func joinTargets(ts []string) string {
