@@ -161,16 +161,7 @@ func TestMissingID(t *testing.T) {
 // A prefix two runs start with is ErrAmbiguous, naming both.
 func TestAmbiguousID(t *testing.T) {
 	s := Open(t.TempDir())
-	var ids []string
-	for i := range 2 {
-		r := run(KindBench, fmt.Sprint(i))
-		r.Time = time.Date(2026, 11, 25, 12, 0, i, 0, time.UTC)
-		id, err := s.Save(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
+	ids := saveSeconds(t, s, 2)
 	_, err := s.Load("20261125-1200")
 	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), ids[0]) || !strings.Contains(err.Error(), ids[1]) {
 		t.Errorf("Load of a shared prefix: %v", err)
@@ -180,15 +171,26 @@ func TestAmbiguousID(t *testing.T) {
 	}
 }
 
-func TestRemovePrune(t *testing.T) {
-	s := Open(t.TempDir())
+// saveSeconds saves n bench runs a second apart, from 2026-11-25 12:00:00
+// UTC, and returns their ids.
+func saveSeconds(t *testing.T, s *Store, n int) []string {
+	t.Helper()
 	var ids []string
-	for i := range 5 {
+	for i := range n {
 		r := run(KindBench, fmt.Sprint(i))
 		r.Time = time.Date(2026, 11, 25, 12, 0, i, 0, time.UTC)
-		id, _ := s.Save(r)
+		id, err := s.Save(r)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ids = append(ids, id)
 	}
+	return ids
+}
+
+func TestRemovePrune(t *testing.T) {
+	s := Open(t.TempDir())
+	ids := saveSeconds(t, s, 5)
 	// One unknown id removes nothing.
 	if _, err := s.Remove(ids[0], "missing"); err == nil {
 		t.Fatal("no error")
