@@ -29,14 +29,15 @@ const (
 // Goals lists the goals in help-text order.
 var Goals = []Goal{GoalThroughput, GoalLoss, GoalCPU}
 
-// ParseGoal reads a --goal value.
+// ParseGoal reads a goal by its name; an unknown one is a
+// *usage.FieldError with the field "Goal".
 func ParseGoal(s string) (Goal, error) {
 	for _, g := range Goals {
 		if string(g) == s {
 			return g, nil
 		}
 	}
-	return "", usage.Errorf("--goal %q: want throughput, loss or cpu", s)
+	return "", usage.Field("Goal", "%q: want throughput, loss or cpu", s)
 }
 
 // Metric is a figure a round is judged on. It knows its name (as the

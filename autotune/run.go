@@ -211,22 +211,22 @@ func (c *Config) check() error {
 		c.Rounds = DefaultRounds
 	}
 	if c.Rounds < 1 || c.Rounds > 100 {
-		return usage.Errorf("--rounds %d: want 1 to 100", c.Rounds)
+		return usage.Field("Rounds", "%d: want 1 to 100", c.Rounds)
 	}
 	if c.MinGain == 0 {
 		c.MinGain = DefaultMinGain
 	}
 	if c.MinGain < 0 || c.MinGain >= 1 {
-		return usage.Errorf("--min-gain %g%%: want more than 0 and less than 100", c.MinGain*100)
+		return usage.Field("MinGain", "%g: want more than 0 and less than 1", c.MinGain)
 	}
 	if c.Passes == 0 {
 		c.Passes = DefaultPasses
 	}
 	if c.Passes < 1 {
-		return usage.Errorf("--passes %d: want 1 or more", c.Passes)
+		return usage.Field("Passes", "%d: want 1 or more", c.Passes)
 	}
 	if c.NoFixes && len(c.Try) == 0 {
-		return usage.Errorf("nothing to try: --no-fixes leaves only --try items, and there are none")
+		return usage.Field("Try", "is empty and NoFixes is set: nothing to try")
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard

@@ -296,7 +296,7 @@ func TestAutoBadTry(t *testing.T) {
 		t.Errorf("--no-fixes without --try: %v", err)
 	}
 	_, err = Run(context.Background(), Config{Rig: f.rig(), Store: tune.NewStore(t.TempDir()), Goal: "speed"})
-	if !usage.Is(err) || !strings.Contains(err.Error(), `--goal "speed"`) {
+	if !usage.Is(err) || !strings.Contains(err.Error(), `Goal "speed"`) {
 		t.Errorf("bad goal: %v", err)
 	}
 }

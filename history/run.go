@@ -11,6 +11,7 @@ package history
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -64,6 +65,10 @@ type NewerError struct {
 func (e *NewerError) Error() string {
 	return fmt.Sprintf("%s: written by a newer linerate (run schema %d; this one reads up to %d): upgrade linerate to read it", e.Where, e.Schema, Schema)
 }
+
+// ErrAmbiguous is an id prefix that more than one run starts with; the
+// error that wraps it names two of them.
+var ErrAmbiguous = errors.New("give more of the id")
 
 // NotFoundError is an id the history does not hold.
 type NotFoundError struct {

@@ -348,7 +348,7 @@ func (s *Store) resolve(id string) (string, error) {
 	case 0:
 		return "", &NotFoundError{ID: id, Dir: s.Dir}
 	}
-	return "", fmt.Errorf("run %q: %d runs start with it (%s, ...): give more of the id", id, len(match), strings.Join(match[:2], ", "))
+	return "", fmt.Errorf("run %q: %d runs start with it (%s, ...): %w", id, len(match), strings.Join(match[:2], ", "), ErrAmbiguous)
 }
 
 // Remove deletes runs. Every id is checked first: one that is not there

@@ -158,15 +158,39 @@ func TestMissingID(t *testing.T) {
 	}
 }
 
-func TestRemovePrune(t *testing.T) {
+// A prefix two runs start with is ErrAmbiguous, naming both.
+func TestAmbiguousID(t *testing.T) {
 	s := Open(t.TempDir())
+	ids := saveSeconds(t, s, 2)
+	_, err := s.Load("20261125-1200")
+	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), ids[0]) || !strings.Contains(err.Error(), ids[1]) {
+		t.Errorf("Load of a shared prefix: %v", err)
+	}
+	if _, err := s.Load(ids[1]); err != nil {
+		t.Errorf("Load(%s): %v", ids[1], err)
+	}
+}
+
+// saveSeconds saves n bench runs a second apart, from 2026-11-25 12:00:00
+// UTC, and returns their ids.
+func saveSeconds(t *testing.T, s *Store, n int) []string {
+	t.Helper()
 	var ids []string
-	for i := range 5 {
+	for i := range n {
 		r := run(KindBench, fmt.Sprint(i))
 		r.Time = time.Date(2026, 11, 25, 12, 0, i, 0, time.UTC)
-		id, _ := s.Save(r)
+		id, err := s.Save(r)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ids = append(ids, id)
 	}
+	return ids
+}
+
+func TestRemovePrune(t *testing.T) {
+	s := Open(t.TempDir())
+	ids := saveSeconds(t, s, 5)
 	// One unknown id removes nothing.
 	if _, err := s.Remove(ids[0], "missing"); err == nil {
 		t.Fatal("no error")

@@ -102,7 +102,8 @@ func CheckName(name string) error {
 }
 
 // Validate checks a spec and fills in its defaults (Queues, Subnet, Ports).
-// Every problem is a usage error naming the option.
+// Every problem is bad input; one in a field is a *usage.FieldError
+// naming the field.
 func (s *Spec) Validate() error {
 	if err := CheckName(s.Name); err != nil {
 		return err
@@ -110,26 +111,26 @@ func (s *Spec) Validate() error {
 	switch s.Topology {
 	case Pair, Router:
 		if s.Ports != 0 {
-			return usage.Errorf("--ports is for the star topology, not %s", s.Topology)
+			return usage.Field("Ports", "is for the star topology, not %s", s.Topology)
 		}
 	case Star:
 		if s.Ports < 1 || s.Ports > MaxPorts {
-			return usage.Errorf("--ports %d: a star has 1 to %d ports", s.Ports, MaxPorts)
+			return usage.Field("Ports", "%d: a star has 1 to %d ports", s.Ports, MaxPorts)
 		}
 	default:
 		return usage.Errorf("unknown topology %q: want one of %s", s.Topology, strings.Join(Topologies, ", "))
 	}
 	if s.MTU != 0 && (s.MTU < MinMTU || s.MTU > MaxMTU) {
-		return usage.Errorf("--mtu %d: want %d to %d", s.MTU, MinMTU, MaxMTU)
+		return usage.Field("MTU", "%d: want %d to %d", s.MTU, MinMTU, MaxMTU)
 	}
 	if s.Queues == 0 {
 		s.Queues = 1
 	}
 	if s.Queues < 1 || s.Queues > MaxQueues {
-		return usage.Errorf("--queues %d: want 1 to %d", s.Queues, MaxQueues)
+		return usage.Field("Queues", "%d: want 1 to %d", s.Queues, MaxQueues)
 	}
 	if s.Rate != 0 && (s.Rate < MinRate || s.Rate > MaxRate) {
-		return usage.Errorf("--rate %s: want %s to %s", FormatRate(s.Rate), FormatRate(MinRate), FormatRate(MaxRate))
+		return usage.Field("Rate", "%s: want %s to %s", FormatRate(s.Rate), FormatRate(MinRate), FormatRate(MaxRate))
 	}
 	if !s.Subnet.IsValid() {
 		s.Subnet = DefaultSubnet
@@ -166,19 +167,19 @@ func linkBits(base netip.Prefix) int {
 
 func checkSubnet(p netip.Prefix, links int) error {
 	if !p.Addr().Is4() {
-		return usage.Errorf("--subnet %s: want an IPv4 prefix such as %s", p, DefaultSubnet)
+		return usage.Field("Subnet", "%s: want an IPv4 prefix such as %s", p, DefaultSubnet)
 	}
 	if p.Masked() != p {
-		return usage.Errorf("--subnet %s has host bits set: did you mean %s?", p, p.Masked())
+		return usage.Field("Subnet", "%s has host bits set: did you mean %s?", p, p.Masked())
 	}
 	if p.Bits() < 8 || p.Bits() > 29 {
-		return usage.Errorf("--subnet %s: want a prefix length from /8 to /29", p)
+		return usage.Field("Subnet", "%s: want a prefix length from /8 to /29", p)
 	}
 	// Link k (1-based) uses the k-th subnet, so slot 0 stays unused and
 	// link numbers match the third octet with the default plan.
 	slots := 1 << (linkBits(p) - p.Bits())
 	if links+1 > slots {
-		return usage.Errorf("--subnet %s has room for %d links of /%d; this lab needs %d", p, slots-1, linkBits(p), links)
+		return usage.Field("Subnet", "%s has room for %d links of /%d; this lab needs %d", p, slots-1, linkBits(p), links)
 	}
 	return nil
 }

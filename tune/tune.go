@@ -67,19 +67,20 @@ func (it Item) key() string { return it.Kind.String() + ":" + it.Target }
 
 // ParseItem reads the --set form KIND:TARGET=VALUE, e.g.
 // "rps:eth1/rx-0=1-3" or "coalesce:eth0=rx-usecs=100,rx-frames=10" (the
-// value is everything after the first '=').
+// value is everything after the first '='). Its errors are
+// *usage.FieldError with the field "Item".
 func ParseItem(s string) (Item, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok || kind == "" {
-		return Item{}, usage.Errorf("--set %q: want KIND:TARGET=VALUE, e.g. rps:eth1/rx-0=1-3", s)
+		return Item{}, usage.Field("Item", "%q: want KIND:TARGET=VALUE, e.g. rps:eth1/rx-0=1-3", s)
 	}
 	target, value, ok := strings.Cut(rest, "=")
 	if !ok || target == "" {
-		return Item{}, usage.Errorf("--set %q: want KIND:TARGET=VALUE, e.g. %s:TARGET=VALUE", s, kind)
+		return Item{}, usage.Field("Item", "%q: want KIND:TARGET=VALUE, e.g. %s:TARGET=VALUE", s, kind)
 	}
 	it := Item{Kind: diagnose.FixKind(strings.TrimSpace(kind)), Target: strings.TrimSpace(target), Value: strings.TrimSpace(value)}
 	if _, err := builderOf(it.Kind); err != nil {
-		return Item{}, usage.Errorf("--set %q: %w", s, err)
+		return Item{}, usage.Field("Item", "%q: %w", s, err)
 	}
 	return it, nil
 }

@@ -206,7 +206,7 @@ func HostRig(d autotune.Driver, local bool) (*autotune.Rig, error) {
 // against `linerate serve` at bench.Targets and is the device under test.
 func BenchFromHere(bench traffic.Config) (*Bench, error) {
 	if len(bench.Targets) == 0 {
-		return nil, usage.Errorf("no target: give --to HOST (a machine running 'linerate serve')")
+		return nil, usage.Field("Targets", "empty: name a machine running 'linerate serve'")
 	}
 	return &Bench{Label: "this host → " + bench.Targets[0], Config: bench, ClientIsDUT: true}, nil
 }

@@ -176,8 +176,6 @@ func (o *benchOptions) protoCmd(proto string) *cobra.Command {
 	return c
 }
 
-func init() { rootCmd.AddCommand(newBenchCmd()) }
-
 // parseCPUs reads a --cpus list and checks each CPU is one this process
 // may run on.
 func parseCPUs(s string) ([]int, error) {
@@ -255,55 +253,12 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 	sp := wire.Spec{Proto: wire.Proto(proto), Direction: dir, Duration: wire.Seconds(o.duration), Warmup: wire.Seconds(o.warmup),
 		Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads, ProbeInterval: wire.Seconds(o.probe)}
 	if proto == "udp" {
-		switch {
-		case o.size != 0 && o.payload != 0:
-			return cfg, usage.Errorf("--size and --payload: give one")
-		case o.size < 0 || (o.size == 0 && changed("size")):
-			return cfg, usage.Errorf("--size %d: a frame is at least 64 bytes", o.size)
-		case o.payload == 0 && changed("payload"):
-			return cfg, usage.Errorf("--payload 0: linerate's header needs at least 16 bytes")
-		case o.payload < 0:
-			return cfg, usage.Errorf("--payload %d: negative", o.payload)
-		case o.ports < 0:
-			return cfg, usage.Errorf("--ports %d: must be at least 1", o.ports)
-		case o.rcvbuf < 0:
-			return cfg, usage.Errorf("--rcvbuf %d: negative", o.rcvbuf)
+		if err := o.udpSpec(&sp, changed); err != nil {
+			return cfg, err
 		}
-		if o.size == 0 && o.payload == 0 {
-			// The smallest frame: 64 bytes over IPv4 (84 over IPv6).
-			o.payload = 18
-		}
-		if o.size != 0 {
-			cfg.FrameSize = o.size
-		}
-		sp.Payload = o.payload
-		if o.payload != 0 && o.payload < 16 {
-			return cfg, usage.Errorf("--payload %d: linerate's header needs at least 16 bytes", o.payload)
-		}
-		if o.engine == "auto" && !changed("threads") {
-			// What the user did not choose suits the machine: a sender and
-			// a receiver thread per CPU (as trafgen -P does), up to 4.
-			sp.Threads = min(runtime.NumCPU(), 4)
-			o.threads = sp.Threads
-		}
-		sp.Ports, sp.RecvBuf, sp.XDP = o.ports, o.rcvbuf, o.xdp
-		if sp.Ports == 0 {
-			sp.Ports = o.threads
-		}
-		cfg.Engine = o.engine
-	} else {
-		if o.mss != 0 && o.mss < 88 {
-			return cfg, usage.Errorf("--mss %d: the kernel's smallest MSS is 88", o.mss)
-		}
-		if o.writeSize < 0 {
-			return cfg, usage.Errorf("--write-size %d: negative", o.writeSize)
-		}
-		if o.copy && o.zerocopy {
-			return cfg, usage.Errorf("--copy and --zerocopy: one or the other")
-		}
-		// sendfile as fast as possible (where the sender's copy costs);
-		// a paced stream writes from user memory unless --zerocopy.
-		sp.MSS, sp.ZeroCopy, sp.Payload = o.mss, o.zerocopy || (!o.copy && rate.Unlimited()), o.writeSize
+		cfg.FrameSize, cfg.Engine = o.size, o.engine
+	} else if err := o.tcpSpec(&sp); err != nil {
+		return cfg, err
 	}
 	cfg.Spec = sp
 	cfg.Targets = withPort(o.to, o.port)
@@ -322,6 +277,67 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// udpSpec checks the UDP flags and sets sp's payload, threads and ports
+// from them.
+func (o *benchOptions) udpSpec(sp *wire.Spec, changed func(string) bool) error {
+	switch {
+	case o.size != 0 && o.payload != 0:
+		return usage.Errorf("--size and --payload: give one")
+	case o.size < 0 || (o.size == 0 && changed("size")):
+		return usage.Errorf("--size %d: a frame is at least 64 bytes", o.size)
+	case o.payload == 0 && changed("payload"):
+		return usage.Errorf("--payload 0: linerate's header needs at least 16 bytes")
+	case o.payload < 0:
+		return usage.Errorf("--payload %d: negative", o.payload)
+	case o.ports < 0:
+		return usage.Errorf("--ports %d: must be at least 1", o.ports)
+	case o.rcvbuf < 0:
+		return usage.Errorf("--rcvbuf %d: negative", o.rcvbuf)
+	}
+	if o.size == 0 && o.payload == 0 {
+		// The smallest frame: 64 bytes over IPv4 (84 over IPv6).
+		o.payload = 18
+	}
+	sp.Payload = o.payload
+	if o.payload != 0 && o.payload < 16 {
+		return usage.Errorf("--payload %d: linerate's header needs at least 16 bytes", o.payload)
+	}
+	if o.engine == "auto" && !changed("threads") {
+		// What the user did not choose suits the machine: a sender and
+		// a receiver thread per CPU (as trafgen -P does), up to 4.
+		sp.Threads = min(runtime.NumCPU(), 4)
+		o.threads = sp.Threads
+	}
+	sp.Ports, sp.RecvBuf, sp.XDP = defaultPorts(o.ports, o.threads), o.rcvbuf, o.xdp
+	return nil
+}
+
+// tcpSpec checks the TCP flags and sets sp's MSS, write size and way of
+// sending from them.
+func (o *benchOptions) tcpSpec(sp *wire.Spec) error {
+	switch {
+	case o.mss != 0 && o.mss < 88:
+		return usage.Errorf("--mss %d: the kernel's smallest MSS is 88", o.mss)
+	case o.writeSize < 0:
+		return usage.Errorf("--write-size %d: negative", o.writeSize)
+	case o.copy && o.zerocopy:
+		return usage.Errorf("--copy and --zerocopy: one or the other")
+	}
+	// sendfile as fast as possible (where the sender's copy costs);
+	// a paced stream writes from user memory unless --zerocopy.
+	sp.MSS, sp.ZeroCopy, sp.Payload = o.mss, o.zerocopy || (!o.copy && sp.Rate.Unlimited()), o.writeSize
+	return nil
+}
+
+// defaultPorts is --ports of a UDP load: as many destination ports as
+// threads unless the user said.
+func defaultPorts(ports, threads int) int {
+	if ports == 0 {
+		return threads
+	}
+	return ports
 }
 
 func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
@@ -353,22 +369,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	defer ends.close()
 	cfg.Drops, cfg.Machine = ends.drops(), ends.machine
 	stream.Start(cfg.Targets, cfg.Engine, cfg.FrameSize, cfg.Spec)
-	var show func(results.IntervalStats)
-	live := false
-	switch {
-	case o.jsonStream:
-		show = stream.Interval
-	case o.json:
-		// Intervals go to a terminal on stderr only.
-		if f, ok := cmd.ErrOrStderr().(*os.File); ok && isTerminal(f) {
-			live = true
-			show = func(iv results.IntervalStats) { report.BenchInterval(f, iv, true) }
-		}
-	default:
-		f, ok := stdout.(*os.File)
-		live = ok && isTerminal(f)
-		show = func(iv results.IntervalStats) { report.BenchInterval(stdout, iv, live) }
-	}
+	show, live := o.intervals(cmd, stream)
 	if show != nil && o.interval > 0 {
 		cfg.OnInterval = results.GroupIntervals(o.interval, show)
 	}
@@ -414,6 +415,25 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 		return errInterrupted
 	}
 	return runErr
+}
+
+// intervals is where interval lines go: the JSON stream, a terminal on
+// stderr only with --json (none when stderr is not one), else stdout; live
+// says the line is rewritten in place on a terminal.
+func (o *benchOptions) intervals(cmd *cobra.Command, stream *report.BenchStream) (show func(results.IntervalStats), live bool) {
+	stdout := cmd.OutOrStdout()
+	switch {
+	case o.jsonStream:
+		return stream.Interval, false
+	case o.json:
+		if f, ok := cmd.ErrOrStderr().(*os.File); ok && isTerminal(f) {
+			return func(iv results.IntervalStats) { report.BenchInterval(f, iv, true) }, true
+		}
+		return nil, false
+	}
+	f, ok := stdout.(*os.File)
+	live = ok && isTerminal(f)
+	return func(iv results.IntervalStats) { report.BenchInterval(stdout, iv, live) }, live
 }
 
 // withPort gives each target without a port the control port.

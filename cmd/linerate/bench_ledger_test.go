@@ -12,7 +12,7 @@ func TestBenchTextLedgerOnLoopback(t *testing.T) {
 		t.Skip("sends traffic on loopback")
 	}
 	addr := serveLoopback(t)
-	out, err := runArgs(t, benchCmds(), "bench", "udp", "--to", addr, "--duration", "500ms",
+	out, err := runArgs(t, "bench", "udp", "--to", addr, "--duration", "500ms",
 		"--warmup", "0", "--rate", "4kpps", "--idle", "0", "--interval", "0")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

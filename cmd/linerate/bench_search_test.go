@@ -29,7 +29,7 @@ func TestBenchSearchBadInput(t *testing.T) {
 		{[]string{"--search", "ndr", "--json-stream"}, "give one"},
 	} {
 		args := append(append([]string(nil), to...), c.args...)
-		_, err := runArgs(t, benchCmds(), args...)
+		_, err := runArgs(t, args...)
 		if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err %v, want bad input saying %q", c.args, err, c.want)
 		}
@@ -46,7 +46,7 @@ func TestBenchSearchOnLoopback(t *testing.T) {
 		t.Skip("sends traffic on loopback")
 	}
 	addr := serveLoopback(t)
-	out, err := runArgs(t, benchCmds(), "bench", "udp", "--to", addr, "--search", "ndr,pdr", "--sizes", "1518",
+	out, err := runArgs(t, "bench", "udp", "--to", addr, "--search", "ndr,pdr", "--sizes", "1518",
 		"--precision", "20%", "--trial", "200ms", "--probe-interval", "0", "--json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -9,21 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"linerate/internal/usage"
 	"linerate/results"
 	"linerate/traffic"
 )
-
-func benchCmds() []*cobra.Command {
-	for _, c := range rootCmd.Commands() {
-		if c.Name() == "bench" {
-			return []*cobra.Command{c}
-		}
-	}
-	panic("no bench command")
-}
 
 func TestBenchBadInput(t *testing.T) {
 	for _, c := range []struct {
@@ -51,7 +40,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "tcp", "--to", "127.0.0.1", "--mss", "40"}, "smallest MSS"},
 		{[]string{"bench", "udp", "--to", "127.0.0.1", "--token-file", "/nonexistent/token"}, "--token-file"},
 	} {
-		_, err := runArgs(t, benchCmds(), c.args...)
+		_, err := runArgs(t, c.args...)
 		if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err %v, want bad input saying %q", c.args, err, c.want)
 		}
@@ -77,7 +66,7 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "extra"}, "unknown command"},
 		{[]string{"serve", "--allow", "10.0.0.0/33"}, "--allow \"10.0.0.0/33\": not a CIDR"},
 	} {
-		_, err := runArgs(t, []*cobra.Command{serveCmd}, c.args...)
+		_, err := runArgs(t, c.args...)
 		if err == nil || !(usage.Is(err) || isCobraUsage(err)) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err %v, want bad input saying %q", c.args, err, c.want)
 		}
@@ -89,7 +78,7 @@ func TestBenchJSONOnLoopback(t *testing.T) {
 		t.Skip("sends traffic on loopback")
 	}
 	addr := serveLoopback(t)
-	out, err := runArgs(t, benchCmds(), "bench", "udp", "--to", addr, "--duration", "500ms",
+	out, err := runArgs(t, "bench", "udp", "--to", addr, "--duration", "500ms",
 		"--warmup", "100ms", "--rate", "4kpps", "--idle", "100ms", "--json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -166,7 +155,7 @@ func TestBenchIntervalAndSecondsBadInput(t *testing.T) {
 		{[]string{"bench", "tcp", "-c", "h", "-t", "NaN"}, "want seconds"},
 		{[]string{"bench", "tcp", "-c", "h", "-p", "0"}, "--port 0"},
 	} {
-		_, err := runArgs(t, benchCmds(), c.args...)
+		_, err := runArgs(t, c.args...)
 		if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err %v, want bad input saying %q", c.args, err, c.want)
 		}
@@ -174,11 +163,11 @@ func TestBenchIntervalAndSecondsBadInput(t *testing.T) {
 }
 
 func TestVersionFlag(t *testing.T) {
-	out, err := runArgs(t, nil, "--version")
+	out, err := runArgs(t, "--version")
 	if err != nil || !strings.HasPrefix(out, "linerate ") {
 		t.Errorf("--version: %q, %v", out, err)
 	}
-	out2, _ := runArgs(t, nil, "version")
+	out2, _ := runArgs(t, "version")
 	if out != out2 {
 		t.Errorf("--version says %q, version says %q", out, out2)
 	}
@@ -190,7 +179,7 @@ func TestBenchJSONStreamOnLoopback(t *testing.T) {
 		t.Skip("sends traffic on loopback")
 	}
 	addr := serveLoopback(t)
-	out, err := runArgs(t, benchCmds(), "bench", "udp", "-c", addr, "-t", "2.2",
+	out, err := runArgs(t, "bench", "udp", "-c", addr, "-t", "2.2",
 		"--warmup", "0", "-b", "4kpps", "--idle", "0", "-i", "2", "--json-stream")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"linerate/box"
 	"linerate/ceiling"
@@ -12,7 +13,8 @@ import (
 	"linerate/source"
 )
 
-var ceilingOpts struct {
+// ceilingOptions are the flags of ceiling.
+type ceilingOptions struct {
 	speed      string
 	frame      int
 	payload    int
@@ -30,10 +32,12 @@ var ceilingOpts struct {
 	json       bool
 }
 
-var ceilingCmd = &cobra.Command{
-	Use:   "ceiling",
-	Short: "Work out the most a link or a PCIe bus can carry: frames/s, goodput, bus limits",
-	Long: `ceiling does the arithmetic of line rate and PCIe bandwidth.
+func newCeilingCmd() *cobra.Command {
+	o := &ceilingOptions{}
+	c := &cobra.Command{
+		Use:   "ceiling",
+		Short: "Work out the most a link or a PCIe bus can carry: frames/s, goodput, bus limits",
+		Long: `ceiling does the arithmetic of line rate and PCIe bandwidth.
 
 With no flags (or --root CAPTURE) it reports on the whole box: each NIC's
 line rate, the NICs that share a PCIe link, what that link carries after
@@ -53,7 +57,7 @@ TLP, 3 or 4 DW headers, Ack and UpdateFC DLLPs, and the NIC's descriptor
 traffic (modelled on Intel's igb). It assumes DMA uses 64-bit addresses
 (4 DW headers; the CM4's PCIe window puts all of RAM above 4 GB) unless
 --addr32 says otherwise.`,
-	Example: `  linerate ceiling                                  # this box: NICs, shared PCIe links, warnings
+		Example: `  linerate ceiling                                  # this box: NICs, shared PCIe links, warnings
   linerate ceiling --root cm4.tar.gz --json         # the same for a capture, as JSON
   linerate ceiling --speed 1G --frame 64            # 1,488,095 frames/s
   linerate ceiling --speed 1G --payload 88 --proto tcp   # 146-byte frames: 753,012 frames/s
@@ -61,29 +65,27 @@ traffic (modelled on Intel's igb). It assumes DMA uses 64-bit addresses
   linerate ceiling --speed 2.5G                     # every standard frame size
   linerate ceiling --pcie gen2x1 --mps 128          # the CM4's bus: about 3 Gb/s
   linerate ceiling --pcie gen2x1 --mps 512 --speed 1G   # after pci=pcie_bus_perf; how many 1G ports fit`,
-	Args: argsWith(cobra.NoArgs),
-	RunE: runCeiling,
-}
-
-func init() {
-	f := ceilingCmd.Flags()
-	f.StringVar(&ceilingOpts.speed, "speed", "", "Ethernet link speed: 100M, 1G, 2.5G, 10G, 25G or bits per second (default 1G when a frame is given)")
-	f.IntVar(&ceilingOpts.frame, "frame", 0, "frame size in bytes, destination MAC through FCS (64 to 65557)")
-	f.IntVar(&ceilingOpts.payload, "payload", 0, "L4 payload in bytes (the TCP MSS or UDP datagram); the frame is built around it")
-	f.StringVar(&ceilingOpts.proto, "proto", "tcp", "L4 protocol of --payload or --mtu: tcp or udp")
-	f.BoolVar(&ceilingOpts.ipv6, "ipv6", false, "carry --payload or --mtu over IPv6 (40-byte header) instead of IPv4 (20)")
-	f.BoolVar(&ceilingOpts.timestamps, "timestamps", false, "add the 12-byte TCP timestamps option (Linux sends it by default)")
-	f.BoolVar(&ceilingOpts.vlan, "vlan", false, "add a 4-byte 802.1Q VLAN tag to --payload or --mtu frames")
-	f.IntVar(&ceilingOpts.mtu, "mtu", 0, "use full-size frames for this MTU (1500, 9000, ...)")
-	f.StringVar(&ceilingOpts.pcie, "pcie", "", "model a PCIe link: genNxM, e.g. gen2x1 (the CM4), gen3x4")
-	f.IntVar(&ceilingOpts.mps, "mps", 128, "Max Payload Size of the --pcie link in bytes: 128, 256, 512, 1024, 2048 or 4096")
-	f.IntVar(&ceilingOpts.mrrs, "mrrs", ceiling.DefaultMRRS, "Max Read Request Size of the NIC on the --pcie link in bytes: 128 to 4096")
-	f.BoolVar(&ceilingOpts.addr32, "addr32", false, "DMA addresses below 4 GB on the --pcie link: 3 DW TLP headers instead of 4")
-	f.BoolVar(&ceilingOpts.ecrc, "ecrc", false, "add the optional 4-byte ECRC to every TLP on the --pcie link")
-	f.StringVar(&ceilingOpts.root, "root", "", "report on a capture (directory or .tar.gz made by 'linerate capture') instead of this machine")
-	f.BoolVar(&ceilingOpts.json, "json", false, "print the figures as JSON")
-	ceilingCmd.Long += ceilingCalibrationHelp()
-	rootCmd.AddCommand(ceilingCmd)
+		Args: argsWith(cobra.NoArgs),
+		RunE: o.run,
+	}
+	f := c.Flags()
+	f.StringVar(&o.speed, "speed", "", "Ethernet link speed: 100M, 1G, 2.5G, 10G, 25G or bits per second (default 1G when a frame is given)")
+	f.IntVar(&o.frame, "frame", 0, "frame size in bytes, destination MAC through FCS (64 to 65557)")
+	f.IntVar(&o.payload, "payload", 0, "L4 payload in bytes (the TCP MSS or UDP datagram); the frame is built around it")
+	f.StringVar(&o.proto, "proto", "tcp", "L4 protocol of --payload or --mtu: tcp or udp")
+	f.BoolVar(&o.ipv6, "ipv6", false, "carry --payload or --mtu over IPv6 (40-byte header) instead of IPv4 (20)")
+	f.BoolVar(&o.timestamps, "timestamps", false, "add the 12-byte TCP timestamps option (Linux sends it by default)")
+	f.BoolVar(&o.vlan, "vlan", false, "add a 4-byte 802.1Q VLAN tag to --payload or --mtu frames")
+	f.IntVar(&o.mtu, "mtu", 0, "use full-size frames for this MTU (1500, 9000, ...)")
+	f.StringVar(&o.pcie, "pcie", "", "model a PCIe link: genNxM, e.g. gen2x1 (the CM4), gen3x4")
+	f.IntVar(&o.mps, "mps", 128, "Max Payload Size of the --pcie link in bytes: 128, 256, 512, 1024, 2048 or 4096")
+	f.IntVar(&o.mrrs, "mrrs", ceiling.DefaultMRRS, "Max Read Request Size of the NIC on the --pcie link in bytes: 128 to 4096")
+	f.BoolVar(&o.addr32, "addr32", false, "DMA addresses below 4 GB on the --pcie link: 3 DW TLP headers instead of 4")
+	f.BoolVar(&o.ecrc, "ecrc", false, "add the optional 4-byte ECRC to every TLP on the --pcie link")
+	f.StringVar(&o.root, "root", "", "report on a capture (directory or .tar.gz made by 'linerate capture') instead of this machine")
+	f.BoolVar(&o.json, "json", false, "print the figures as JSON")
+	c.Long += ceilingCalibrationHelp()
+	return c
 }
 
 // ceilingCalibrationHelp lists the bus model beside the measured figures
@@ -105,7 +107,7 @@ func ceilingCalibrationHelp() string {
 // report on a box.
 var ceilingCalcFlags = []string{"speed", "frame", "payload", "proto", "ipv6", "timestamps", "vlan", "mtu", "pcie", "mps", "mrrs", "addr32", "ecrc"}
 
-func runCeiling(cmd *cobra.Command, _ []string) error {
+func (o *ceilingOptions) run(cmd *cobra.Command, _ []string) error {
 	fs := cmd.Flags()
 	var calc []string
 	for _, n := range ceilingCalcFlags {
@@ -115,12 +117,12 @@ func runCeiling(cmd *cobra.Command, _ []string) error {
 	}
 	out := cmd.OutOrStdout()
 	if len(calc) == 0 {
-		return ceilingBox(cmd)
+		return o.box(cmd)
 	}
-	if ceilingOpts.root != "" {
+	if o.root != "" {
 		return usage.Errorf("--root reports on a captured box; it does not combine with %s", calc[0])
 	}
-	q, err := ceilingQuery(cmd)
+	q, err := o.query(cmd)
 	if err != nil {
 		return err
 	}
@@ -128,16 +130,15 @@ func runCeiling(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return usage.Wrap(err)
 	}
-	if ceilingOpts.json {
+	if o.json {
 		return report.CeilingJSON(out, a)
 	}
 	return report.CeilingAnswer(out, a)
 }
 
-// ceilingQuery turns the flags into a ceiling.Query.
-func ceilingQuery(cmd *cobra.Command) (ceiling.Query, error) {
+// query turns the flags into a ceiling.Query.
+func (o *ceilingOptions) query(cmd *cobra.Command) (ceiling.Query, error) {
 	fs := cmd.Flags()
-	o := ceilingOpts
 	var q ceiling.Query
 	given := 0
 	for _, n := range []string{"frame", "payload", "mtu"} {
@@ -162,37 +163,9 @@ func ceilingQuery(cmd *cobra.Command) (ceiling.Query, error) {
 			}
 		}
 	}
-	h := ceiling.Headers{IPv6: o.ipv6, TCPTimestamps: o.timestamps, VLAN: o.vlan}
-	if fs.Changed("payload") || fs.Changed("mtu") {
-		p, err := ceiling.ParseProto(o.proto)
-		if err != nil {
-			return q, usage.Errorf("--proto: %w", err)
-		}
-		if p != ceiling.TCP && o.timestamps {
-			return q, usage.Errorf("--timestamps adds a TCP option; it does not apply to --proto %s", p)
-		}
-		h.Proto = p
-	}
-	var (
-		f   ceiling.Frame
-		err error
-	)
-	switch {
-	case fs.Changed("frame"):
-		f, err = ceiling.RawFrame(o.frame)
-		if err != nil {
-			return q, usage.Errorf("--frame: %w", err)
-		}
-	case fs.Changed("payload"):
-		f, err = ceiling.PayloadFrame(o.payload, h)
-		if err != nil {
-			return q, usage.Errorf("--payload: %w", err)
-		}
-	case fs.Changed("mtu"):
-		f, err = ceiling.MTUFrame(o.mtu, h)
-		if err != nil {
-			return q, usage.Errorf("--mtu: %w", err)
-		}
+	f, err := o.queryFrame(fs)
+	if err != nil {
+		return q, err
 	}
 	if given == 1 {
 		q.Frames = []ceiling.Frame{f}
@@ -223,14 +196,50 @@ func ceilingQuery(cmd *cobra.Command) (ceiling.Query, error) {
 	return q, nil
 }
 
-// ceilingBox reports on the live box or the capture --root names.
-func ceilingBox(cmd *cobra.Command) error {
+// queryFrame is the frame --frame, --payload or --mtu describe (the zero Frame
+// when none is given), with the headers --proto, --ipv6, --timestamps and
+// --vlan put around a payload.
+func (o *ceilingOptions) queryFrame(fs *pflag.FlagSet) (ceiling.Frame, error) {
+	h := ceiling.Headers{IPv6: o.ipv6, TCPTimestamps: o.timestamps, VLAN: o.vlan}
+	if fs.Changed("payload") || fs.Changed("mtu") {
+		p, err := ceiling.ParseProto(o.proto)
+		if err != nil {
+			return ceiling.Frame{}, usage.Errorf("--proto: %w", err)
+		}
+		if p != ceiling.TCP && o.timestamps {
+			return ceiling.Frame{}, usage.Errorf("--timestamps adds a TCP option; it does not apply to --proto %s", p)
+		}
+		h.Proto = p
+	}
+	var (
+		f   ceiling.Frame
+		err error
+	)
+	switch {
+	case fs.Changed("frame"):
+		if f, err = ceiling.RawFrame(o.frame); err != nil {
+			return f, usage.Errorf("--frame: %w", err)
+		}
+	case fs.Changed("payload"):
+		if f, err = ceiling.PayloadFrame(o.payload, h); err != nil {
+			return f, usage.Errorf("--payload: %w", err)
+		}
+	case fs.Changed("mtu"):
+		if f, err = ceiling.MTUFrame(o.mtu, h); err != nil {
+			return f, usage.Errorf("--mtu: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// box reports on the live box or the capture --root names.
+func (o *ceilingOptions) box(cmd *cobra.Command) error {
 	var (
 		src source.Source
 		err error
 	)
-	if ceilingOpts.root != "" {
-		src, err = source.OpenCaptureContext(cmd.Context(), ceilingOpts.root)
+	if o.root != "" {
+		src, err = source.OpenCaptureContext(cmd.Context(), o.root)
 	} else {
 		src, err = source.NewLive()
 	}
@@ -240,10 +249,10 @@ func ceilingBox(cmd *cobra.Command) error {
 	defer src.Close()
 	b, err := box.Collect(cmd.Context(), src)
 	if err != nil {
-		return sourceErr(src, ceilingOpts.root, err)
+		return sourceErr(src, o.root, err)
 	}
 	r := ceiling.ForBox(b)
-	if ceilingOpts.json {
+	if o.json {
 		return report.CeilingJSON(cmd.OutOrStdout(), r)
 	}
 	if err := report.CeilingBox(cmd.OutOrStdout(), r); err != nil {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"linerate/internal/usage"
@@ -16,7 +15,7 @@ import (
 // runs).
 func runCeilingArgs(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	return runArgs(t, []*cobra.Command{ceilingCmd}, append([]string{"ceiling"}, args...)...)
+	return runArgs(t, append([]string{"ceiling"}, args...)...)
 }
 
 func TestCeilingCommand(t *testing.T) {
@@ -122,7 +121,7 @@ func TestCeilingHelp(t *testing.T) {
 			t.Errorf("help lacks %q", w)
 		}
 	}
-	ceilingCmd.Flags().VisitAll(func(f *pflag.Flag) {
+	newCeilingCmd().Flags().VisitAll(func(f *pflag.Flag) {
 		if strings.TrimSpace(f.Usage) == "" {
 			t.Errorf("--%s has no help text", f.Name)
 		}

@@ -17,7 +17,8 @@ import (
 	"linerate/lab"
 )
 
-var demoOpts struct {
+// demoOptions are the flags of demo.
+type demoOptions struct {
 	duration time.Duration
 	rounds   int
 	roundDur time.Duration
@@ -30,10 +31,12 @@ var demoOpts struct {
 	history  historyFlags
 }
 
-var demoCmd = &cobra.Command{
-	Use:   "demo",
-	Short: "Tell the RouterPi story: a NAT router lab measures, diagnoses and tunes itself through agents, then writes a report",
-	Long: `demo is the guided run of 'make demo': the story of the seeds' RouterPi, a
+func newDemoCmd() *cobra.Command {
+	o := &demoOptions{}
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Tell the RouterPi story: a NAT router lab measures, diagnoses and tunes itself through agents, then writes a report",
+		Long: `demo is the guided run of 'make demo': the story of the seeds' RouterPi, a
 small NAT router whose CPU0 did all the receive work. On any Linux machine,
 as root, it:
 
@@ -77,46 +80,44 @@ It takes about a minute (5 s measured per experiment, 2 s per tuning
 round); --quick about half that. Ctrl-C stops it at any point: the change
 being tried is rolled back, the kept ones too, the lab removed (exit 130);
 the page is written of what was measured.`,
-	Example: `  sudo linerate demo
+		Example: `  sudo linerate demo
   sudo linerate demo --quick               # 1 s per experiment and per tuning round, for CI
   sudo linerate demo --rounds 3 --round-duration 5s   # tune with more, longer rounds
   sudo linerate demo --duration 10s --json > demo.json
   sudo linerate demo --speed 2.5G --keep   # leave the lab up to explore
   sudo linerate demo -o /tmp/demo.html --no-save   # the page elsewhere, nothing in the history`,
-	Args: argsWith(cobra.NoArgs),
-	RunE: runDemo,
-}
-
-func init() {
-	f := demoCmd.Flags()
-	f.DurationVar(&demoOpts.duration, "duration", demo.DefaultDuration, "measured time of each experiment (after a 1 s warmup)")
-	f.IntVar(&demoOpts.rounds, "rounds", demo.DefaultTuneRounds, fmt.Sprintf("rounds of tune auto's baseline and of each change it tries (1 to %d)", demo.MaxTuneRounds))
-	f.DurationVar(&demoOpts.roundDur, "round-duration", demo.DefaultTuneDuration, "measured time of each round of the diagnosis flood and of tune auto (after the warmup)")
-	f.BoolVar(&demoOpts.quick, "quick", false, fmt.Sprintf("measure %s per experiment and %s per tuning round after a %s warmup (a smoke test)",
+		Args: argsWith(cobra.NoArgs),
+		RunE: o.run,
+	}
+	f := c.Flags()
+	f.DurationVar(&o.duration, "duration", demo.DefaultDuration, "measured time of each experiment (after a 1 s warmup)")
+	f.IntVar(&o.rounds, "rounds", demo.DefaultTuneRounds, fmt.Sprintf("rounds of tune auto's baseline and of each change it tries (1 to %d)", demo.MaxTuneRounds))
+	f.DurationVar(&o.roundDur, "round-duration", demo.DefaultTuneDuration, "measured time of each round of the diagnosis flood and of tune auto (after the warmup)")
+	f.BoolVar(&o.quick, "quick", false, fmt.Sprintf("measure %s per experiment and %s per tuning round after a %s warmup (a smoke test)",
 		demo.QuickDuration, demo.QuickTuneDuration, demo.QuickWarmup))
-	f.BoolVar(&demoOpts.json, "json", false, "print the report as JSON on stdout (each bench result, the diagnosis, tune auto's report); progress goes to stderr")
-	f.BoolVar(&demoOpts.keep, "keep", false, "leave the lab up at the end (remove it with linerate lab down NAME); the tuning is rolled back all the same")
-	f.StringVar(&demoOpts.speed, "speed", "1G", "Ethernet port speed the lab's links stand for and the ceilings are for (100M, 1G, 2.5G; 0: uncapped)")
-	f.StringVar(&demoOpts.name, "name", demo.DefaultName, "name of the lab to build; no lab of that name may exist")
-	f.StringVarP(&demoOpts.report, "report", "o", demoReport, "write the report page (HTML: before and after tuning side by side, tune auto's trials) to `FILE`")
-	demoOpts.history.add(f, true)
-	rootCmd.AddCommand(demoCmd)
+	f.BoolVar(&o.json, "json", false, "print the report as JSON on stdout (each bench result, the diagnosis, tune auto's report); progress goes to stderr")
+	f.BoolVar(&o.keep, "keep", false, "leave the lab up at the end (remove it with linerate lab down NAME); the tuning is rolled back all the same")
+	f.StringVar(&o.speed, "speed", "1G", "Ethernet port speed the lab's links stand for and the ceilings are for (100M, 1G, 2.5G; 0: uncapped)")
+	f.StringVar(&o.name, "name", demo.DefaultName, "name of the lab to build; no lab of that name may exist")
+	f.StringVarP(&o.report, "report", "o", demoReport, "write the report page (HTML: before and after tuning side by side, tune auto's trials) to `FILE`")
+	o.history.add(f, true)
+	return c
 }
 
-// demoConfig turns the flags into a demo.Config.
-func demoConfig(cmd *cobra.Command) (demo.Config, error) {
-	c := demo.Config{Name: demoOpts.name, Duration: demoOpts.duration, Keep: demoOpts.keep,
-		TuneRounds: demoOpts.rounds, TuneDuration: demoOpts.roundDur}
-	if demoOpts.duration <= 0 {
-		return c, usage.Errorf("--duration %s: want 100ms to %s per experiment", demoOpts.duration, demo.MaxDuration)
+// config turns the flags into a demo.Config.
+func (o *demoOptions) config(cmd *cobra.Command) (demo.Config, error) {
+	c := demo.Config{Name: o.name, Duration: o.duration, Keep: o.keep,
+		TuneRounds: o.rounds, TuneDuration: o.roundDur}
+	if o.duration <= 0 {
+		return c, usage.Errorf("--duration %s: want 100ms to %s per experiment", o.duration, demo.MaxDuration)
 	}
-	if demoOpts.roundDur <= 0 {
-		return c, usage.Errorf("--round-duration %s: want 100ms to %s per round", demoOpts.roundDur, demo.MaxDuration)
+	if o.roundDur <= 0 {
+		return c, usage.Errorf("--round-duration %s: want 100ms to %s per round", o.roundDur, demo.MaxDuration)
 	}
-	if demoOpts.rounds < 1 || demoOpts.rounds > demo.MaxTuneRounds {
-		return c, usage.Errorf("--rounds %d: want 1 to %d", demoOpts.rounds, demo.MaxTuneRounds)
+	if o.rounds < 1 || o.rounds > demo.MaxTuneRounds {
+		return c, usage.Errorf("--rounds %d: want 1 to %d", o.rounds, demo.MaxTuneRounds)
 	}
-	if demoOpts.quick {
+	if o.quick {
 		for _, f := range []string{"duration", "round-duration"} {
 			if cmd.Flags().Changed(f) {
 				return c, usage.Errorf("--quick and --%s: give one", f)
@@ -125,7 +126,7 @@ func demoConfig(cmd *cobra.Command) (demo.Config, error) {
 		c.Duration, c.Warmup, c.Idle = demo.QuickDuration, demo.QuickWarmup, demo.QuickIdle
 		c.TuneDuration = demo.QuickTuneDuration
 	}
-	if s := strings.TrimSpace(demoOpts.speed); s != "0" {
+	if s := strings.TrimSpace(o.speed); s != "0" {
 		v, err := ceiling.ParseSpeed(s)
 		if err != nil {
 			return c, usage.Errorf("--speed: %w", err)
@@ -138,8 +139,8 @@ func demoConfig(cmd *cobra.Command) (demo.Config, error) {
 // demoReport is where the demo writes its report page by default: here.
 const demoReport = "linerate-demo-report.html"
 
-func runDemo(cmd *cobra.Command, _ []string) error {
-	cfg, err := demoConfig(cmd)
+func (o *demoOptions) run(cmd *cobra.Command, _ []string) error {
+	cfg, err := o.config(cmd)
 	if err != nil {
 		return err
 	}
@@ -148,18 +149,18 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("find the linerate binary to run in the lab: %w", err)
 	}
 	cfg.Self = self
-	if strings.TrimSpace(demoOpts.report) == "" || demoOpts.report == "-" {
-		return usage.Errorf("--report %q: give a file to write the page to", demoOpts.report)
+	if strings.TrimSpace(o.report) == "" || o.report == "-" {
+		return usage.Errorf("--report %q: give a file to write the page to", o.report)
 	}
-	if st, err := os.Stat(filepath.Dir(demoOpts.report)); err != nil || !st.IsDir() {
-		return usage.Errorf("--report %s: no directory %s to write the page in", demoOpts.report, filepath.Dir(demoOpts.report))
+	if st, err := os.Stat(filepath.Dir(o.report)); err != nil || !st.IsDir() {
+		return usage.Errorf("--report %s: no directory %s to write the page in", o.report, filepath.Dir(o.report))
 	}
-	if !demoOpts.history.noSave {
-		cfg.History = demoOpts.history.store(cmd)
+	if !o.history.noSave {
+		cfg.History = o.history.store(cmd)
 	}
 	stdout := cmd.OutOrStdout()
 	cfg.Progress = stdout
-	if demoOpts.json {
+	if o.json {
 		cfg.Progress = cmd.ErrOrStderr()
 	}
 	if err := cfg.Check(); err != nil {
@@ -174,20 +175,20 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	rep, runErr := demo.Run(cmd.Context(), cfg)
 	var page error
 	if rep != nil && rep.HasPage() {
-		page = writeFileAtomic(demoOpts.report, rep.WritePage)
+		page = writeFileAtomic(o.report, rep.WritePage)
 		if page == nil {
-			rep.Page = demoOpts.report
+			rep.Page = o.report
 		}
 	}
 	if rep != nil && (len(rep.Outcomes) > 0 || runErr == nil) {
-		if err := writeDemo(stdout, rep); err != nil && runErr == nil {
+		if err := o.write(stdout, rep); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
 	switch {
 	case page != nil && runErr == nil:
 		runErr = fmt.Errorf("the report page: %w", page)
-	case page == nil && rep != nil && rep.Page != "" && !demoOpts.json:
+	case page == nil && rep != nil && rep.Page != "" && !o.json:
 		// The last line: where the page is.
 		fmt.Fprintf(stdout, "\nthe report, one HTML page (before and after tuning side by side, tune auto's trials):\n%s\n", rep.Page)
 	case page == nil && rep != nil && rep.Page != "":
@@ -196,8 +197,8 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	return runErr
 }
 
-func writeDemo(w io.Writer, rep *demo.Report) error {
-	if demoOpts.json {
+func (o *demoOptions) write(w io.Writer, rep *demo.Report) error {
+	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)

@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"linerate/demo"
@@ -55,7 +54,7 @@ func buildDemoBinary(t *testing.T) string {
 // anything is built.
 func demoRunInProcess(t *testing.T, args ...string) error {
 	t.Helper()
-	_, err := runArgs(t, []*cobra.Command{demoCmd}, append([]string{"demo"}, args...)...)
+	_, err := runArgs(t, append([]string{"demo"}, args...)...)
 	return err
 }
 
@@ -95,6 +94,7 @@ func TestDemoBadInput(t *testing.T) {
 }
 
 func TestDemoHelp(t *testing.T) {
+	demoCmd := newDemoCmd()
 	if demoCmd.Example == "" {
 		t.Error("demo has no example")
 	}

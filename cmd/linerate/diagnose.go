@@ -20,7 +20,8 @@ import (
 	"linerate/source/tree"
 )
 
-var diagnoseFlags struct {
+// diagnoseOptions are the flags of diagnose.
+type diagnoseOptions struct {
 	root    string
 	live    time.Duration
 	json    bool
@@ -30,34 +31,34 @@ var diagnoseFlags struct {
 	history historyFlags
 }
 
-var diagnoseCmd = &cobra.Command{
-	Use:   "diagnose [RESULT.json | RUN-ID | --root CAPTURE | --live DURATION]",
-	Short: "Name the bottleneck with evidence and say what would fix it",
-	Long: `diagnose runs linerate's rules over the box's configuration and the counters
+func newDiagnoseCmd() *cobra.Command {
+	o := &diagnoseOptions{}
+	c := &cobra.Command{
+		Use:   "diagnose [RESULT.json | RUN-ID | --root CAPTURE | --live DURATION]",
+		Short: "Name the bottleneck with evidence and say what would fix it",
+		Long: `diagnose runs linerate's rules over the box's configuration and the counters
 sampled while traffic ran: from a saved bench result (its samples), from a
 capture taken with --samples, or by sampling this box for a while as your own
 traffic runs. Each finding names the evidence (per CPU, queue, IRQ) and the
 tuning that would fix it; feed those to 'linerate tune plan'.`,
-	Example: `  linerate diagnose --live 10s              # sample this box while your traffic runs
+		Example: `  linerate diagnose --live 10s              # sample this box while your traffic runs
   linerate diagnose --root routerpi.tar.gz   # a capture made with 'capture --samples 5'
   linerate diagnose result.json              # a saved 'bench --json' result
   linerate diagnose 20261125-1403            # a run of the history ('linerate runs'); a bench --from run: this host in the middle
   linerate diagnose --rules                  # list the rules
   linerate diagnose --live 5s --rule rps-off --json`,
-	Args: argsWith(cobra.MaximumNArgs(1)),
-	RunE: runDiagnose,
-}
-
-func init() {
-	f := diagnoseCmd.Flags()
-	f.StringVar(&diagnoseFlags.root, "root", "", "diagnose a capture (directory or .tar.gz) instead of this box")
-	f.DurationVar(&diagnoseFlags.live, "live", 0, "sample this box for `DURATION` (e.g. 10s) while traffic runs")
-	f.BoolVar(&diagnoseFlags.json, "json", false, "print findings as JSON")
-	f.BoolVar(&diagnoseFlags.rules, "rules", false, "list the rules and exit")
-	f.StringSliceVar(&diagnoseFlags.only, "rule", nil, "run only these rules (repeatable, comma-separated)")
-	f.StringVar(&diagnoseFlags.side, "side", "server", "with a result: diagnose the `client` or the `server` end, or `dut`, the device in the middle (the default for a bench --from run)")
-	diagnoseFlags.history.add(f, true)
-	rootCmd.AddCommand(diagnoseCmd)
+		Args: argsWith(cobra.MaximumNArgs(1)),
+		RunE: o.run,
+	}
+	f := c.Flags()
+	f.StringVar(&o.root, "root", "", "diagnose a capture (directory or .tar.gz) instead of this box")
+	f.DurationVar(&o.live, "live", 0, "sample this box for `DURATION` (e.g. 10s) while traffic runs")
+	f.BoolVar(&o.json, "json", false, "print findings as JSON")
+	f.BoolVar(&o.rules, "rules", false, "list the rules and exit")
+	f.StringSliceVar(&o.only, "rule", nil, "run only these rules (repeatable, comma-separated)")
+	f.StringVar(&o.side, "side", "server", "with a result: diagnose the `client` or the `server` end, or `dut`, the device in the middle (the default for a bench --from run)")
+	o.history.add(f, true)
+	return c
 }
 
 // diagnosis is the JSON form of diagnose's output.
@@ -71,14 +72,14 @@ type diagnosis struct {
 	Origin diagnose.Origin `json:"origin"`
 }
 
-func runDiagnose(cmd *cobra.Command, args []string) error {
+func (o *diagnoseOptions) run(cmd *cobra.Command, args []string) error {
 	out := cmd.OutOrStdout()
-	if diagnoseFlags.rules {
+	if o.rules {
 		report.Rules(out, diagnose.Rules())
 		return nil
 	}
 	modes := 0
-	for _, on := range []bool{len(args) == 1, diagnoseFlags.root != "", diagnoseFlags.live != 0} {
+	for _, on := range []bool{len(args) == 1, o.root != "", o.live != 0} {
 		if on {
 			modes++
 		}
@@ -86,14 +87,14 @@ func runDiagnose(cmd *cobra.Command, args []string) error {
 	if modes != 1 {
 		return usage.Errorf("diagnose needs exactly one of RESULT.json, --root CAPTURE or --live DURATION")
 	}
-	if diagnoseFlags.live < 0 {
-		return usage.Errorf("--live %s: the duration must be positive", diagnoseFlags.live)
+	if o.live < 0 {
+		return usage.Errorf("--live %s: the duration must be positive", o.live)
 	}
-	ev, name, err := gatherEvidence(cmd, args)
+	ev, name, err := o.evidence(cmd, args)
 	if err != nil {
 		return err
 	}
-	fs, err := diagnose.Run(ev, diagnoseFlags.only...)
+	fs, err := diagnose.Run(ev, o.only...)
 	if err != nil {
 		return usage.Wrap(err)
 	}
@@ -102,15 +103,15 @@ func runDiagnose(cmd *cobra.Command, args []string) error {
 		seconds += r.Seconds
 	}
 	nrules := len(diagnose.Rules())
-	if len(diagnoseFlags.only) > 0 {
-		nrules = len(diagnoseFlags.only)
+	if len(o.only) > 0 {
+		nrules = len(o.only)
 	}
 	if fs == nil {
 		fs = []diagnose.Finding{}
 	}
 	d := diagnosis{Source: name, Seconds: seconds, Rules: nrules, Findings: fs, Origin: diagnose.OriginOf(ev.Box)}
-	diagnoseFlags.history.save(cmd, history.KindDiagnose, &d)
-	if diagnoseFlags.json {
+	o.history.save(cmd, history.KindDiagnose, &d)
+	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(d)
@@ -120,29 +121,29 @@ func runDiagnose(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// gatherEvidence builds the rules' input from the chosen source.
-func gatherEvidence(cmd *cobra.Command, args []string) (*diagnose.Evidence, string, error) {
+// evidence builds the rules' input from the chosen source.
+func (o *diagnoseOptions) evidence(cmd *cobra.Command, args []string) (*diagnose.Evidence, string, error) {
 	ctx := cmd.Context()
 	switch {
-	case diagnoseFlags.root != "":
-		src, err := inspectSource(ctx, diagnoseFlags.root, "")
+	case o.root != "":
+		src, err := inspectSource(ctx, o.root, "")
 		if err != nil {
 			return nil, "", err
 		}
 		defer src.Close()
 		b, err := box.Collect(ctx, src)
 		if err != nil {
-			return nil, "", sourceErr(src, diagnoseFlags.root, err)
+			return nil, "", sourceErr(src, o.root, err)
 		}
 		rates, err := box.SampledRates(src)
 		if err != nil {
-			return nil, "", usage.Errorf("capture %s: %w", diagnoseFlags.root, err)
+			return nil, "", usage.Errorf("capture %s: %w", o.root, err)
 		}
 		return &diagnose.Evidence{Box: b, Rates: rates}, src.Name(), nil
-	case diagnoseFlags.live != 0:
-		return liveEvidence(cmd, diagnoseFlags.live)
+	case o.live != 0:
+		return liveEvidence(cmd, o.live)
 	default:
-		return resultEvidence(cmd, args[0])
+		return o.resultEvidence(cmd, args[0])
 	}
 }
 
@@ -170,9 +171,9 @@ func liveEvidence(cmd *cobra.Command, d time.Duration) (*diagnose.Evidence, stri
 // resultEvidence reads a saved `bench --json` result. The result holds the
 // counters of both ends but not their configuration: the configuration is
 // this machine's, read now, so run it on the end you diagnose.
-func resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string, error) {
-	side := results.Side(diagnoseFlags.side)
-	if side != "client" && side != "server" && side != results.SideDUT {
+func (o *diagnoseOptions) resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string, error) {
+	side := results.Side(o.side)
+	if side != results.SideClient && side != results.SideServer && side != results.SideDUT {
 		return nil, "", usage.Errorf("--side %q: want client, server or dut", side)
 	}
 	var r results.Result
@@ -190,7 +191,7 @@ func resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string
 	} else {
 		// A run of the history: a bench, or third-party flows whose
 		// device in the middle (this host, side dut) is diagnosed.
-		run, err := diagnoseFlags.history.store(cmd).Load(path)
+		run, err := o.history.store(cmd).Load(path)
 		if err != nil {
 			return nil, "", usage.Wrap(err)
 		}

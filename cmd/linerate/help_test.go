@@ -29,5 +29,5 @@ func TestEveryCommandHasExamplesAndFlagHelp(t *testing.T) {
 			walk(sub)
 		}
 	}
-	walk(rootCmd)
+	walk(newRootCmd())
 }

@@ -198,7 +198,3 @@ band is what two identical runs could show.`,
 	h.add(cmd.Flags(), false)
 	return cmd
 }
-
-func init() {
-	rootCmd.AddCommand(newRunsCmd(), newCompareCmd())
-}

@@ -9,28 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	"linerate/history"
 	"linerate/internal/usage"
 )
-
-func historyCmds() []*cobra.Command {
-	var out []*cobra.Command
-	for _, c := range rootCmd.Commands() {
-		switch c.Name() {
-		case "bench", "runs", "compare":
-			out = append(out, c)
-		}
-	}
-	return out
-}
 
 // runSaved runs a command and returns its output with the history's
 // notice kept.
 func runSaved(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	resetFlags(t, historyCmds())
 	return execute(args...)
 }
 
@@ -61,7 +47,7 @@ func TestRunsHistory(t *testing.T) {
 		t.Fatalf("--no-save: %v\n%s", err, out)
 	}
 
-	out, err := runArgs(t, historyCmds(), "runs", "--history-dir", dir, "--json")
+	out, err := runArgs(t, "runs", "--history-dir", dir, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +63,12 @@ func TestRunsHistory(t *testing.T) {
 			t.Errorf("entry %+v", e)
 		}
 	}
-	if out, err := runArgs(t, historyCmds(), "runs", "--history-dir", dir, "--last", "1", "--kind", "bench"); err != nil ||
+	if out, err := runArgs(t, "runs", "--history-dir", dir, "--last", "1", "--kind", "bench"); err != nil ||
 		!strings.Contains(out, ids[1]) || strings.Contains(out, ids[0]) {
 		t.Errorf("runs --last 1: %v\n%s", err, out)
 	}
 
-	out, err = runArgs(t, historyCmds(), "compare", ids[0], ids[1][:17], "--history-dir", dir)
+	out, err = runArgs(t, "compare", ids[0], ids[1][:17], "--history-dir", dir)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -97,15 +83,15 @@ func TestRunsHistory(t *testing.T) {
 		t.Errorf("twice the rate is not better beyond the noise: %q", pps)
 	}
 
-	_, err = runArgs(t, historyCmds(), "compare", ids[0], "20991231-nope", "--history-dir", dir)
+	_, err = runArgs(t, "compare", ids[0], "20991231-nope", "--history-dir", dir)
 	if !usage.Is(err) || !strings.Contains(err.Error(), "20991231-nope") {
 		t.Errorf("compare with a missing id: %v", err)
 	}
-	_, err = runArgs(t, historyCmds(), "runs", "rm", ids[0], "missing-id", "--history-dir", dir)
+	_, err = runArgs(t, "runs", "rm", ids[0], "missing-id", "--history-dir", dir)
 	if !usage.Is(err) || !strings.Contains(err.Error(), "missing-id") || !strings.Contains(err.Error(), "nothing was removed") {
 		t.Errorf("rm of a missing id: %v", err)
 	}
-	if out, err := runArgs(t, historyCmds(), "runs", "prune", "--keep", "1", "--history-dir", dir); err != nil || !strings.Contains(out, "removed 1 runs") {
+	if out, err := runArgs(t, "runs", "prune", "--keep", "1", "--history-dir", dir); err != nil || !strings.Contains(out, "removed 1 runs") {
 		t.Errorf("prune: %v\n%s", err, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, ids[0]+".json.gz")); !os.IsNotExist(err) {
@@ -125,15 +111,15 @@ func TestRunFilesRefused(t *testing.T) {
 	os.WriteFile(newer, b.Bytes(), 0o644)
 	foreign := filepath.Join(dir, "foreign.json")
 	os.WriteFile(foreign, []byte(`{"hello":"world"}`), 0o644)
-	_, err := runArgs(t, historyCmds(), "compare", newer, foreign, "--history-dir", dir)
+	_, err := runArgs(t, "compare", newer, foreign, "--history-dir", dir)
 	if !usage.Is(err) || !strings.Contains(err.Error(), "newer linerate") {
 		t.Errorf("newer run: %v", err)
 	}
-	_, err = runArgs(t, historyCmds(), "compare", foreign, newer, "--history-dir", dir)
+	_, err = runArgs(t, "compare", foreign, newer, "--history-dir", dir)
 	if !usage.Is(err) || !strings.Contains(err.Error(), foreign) {
 		t.Errorf("foreign file: %v", err)
 	}
-	_, err = runArgs(t, historyCmds(), "runs", "prune", "--history-dir", dir)
+	_, err = runArgs(t, "runs", "prune", "--history-dir", dir)
 	if !usage.Is(err) || !strings.Contains(err.Error(), "--keep") {
 		t.Errorf("prune without --keep: %v", err)
 	}

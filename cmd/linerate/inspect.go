@@ -15,7 +15,8 @@ import (
 	"linerate/source"
 )
 
-var inspectOpts struct {
+// inspectOptions are the flags of inspect.
+type inspectOptions struct {
 	root  string
 	netns string
 	lab   string
@@ -23,10 +24,12 @@ var inspectOpts struct {
 	json  bool
 }
 
-var inspectCmd = &cobra.Command{
-	Use:   "inspect [IFACE...]",
-	Short: "Show the NICs, queues, IRQs, PCIe path, CPUs and sysctls that bound throughput",
-	Long: `inspect reads everything that decides how fast this box can move packets and
+func newInspectCmd() *cobra.Command {
+	o := &inspectOptions{}
+	c := &cobra.Command{
+		Use:   "inspect [IFACE...]",
+		Short: "Show the NICs, queues, IRQs, PCIe path, CPUs and sysctls that bound throughput",
+		Long: `inspect reads everything that decides how fast this box can move packets and
 prints it per NIC: driver and firmware, link, MTU, channels, rings, interrupt
 coalescing, offloads, the RSS table and hash, rx-flow-hash fields, every
 queue with its RPS/XPS CPUs and packet counters, the IRQs with their
@@ -39,53 +42,51 @@ It reads the live machine, a network namespace (--netns) or a capture made
 by 'linerate capture' (--root). Anything that cannot be read says
 "unsupported: <why>" or "unknown: <why>". --json prints the model with the
 schema documented in docs/inspect-json.md.`,
-	Example: `  linerate inspect                        # every interface of this machine
+		Example: `  linerate inspect                        # every interface of this machine
   linerate inspect eth1 eth2              # only these
   linerate inspect --json > box.json      # the model, for scripts
   linerate inspect --root box.tar.gz      # a capture made elsewhere
   linerate inspect --netns lab-r1         # inside a network namespace
   linerate inspect --lab demo --node router  # a node of a running lab`,
-	Args: cobra.ArbitraryArgs,
-	RunE: runInspect,
+		Args: cobra.ArbitraryArgs,
+		RunE: o.run,
+	}
+	f := c.Flags()
+	f.StringVar(&o.root, "root", "", "read a capture (directory or .tar.gz made by 'linerate capture') instead of this machine")
+	f.StringVar(&o.netns, "netns", "", "read inside the named network namespace (/var/run/netns/NAME)")
+	f.StringVar(&o.lab, "lab", "", "read a node of a running lab (with --node)")
+	f.StringVar(&o.node, "node", "", "the lab node to read (with --lab)")
+	f.BoolVar(&o.json, "json", false, "print the model as JSON (docs/inspect-json.md)")
+	return c
 }
 
-func init() {
-	f := inspectCmd.Flags()
-	f.StringVar(&inspectOpts.root, "root", "", "read a capture (directory or .tar.gz made by 'linerate capture') instead of this machine")
-	f.StringVar(&inspectOpts.netns, "netns", "", "read inside the named network namespace (/var/run/netns/NAME)")
-	f.StringVar(&inspectOpts.lab, "lab", "", "read a node of a running lab (with --node)")
-	f.StringVar(&inspectOpts.node, "node", "", "the lab node to read (with --lab)")
-	f.BoolVar(&inspectOpts.json, "json", false, "print the model as JSON (docs/inspect-json.md)")
-	rootCmd.AddCommand(inspectCmd)
-}
-
-func runInspect(cmd *cobra.Command, args []string) error {
-	if inspectOpts.lab != "" || inspectOpts.node != "" {
-		if inspectOpts.lab == "" || inspectOpts.node == "" {
+func (o *inspectOptions) run(cmd *cobra.Command, args []string) error {
+	if o.lab != "" || o.node != "" {
+		if o.lab == "" || o.node == "" {
 			return usage.Errorf("--lab and --node go together")
 		}
-		if inspectOpts.root != "" || inspectOpts.netns != "" {
+		if o.root != "" || o.netns != "" {
 			return usage.Errorf("--lab goes with neither --root nor --netns")
 		}
-		ns, err := lab.NodeNetns(inspectOpts.lab, inspectOpts.node)
+		ns, err := lab.NodeNetns(o.lab, o.node)
 		if err != nil {
 			return usage.Wrap(err)
 		}
-		inspectOpts.netns = ns
+		o.netns = ns
 	}
-	src, err := inspectSource(cmd.Context(), inspectOpts.root, inspectOpts.netns)
+	src, err := inspectSource(cmd.Context(), o.root, o.netns)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
 	b, err := box.Collect(cmd.Context(), src, args...)
 	if err != nil {
-		return sourceErr(src, inspectOpts.root, err)
+		return sourceErr(src, o.root, err)
 	}
 	if n := len(b.Warnings); n > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "linerate: warning: %d thing(s) in capture %s could not be read and are unknown (see \"warnings\" in the output)\n", n, inspectOpts.root)
+		fmt.Fprintf(cmd.ErrOrStderr(), "linerate: warning: %d thing(s) in capture %s could not be read and are unknown (see \"warnings\" in the output)\n", n, o.root)
 	}
-	if inspectOpts.json {
+	if o.json {
 		return report.JSON(cmd.OutOrStdout(), b)
 	}
 	return report.Inspect(cmd.OutOrStdout(), b)

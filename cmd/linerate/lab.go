@@ -65,7 +65,8 @@ host is. See docs/lab.md.`,
 	return c
 }
 
-func init() { rootCmd.AddCommand(newLabCmd()) }
+// labSpecFlags are the flags of lab up that set each field of a lab.Spec.
+var labSpecFlags = map[string]string{"Ports": "--ports", "MTU": "--mtu", "Queues": "--queues", "Rate": "--rate", "Subnet": "--subnet"}
 
 func newLabUpCmd(common *labOptions) *cobra.Command {
 	o := &labUpOptions{labOptions: common}
@@ -129,7 +130,7 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
 			}
 			l, err := o.dir().Up(cmd.Context(), s)
 			if err != nil {
-				return err
+				return usage.Flags(err, labSpecFlags)
 			}
 			w := cmd.OutOrStdout()
 			if err := l.Describe(w); err != nil {

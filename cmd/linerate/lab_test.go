@@ -16,23 +16,6 @@ import (
 	"linerate/lab"
 )
 
-// labRun runs `linerate ARGS...` in-process with the lab flags reset to
-// their defaults first, and returns its output and error.
-func labRun(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	return runArgs(t, []*cobra.Command{labCommand(t)}, args...)
-}
-
-// labCommand is the command lab, as registered.
-func labCommand(t *testing.T) *cobra.Command {
-	t.Helper()
-	c, _, err := rootCmd.Find([]string{"lab"})
-	if err != nil || c.Name() != "lab" {
-		t.Fatalf("lab: %v", err)
-	}
-	return c
-}
-
 // labStateDir is a state directory holding one planned (not built) router
 // lab named "plan", enough for commands that only read state.
 func labStateDir(t *testing.T) string {
@@ -88,7 +71,7 @@ func TestLabBadInput(t *testing.T) {
 		{[]string{"lab", "addr", "plan", "wan", "--from", "dmz", sd}, `no node "dmz"`},
 		{[]string{"lab", "list", "extra", sd}, "unknown command"},
 	} {
-		_, err := labRun(t, tc.args...)
+		_, err := runArgs(t, tc.args...)
 		if err == nil {
 			t.Errorf("%v: no error, want %q", tc.args, tc.want)
 			continue
@@ -109,20 +92,20 @@ func TestLabReadCommands(t *testing.T) {
 		{[]string{"lab", "addr", "plan", "router", "--from", "wan", sd}, "10.231.2.1\n"},
 		{[]string{"lab", "addr", "plan", "wan", "--from", "lan", sd}, "10.231.2.2\n"},
 	} {
-		out, err := labRun(t, tc.args...)
+		out, err := runArgs(t, tc.args...)
 		if err != nil || out != tc.want {
 			t.Errorf("%v: %q, %v; want %q", tc.args, out, err, tc.want)
 		}
 	}
-	out, err := labRun(t, "lab", "list", sd)
+	out, err := runArgs(t, "lab", "list", sd)
 	if err != nil || !strings.Contains(out, "plan  router    incomplete  lan,router,wan  10.231.0.0/16") {
 		t.Errorf("lab list: %v\n%s", err, out)
 	}
-	out, err = labRun(t, "lab", "list", "--json", "--state-dir="+t.TempDir())
+	out, err = runArgs(t, "lab", "list", "--json", "--state-dir="+t.TempDir())
 	if err != nil || strings.TrimSpace(out) != "[]" {
 		t.Errorf("lab list --json of no labs: %q, %v", out, err)
 	}
-	lc := labCommand(t)
+	lc := findCmd(t, "lab")
 	if len(lc.Commands()) != 5 {
 		t.Errorf("lab has %d subcommands, want up, down, list, addr, exec", len(lc.Commands()))
 	}
@@ -154,7 +137,7 @@ func TestLabCommands(t *testing.T) {
 			}
 		}
 	})
-	out, err := labRun(t, "lab", "up", "pair", "--name", name, "--mtu", "9000", "--rate", "2.5G", "--subnet", "192.168.231.0/24", sd)
+	out, err := runArgs(t, "lab", "up", "pair", "--name", name, "--mtu", "9000", "--rate", "2.5G", "--subnet", "192.168.231.0/24", sd)
 	if err != nil {
 		t.Fatalf("lab up: %v\n%s", err, out)
 	}
@@ -163,16 +146,16 @@ func TestLabCommands(t *testing.T) {
 			t.Errorf("lab up output lacks %q:\n%s", s, out)
 		}
 	}
-	out, err = labRun(t, "lab", "list", "--json", sd)
+	out, err = runArgs(t, "lab", "list", "--json", sd)
 	var labs []lab.Lab
 	if err != nil || json.Unmarshal([]byte(out), &labs) != nil || len(labs) != 1 || labs[0].Spec.Rate != 2.5e9 || !labs[0].Complete {
 		t.Errorf("lab list --json: %v\n%s", err, out)
 	}
-	out, err = labRun(t, "lab", "exec", sd, name, "a", "--", "cat", "/sys/class/net/b/mtu")
+	out, err = runArgs(t, "lab", "exec", sd, name, "a", "--", "cat", "/sys/class/net/b/mtu")
 	if err != nil || out != "9000\n" {
 		t.Errorf("lab exec: %q, %v", out, err)
 	}
-	out, err = labRun(t, "lab", "down", name, sd)
+	out, err = runArgs(t, "lab", "down", name, sd)
 	if err != nil || out != "lab "+name+" is down\n" {
 		t.Errorf("lab down: %q, %v", out, err)
 	}

@@ -1,7 +1,8 @@
 // Command linerate gets a Linux box to the throughput its hardware allows,
 // and proves it. This package is wiring only: flags, help text and calls
-// into the domain packages. Each subcommand lives in its own file and adds
-// itself to the root command in an init function.
+// into the domain packages. Each subcommand lives in its own file, built by
+// a constructor (newXCmd) with its flags bound to an options struct of its
+// own; newRootCmd puts them together.
 package main
 
 import (
@@ -31,38 +32,56 @@ const (
 // printed what they had.
 var errInterrupted = errors.New("interrupted")
 
-var rootCmd = &cobra.Command{
-	Use:   "linerate",
-	Short: "Get a Linux box to the throughput its hardware allows, and prove it",
-	Long: `linerate inspects a Linux box's NICs, queues, IRQs, PCIe links and CPUs,
+// newRootCmd builds linerate: the root command and every subcommand, with
+// flag state of their own (a second call shares nothing with the first).
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "linerate",
+		Short: "Get a Linux box to the throughput its hardware allows, and prove it",
+		Long: `linerate inspects a Linux box's NICs, queues, IRQs, PCIe links and CPUs,
 measures throughput, packet rate, loss and latency, names the bottleneck
 with evidence, and tunes it as one reversible transaction.`,
-	Example: `  linerate inspect                  # every NIC, queue, IRQ and PCIe link
+		Example: `  linerate inspect                  # every NIC, queue, IRQ and PCIe link
   linerate inspect eth0 --json      # one NIC, as JSON
   linerate capture -o box.tar.gz    # everything inspect reads, to send to someone
   linerate inspect --root box.tar.gz
   linerate ceiling --speed 1G --frame 64`,
-	SilenceUsage:  true,
-	SilenceErrors: true,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version.Version,
+	}
+	root.SetVersionTemplate("linerate {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage.Wrap(err) })
+	root.AddCommand(
+		newBenchCmd(),
+		newCaptureCmd(),
+		newCeilingCmd(),
+		newCompareCmd(),
+		newDemoCmd(),
+		newDiagnoseCmd(),
+		newInspectCmd(),
+		newLabCmd(),
+		newReportCmd(),
+		newRunCmd(),
+		newRunsCmd(),
+		newServeCmd(),
+		newTuneCmd(),
+		newVersionCmd(),
+		newWatchCmd(),
+	)
+	return root
 }
 
-var versionCmd = &cobra.Command{
-	Use:     "version",
-	Short:   "Print linerate's version",
-	Example: "  linerate version",
-	Args:    cobra.NoArgs,
-	Run: func(cmd *cobra.Command, _ []string) {
-		fmt.Fprintln(cmd.OutOrStdout(), "linerate", version.Version)
-	},
-}
-
-func init() {
-	rootCmd.AddCommand(versionCmd)
-	rootCmd.AddCommand(newReportCmd())
-	rootCmd.AddCommand(newWatchCmd())
-	rootCmd.Version = version.Version
-	rootCmd.SetVersionTemplate("linerate {{.Version}}\n")
-	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage.Wrap(err) })
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print linerate's version",
+		Example: "  linerate version",
+		Args:    cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), "linerate", version.Version)
+		},
+	}
 }
 
 func main() {
@@ -72,7 +91,7 @@ func main() {
 	// clean-ups run (a capture's extraction directory). Notify rather than
 	// Ignore: children must not inherit an ignored SIGPIPE.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	err := rootCmd.ExecuteContext(ctx)
+	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	os.Exit(exitCode(err))
 }

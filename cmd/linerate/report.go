@@ -103,9 +103,7 @@ func loadRun(store *history.Store, arg string) (*history.Run, error) {
 	var nf *history.NotFoundError
 	var newer *history.NewerError
 	switch {
-	case errors.As(err, &nf), errors.As(err, &newer):
-		return nil, usage.Wrap(err)
-	case err != nil && strings.Contains(err.Error(), "give more of the id"):
+	case errors.As(err, &nf), errors.As(err, &newer), errors.Is(err, history.ErrAmbiguous):
 		return nil, usage.Wrap(err)
 	case err != nil:
 		return nil, err

@@ -6,27 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	"linerate/history"
 	"linerate/internal/usage"
 )
-
-// reportCmds are the commands the report tests reset between runs.
-func reportCmds(t *testing.T) []*cobra.Command {
-	t.Helper()
-	c, _, err := rootCmd.Find([]string{"report"})
-	if err != nil || c.Name() != "report" {
-		t.Fatalf("report: %v", err)
-	}
-	return append(benchCmds(), c)
-}
 
 // benchResult runs a short real bench on loopback and returns its JSON.
 func benchResult(t *testing.T) []byte {
 	t.Helper()
 	addr := serveLoopback(t)
-	out, err := runArgs(t, reportCmds(t), "bench", "udp", "--to", addr, "--duration", "1s",
+	out, err := runArgs(t, "bench", "udp", "--to", addr, "--duration", "1s",
 		"--warmup", "200ms", "--rate", "20kpps", "--idle", "200ms", "--json")
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
@@ -47,7 +35,7 @@ func TestReportOfABench(t *testing.T) {
 	}
 
 	// A file, with the default name.
-	out, err := runArgs(t, reportCmds(t), "report", "run.json")
+	out, err := runArgs(t, "report", "run.json")
 	if err != nil {
 		t.Fatalf("report: %v\n%s", err, out)
 	}
@@ -77,7 +65,7 @@ func TestReportOfABench(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	out, err = runArgs(t, reportCmds(t), "report", "--history-dir", hist, ids[0], ids[1][:len(ids[1])-1])
+	out, err = runArgs(t, "report", "--history-dir", hist, ids[0], ids[1][:len(ids[1])-1])
 	if err != nil {
 		t.Fatalf("report by id: %v\n%s", err, out)
 	}
@@ -93,11 +81,11 @@ func TestReportOfABench(t *testing.T) {
 	}
 
 	// -o names the file; - is stdout.
-	out, err = runArgs(t, reportCmds(t), "report", "run.json", "-o", filepath.Join(dir, "x.html"))
+	out, err = runArgs(t, "report", "run.json", "-o", filepath.Join(dir, "x.html"))
 	if err != nil || strings.TrimSpace(out) != filepath.Join(dir, "x.html") {
 		t.Errorf("-o: %v %q", err, out)
 	}
-	out, err = runArgs(t, reportCmds(t), "report", "run.json", "-o", "-")
+	out, err = runArgs(t, "report", "run.json", "-o", "-")
 	if err != nil || !strings.HasPrefix(out, "<!DOCTYPE html>") {
 		t.Errorf("-o -: %v %.40q", err, out)
 	}
@@ -141,7 +129,7 @@ func TestReportBadInput(t *testing.T) {
 		{[]string{"report", "missing.json"}, "missing.json"},
 		{[]string{"report", "./missing"}, "./missing"},
 	} {
-		_, err := runArgs(t, reportCmds(t), c.args...)
+		_, err := runArgs(t, c.args...)
 		if err == nil || !(usage.Is(err) || isCobraUsage(err)) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err %v, want bad input saying %q", c.args, err, c.want)
 		}
@@ -153,7 +141,7 @@ func TestReportBadInput(t *testing.T) {
 	if err := os.WriteFile("d.json.gz", diag, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = runArgs(t, reportCmds(t), "report", "d.json.gz", "-o", "/nonexistent/dir/x.html")
+	_, err = runArgs(t, "report", "d.json.gz", "-o", "/nonexistent/dir/x.html")
 	if !usage.Is(err) || !strings.Contains(err.Error(), "-o /nonexistent/dir/x.html") {
 		t.Errorf("-o in a missing directory: %v", err)
 	}

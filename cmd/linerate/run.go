@@ -97,8 +97,6 @@ senders and sampled hosts may be reached over ssh.`,
 	return cmd
 }
 
-func init() { rootCmd.AddCommand(newRunCmd()) }
-
 func (o *runOptions) validate() error {
 	if o.reach && !o.check {
 		return usage.Errorf("--reach goes with --check: a run reaches every host anyway")

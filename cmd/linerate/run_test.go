@@ -3,57 +3,47 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
-// runArgs runs linerate ARGS in process with the flags of the commands it
-// names, and of their subcommands, reset to their defaults first (cobra
-// keeps flag state between runs).
-func runArgs(t *testing.T, cmds []*cobra.Command, args ...string) (string, error) {
+// runArgs runs linerate ARGS in process, on commands built afresh for the
+// run (no flag of an earlier run carries over).
+func runArgs(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	resetFlags(t, cmds)
 	out, err := execute(args...)
 	return dropSavedLines(out), err
 }
 
-// resetFlags sets every flag of cmds and their subcommands back to its
-// default, as if never given.
-func resetFlags(t *testing.T, cmds []*cobra.Command) {
-	t.Helper()
-	var reset func(c *cobra.Command)
-	reset = func(c *cobra.Command) {
-		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags(), c.InheritedFlags()} {
-			fs.VisitAll(func(f *pflag.Flag) {
-				if sv, ok := f.Value.(pflag.SliceValue); ok {
-					_ = sv.Replace(nil)
-				} else if err := f.Value.Set(f.DefValue); err != nil {
-					t.Fatalf("reset --%s: %v", f.Name, err)
-				}
-				f.Changed = false
-			})
-		}
-		for _, sub := range c.Commands() {
-			reset(sub)
-		}
-	}
-	for _, c := range cmds {
-		reset(c)
-	}
-}
-
-// execute runs the root command with args, stdout and stderr together.
+// execute runs a new root command with args, stdout and stderr together.
 func execute(args ...string) (string, error) {
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(args)
-	rootCmd.SetContext(context.Background())
-	err := rootCmd.Execute()
+	err := executeTo(&out, &out, args...)
 	return out.String(), err
+}
+
+// executeTo runs a new root command with args, its output to stdout and
+// stderr.
+func executeTo(stdout, stderr io.Writer, args ...string) error {
+	root := newRootCmd()
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	return root.ExecuteContext(context.Background())
+}
+
+// findCmd is the command at path (e.g. "tune", "auto") of a new root
+// command.
+func findCmd(t *testing.T, path ...string) *cobra.Command {
+	t.Helper()
+	c, _, err := newRootCmd().Find(path)
+	if err != nil || c.Name() != path[len(path)-1] {
+		t.Fatalf("%v: %v", path, err)
+	}
+	return c
 }
 
 // dropSavedLines takes out the history's "saved as run" notice (stderr),

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +21,8 @@ import (
 	"linerate/wire"
 )
 
-var serveOpts struct {
+// serveOptions are the flags of serve.
+type serveOptions struct {
 	listen      []string
 	token       string
 	tokenFile   string
@@ -33,10 +36,12 @@ var serveOpts struct {
 	allow       []string
 }
 
-var serveCmd = &cobra.Command{
-	Use:   "serve",
-	Short: "Be the far end of 'linerate bench': receive, echo and send test traffic",
-	Long: `serve listens for 'linerate bench' clients on TCP port 7557 (linerate's own;
+func newServeCmd() *cobra.Command {
+	o := &serveOptions{}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Be the far end of 'linerate bench': receive, echo and send test traffic",
+		Long: `serve listens for 'linerate bench' clients on TCP port 7557 (linerate's own;
 iperf3 uses 5201) and runs the tests they ask for, one after another or at
 once, without restarting: it receives UDP and TCP test traffic, answers
 latency probes, sends traffic back for --reverse and --bidir, samples this
@@ -62,7 +67,7 @@ only to an agent that accepts the test on its own control port with the
 same secret, only with a secret of its own (or --allow), and only to the
 addresses --allow names when given. docs/agents.md has the
 handshake, docs/security.md the limits; the protocol is in docs/bench.md.`,
-	Example: `  linerate serve                                  # every address, port 7557
+		Example: `  linerate serve                                  # every address, port 7557
   linerate serve --listen 10.0.1.1 --listen 10.0.2.1 --listen 10.0.3.1
   linerate serve --listen 192.168.6.2:9000 --token-file /etc/linerate.token
   LINERATE_TOKEN=$(cat /root/secret) linerate serve
@@ -70,24 +75,22 @@ handshake, docs/security.md the limits; the protocol is in docs/bench.md.`,
   linerate serve --token-file /etc/linerate.token --allow 192.168.6.0/24   # flows only into the lab subnet
   linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link
   ssh pi@cm4 linerate serve --stdio                # one controller on stdin/stdout (what ssh:// hosts run)`,
-	Args: argsWith(cobra.NoArgs),
-	RunE: runServe,
-}
-
-func init() {
-	f := serveCmd.Flags()
-	f.StringArrayVar(&serveOpts.listen, "listen", nil, "ADDR[:PORT] to listen on (repeatable; default every address, port 7557)")
-	f.StringVar(&serveOpts.token, "token", "", "shared secret clients must prove they know (visible in ps: prefer --token-file or $LINERATE_TOKEN)")
-	f.StringVar(&serveOpts.tokenFile, "token-file", "", "read the shared secret from this file (first line; chmod 600)")
-	f.DurationVar(&serveOpts.maxDuration, "max-duration", 5*time.Minute, "longest test (warmup included) this server runs; longer ones are shortened")
-	f.StringVar(&serveOpts.maxRate, "max-rate", "0", "fastest rate per direction a test may ask (\"500Mbps\", \"200kpps\"; 0: no cap)")
-	f.IntVar(&serveOpts.maxClients, "max-clients", 8, "control connections open at once; more are refused with a reason")
-	f.DurationVar(&serveOpts.peerTimeout, "peer-timeout", 10*time.Second, "end a client's test once it has been silent this long (nothing acknowledged, no keepalive answer): its host or network vanished")
-	f.StringVar(&serveOpts.cpus, "cpus", "", "pin the server's sender and receiver threads to these CPUs, round robin (\"2,3\" or \"0-3\")")
-	f.BoolVarP(&serveOpts.quiet, "quiet", "q", false, "do not log clients and tests to stderr")
-	f.StringSliceVar(&serveOpts.allow, "allow", nil, "CIDR (repeatable, comma-separated): the only addresses a third-party flow may send to (bench --from); without a secret, the only way to allow such flows")
-	f.BoolVar(&serveOpts.stdio, "stdio", false, "serve one controller on standard input and output instead of listening (a controller starts it over ssh); stdout carries nothing but the protocol, logs go to stderr")
-	rootCmd.AddCommand(serveCmd)
+		Args: argsWith(cobra.NoArgs),
+		RunE: o.run,
+	}
+	f := c.Flags()
+	f.StringArrayVar(&o.listen, "listen", nil, "ADDR[:PORT] to listen on (repeatable; default every address, port 7557)")
+	f.StringVar(&o.token, "token", "", "shared secret clients must prove they know (visible in ps: prefer --token-file or $LINERATE_TOKEN)")
+	f.StringVar(&o.tokenFile, "token-file", "", "read the shared secret from this file (first line; chmod 600)")
+	f.DurationVar(&o.maxDuration, "max-duration", 5*time.Minute, "longest test (warmup included) this server runs; longer ones are shortened")
+	f.StringVar(&o.maxRate, "max-rate", "0", "fastest rate per direction a test may ask (\"500Mbps\", \"200kpps\"; 0: no cap)")
+	f.IntVar(&o.maxClients, "max-clients", 8, "control connections open at once; more are refused with a reason")
+	f.DurationVar(&o.peerTimeout, "peer-timeout", 10*time.Second, "end a client's test once it has been silent this long (nothing acknowledged, no keepalive answer): its host or network vanished")
+	f.StringVar(&o.cpus, "cpus", "", "pin the server's sender and receiver threads to these CPUs, round robin (\"2,3\" or \"0-3\")")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not log clients and tests to stderr")
+	f.StringSliceVar(&o.allow, "allow", nil, "CIDR (repeatable, comma-separated): the only addresses a third-party flow may send to (bench --from); without a secret, the only way to allow such flows")
+	f.BoolVar(&o.stdio, "stdio", false, "serve one controller on standard input and output instead of listening (a controller starts it over ssh); stdout carries nothing but the protocol, logs go to stderr")
+	return c
 }
 
 // listenAddr turns --listen ADDR[:PORT] into an address to listen on.
@@ -109,100 +112,145 @@ func listenAddr(s string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-func runServe(cmd *cobra.Command, _ []string) error {
-	token, warnings, err := readSecret(serveOpts.token, cmd.Flags().Changed("token"), serveOpts.tokenFile)
+func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
+	srv, err := o.server(cmd)
 	if err != nil {
 		return err
-	}
-	if token == "" && !serveOpts.stdio {
-		warnings = append(warnings, fmt.Sprintf("no secret (--token-file or $%s): any host that reaches this port may run tests", wire.TokenEnv))
-	}
-	warn(cmd.ErrOrStderr(), warnings)
-	rate, err := wire.ParseRate(serveOpts.maxRate)
-	if err != nil {
-		return usage.Errorf("--max-rate: %w", err)
-	}
-	if serveOpts.maxDuration <= 0 {
-		return usage.Errorf("--max-duration %s: must be more than 0", serveOpts.maxDuration)
-	}
-	if serveOpts.peerTimeout < time.Second {
-		return usage.Errorf("--peer-timeout %s: must be at least 1s", serveOpts.peerTimeout)
-	}
-	if serveOpts.maxClients < 1 {
-		return usage.Errorf("--max-clients %d: must be at least 1", serveOpts.maxClients)
-	}
-	cpus, err := parseCPUs(serveOpts.cpus)
-	if err != nil {
-		return err
-	}
-	if serveOpts.stdio && len(serveOpts.listen) > 0 {
-		return usage.Errorf("--stdio and --listen: give one")
-	}
-	stderr := cmd.ErrOrStderr()
-	var allow []netip.Prefix
-	for _, a := range serveOpts.allow {
-		p, err := netip.ParsePrefix(a)
-		if err != nil {
-			if ip, ierr := netip.ParseAddr(a); ierr == nil {
-				p = netip.PrefixFrom(ip, ip.BitLen())
-			} else {
-				return usage.Errorf("--allow %q: not a CIDR (10.0.0.0/24) or an address", a)
-			}
-		}
-		allow = append(allow, p.Masked())
-	}
-	srv := &traffic.Server{
-		Allow:       allow,
-		Token:       token,
-		Limits:      wire.Limits{MaxDuration: wire.Seconds(serveOpts.maxDuration), MaxRate: rate},
-		MaxConns:    serveOpts.maxClients,
-		PeerTimeout: serveOpts.peerTimeout,
-		CPUs:        cpus,
-		Sampling:    liveSampling(),
 	}
 	ends := openEndCounters()
 	defer ends.close()
 	srv.Drops, srv.Machine = ends.drops(), ends.machine
-	if !serveOpts.quiet {
-		var mu sync.Mutex
-		srv.Logf = func(format string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-		}
+	if !o.quiet {
+		srv.Logf = timedLog(cmd.ErrOrStderr())
 	}
-	if serveOpts.stdio {
+	if o.stdio {
 		conn, err := remote.Stdio()
 		if err != nil {
 			return err
 		}
 		return srv.ServeConn(cmd.Context(), conn)
 	}
-	addrs := serveOpts.listen
+	lns, err := listen(cmd.ErrOrStderr(), o.listen)
+	if err != nil {
+		return err
+	}
+	return serveAll(cmd.Context(), srv, lns)
+}
+
+// server checks the flags and builds the server they describe; the
+// warnings about its secret go to stderr.
+func (o *serveOptions) server(cmd *cobra.Command) (*traffic.Server, error) {
+	token, warnings, err := readSecret(o.token, cmd.Flags().Changed("token"), o.tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	if token == "" && !o.stdio {
+		warnings = append(warnings, fmt.Sprintf("no secret (--token-file or $%s): any host that reaches this port may run tests", wire.TokenEnv))
+	}
+	warn(cmd.ErrOrStderr(), warnings)
+	rate, err := wire.ParseRate(o.maxRate)
+	if err != nil {
+		return nil, usage.Errorf("--max-rate: %w", err)
+	}
+	switch {
+	case o.maxDuration <= 0:
+		return nil, usage.Errorf("--max-duration %s: must be more than 0", o.maxDuration)
+	case o.peerTimeout < time.Second:
+		return nil, usage.Errorf("--peer-timeout %s: must be at least 1s", o.peerTimeout)
+	case o.maxClients < 1:
+		return nil, usage.Errorf("--max-clients %d: must be at least 1", o.maxClients)
+	}
+	cpus, err := parseCPUs(o.cpus)
+	if err != nil {
+		return nil, err
+	}
+	if o.stdio && len(o.listen) > 0 {
+		return nil, usage.Errorf("--stdio and --listen: give one")
+	}
+	allow, err := parseAllow(o.allow)
+	if err != nil {
+		return nil, err
+	}
+	return &traffic.Server{
+		Allow:       allow,
+		Token:       token,
+		Limits:      wire.Limits{MaxDuration: wire.Seconds(o.maxDuration), MaxRate: rate},
+		MaxConns:    o.maxClients,
+		PeerTimeout: o.peerTimeout,
+		CPUs:        cpus,
+		Sampling:    liveSampling(),
+	}, nil
+}
+
+// parseAllow reads --allow: CIDRs, or addresses standing for themselves.
+func parseAllow(list []string) ([]netip.Prefix, error) {
+	var allow []netip.Prefix
+	for _, a := range list {
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			ip, ierr := netip.ParseAddr(a)
+			if ierr != nil {
+				return nil, usage.Errorf("--allow %q: not a CIDR (10.0.0.0/24) or an address", a)
+			}
+			p = netip.PrefixFrom(ip, ip.BitLen())
+		}
+		allow = append(allow, p.Masked())
+	}
+	return allow, nil
+}
+
+// timedLog logs a line with the time of day to w, one line at a time.
+func timedLog(w io.Writer) func(format string, args ...any) {
+	var mu sync.Mutex
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+}
+
+// listen opens a listener on each --listen address (every address, the
+// default port, when none is given) and says so on stderr. An address
+// that is not on this host is bad input.
+func listen(stderr io.Writer, addrs []string) ([]net.Listener, error) {
 	if len(addrs) == 0 {
 		addrs = []string{":" + strconv.Itoa(wire.DefaultPort)}
 	}
 	var lns []net.Listener
 	for _, a := range addrs {
-		addr, err := listenAddr(a)
-		if err != nil {
-			return err
-		}
-		ln, err := net.Listen("tcp", addr)
+		ln, err := listenOn(a)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
 			}
-			if errors.Is(err, traffic.ErrAddrNotLocal) || strings.Contains(err.Error(), "assign requested address") {
-				return usage.Errorf("--listen %s: address not on this host", a)
-			}
-			return fmt.Errorf("listen on %s: %w", addr, err)
+			return nil, err
 		}
 		lns = append(lns, ln)
 		fmt.Fprintf(stderr, "linerate serve: listening on %s\n", ln.Addr())
 	}
-	// One listener failing stops the others too.
-	ctx, cancel := context.WithCancel(cmd.Context())
+	return lns, nil
+}
+
+// listenOn listens on one --listen ADDR[:PORT].
+func listenOn(a string) (net.Listener, error) {
+	addr, err := listenAddr(a)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	switch {
+	case errors.Is(err, traffic.ErrAddrNotLocal) || errors.Is(err, syscall.EADDRNOTAVAIL):
+		return nil, usage.Errorf("--listen %s: address not on this host", a)
+	case err != nil:
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// serveAll serves on every listener until the context ends; one listener
+// failing stops the others too.
+func serveAll(ctx context.Context, srv *traffic.Server, lns []net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, len(lns))
 	for _, ln := range lns {

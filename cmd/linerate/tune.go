@@ -32,10 +32,20 @@ const tuneStateDirEnv = "LINERATE_STATE_DIR"
 // that rollback restores a half-applied transaction.
 const tuneKillAfterEnv = "LINERATE_TUNE_KILL_AFTER"
 
+// defaultTuneStateDir is the default of --state-dir: $LINERATE_STATE_DIR,
+// else tune's own.
+func defaultTuneStateDir() string {
+	if d := os.Getenv(tuneStateDirEnv); d != "" {
+		return d
+	}
+	return tune.DefaultStateDir
+}
+
 // tuneLockWait bounds the wait for another linerate changing the system.
 const tuneLockWait = 30 * time.Second
 
-var tuneOpts struct {
+// tuneOptions are the flags of tune's subcommands (but auto).
+type tuneOptions struct {
 	sets     []string
 	findings string
 	force    bool
@@ -51,10 +61,12 @@ var tuneOpts struct {
 	binary   string
 }
 
-var tuneCmd = &cobra.Command{
-	Use:   "tune",
-	Short: "Change NIC, queue, IRQ, sysctl and CPU settings as one reversible transaction",
-	Long: `tune turns fixes into changes: 'plan' shows each change with the value the
+func newTuneCmd() *cobra.Command {
+	o := &tuneOptions{}
+	c := &cobra.Command{
+		Use:   "tune",
+		Short: "Change NIC, queue, IRQ, sysctl and CPU settings as one reversible transaction",
+		Long: `tune turns fixes into changes: 'plan' shows each change with the value the
 system holds now and the new one, 'apply' makes them as one transaction
 (journal of the old values on disk first, every change read back, all
 restored on any failure), 'rollback' restores the journal exactly, also
@@ -65,168 +77,183 @@ Items are KIND:TARGET=VALUE. Kinds: irq-affinity, rps, rps-flow, xps,
 sysctl, coalesce, rings, channels, rss-equal, rss-table, flow-hash,
 feature, mtu, irqbalance, governor, and boot (printed, never applied).
 See docs/tune.md for each kind's targets and values.`,
-	Example: `  linerate tune plan --set rps:eth1/rx-0=1-3 --set coalesce:eth0=rx-usecs=100,rx-frames=10
+		Example: `  linerate tune plan --set rps:eth1/rx-0=1-3 --set coalesce:eth0=rx-usecs=100,rx-frames=10
   linerate diagnose --json > findings.json && linerate tune plan --findings findings.json
   linerate tune apply --set irq-affinity:41=1 --set sysctl:net.core.netdev_max_backlog=4096
   linerate tune status
   linerate tune rollback`,
+	}
+	o.addSubcommands(c)
+	return c
 }
 
-var tunePlanCmd = &cobra.Command{
-	Use:   "plan",
-	Short: "Show each change with its current and new value; change nothing",
-	Long: `plan checks every item against the system (the target exists, the value
+func newTunePlanCmd(o *tuneOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "plan",
+		Short: "Show each change with its current and new value; change nothing",
+		Long: `plan checks every item against the system (the target exists, the value
 parses, the driver supports the setting) and prints each change with the
 value read now and the new one. Changes that reset a link (rings,
 channels, MTU on a physical NIC) are marked. Boot items are printed as the
 exact edit to make. Fixes from --findings that this system cannot take are
 listed as skipped, with the reason; an explicit --set that cannot be done
 is an error.`,
-	Example: `  linerate tune plan --set rps:eth1/rx-0=1-3 --set sysctl:net.core.netdev_max_backlog=4096
+		Example: `  linerate tune plan --set rps:eth1/rx-0=1-3 --set sysctl:net.core.netdev_max_backlog=4096
   linerate tune plan --set 'coalesce:eth0=rx-usecs=100,rx-frames=10' --set irq-affinity:41=1
   linerate tune plan --findings findings.json -o plan.json
   linerate tune plan --netns lab-r1 --set rps:eth0/rx-*=1-3 --json`,
-	Args: argsWith(cobra.NoArgs),
-	RunE: runTunePlan,
+		Args: argsWith(cobra.NoArgs),
+		RunE: o.runPlan,
+	}
 }
 
-var tuneApplyCmd = &cobra.Command{
-	Use:   "apply",
-	Short: "Apply a plan as one transaction, journalled and read back",
-	Long: `apply prints the plan, writes the journal of the old values to disk, then
+func newTuneApplyCmd(o *tuneOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "apply",
+		Short: "Apply a plan as one transaction, journalled and read back",
+		Long: `apply prints the plan, writes the journal of the old values to disk, then
 makes each change and reads it back. If any change fails (or the command
 is interrupted), every change already made is restored, newest first, and
 nothing is left changed. 'linerate tune rollback' undoes an apply later;
 'linerate tune persist' makes it survive reboot.`,
-	Example: `  linerate tune apply --set rps:eth1/rx-0=3 --set irq-affinity:41=1
+		Example: `  linerate tune apply --set rps:eth1/rx-0=3 --set irq-affinity:41=1
   linerate tune apply --plan plan.json
   linerate tune apply --plan /etc/linerate/tune-plan.json --scope eth1   # what the boot unit runs
   linerate tune apply --netns lab-r1 --set sysctl:net.ipv4.ip_forward=1`,
-	Args: argsWith(cobra.NoArgs),
-	RunE: runTuneApply,
+		Args: argsWith(cobra.NoArgs),
+		RunE: o.runApply,
+	}
 }
 
-var tuneRollbackCmd = &cobra.Command{
-	Use:   "rollback",
-	Short: "Restore every journalled change exactly, newest first",
-	Long: `rollback restores the old values the journal holds, newest transaction
+func newTuneRollbackCmd(o *tuneOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rollback",
+		Short: "Restore every journalled change exactly, newest first",
+		Long: `rollback restores the old values the journal holds, newest transaction
 first, and removes each transaction from the journal once all of it is
 restored. A transaction whose apply was killed half way is restored too:
 every change that may have happened is put back. A transaction from
 before the last boot, or in a network namespace that no longer exists, is
 dropped: its changes are gone already.`,
-	Example: `  linerate tune rollback
+		Example: `  linerate tune rollback
   linerate tune rollback --last       # only the newest transaction
   linerate tune rollback --forget     # drop the journal without restoring`,
-	Args: argsWith(cobra.NoArgs),
-	RunE: runTuneRollback,
+		Args: argsWith(cobra.NoArgs),
+		RunE: o.runRollback,
+	}
 }
 
-var tuneStatusCmd = &cobra.Command{
-	Use:   "status",
-	Short: "Show the applied changes and whether the live values still hold",
-	Long: `status reads every change in the journal back from the system it was
+func newTuneStatusCmd(o *tuneOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the applied changes and whether the live values still hold",
+		Long: `status reads every change in the journal back from the system it was
 made on. It exits 0 when every applied value still holds, 1 when one has
 drifted (irqbalance, a driver reload or a person changed it) or a record
 cannot be checked (made in another network namespace, or its namespace is
 gone), so that a script or a monitor can run it.`,
-	Example: "  linerate tune status\n  linerate tune status --json",
-	Args:    argsWith(cobra.NoArgs),
-	RunE:    runTuneStatus,
+		Example: "  linerate tune status\n  linerate tune status --json",
+		Args:    argsWith(cobra.NoArgs),
+		RunE:    o.runStatus,
+	}
 }
 
-var tunePersistCmd = &cobra.Command{
-	Use:   "persist",
-	Short: "Make the applied changes survive reboot (systemd unit, sysctl.d)",
-	Long: `persist writes the applied host changes where the system applies them at
+func newTunePersistCmd(o *tuneOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "persist",
+		Short: "Make the applied changes survive reboot (systemd unit, sysctl.d)",
+		Long: `persist writes the applied host changes where the system applies them at
 boot: sysctls to /etc/sysctl.d/90-linerate.conf; everything else to
 /etc/linerate/tune-plan.json, applied by linerate-tune.service (box-wide
 items) and by linerate-tune@IFACE.service, which is bound to the interface's
 device so it runs again whenever the interface appears. Boot items are
 printed as the edit to make by hand; they are never written. Changes made
 inside a network namespace are not persisted.`,
-	Example: `  linerate tune persist
+		Example: `  linerate tune persist
   linerate tune persist --root-dir /tmp/root   # write under another root, no daemon-reload`,
-	Args: argsWith(cobra.NoArgs),
-	RunE: runTunePersist,
+		Args: argsWith(cobra.NoArgs),
+		RunE: o.runPersist,
+	}
 }
 
-var tuneUnpersistCmd = &cobra.Command{
-	Use:   "unpersist",
-	Short: "Remove what persist wrote; live values stay until rollback",
-	Example: `  linerate tune unpersist
+func newTuneUnpersistCmd(o *tuneOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unpersist",
+		Short: "Remove what persist wrote; live values stay until rollback",
+		Example: `  linerate tune unpersist
   linerate tune unpersist --root-dir /tmp/root`,
-	Args: argsWith(cobra.NoArgs),
-	RunE: runTuneUnpersist,
+		Args: argsWith(cobra.NoArgs),
+		RunE: o.runUnpersist,
+	}
 }
 
-func init() {
-	defState := os.Getenv(tuneStateDirEnv)
-	if defState == "" {
-		defState = tune.DefaultStateDir
-	}
-	for _, c := range []*cobra.Command{tunePlanCmd, tuneApplyCmd} {
+// addSubcommands adds tune's subcommands to c, each with its flags bound to o,
+// and auto, with its own.
+func (o *tuneOptions) addSubcommands(c *cobra.Command) {
+	plan, apply, rollback := newTunePlanCmd(o), newTuneApplyCmd(o), newTuneRollbackCmd(o)
+	status, persist, unpersist := newTuneStatusCmd(o), newTunePersistCmd(o), newTuneUnpersistCmd(o)
+	defState := defaultTuneStateDir()
+	for _, c := range []*cobra.Command{plan, apply} {
 		f := c.Flags()
-		f.StringArrayVar(&tuneOpts.sets, "set", nil, "a change as KIND:TARGET=VALUE, e.g. rps:eth1/rx-0=1-3 (repeatable)")
-		f.StringVar(&tuneOpts.findings, "findings", "", "take the fixes of `linerate diagnose --json` output in this file (- for stdin)")
-		f.BoolVar(&tuneOpts.force, "force", false, "take --findings made from another machine (a capture someone sent) all the same")
-		f.StringVar(&tuneOpts.plan, "plan", "", "take the items of a plan file written by 'tune plan -o'")
-		f.StringVar(&tuneOpts.scope, "scope", "", "keep only the items of one interface (IFACE) or the box-wide ones (box)")
-		f.StringVar(&tuneOpts.netns, "netns", "", "change the named network namespace (/var/run/netns/NAME) instead of the host")
-		f.BoolVar(&tuneOpts.json, "json", false, "print the result as JSON")
+		f.StringArrayVar(&o.sets, "set", nil, "a change as KIND:TARGET=VALUE, e.g. rps:eth1/rx-0=1-3 (repeatable)")
+		f.StringVar(&o.findings, "findings", "", "take the fixes of `linerate diagnose --json` output in this file (- for stdin)")
+		f.BoolVar(&o.force, "force", false, "take --findings made from another machine (a capture someone sent) all the same")
+		f.StringVar(&o.plan, "plan", "", "take the items of a plan file written by 'tune plan -o'")
+		f.StringVar(&o.scope, "scope", "", "keep only the items of one interface (IFACE) or the box-wide ones (box)")
+		f.StringVar(&o.netns, "netns", "", "change the named network namespace (/var/run/netns/NAME) instead of the host")
+		f.BoolVar(&o.json, "json", false, "print the result as JSON")
 	}
-	tunePlanCmd.Flags().StringVarP(&tuneOpts.out, "output", "o", "", "also save the plan's items to this file, for 'tune apply --plan'")
-	for _, c := range []*cobra.Command{tuneApplyCmd, tuneRollbackCmd, tuneStatusCmd, tunePersistCmd} {
-		c.Flags().StringVar(&tuneOpts.stateDir, "state-dir", defState, "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
+	plan.Flags().StringVarP(&o.out, "output", "o", "", "also save the plan's items to this file, for 'tune apply --plan'")
+	for _, c := range []*cobra.Command{apply, rollback, status, persist} {
+		c.Flags().StringVar(&o.stateDir, "state-dir", defState, "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
 	}
-	tuneStatusCmd.Flags().BoolVar(&tuneOpts.json, "json", false, "print the status as JSON")
-	tuneRollbackCmd.Flags().BoolVar(&tuneOpts.last, "last", false, "restore only the newest transaction")
-	tuneRollbackCmd.Flags().BoolVar(&tuneOpts.forget, "forget", false, "remove the journal without restoring anything")
-	for _, c := range []*cobra.Command{tunePersistCmd, tuneUnpersistCmd} {
-		c.Flags().StringVar(&tuneOpts.rootDir, "root-dir", "/", "the directory standing for / (systemctl daemon-reload runs only for /)")
+	status.Flags().BoolVar(&o.json, "json", false, "print the status as JSON")
+	rollback.Flags().BoolVar(&o.last, "last", false, "restore only the newest transaction")
+	rollback.Flags().BoolVar(&o.forget, "forget", false, "remove the journal without restoring anything")
+	for _, c := range []*cobra.Command{persist, unpersist} {
+		c.Flags().StringVar(&o.rootDir, "root-dir", "/", "the directory standing for / (systemctl daemon-reload runs only for /)")
 	}
-	tunePersistCmd.Flags().StringVar(&tuneOpts.binary, "binary", "", "the linerate the boot units run (default: this executable)")
-	tuneCmd.AddCommand(tunePlanCmd, tuneApplyCmd, tuneRollbackCmd, tuneStatusCmd, tunePersistCmd, tuneUnpersistCmd)
-	rootCmd.AddCommand(tuneCmd)
+	persist.Flags().StringVar(&o.binary, "binary", "", "the linerate the boot units run (default: this executable)")
+	c.AddCommand(plan, apply, rollback, status, persist, unpersist, newTuneAutoCmd())
 }
 
-// tunePlan builds the plan the --set, --findings, --plan and --scope flags
+// buildPlan builds the plan the --set, --findings, --plan and --scope flags
 // ask for.
-func tunePlan(sys tune.System) (*tune.Plan, error) {
+func (o *tuneOptions) buildPlan(sys tune.System) (*tune.Plan, error) {
 	var set []tune.Item
-	for _, s := range tuneOpts.sets {
+	for _, s := range o.sets {
 		it, err := tune.ParseItem(s)
 		if err != nil {
-			return nil, err
+			return nil, usage.Flags(err, map[string]string{"Item": "--set"})
 		}
 		set = append(set, it)
 	}
-	if tuneOpts.plan != "" {
-		pf, err := readTuneFile("--plan", tuneOpts.plan, tune.ReadPlanFile)
+	if o.plan != "" {
+		pf, err := readTuneFile("--plan", o.plan, tune.ReadPlanFile)
 		if err != nil {
 			return nil, err
 		}
-		if pf.Netns != "" && pf.Netns != tuneOpts.netns {
-			return nil, usage.Errorf("--plan %s is for netns %s: add --netns %s", tuneOpts.plan, pf.Netns, pf.Netns)
+		if pf.Netns != "" && pf.Netns != o.netns {
+			return nil, usage.Errorf("--plan %s is for netns %s: add --netns %s", o.plan, pf.Netns, pf.Netns)
 		}
 		set = append(set, pf.Items...)
 	}
 	var fixes []tune.Item
-	if tuneOpts.findings != "" {
-		found, err := readTuneFile("--findings", tuneOpts.findings, tune.ReadFindings)
+	if o.findings != "" {
+		found, err := readTuneFile("--findings", o.findings, tune.ReadFindings)
 		if err != nil {
 			return nil, err
 		}
-		if err := findingsHere(found.Origin); err != nil {
+		if err := o.findingsHere(found.Origin); err != nil {
 			return nil, err
 		}
 		fixes = tune.ItemsFromFindings(found.Findings)
 	}
-	if len(tuneOpts.sets) == 0 && tuneOpts.plan == "" && tuneOpts.findings == "" {
+	if len(o.sets) == 0 && o.plan == "" && o.findings == "" {
 		return nil, usage.Errorf("nothing to plan: give --set KIND:TARGET=VALUE, --findings FILE or --plan FILE")
 	}
-	if tuneOpts.scope != "" {
-		set, fixes = tune.Scope(set, tuneOpts.scope), tune.Scope(fixes, tuneOpts.scope)
+	if o.scope != "" {
+		set, fixes = tune.Scope(set, o.scope), tune.Scope(fixes, o.scope)
 	}
 	return tune.PlanItems(sys, set, fixes)
 }
@@ -234,17 +261,17 @@ func tunePlan(sys tune.System) (*tune.Plan, error) {
 // findingsHere refuses findings made from another machine (a capture
 // someone sent, diagnose run elsewhere) unless --force: IRQ numbers,
 // interface names and queue counts don't carry across machines.
-func findingsHere(o *diagnose.Origin) error {
-	if o == nil || tuneOpts.force {
+func (o *tuneOptions) findingsHere(from *diagnose.Origin) error {
+	if from == nil || o.force {
 		return nil
 	}
 	host, _ := os.Hostname()
 	here := diagnose.Origin{Host: host, MachineID: source.MachineID()}
-	if o.SameMachine(here) {
+	if from.SameMachine(here) {
 		return nil
 	}
 	return usage.Errorf("--findings %s: made from %s, and this is host %s: IRQ numbers, interface names and queues don't carry across machines; run diagnose here, or add --force to plan them anyway",
-		tuneOpts.findings, o, host)
+		o.findings, from, host)
 }
 
 // readTuneFile opens a file ("-": stdin) and parses it; a missing file is
@@ -276,40 +303,40 @@ func readTuneFile[T any](flag, name string, parse func(io.Reader) (T, error)) (T
 	return v, nil
 }
 
-func runTunePlan(cmd *cobra.Command, _ []string) error {
-	sys, err := tune.Open(tuneOpts.netns)
+func (o *tuneOptions) runPlan(cmd *cobra.Command, _ []string) error {
+	sys, err := tune.Open(o.netns)
 	if err != nil {
 		return err
 	}
 	defer sys.Close()
-	p, err := tunePlan(sys)
+	p, err := o.buildPlan(sys)
 	if err != nil {
 		return err
 	}
-	if tuneOpts.out != "" {
-		f, err := os.Create(tuneOpts.out)
+	if o.out != "" {
+		f, err := os.Create(o.out)
 		if err != nil {
 			return usage.Errorf("-o: %w", err)
 		}
 		werr := tune.WritePlanFile(f, tune.PlanFile{Netns: p.Netns, Items: p.Items})
 		if err := errors.Join(werr, f.Close()); err != nil {
-			return fmt.Errorf("write plan %s: %w", tuneOpts.out, err)
+			return fmt.Errorf("write plan %s: %w", o.out, err)
 		}
 	}
-	if tuneOpts.json {
+	if o.json {
 		return report.TuneJSON(cmd.OutOrStdout(), report.TunePlanDoc(p))
 	}
 	return report.TunePlan(cmd.OutOrStdout(), p)
 }
 
-func runTuneApply(cmd *cobra.Command, _ []string) error {
-	store := tune.NewStore(tuneOpts.stateDir)
+func (o *tuneOptions) runApply(cmd *cobra.Command, _ []string) error {
+	store := tune.NewStore(o.stateDir)
 	unlock, err := store.Lock(tuneLockWait)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	sys, err := tune.Open(tuneOpts.netns)
+	sys, err := tune.Open(o.netns)
 	if err != nil {
 		return err
 	}
@@ -317,12 +344,12 @@ func runTuneApply(cmd *cobra.Command, _ []string) error {
 	if _, err := store.DropStale(sys); err != nil {
 		return err
 	}
-	p, err := tunePlan(sys)
+	p, err := o.buildPlan(sys)
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if !tuneOpts.json {
+	if !o.json {
 		if err := report.TunePlan(out, p); err != nil {
 			return err
 		}
@@ -346,10 +373,10 @@ func runTuneApply(cmd *cobra.Command, _ []string) error {
 	if err := tx.Apply(cmd.Context()); err != nil {
 		return err
 	}
-	if tuneOpts.json {
+	if o.json {
 		return report.TuneJSON(out, tx.Record())
 	}
-	report.TuneApplied(out, tx.Record(), store.Dir, stateDirFlag(tuneOpts.stateDir))
+	report.TuneApplied(out, tx.Record(), store.Dir, stateDirFlag(o.stateDir))
 	return nil
 }
 
@@ -365,14 +392,14 @@ func stateDirFlag(dir string) string {
 	return " --state-dir " + dir
 }
 
-func runTuneRollback(cmd *cobra.Command, _ []string) error {
-	store := tune.NewStore(tuneOpts.stateDir)
+func (o *tuneOptions) runRollback(cmd *cobra.Command, _ []string) error {
+	store := tune.NewStore(o.stateDir)
 	unlock, err := store.Lock(tuneLockWait)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	res, err := store.RollbackAll(cmd.Context(), tune.Open, tuneOpts.last, tuneOpts.forget)
+	res, err := store.RollbackAll(cmd.Context(), tune.Open, o.last, o.forget)
 	report.TuneRolledBack(cmd.OutOrStdout(), res)
 	if err != nil {
 		return fmt.Errorf("rollback incomplete, the journal keeps what is left: %w", err)
@@ -380,12 +407,12 @@ func runTuneRollback(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-func runTuneStatus(cmd *cobra.Command, _ []string) error {
-	sts, err := tune.NewStore(tuneOpts.stateDir).StatusAll(tune.Open)
+func (o *tuneOptions) runStatus(cmd *cobra.Command, _ []string) error {
+	sts, err := tune.NewStore(o.stateDir).StatusAll(tune.Open)
 	if err != nil {
 		return err
 	}
-	if tuneOpts.json {
+	if o.json {
 		err = report.TuneJSON(cmd.OutOrStdout(), sts)
 	} else {
 		err = report.TuneStatus(cmd.OutOrStdout(), sts)
@@ -406,13 +433,13 @@ func runTuneStatus(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-func runTunePersist(cmd *cobra.Command, _ []string) error {
-	store := tune.NewStore(tuneOpts.stateDir)
+func (o *tuneOptions) runPersist(cmd *cobra.Command, _ []string) error {
+	store := tune.NewStore(o.stateDir)
 	recs, err := store.List()
 	if err != nil {
 		return err
 	}
-	bin := tuneOpts.binary
+	bin := o.binary
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
 			return fmt.Errorf("find this executable: %w", err)
@@ -421,11 +448,11 @@ func runTunePersist(cmd *cobra.Command, _ []string) error {
 	if bin, err = filepath.Abs(bin); err != nil {
 		return usage.Errorf("--binary: %w", err)
 	}
-	stateDir, err := filepath.Abs(tuneOpts.stateDir)
+	stateDir, err := filepath.Abs(o.stateDir)
 	if err != nil {
 		return usage.Errorf("--state-dir: %w", err)
 	}
-	res, err := tune.Persist(recs, tune.PersistOptions{Root: tuneOpts.rootDir, Binary: bin, StateDir: stateDir})
+	res, err := tune.Persist(recs, tune.PersistOptions{Root: o.rootDir, Binary: bin, StateDir: stateDir})
 	if err != nil {
 		return err
 	}
@@ -433,8 +460,8 @@ func runTunePersist(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-func runTuneUnpersist(cmd *cobra.Command, _ []string) error {
-	removed, err := tune.Unpersist(tuneOpts.rootDir)
+func (o *tuneOptions) runUnpersist(cmd *cobra.Command, _ []string) error {
+	removed, err := tune.Unpersist(o.rootDir)
 	out := cmd.OutOrStdout()
 	for _, p := range removed {
 		fmt.Fprintf(out, "removed %s\n", p)

@@ -53,6 +53,12 @@ type tuneAutoOptions struct {
 	stateDir string
 }
 
+// tuneAutoFlags are the flags of tune auto that set each field of
+// autotune's Config (and the bench's Targets). MinGain is not among them:
+// the flag is in percent, the field a fraction, and the flag is checked
+// here.
+var tuneAutoFlags = map[string]string{"Goal": "--goal", "Rounds": "--rounds", "Passes": "--passes", "Targets": "--to"}
+
 func newTuneAutoCmd() *cobra.Command {
 	o := &tuneAutoOptions{}
 	cmd := &cobra.Command{
@@ -93,10 +99,6 @@ it was in; 'linerate tune rollback' also undoes the kept changes.`,
 		Args: argsWith(cobra.NoArgs),
 		RunE: o.run,
 	}
-	defState := os.Getenv(tuneStateDirEnv)
-	if defState == "" {
-		defState = tune.DefaultStateDir
-	}
 	f := cmd.Flags()
 	f.StringVar(&o.lab, "lab", "", "run in this lab (made by 'linerate lab up') and tune its --dut node")
 	f.StringVar(&o.client, "client", drive.DefaultLabNodes.Client, "with --lab: the node the load is sent from")
@@ -124,11 +126,9 @@ it was in; 'linerate tune rollback' also undoes the kept changes.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "bench the baseline, diagnose and list the candidates; change nothing")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON (progress lines still go to stderr)")
 	o.history.add(f, true)
-	f.StringVar(&o.stateDir, "state-dir", defState, "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
+	f.StringVar(&o.stateDir, "state-dir", defaultTuneStateDir(), "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
 	return cmd
 }
-
-func init() { tuneCmd.AddCommand(newTuneAutoCmd()) }
 
 // bench builds the traffic of one round from the flags.
 func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
@@ -163,10 +163,7 @@ func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
 		Warmup: wire.Seconds(o.warmup), Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads}
 	if o.proto == "udp" {
 		cfg.FrameSize = o.size
-		cfg.Spec.Ports = o.ports
-		if cfg.Spec.Ports == 0 {
-			cfg.Spec.Ports = o.threads
-		}
+		cfg.Spec.Ports = defaultPorts(o.ports, o.threads)
 	}
 	cfg.CPUs, cfg.Token = cpus, o.token
 	return cfg, nil
@@ -212,7 +209,7 @@ func (o *tuneAutoOptions) rig(cmd *cobra.Command, bench traffic.Config) (*autotu
 	bench.Targets = []string{o.to}
 	d, err := drive.BenchFromHere(bench)
 	if err != nil {
-		return nil, err
+		return nil, usage.Flags(err, tuneAutoFlags)
 	}
 	return drive.HostRig(d, true)
 }
@@ -240,7 +237,7 @@ func (o *tuneAutoOptions) relayRig(cmd *cobra.Command, bench traffic.Config) (*a
 func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 	goal, err := autotune.ParseGoal(o.goal)
 	if err != nil {
-		return err
+		return usage.Flags(err, tuneAutoFlags)
 	}
 	if goal == autotune.GoalLoss && o.proto == "tcp" {
 		return usage.Errorf("--goal loss is for udp: tcp retransmits what it loses")
@@ -258,8 +255,7 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 	for _, s := range o.try {
 		it, err := tune.ParseItem(s)
 		if err != nil {
-			// ParseItem words its errors for --set.
-			return usage.Errorf("%s", strings.Replace(err.Error(), "--set", "--try", 1))
+			return usage.Flags(err, map[string]string{"Item": "--try"})
 		}
 		try = append(try, it)
 	}
@@ -279,6 +275,7 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 	rep, err := autotune.Run(cmd.Context(), autotune.Config{Rig: rig, Store: tune.NewStore(o.stateDir), Goal: goal,
 		Rounds: o.rounds, MinGain: o.minGain / 100, Try: try, NoFixes: o.noFixes, Passes: o.passes,
 		DryRun: o.dryRun, Progress: cmd.ErrOrStderr()})
+	err = usage.Flags(err, tuneAutoFlags)
 	if rep != nil && (err == nil || len(rep.Baseline) > 0) {
 		o.history.save(cmd, history.KindTuneAuto, rep)
 		var perr error

@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"linerate/autotune"
@@ -28,23 +27,6 @@ import (
 	"linerate/lab"
 	"linerate/traffic"
 )
-
-// tuneAutoCmd is the command tune auto, as registered.
-func tuneAutoCmd(t *testing.T) *cobra.Command {
-	t.Helper()
-	c, _, err := rootCmd.Find([]string{"tune", "auto"})
-	if err != nil || c.Name() != "auto" {
-		t.Fatalf("tune auto: %v", err)
-	}
-	return c
-}
-
-// autoArgs runs linerate ARGS in process, with tune auto's flags reset
-// first (cobra keeps flag state between runs).
-func autoArgs(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	return runArgs(t, []*cobra.Command{tuneCmd}, args...)
-}
 
 // TestTuneAutoHostDryRun benches this host against a server on loopback,
 // diagnoses it and lists candidates without changing anything (--to mode;
@@ -63,20 +45,8 @@ func TestTuneAutoHostDryRun(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	state := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	tuneAutoCmd(t).Flags().VisitAll(func(f *pflag.Flag) {
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			_ = sv.Replace(nil)
-		} else {
-			_ = f.Value.Set(f.DefValue)
-		}
-		f.Changed = false
-	})
-	rootCmd.SetOut(&stdout)
-	rootCmd.SetErr(&stderr)
-	rootCmd.SetArgs([]string{"tune", "auto", "--to", ln.Addr().String(), "--dry-run", "--duration", "500ms",
-		"--warmup", "100ms", "--rate", "20kpps", "--rounds", "1", "--state-dir", state, "--json"})
-	rootCmd.SetContext(context.Background())
-	if err := rootCmd.Execute(); err != nil {
+	if err := executeTo(&stdout, &stderr, "tune", "auto", "--to", ln.Addr().String(), "--dry-run", "--duration", "500ms",
+		"--warmup", "100ms", "--rate", "20kpps", "--rounds", "1", "--state-dir", state, "--json"); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
 	var rep autotune.Report
@@ -128,7 +98,7 @@ func TestTuneAutoBadInput(t *testing.T) {
 		{[]string{"tune", "auto", "--lab", "no-such-lab-h12"}, labErr},
 		{[]string{"tune", "auto", "extra"}, "unknown command"},
 	} {
-		out, err := autoArgs(t, tc.args...)
+		out, err := runArgs(t, tc.args...)
 		if err == nil || !(usage.Is(err) || isCobraUsage(err)) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: err %v (usage %v); want one line of bad input with %q\n%s", tc.args, err, usage.Is(err), tc.want, out)
 		}
@@ -136,11 +106,11 @@ func TestTuneAutoBadInput(t *testing.T) {
 }
 
 func TestTuneAutoHelp(t *testing.T) {
-	out, err := autoArgs(t, "tune", "auto", "--help")
+	out, err := runArgs(t, "tune", "auto", "--help")
 	if err != nil || !strings.Contains(out, "Examples:\n  linerate lab up router --name demo && linerate tune auto --lab demo") {
 		t.Errorf("tune auto --help: %v\n%s", err, out)
 	}
-	tuneAutoCmd(t).Flags().VisitAll(func(f *pflag.Flag) {
+	findCmd(t, "tune", "auto").Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Usage == "" {
 			t.Errorf("--%s has no help text", f.Name)
 		}

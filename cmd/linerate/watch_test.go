@@ -16,20 +16,10 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	"github.com/spf13/cobra"
 
 	"linerate/internal/usage"
 	"linerate/live"
 )
-
-func watchCommand(t *testing.T) *cobra.Command {
-	t.Helper()
-	c, _, err := rootCmd.Find([]string{"watch"})
-	if err != nil || c.Name() != "watch" {
-		t.Fatalf("watch: %v", err)
-	}
-	return c
-}
 
 func TestWatchBadInput(t *testing.T) {
 	for _, c := range []struct {
@@ -44,7 +34,7 @@ func TestWatchBadInput(t *testing.T) {
 		{[]string{"watch", "--web", "example.com:80"}, "not an IP address"},
 		{[]string{"bench", "udp", "--to", "127.0.0.1", "--search", "ndr", "--web", "127.0.0.1:0"}, "not for --search"},
 	} {
-		_, err := runArgs(t, []*cobra.Command{watchCommand(t), benchCmds()[0]}, c.args...)
+		_, err := runArgs(t, c.args...)
 		if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: err %v, want one line of bad input saying %q", c.args, err, c.want)
 		}
