@@ -12,7 +12,7 @@ import (
 // xdpFits: AF_XDP sends UDP from the client only, like the ring.
 func xdpFits(sp *wire.Spec) error {
 	if sp.Proto != wire.UDP || sp.Direction != wire.Forward {
-		return usage.Errorf("--engine xdp sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
+		return usage.Field("Engine", "xdp sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
 	return nil
 }
@@ -85,8 +85,8 @@ func (t *target) openXDP(r *clientRun) error {
 	err := t.openFrames(r, "xdp", func(link netlink.Link) error {
 		iface = link.Attrs().Name
 		if q, err := txQueuesInUse(iface); err == nil && sp.Ports > q {
-			return usage.Errorf("%s: --engine xdp binds one AF_XDP socket per TX queue, one port per socket: %d ports, %s uses %d TX queues (give --ports %d, or raise them with `ethtool -L %s tx %d`)",
-				t.name, sp.Ports, iface, q, q, iface, sp.Ports)
+			return usage.Field("Ports", "%d: the xdp engine binds one AF_XDP socket per TX queue, one port per socket, and %s (toward %s) uses %d TX queues: give %d ports, or raise the queues with `ethtool -L %s tx %d`",
+				sp.Ports, iface, t.name, q, q, iface, sp.Ports)
 		}
 		return nil
 	}, func(_ netlink.Link, p int, rc RingConfig) (frameSender, error) {

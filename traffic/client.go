@@ -64,7 +64,7 @@ func (c *Config) setup(fn func() error) error {
 // and client ports are filled in per target) and the UDP send engine.
 func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	if len(c.Targets) == 0 {
-		return wire.Spec{}, nil, usage.Errorf("no target: give --to HOST")
+		return wire.Spec{}, nil, usage.Field("Targets", "is missing: give HOST")
 	}
 	eng, err := engineNamed(c.Engine)
 	if err != nil {

@@ -125,7 +125,7 @@ func engineNamed(name string) (*udpEngine, error) {
 		}
 		names = append(names, e.name)
 	}
-	return nil, usage.Errorf("--engine %q: want %s", name, strings.Join(names, " or "))
+	return nil, usage.Field("Engine", "%q: want %s", name, strings.Join(names, " or "))
 }
 
 // openSocketEngine makes one sendmmsg sender for every target at once: its
@@ -162,7 +162,7 @@ func openSocketEngine(r *clientRun, to []*target) error {
 // ringFits: the ring sends UDP from the client only.
 func ringFits(sp *wire.Spec) error {
 	if sp.Proto != wire.UDP || sp.Direction != wire.Forward {
-		return usage.Errorf("--engine ring sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
+		return usage.Field("Engine", "ring sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 	cfg := r.cfg
 	sp := &t.spec
 	if !t.addr.Addr().Is4() {
-		return usage.Errorf("%s: --engine %s builds IPv4 frames only", t.name, engine)
+		return usage.Field("Engine", "%s builds IPv4 frames only: %s is not IPv4", engine, t.name)
 	}
 	if sp.Streams != 1 {
 		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine %s sends one stream per port: %d streams asked", engine, sp.Streams))

@@ -101,7 +101,7 @@ func parseTarget(s string) (host string, port uint16, err error) {
 	}
 	p, perr := strconv.ParseUint(ps, 10, 16)
 	if perr != nil || p == 0 || host == "" {
-		return "", 0, usage.Errorf("--to %q: want HOST or HOST:PORT", s)
+		return "", 0, usage.Field("Targets", "%q: want HOST or HOST:PORT", s)
 	}
 	return host, uint16(p), nil
 }
@@ -116,7 +116,7 @@ func resolve(ctx context.Context, s string) (netip.AddrPort, error) {
 	}
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(ips) == 0 {
-		return netip.AddrPort{}, usage.Errorf("--to %s: cannot resolve %q: %v", s, host, err)
+		return netip.AddrPort{}, usage.Field("Targets", "%s: cannot resolve %q: %v", s, host, err)
 	}
 	// Prefer IPv4, as the seeds' boxes do.
 	best := ips[0]
@@ -135,7 +135,7 @@ func dialError(t *target, bind netip.Addr, err error) error {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("%s: nothing listening on %s (is `linerate serve` running there?)", t.name, t.addr)
 	case errors.Is(err, syscall.EADDRNOTAVAIL) && bind.IsValid():
-		return usage.Errorf("--bind %s: %w", bind, ErrAddrNotLocal)
+		return usage.Field("Bind", "%s: %w", bind, ErrAddrNotLocal)
 	case errors.Is(err, syscall.EHOSTUNREACH):
 		return fmt.Errorf("%s: %s is unreachable (no route to host)", t.name, t.addr.Addr())
 	case errors.Is(err, syscall.ENETUNREACH):
@@ -191,7 +191,7 @@ func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 	if sp.Proto == wire.UDP && cfg.FrameSize > 0 {
 		sp.Payload = cfg.FrameSize - wire.UDPOverhead(v4)
 		if sp.Payload < wire.HeaderLen {
-			return usage.Errorf("--size %d: too small for %s UDP: frames carry at least %d bytes (%d of headers and FCS, %d of linerate's header)",
+			return usage.Field("FrameSize", "%d: too small for %s UDP: frames carry at least %d bytes (%d of headers and FCS, %d of linerate's header)",
 				cfg.FrameSize, ipName(v4), wire.UDPOverhead(v4)+wire.HeaderLen, wire.UDPOverhead(v4), wire.HeaderLen)
 		}
 	}

@@ -40,26 +40,27 @@ type SearchConfig struct {
 // one size per test.
 var ErrImix = errors.New("a mix of frame sizes cannot be sent yet: the send engines send one frame size per test")
 
-// Check says what is wrong with the search's settings, naming the flag.
+// Check says what is wrong with the search's settings, naming the field
+// (a *usage.FieldError: Goals, Sizes, Precision, Trial or Loss).
 func (c *SearchConfig) Check() error {
 	switch {
 	case len(c.Goals) == 0:
-		return usage.Errorf("--search: give ndr, pdr or ndr,pdr")
+		return usage.Field("Goals", "is missing: give ndr, pdr or ndr,pdr")
 	case len(c.Sizes) == 0:
-		return usage.Errorf("--sizes: no frame size")
+		return usage.Field("Sizes", "is missing: give a frame size")
 	case !(c.Precision > 0 && c.Precision < 0.5):
-		return usage.Errorf("--precision %g%%: want more than 0 and less than 50%%", c.Precision*100)
+		return usage.Field("Precision", "%g%%: want more than 0 and less than 50%%", c.Precision*100)
 	case c.Trial < 100*time.Millisecond:
-		return usage.Errorf("--trial %s: want at least 100ms", c.Trial)
+		return usage.Field("Trial", "%s: want at least 100ms", c.Trial)
 	}
 	for _, g := range c.Goals {
 		if !(g.LossRatio >= 0 && g.LossRatio < 0.5) {
-			return usage.Errorf("--loss %g%%: want at least 0 and less than 50%%", g.LossRatio*100)
+			return usage.Field("Loss", "%g%%: want at least 0 and less than 50%%", g.LossRatio*100)
 		}
 	}
 	for _, m := range c.Sizes {
 		if len(m.Parts) != 1 {
-			return usage.Errorf("--sizes %s: %w", m.Name, ErrImix)
+			return usage.Field("Sizes", "%s: %w", m.Name, ErrImix)
 		}
 	}
 	return nil
@@ -74,7 +75,7 @@ func Search(ctx context.Context, cfg Config, sc SearchConfig) (*results.Result, 
 		return nil, err
 	}
 	if cfg.Spec.Proto != wire.UDP {
-		return nil, usage.Errorf("--search: UDP only")
+		return nil, usage.Errorf("a zero-loss search runs over UDP, not %s", cfg.Spec.Proto)
 	}
 	cfg.OnInterval, cfg.Idle = nil, 0
 	cfg.Spec.Warmup = 0

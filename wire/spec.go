@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"linerate/internal/usage"
 	"strconv"
 	"time"
 )
@@ -126,7 +127,19 @@ const (
 	maxRecvBuf = 1 << 30
 )
 
-// Check reports the first thing wrong with s, as one line.
+// The MSS a test may set (TCP_MAXSEG): the kernel's TCP_MIN_MSS
+// (include/net/tcp.h) to the largest segment of a 65535-byte IPv4 packet.
+const (
+	MinMSS = 88
+	MaxMSS = 65495
+)
+
+// MinUDPPayload is the payload of the smallest IPv4 test datagram: a
+// 64-byte frame.
+const MinUDPPayload = MinFrameSize - EthOverhead - ipv4Header - udpHeader
+
+// Check reports the first thing wrong with s, as one line; a field's error
+// is a *usage.FieldError named by the field's JSON name ("streams", "mss").
 func (s *Spec) Check() error {
 	switch s.Proto {
 	case "udp", "tcp":
@@ -140,40 +153,39 @@ func (s *Spec) Check() error {
 	}
 	switch {
 	case s.Duration <= 0:
-		return fmt.Errorf("duration %s: must be more than 0", s.Duration.D())
+		return usage.Field("duration", "%s: must be more than 0", s.Duration.D())
 	case s.Warmup < 0:
-		return fmt.Errorf("warmup %s: negative", s.Warmup.D())
+		return usage.Field("warmup", "%s: negative", s.Warmup.D())
 	case s.Rate.check() != nil:
 		return s.Rate.check()
 	case s.Streams < 1 || s.Streams > maxStreams:
-		return fmt.Errorf("streams %d: want 1 to %d", s.Streams, maxStreams)
+		return usage.Field("streams", "%d: want 1 to %d", s.Streams, maxStreams)
 	case s.Ports < 1 || s.Ports > maxPorts:
-		return fmt.Errorf("ports %d: want 1 to %d", s.Ports, maxPorts)
+		return usage.Field("ports", "%d: want 1 to %d", s.Ports, maxPorts)
 	case s.Ports*s.Streams > 65535:
 		return fmt.Errorf("%d ports × %d streams: more than 65535 flows", s.Ports, s.Streams)
 	case s.Threads < 1 || s.Threads > maxThreads:
-		return fmt.Errorf("threads %d: want 1 to %d", s.Threads, maxThreads)
+		return usage.Field("threads", "%d: want 1 to %d", s.Threads, maxThreads)
 	case s.RecvBuf < 0 || s.RecvBuf > maxRecvBuf:
-		return fmt.Errorf("rcvbuf %d: want 0 to %d", s.RecvBuf, maxRecvBuf)
+		return usage.Field("rcvbuf", "%d: want 0 to %d", s.RecvBuf, maxRecvBuf)
 	case s.ProbeInterval < 0:
-		return fmt.Errorf("probe interval %s: negative", s.ProbeInterval.D())
+		return usage.Field("probe_interval", "%s: negative", s.ProbeInterval.D())
 	case s.ProbeInterval > 0 && s.ProbeInterval.D() < time.Millisecond:
-		return fmt.Errorf("probe interval %s: under 1ms", s.ProbeInterval.D())
+		return usage.Field("probe_interval", "%s: under 1ms", s.ProbeInterval.D())
 	}
 	if s.Proto == UDP {
 		if s.Payload < HeaderLen || s.Payload > maxPayload {
-			return fmt.Errorf("payload %d bytes: want %d to %d for udp", s.Payload, HeaderLen, maxPayload)
+			return usage.Field("payload", "%d bytes: want %d to %d for udp", s.Payload, HeaderLen, maxPayload)
 		}
 		if s.Direction != Forward && len(s.ClientPorts) != s.Ports {
 			return fmt.Errorf("%d client ports for %d ports", len(s.ClientPorts), s.Ports)
 		}
 	} else {
 		if s.Payload < 0 || s.Payload > 16<<20 {
-			return fmt.Errorf("write size %d bytes: want 0 to 16 MiB for tcp", s.Payload)
+			return usage.Field("write_size", "%d bytes: want 0 to 16 MiB for tcp", s.Payload)
 		}
-		if s.MSS != 0 && (s.MSS < 88 || s.MSS > 65495) {
-			// The kernel's TCP_MIN_MSS is 88 (include/net/tcp.h).
-			return fmt.Errorf("mss %d: want 88 to 65495", s.MSS)
+		if s.MSS != 0 && (s.MSS < MinMSS || s.MSS > MaxMSS) {
+			return usage.Field("mss", "%d: want %d (the kernel's smallest MSS) to %d", s.MSS, MinMSS, MaxMSS)
 		}
 	}
 	return nil

@@ -66,6 +66,16 @@ type benchOptions struct {
 	warnings []string
 }
 
+// benchFlags names the flag behind each field the traffic package names in
+// its errors (usage.FieldError).
+var benchFlags = map[string]string{
+	"Engine": "--engine", "Targets": "--to", "Bind": "--bind", "FrameSize": "--size", "Ports": "--ports",
+	"Goals": "--search", "Sizes": "--sizes", "Precision": "--precision", "Trial": "--trial", "Loss": "--loss",
+	// wire.Spec's fields, by their JSON names.
+	"duration": "--duration", "warmup": "--warmup", "streams": "--streams", "ports": "--ports", "threads": "--threads",
+	"rcvbuf": "--rcvbuf", "probe_interval": "--probe-interval", "payload": "--payload", "write_size": "--write-size", "mss": "--mss",
+}
+
 func newBenchCmd() *cobra.Command { return (&benchOptions{}).command() }
 
 // command builds `bench` with its udp and tcp subcommands, their flags
@@ -288,7 +298,7 @@ func (o *benchOptions) udpSpec(sp *wire.Spec, changed func(string) bool) error {
 	case o.size < 0 || (o.size == 0 && changed("size")):
 		return usage.Errorf("--size %d: a frame is at least 64 bytes", o.size)
 	case o.payload == 0 && changed("payload"):
-		return usage.Errorf("--payload 0: linerate's header needs at least 16 bytes")
+		return usage.Errorf("--payload 0: linerate's header needs at least %d bytes", wire.HeaderLen)
 	case o.payload < 0:
 		return usage.Errorf("--payload %d: negative", o.payload)
 	case o.ports < 0:
@@ -298,12 +308,9 @@ func (o *benchOptions) udpSpec(sp *wire.Spec, changed func(string) bool) error {
 	}
 	if o.size == 0 && o.payload == 0 {
 		// The smallest frame: 64 bytes over IPv4 (84 over IPv6).
-		o.payload = 18
+		o.payload = wire.MinUDPPayload
 	}
 	sp.Payload = o.payload
-	if o.payload != 0 && o.payload < 16 {
-		return usage.Errorf("--payload %d: linerate's header needs at least 16 bytes", o.payload)
-	}
 	if o.engine == "auto" && !changed("threads") {
 		// What the user did not choose suits the machine: a sender and
 		// a receiver thread per CPU (as trafgen -P does), up to 4.
@@ -318,8 +325,6 @@ func (o *benchOptions) udpSpec(sp *wire.Spec, changed func(string) bool) error {
 // sending from them.
 func (o *benchOptions) tcpSpec(sp *wire.Spec) error {
 	switch {
-	case o.mss != 0 && o.mss < 88:
-		return usage.Errorf("--mss %d: the kernel's smallest MSS is 88", o.mss)
 	case o.writeSize < 0:
 		return usage.Errorf("--write-size %d: negative", o.writeSize)
 	case o.copy && o.zerocopy:
@@ -382,6 +387,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 		defer stop()
 	}
 	res, runErr := traffic.Run(cmd.Context(), cfg)
+	runErr = usage.Flags(runErr, benchFlags)
 	if live && cfg.OnInterval != nil {
 		report.BenchEndLive(cmd.ErrOrStderr())
 		if !o.json {

@@ -66,7 +66,7 @@ func (o *searchOptions) config() (traffic.SearchConfig, error) {
 		return sc, err
 	}
 	sc.Trial = o.trial
-	return sc, sc.Check()
+	return sc, usage.Flags(sc.Check(), benchFlags)
 }
 
 // percent reads a flag given as a percentage ("0.5%") as a ratio.
@@ -116,6 +116,7 @@ func (o *benchOptions) runSearch(cmd *cobra.Command, proto string) error {
 	defer ends.close()
 	cfg.Drops, cfg.Machine = ends.drops(), ends.machine
 	res, runErr := traffic.Search(cmd.Context(), cfg, sc)
+	runErr = usage.Flags(runErr, benchFlags)
 	if res == nil {
 		return runErr
 	}
