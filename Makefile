@@ -7,10 +7,14 @@ LDFLAGS  := -s -w -X linerate/internal/version.Version=$(VERSION)
 BIN      := bin/linerate
 # Debian packages the tests and benchmarks use: ethtool and iproute2 to
 # cross-check what linerate reads, nftables for the lab's NAT, iperf3,
-# sockperf and netsniff-ng (trafgen) for side-by-side benchmarks, OpenSSH's
-# server and client for the tests of reaching hosts over ssh, chromium to
-# open the HTML report headless in its test.
-DEB_PKGS := ethtool iproute2 nftables iperf3 sockperf netsniff-ng pciutils openssh-server openssh-client chromium jq
+# iperf (2), nuttcp, sockperf and netsniff-ng (trafgen) for side-by-side
+# benchmarks and the iperf3 interoperability tests, OpenSSH's server and
+# client for the tests of reaching hosts over ssh, chromium to open the
+# HTML report headless in its test, prometheus to scrape the metrics for
+# real, lintian and systemd (systemd-analyze) to check the packages and
+# units, busybox (ash) to run the OpenWrt scripts, tuned for its profile
+# loader.
+DEB_PKGS := ethtool iproute2 nftables iperf3 iperf nuttcp sockperf netsniff-ng pciutils openssh-server openssh-client chromium jq prometheus lintian systemd busybox tuned
 TEST_TIMEOUT ?= 12m
 
 .PHONY: all build deps test test-short fuzz fuzz-short demo demo-smoke release bench bench-rate soak clean
