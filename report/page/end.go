@@ -92,43 +92,11 @@ func (v *benchView) ends() {
 	}
 	for _, k := range order {
 		e := byEnd[k]
-		in := inWindow(samples[k], secs)
+		in := results.SamplesInWindow(samples[k], secs)
 		e.Outside = len(samples[k]) - len(in)
 		e.charts(in, t0)
 		v.Ends = append(v.Ends, e)
 	}
-}
-
-// inWindow keeps the samples that lie at least half inside the measured
-// window, which begins with the end's first sample (each end samples from
-// the start of its measured window, by its own clock) and lasts secs. A
-// sample past the window counts time after the traffic stopped: drawn, it
-// would end every chart in a fall to zero that nothing measured.
-func inWindow(rs []box.Rates, secs float64) []box.Rates {
-	if len(rs) == 0 || secs <= 0 {
-		return rs
-	}
-	from := rs[0].Start
-	for _, r := range rs {
-		if r.Start.Before(from) {
-			from = r.Start
-		}
-	}
-	to := from.Add(time.Duration(secs * float64(time.Second)))
-	var in []box.Rates
-	for _, r := range rs {
-		start, end := r.Start, r.End
-		if start.Before(from) {
-			start = from
-		}
-		if end.After(to) {
-			end = to
-		}
-		if r.Seconds <= 0 || end.Sub(start).Seconds() >= r.Seconds/2 {
-			in = append(in, r)
-		}
-	}
-	return in
 }
 
 // charts draws an end's samples; t0 is the time the charts start at.
