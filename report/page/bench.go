@@ -205,10 +205,10 @@ func (v *benchView) figures() []figure {
 	out := []figure{
 		{Name: "received", Value: s.ReceivedPPS, Format: pps, Higher: true},
 		{Name: "received bits", Value: s.ReceivedBPS, Format: ceiling.FormatBps, Higher: true},
-		{Name: "sent", Value: s.SentPPS, Format: pps, Higher: true},
+		{Name: "sent (offered load)", Value: s.SentPPS, Format: pps, Offered: true},
 	}
 	if r.Spec.Proto == wire.UDP {
-		out = append(out, figure{Name: "loss", Value: s.LossRatio, Format: pct, Points: lossPoints})
+		out = append(out, figure{Name: "loss", Value: s.LossRatio, Format: pct, Points: lossPoints, Load: r.Offered().String()})
 	} else {
 		out = append(out, figure{Name: "retransmits", Value: float64(s.Retransmits), Format: func(f float64) string { return count(uint64(f)) }})
 	}
