@@ -153,6 +153,9 @@ type Verdict struct {
 	Noise float64 `json:"noise"`
 	// Why says in words why the change is kept or not.
 	Why string `json:"why"`
+	// Note says what the verdict could not weigh: a loss measured at
+	// offered loads more than results.LoadsApart apart.
+	Note string `json:"note,omitempty"`
 }
 
 // Judge decides whether a trial's rounds beat the baseline's on a metric,

@@ -620,6 +620,9 @@ func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
 // noise either.
 func (a *auto) judge(rounds []Round) Verdict {
 	v := Judge(a.metric, values(a.rounds, a.metric), values(rounds, a.metric), a.cfg.MinGain)
+	if a.metric == MetricLoss {
+		atLoad(&v, a.rounds, rounds)
+	}
 	if !v.Keep || a.cfg.Goal == GoalThroughput {
 		return v
 	}
@@ -630,6 +633,37 @@ func (a *auto) judge(rounds []Round) Verdict {
 		v.Why = fmt.Sprintf("%s, but throughput fell %s (noise %s)", v.Why, pctAbs(-t.Gain), pctAbs(t.Noise))
 	}
 	return v
+}
+
+// atLoad qualifies a loss verdict by the load each set of rounds offered
+// (their median sent rate). Loss is judged at equal offered load: when
+// the loads are more than results.LoadsApart apart, a loss that moved
+// with the load (more lost at more sent, less at less) says nothing of
+// the change, which is then not kept; one that moved against it (less
+// lost at more sent) stands. Either way the verdict notes the loads.
+func atLoad(v *Verdict, base, trial []Round) {
+	sent := func(rs []Round) float64 {
+		xs := make([]float64, 0, len(rs))
+		for _, r := range rs {
+			xs = append(xs, r.SentPPS)
+		}
+		return median(xs)
+	}
+	if len(base) == 0 || len(trial) == 0 {
+		return
+	}
+	b, t := sent(base), sent(trial)
+	if !results.LoadsDiffer(b, t) {
+		return
+	}
+	v.Note = fmt.Sprintf("offered loads differ: the baseline sent %s, the trial %s; loss is judged at equal offered load: a fixed --rate below both compares like with like",
+		units.Rate(b, "pps"), units.Rate(t, "pps"))
+	if (t > b) == (v.Gain < 0) && v.Gain != 0 {
+		v.Keep = false
+		v.Why = "not judged: " + v.Note
+		return
+	}
+	v.Why += "; " + v.Note
 }
 
 // rollback restores a trial's transaction (also when ctx has ended:

@@ -359,3 +359,34 @@ func TestMetricJSON(t *testing.T) {
 		t.Error("a metric lost its direction or unit")
 	}
 }
+
+// TestJudgeLossAtOfferedLoad: the demo's case, RPS frees the sender's CPU
+// and it sends twice as much; the loss that comes with it is not the
+// change's.
+func TestJudgeLossAtOfferedLoad(t *testing.T) {
+	r := func(sent, loss float64) Round {
+		return Round{Proto: "udp", SentPPS: sent, ReceivedPPS: sent * (1 - loss), LossRatio: loss}
+	}
+	base := []Round{r(100e3, 0.02), r(101e3, 0.021), r(99e3, 0.019)}
+	a := &auto{cfg: Config{Goal: GoalLoss, MinGain: DefaultMinGain}, metric: MetricLoss, rounds: base}
+	// Twice the load, more loss: not judged, said why.
+	v := a.judge([]Round{r(200e3, 0.14), r(201e3, 0.145), r(199e3, 0.144)})
+	if v.Keep || !strings.HasPrefix(v.Why, "not judged: offered loads differ") || v.Note == "" {
+		t.Errorf("more loss at twice the load: keep %v, why %q, note %q", v.Keep, v.Why, v.Note)
+	}
+	// Half the load, less loss: not the change's either.
+	v = a.judge([]Round{r(50e3, 0.001), r(50.5e3, 0.001), r(49.5e3, 0.001)})
+	if v.Keep || !strings.HasPrefix(v.Why, "not judged") {
+		t.Errorf("less loss at half the load kept: %q", v.Why)
+	}
+	// Twice the load and less loss: better whatever the load, noted.
+	v = a.judge([]Round{r(200e3, 0.001), r(201e3, 0.001), r(199e3, 0.001)})
+	if !v.Keep || !strings.Contains(v.Why, "offered loads differ") {
+		t.Errorf("less loss at twice the load: keep %v, %q", v.Keep, v.Why)
+	}
+	// The same load within 5 %: judged as before, no note.
+	v = a.judge([]Round{r(103e3, 0.001), r(102e3, 0.001), r(104e3, 0.001)})
+	if !v.Keep || v.Note != "" {
+		t.Errorf("less loss at the same load: keep %v, %q, note %q", v.Keep, v.Why, v.Note)
+	}
+}

@@ -17,8 +17,8 @@ import (
 // adding one.
 func BenchInterval(w io.Writer, iv results.IntervalStats, live bool) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%6.1fs  sent %9s %10s  recv %9s %10s", iv.T,
-		units.Fixed.Unit(iv.SentPPS, "pps"), units.Fixed.Unit(iv.SentBPS, "b/s"), units.Fixed.Unit(iv.ReceivedPPS, "pps"), units.Fixed.Unit(iv.ReceivedBPS, "b/s"))
+	fmt.Fprintf(&b, "%6.1fs  sent %s  recv %s", iv.T,
+		intervalRates(iv.SentPPS, iv.SentBPS, iv.SentUnknown), intervalRates(iv.ReceivedPPS, iv.ReceivedBPS, iv.ReceivedUnknown))
 	if len(iv.CPU) > 0 {
 		b.WriteString("  cpu")
 		for _, c := range iv.CPU {
@@ -33,6 +33,15 @@ func BenchInterval(w io.Writer, iv results.IntervalStats, live bool) {
 		return
 	}
 	fmt.Fprintln(w, b.String())
+}
+
+// intervalRates is one side of an interval line: its packet and bit
+// rates, or "?" in their place when nothing measured them.
+func intervalRates(pps, bps float64, unknown bool) string {
+	if unknown {
+		return fmt.Sprintf("%9s %10s", "?", "?")
+	}
+	return fmt.Sprintf("%9s %10s", units.Fixed.Unit(pps, "pps"), units.Fixed.Unit(bps, "b/s"))
 }
 
 // BenchEndLive ends a live interval line.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"os"
 
 	"encoding/json"
@@ -193,7 +194,11 @@ type Figure struct {
 	// PerSecond are the values of each measured second (bench), or of
 	// each round (tune auto): their spread is the run's own noise.
 	PerSecond []float64
-	format    func(float64) string
+	// Offered marks the load the run offered (its sent rate): neither
+	// better nor worse, but loss and received rates are judged only
+	// between runs offered the same load.
+	Offered bool
+	format  func(float64) string
 }
 
 // Figures are the headline numbers of a decoded run.
@@ -210,7 +215,7 @@ func Figures(result any) []Figure {
 		}
 		var pps, bps []float64
 		for _, iv := range r.Intervals {
-			if !iv.Warmup {
+			if !iv.Warmup && !iv.ReceivedUnknown {
 				pps, bps = append(pps, iv.ReceivedPPS), append(bps, iv.ReceivedBPS)
 			}
 		}
@@ -220,7 +225,7 @@ func Figures(result any) []Figure {
 			{Name: "received bit/s", Value: s.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return units.Fixed.Unit(v, "b/s") }},
 		}
 		if r.Spec.Proto == wire.UDP {
-			out = append(out, Figure{Name: "loss", Value: s.LossRatio, format: lossPct})
+			out = append(out, offeredFigure(s.SentPPS), Figure{Name: "loss", Value: s.LossRatio, format: lossPct})
 		} else {
 			out = append(out, Figure{Name: "retransmits", Value: float64(s.Retransmits), format: func(v float64) string { return fmt.Sprintf("%.0f", v) }})
 		}
@@ -243,7 +248,7 @@ func Figures(result any) []Figure {
 			{Name: "received bit/s", Value: t.ReceivedBPS, Higher: true, PerSecond: bps, format: func(v float64) string { return units.Fixed.Unit(v, "b/s") }},
 		}
 		if r.Spec.Proto == wire.UDP {
-			out = append(out, Figure{Name: "loss", Value: t.LossRatio, format: lossPct})
+			out = append(out, offeredFigure(t.SentPPS), Figure{Name: "loss", Value: t.LossRatio, format: lossPct})
 		}
 		return out
 	case *autotune.Report:
@@ -258,6 +263,27 @@ func Figures(result any) []Figure {
 			format: func(v float64) string { return r.Metric.Format(v) }}}
 	}
 	return nil
+}
+
+// offeredFigure is a run's offered load: the packets it sent per second.
+func offeredFigure(sentPPS float64) Figure {
+	return Figure{Name: "offered load", Value: sentPPS, Offered: true, format: func(v float64) string { return units.Fixed.Unit(v, "pps") + " sent" }}
+}
+
+// offeredOf is the load a decoded run offered, when it is a UDP run that
+// has one.
+func offeredOf(result any) (results.Offered, bool) {
+	switch r := result.(type) {
+	case *results.Result:
+		return r.Offered(), len(r.Search) == 0 && r.Spec.Proto == wire.UDP
+	case *plan.Result:
+		if len(r.Rounds) > 0 {
+			return offeredOf(&r.Rounds[len(r.Rounds)-1])
+		}
+	case *results.FlowSet:
+		return results.Offered{SentPPS: r.Total.SentPPS, Asked: r.Spec.Rate}, r.Spec.Proto == wire.UDP
+	}
+	return results.Offered{}, false
 }
 
 func (f Figure) String() string {
@@ -305,6 +331,13 @@ func Compare(w io.Writer, a, b *history.Run) error {
 	if a.Kind != b.Kind {
 		fmt.Fprintf(w, "note: a %s run against a %s run: only figures of the same name are compared\n\n", a.Kind, b.Kind)
 	}
+	oa, okA := offeredOf(ra)
+	ob, okB := offeredOf(rb)
+	apart := okA && okB && results.LoadsDiffer(oa.SentPPS, ob.SentPPS)
+	if apart {
+		fmt.Fprintf(w, "note: the runs were offered different loads (more than %.0f %% apart): A %s, B %s; their loss is not judged, and a received rate may follow the load\n\n",
+			results.LoadsApart*100, oa, ob)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "FIGURE\tA\tB\tCHANGE\tNOISE\t\t")
 	for _, x := range fa {
@@ -316,15 +349,26 @@ func Compare(w io.Writer, a, b *history.Run) error {
 		change, noise := "", ""
 		verdict := ""
 		switch {
+		case x.Offered && apart:
+			verdict = "offered loads differ"
+		case x.Offered:
+			verdict = fmt.Sprintf("same offered load (within %.0f %%)", results.LoadsApart*100)
+		case apart && x.Name == "loss":
+			// More sent may be more lost whatever the change did.
+			verdict = "not judged: offered loads differ"
+		}
+		switch {
 		case x.Value == 0 && y.Value == 0:
-			change, verdict = "0", "same"
+			change, verdict = "0", cmp.Or(verdict, "same")
 		case x.Value == 0:
-			change, verdict = "from 0", "changed"
+			change, verdict = "from 0", cmp.Or(verdict, "changed")
 		default:
 			c := (y.Value - x.Value) / math.Abs(x.Value)
 			change = fmt.Sprintf("%+.1f %%", c*100)
 			n := max(x.Spread(), y.Spread())
-			if len(x.PerSecond) >= 3 && len(y.PerSecond) >= 3 {
+			if verdict != "" {
+				noise = "-"
+			} else if len(x.PerSecond) >= 3 && len(y.PerSecond) >= 3 {
 				noise = fmt.Sprintf("±%.1f %%", n*100)
 				switch {
 				case math.Abs(c) <= n:

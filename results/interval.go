@@ -44,6 +44,10 @@ func mergeIntervals(ivs []IntervalStats, from float64) IntervalStats {
 		w := (iv.T - prev) / total
 		prev = iv.T
 		out.Warmup = out.Warmup || iv.Warmup
+		// A line is unknown where any second of it is: a mean over the
+		// seconds that were measured would pass for the whole line's.
+		out.SentUnknown = out.SentUnknown || iv.SentUnknown
+		out.ReceivedUnknown = out.ReceivedUnknown || iv.ReceivedUnknown
 		out.SentPPS += iv.SentPPS * w
 		out.SentBPS += iv.SentBPS * w
 		out.ReceivedPPS += iv.ReceivedPPS * w
@@ -61,5 +65,6 @@ func mergeIntervals(ivs []IntervalStats, from float64) IntervalStats {
 	for _, id := range ids {
 		out.CPU = append(out.CPU, *cpu[id])
 	}
+	out.ClearUnknown()
 	return out
 }

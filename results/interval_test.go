@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -46,5 +47,60 @@ func TestGroupIntervals(t *testing.T) {
 	}
 	if len(all) != len(lines) {
 		t.Errorf("-i 1 passed %d of %d lines", len(all), len(lines))
+	}
+}
+
+func TestGroupIntervalsUnknown(t *testing.T) {
+	var got []IntervalStats
+	f := GroupIntervals(2*time.Second, func(iv IntervalStats) { got = append(got, iv) })
+	for _, iv := range []IntervalStats{
+		{T: 1, SentPPS: 100, ReceivedPPS: 100},
+		{T: 2, SentPPS: 100, ReceivedUnknown: true},
+		{T: 3, SentPPS: 100, ReceivedPPS: 90},
+		{T: 4, SentPPS: 100, ReceivedPPS: 100},
+	} {
+		f(iv)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d lines, want 2: %+v", len(got), got)
+	}
+	if a := got[0]; !a.ReceivedUnknown || a.ReceivedPPS != 0 || a.SentUnknown || a.SentPPS != 100 {
+		t.Errorf("line with an unknown second %+v: want received unknown (no figure), sent 100 pps", a)
+	}
+	if b := got[1]; b.ReceivedUnknown || b.ReceivedPPS != 95 {
+		t.Errorf("line of known seconds %+v: want received 95 pps", b)
+	}
+}
+
+func TestIntervalJSON(t *testing.T) {
+	// A result saved before the unknown flags existed: every figure known.
+	var old IntervalStats
+	if err := json.Unmarshal([]byte(`{"t":2,"warmup":false,"sent_pps":100,"sent_bps":800,"received_pps":0,"received_bps":0}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.SentUnknown || old.ReceivedUnknown || old.SentPPS != 100 {
+		t.Errorf("old interval read as %+v: want every figure known, received a measured 0", old)
+	}
+	iv := IntervalStats{T: 3, SentPPS: 100, SentBPS: 800, ReceivedUnknown: true}
+	b, err := json.Marshal(iv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["received_pps"] != nil || m["received_bps"] != nil || m["received_unknown"] != true || m["sent_pps"] != 100.0 {
+		t.Errorf("unknown received side written as %s: want null rates and received_unknown", b)
+	}
+	if _, ok := m["sent_unknown"]; ok {
+		t.Errorf("known sent side written with sent_unknown: %s", b)
+	}
+	var back IntervalStats
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.T != iv.T || back.SentPPS != iv.SentPPS || back.SentBPS != iv.SentBPS || !back.ReceivedUnknown || back.ReceivedPPS != 0 {
+		t.Errorf("read back as %+v, want %+v", back, iv)
 	}
 }

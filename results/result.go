@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/json"
 	"time"
 
 	"linerate/box"
@@ -183,8 +184,46 @@ type IntervalStats struct {
 	SentBPS     float64 `json:"sent_bps"`
 	ReceivedPPS float64 `json:"received_pps"`
 	ReceivedBPS float64 `json:"received_bps"`
+	// SentUnknown and ReceivedUnknown say that a side's figures were not
+	// measured in the interval: a server that sends or receives in it
+	// filed no report of that second (it died, the link was down). The
+	// rates are then 0 here and null in the JSON. A result written before
+	// these fields existed has neither: every figure in it was known.
+	SentUnknown     bool `json:"sent_unknown,omitempty"`
+	ReceivedUnknown bool `json:"received_unknown,omitempty"`
 	// CPU is the client's per-CPU use in the interval, when sampled.
 	CPU []box.CPUUse `json:"cpu,omitempty"`
+}
+
+// ClearUnknown zeroes the rates of the sides that are unknown.
+func (iv *IntervalStats) ClearUnknown() {
+	if iv.SentUnknown {
+		iv.SentPPS, iv.SentBPS = 0, 0
+	}
+	if iv.ReceivedUnknown {
+		iv.ReceivedPPS, iv.ReceivedBPS = 0, 0
+	}
+}
+
+// MarshalJSON writes the rates of a side that is unknown as null, so that
+// no reader takes them for a measured zero.
+func (iv IntervalStats) MarshalJSON() ([]byte, error) {
+	type plain IntervalStats // without this method
+	known := func(v float64, ok bool) *float64 {
+		if !ok {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		plain
+		SentPPS     *float64 `json:"sent_pps"`
+		SentBPS     *float64 `json:"sent_bps"`
+		ReceivedPPS *float64 `json:"received_pps"`
+		ReceivedBPS *float64 `json:"received_bps"`
+	}{plain(iv),
+		known(iv.SentPPS, !iv.SentUnknown), known(iv.SentBPS, !iv.SentUnknown),
+		known(iv.ReceivedPPS, !iv.ReceivedUnknown), known(iv.ReceivedBPS, !iv.ReceivedUnknown)})
 }
 
 // Sample is one end's counters over one second.

@@ -326,7 +326,11 @@ func (r *clientRun) interval(res *results.Result, now time.Time, prev *progress)
 	if dt > 0 {
 		var srv [4]float64
 		for _, t := range r.targets {
-			rt := t.rates()
+			rt, ok := t.rates()
+			// No report of this second: the side the server counts is
+			// unknown (what it sends, what it receives).
+			iv.SentUnknown = iv.SentUnknown || !ok && t.spec.ServerSends()
+			iv.ReceivedUnknown = iv.ReceivedUnknown || !ok && t.spec.ClientSends()
 			for i := range srv {
 				srv[i] += rt[i]
 			}
@@ -338,6 +342,7 @@ func (r *clientRun) interval(res *results.Result, now time.Time, prev *progress)
 		iv.SentPPS, iv.ReceivedPPS = sp, rp
 		iv.SentBPS = (sb + sp*float64(r.overhead)) * 8
 		iv.ReceivedBPS = (rb + rp*float64(r.overhead)) * 8
+		iv.ClearUnknown()
 	}
 	r.mu.Lock()
 	if r.lastSample != nil {

@@ -39,8 +39,8 @@ type target struct {
 	reports  int            // server intervals filed
 	filed    chan struct{}  // one more was filed (cap 1)
 	last     *wire.Interval // latest server interval
-	prevIv   *wire.Interval // the one the last rates were computed to
-	rate     [4]float64     // server's sent pkts, bytes, received pkts, bytes per second
+	before   *wire.Interval // the one filed before it
+	used     float64        // T of the latest interval the rates were taken from
 	result   *results.ServerResult
 	resultCh chan error
 }
@@ -375,7 +375,7 @@ func (t *target) readLoop(deadline time.Time) {
 // file keeps the server's latest interval report.
 func (t *target) file(iv *wire.Interval) {
 	t.mu.Lock()
-	t.last = iv
+	t.before, t.last = t.last, iv
 	t.reports++
 	t.mu.Unlock()
 	select {
@@ -392,24 +392,25 @@ func (t *target) hasReports(n int) bool {
 }
 
 // rates are what the server counted per second over its latest interval
-// reports (by its own clock): sent packets, bytes, received packets,
-// bytes.
-func (t *target) rates() [4]float64 {
+// report (by its own clock): sent packets, bytes, received packets,
+// bytes. ok is false when the server filed no report since the last call:
+// what it counted since is unknown, and no earlier rate stands in for it.
+func (t *target) rates() (rate [4]float64, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	last, prev := t.last, t.prevIv
-	if last != nil && (prev == nil || last.T > prev.T) {
-		if prev == nil {
-			prev = &wire.Interval{}
-		}
-		dt := last.T - prev.T
-		t.rate = [4]float64{
-			perSecond(last.SentPackets, prev.SentPackets, dt), perSecond(last.SentBytes, prev.SentBytes, dt),
-			perSecond(last.ReceivedPackets, prev.ReceivedPackets, dt), perSecond(last.ReceivedBytes, prev.ReceivedBytes, dt),
-		}
-		t.prevIv = last
+	last, prev := t.last, t.before
+	if last == nil || last.T <= t.used {
+		return rate, false
 	}
-	return t.rate
+	t.used = last.T
+	if prev == nil {
+		prev = &wire.Interval{}
+	}
+	dt := last.T - prev.T
+	return [4]float64{
+		perSecond(last.SentPackets, prev.SentPackets, dt), perSecond(last.SentBytes, prev.SentBytes, dt),
+		perSecond(last.ReceivedPackets, prev.ReceivedPackets, dt), perSecond(last.ReceivedBytes, prev.ReceivedBytes, dt),
+	}, true
 }
 
 // serverResult is the server's result, or an empty one and why there is

@@ -205,10 +205,10 @@ func (v *benchView) figures() []figure {
 	out := []figure{
 		{Name: "received", Value: s.ReceivedPPS, Format: pps, Higher: true},
 		{Name: "received bits", Value: s.ReceivedBPS, Format: ceiling.FormatBps, Higher: true},
-		{Name: "sent", Value: s.SentPPS, Format: pps, Higher: true},
+		{Name: "sent (offered load)", Value: s.SentPPS, Format: pps, Offered: true},
 	}
 	if r.Spec.Proto == wire.UDP {
-		out = append(out, figure{Name: "loss", Value: s.LossRatio, Format: pct, Points: lossPoints})
+		out = append(out, figure{Name: "loss", Value: s.LossRatio, Format: pct, Points: lossPoints, Load: r.Offered().String()})
 	} else {
 		out = append(out, figure{Name: "retransmits", Value: float64(s.Retransmits), Format: func(f float64) string { return count(uint64(f)) }})
 	}
@@ -255,21 +255,36 @@ func tcpRTT(r *results.Result, target int, dir wire.Direction) string {
 }
 
 // rates charts the client's intervals: packets and bits per second sent
-// and received, and what went missing between them.
+// and received, and what was in flight apart from what was lost. A side
+// nothing measured in a second (no server report) is a gap.
 func (v *benchView) rates() {
 	r := v.res
-	var t, spps, rpps, sbps, rbps, gap []float64
+	var t, spps, rpps, sbps, rbps, flight, lost []float64
+	// Lost is only what the end totals say: spread evenly over the
+	// window, it is the mean lost per second, flat at 0 when none was.
+	lostPerSec := 0.0
+	if s := r.Summary; s.Seconds > 0 {
+		lostPerSec = float64(s.LostPackets) / s.Seconds
+	}
+	nan := math.NaN()
 	for _, iv := range r.Intervals {
 		if iv.Warmup {
 			v.Warmup++
 			continue
 		}
+		sp, sb, rp, rb := iv.SentPPS, iv.SentBPS, iv.ReceivedPPS, iv.ReceivedBPS
+		if iv.SentUnknown {
+			sp, sb = nan, nan
+		}
+		if iv.ReceivedUnknown {
+			rp, rb = nan, nan
+		}
 		t = append(t, iv.T)
-		spps = append(spps, iv.SentPPS)
-		rpps = append(rpps, iv.ReceivedPPS)
-		sbps = append(sbps, iv.SentBPS)
-		rbps = append(rbps, iv.ReceivedBPS)
-		gap = append(gap, math.Max(0, iv.SentPPS-iv.ReceivedPPS))
+		spps, rpps, sbps, rbps = append(spps, sp), append(rpps, rp), append(sbps, sb), append(rbps, rb)
+		// NaN when either side is unknown; never below 0 (the server's
+		// second, by its own clock, may catch more than the client's).
+		flight = append(flight, math.Max(0, sp-rp))
+		lost = append(lost, lostPerSec)
 	}
 	if len(t) == 0 {
 		return
@@ -289,8 +304,8 @@ func (v *benchView) rates() {
 		chart{Title: "bits per second", X: t, Unit: "b/s", Refs: bref, Series: []series{
 			{Name: "sent", Color: colour(0), Y: sbps}, {Name: "received", Color: colour(1), Y: rbps}}}.Render())
 	if r.Spec.Proto == wire.UDP {
-		v.Rates = append(v.Rates, chart{Title: "sent − received, packets per second (loss, and what was in flight)", X: t,
-			Series: []series{{Name: "sent − received", Color: colour(3), Y: gap}}}.Render())
+		v.Rates = append(v.Rates, chart{Title: "in flight (sent − received in each second) and lost (the end totals' loss, mean per second), packets per second", X: t,
+			Series: []series{{Name: "in flight: sent − received", Color: colour(3), Y: flight}, {Name: "lost (end totals)", Color: colour(4), Y: lost}}}.Render())
 	}
 }
 

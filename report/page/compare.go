@@ -3,6 +3,8 @@ package page
 import (
 	"fmt"
 	"math"
+
+	"linerate/results"
 )
 
 // comparison sets two or more runs side by side: each headline figure of
@@ -10,6 +12,8 @@ import (
 type comparison struct {
 	Runs []*section
 	Rows []compareRow
+	// Notes say which runs were offered a different load than the first.
+	Notes []string
 }
 
 type compareRow struct {
@@ -19,6 +23,8 @@ type compareRow struct {
 
 type compareCell struct {
 	Value string
+	// Load is the run's offered load, beside a loss.
+	Load string
 	// Delta is the change from the first run that has the figure; Class
 	// says whether it is better or worse.
 	Delta, Class string
@@ -48,11 +54,14 @@ func compare(ss []*section) *comparison {
 			}
 			cell := compareCell{Value: "-"}
 			if f != nil {
-				cell.Value = f.Text()
+				cell.Value, cell.Load = f.Text(), f.Load
 				if base == nil {
 					base = f
 				} else {
 					cell.Delta, cell.Class = delta(*base, *f)
+				}
+				if base != f && (f.Offered || f.Load != "") {
+					cell.Delta, cell.Class = c.atLoad(name, base, f, s, cell)
 				}
 			}
 			row.Cells = append(row.Cells, cell)
@@ -85,4 +94,37 @@ func delta(a, b figure) (string, string) {
 		return sign + b.Format(math.Abs(d)), class
 	}
 	return fmt.Sprintf("%+.1f %%", d/a.Value*100), class
+}
+
+// offeredOf is the offered-load figure of a section, if it has one.
+func offeredOf(s *section) *figure {
+	for i := range s.Figures {
+		if s.Figures[i].Offered {
+			return &s.Figures[i]
+		}
+	}
+	return nil
+}
+
+// atLoad is the change of the offered load, or of a loss, against the
+// base run: the offered load is neither better nor worse; a loss at a
+// load more than results.LoadsApart from the base run's is not judged,
+// and the comparison says why once.
+func (c *comparison) atLoad(name string, base, f *figure, s *section, cell compareCell) (string, string) {
+	if f.Offered {
+		return cell.Delta, "same"
+	}
+	var a *figure
+	for _, r := range c.Runs {
+		if a = offeredOf(r); a != nil {
+			break
+		}
+	}
+	b := offeredOf(s)
+	if a == nil || b == nil || !results.LoadsDiffer(a.Value, b.Value) {
+		return cell.Delta, cell.Class
+	}
+	c.Notes = append(c.Notes, fmt.Sprintf("%s was offered %s, the first run %s (more than %.0f %% apart): its %s is not judged against it",
+		s.Name, f.Load, base.Load, results.LoadsApart*100, name))
+	return cell.Delta + " (not judged: offered loads differ)", "apart"
 }

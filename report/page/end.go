@@ -30,6 +30,9 @@ type endView struct {
 	// Drops are the end's non-zero drop counters over the window.
 	Drops     []dropRow
 	DropError string
+	// Outside counts the samples left out of the charts: they lie mostly
+	// outside the measured window (the last one taken as the run stopped).
+	Outside int
 }
 
 // sideName names a sample's end.
@@ -83,9 +86,15 @@ func (v *benchView) ends() {
 		e.Ifaces = d.Ifaces
 		e.Drops, e.DropError = dropRows(d)
 	}
+	secs := r.Summary.Seconds
+	if secs <= 0 {
+		secs = r.Spec.Duration.D().Seconds()
+	}
 	for _, k := range order {
 		e := byEnd[k]
-		e.charts(samples[k], t0)
+		in := results.SamplesInWindow(samples[k], secs)
+		e.Outside = len(samples[k]) - len(in)
+		e.charts(in, t0)
 		v.Ends = append(v.Ends, e)
 	}
 }

@@ -158,8 +158,14 @@ func TestSideBySide(t *testing.T) {
 	contains(t, page, "Side by side", "120.14k pps", "107.67k pps", `<td class="worse">107.67k pps<br>-10.4 %</td>`,
 		`id="run1"`, `id="run2"`, `id="run3"`, `href="#run3"`)
 	// A loss changes in points, not relative to a zero.
+	// bench-udp-1518 sent 1.13M pps to bench-udp's 120k: its loss is not
+	// judged against it, and both loads stand beside the losses.
 	page = render(t, before, fixture(t, "bench-udp-1518"))
-	contains(t, page, `<td class="worse">92.687 %<br>+92.687 points</td>`)
+	contains(t, page, `<td class="apart">92.687 %<br>+92.687 points (not judged: offered loads differ)<br><span class="meta">at `,
+		"was offered", "more than 5 % apart): its loss is not judged against it", "sent (offered load)")
+	if strings.Contains(page, `<td class="worse">92.687 %`) {
+		t.Error("a loss at ten times the load is called worse")
+	}
 	if i, j := strings.Index(page, "Side by side"), strings.Index(page, `id="run1"`); i > j {
 		t.Error("the comparison is not first")
 	}

@@ -50,6 +50,11 @@ type figure struct {
 	// own terms rather than relative: a loss going from 0.1 % to 0.3 % is
 	// "+0.2 points", not "+200 %".
 	Points func(float64) string
+	// Offered marks the run's offered load: neither better nor worse;
+	// loss is judged only between runs offered the same load.
+	Offered bool
+	// Load is the run's offered load in words, beside its loss.
+	Load string
 }
 
 // Text is the figure with its unit.

@@ -1,0 +1,103 @@
+package traffic
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"linerate/results"
+	"linerate/wire"
+)
+
+// TestIntervalsUnknownWhileLinkDown cuts the server's veth for 3 s in the
+// middle of a UDP bench: the seconds with no report from the server are
+// unknown on the receiving side, in the lines and in the result, never a
+// copy of the last rate received.
+func TestIntervalsUnknownWhileLinkDown(t *testing.T) {
+	l := newLab(t, &Server{})
+	h := l.b.Netlink(t)
+	link, err := h.LinkByName("lrb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whatever happens, the link is up again before the namespaces go.
+	t.Cleanup(func() { _ = h.LinkSetUp(link) })
+
+	const cut = 3 * time.Second
+	cfg := l.config(udpSpec(8*time.Second, wire.Rate{PPS: 20000}))
+	cfg.FrameSize = 128
+	var mu sync.Mutex
+	var cutFrom, cutTo time.Time
+	seen := map[float64]time.Time{} // interval end → when the line came
+	cutDone := make(chan struct{})
+	cfg.OnInterval = func(iv results.IntervalStats) {
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		seen[iv.T] = now
+		if iv.T >= 2 && cutFrom.IsZero() {
+			if err := h.LinkSetDown(link); err != nil {
+				t.Errorf("set lrb down: %v", err)
+				close(cutDone)
+				return
+			}
+			cutFrom = time.Now()
+			go func() {
+				defer close(cutDone)
+				time.Sleep(cut)
+				if err := h.LinkSetUp(link); err != nil {
+					t.Errorf("set lrb up: %v", err)
+				}
+				mu.Lock()
+				cutTo = time.Now()
+				mu.Unlock()
+			}()
+		}
+	}
+	res, err := Run(context.Background(), cfg)
+	<-cutDone
+	if res == nil {
+		t.Fatalf("no result: %v", err)
+	}
+	if err != nil {
+		t.Logf("run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if cutTo.IsZero() {
+		t.Fatal("the link was never cut")
+	}
+	inside := 0
+	for _, iv := range res.Intervals {
+		at, ok := seen[iv.T]
+		if !ok {
+			t.Errorf("interval %.1f s in the result was never shown", iv.T)
+			continue
+		}
+		t.Logf("%.1f s (cut %+.1f s): sent %.0f pps, received %.0f pps, received unknown %v",
+			iv.T, at.Sub(cutFrom).Seconds(), iv.SentPPS, iv.ReceivedPPS, iv.ReceivedUnknown)
+		switch {
+		case at.Before(cutFrom):
+			// Before the cut the server reported every second.
+			if iv.T > 1 && iv.ReceivedUnknown {
+				t.Errorf("interval %.1f s before the cut: received unknown", iv.T)
+			}
+		case at.Sub(cutFrom) > 1400*time.Millisecond && at.Before(cutTo):
+			// The whole second (and the 300 ms it waits for the report)
+			// fell inside the cut: the server's report cannot have come.
+			inside++
+			if !iv.ReceivedUnknown || iv.ReceivedPPS != 0 || iv.ReceivedBPS != 0 {
+				t.Errorf("interval %.1f s inside the cut: received %.0f pps, unknown %v; want unknown and no figure",
+					iv.T, iv.ReceivedPPS, iv.ReceivedUnknown)
+			}
+			if iv.SentUnknown || iv.SentPPS == 0 {
+				t.Errorf("interval %.1f s inside the cut: sent %.0f pps, unknown %v; the client counts what it sends",
+					iv.T, iv.SentPPS, iv.SentUnknown)
+			}
+		}
+	}
+	if inside == 0 {
+		t.Fatalf("no interval fell inside the %s cut", cut)
+	}
+}
