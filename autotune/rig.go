@@ -118,18 +118,12 @@ func (m Measurement) window() []box.Rates {
 	if m.Result == nil || len(m.DUT) == 0 {
 		return m.DUT
 	}
-	start := m.DUT[0].Start
-	end := start.Add(time.Duration(m.Result.Summary.Seconds * float64(time.Second)))
-	var out []box.Rates
-	for _, r := range m.DUT {
-		if overlap(r, start, end) >= r.Seconds/2 {
-			out = append(out, r)
+	if secs := m.Result.Summary.Seconds; secs > 0 {
+		if out := results.SamplesInWindow(m.DUT, secs); len(out) > 0 {
+			return out
 		}
 	}
-	if len(out) == 0 {
-		return m.DUT[:1]
-	}
-	return out
+	return m.DUT[:1]
 }
 
 // overlap is how many seconds of interval r lie between start and end.
