@@ -32,10 +32,10 @@
 #   WARM=1          seconds of each run before the window
 #   TOOLS="..."     a subset of: linerate-socket linerate-ring linerate-afxdp iperf3
 #                   sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-afxdp-xdp
-#                   linerate-tcp1 iperf3-tcp1
-#                   linerate-tcp4 iperf3-tcp4 linerate-tcp8 iperf3-tcp8
-#                   linerate-tcp16 iperf3-tcp16 linerate-tcp4copy iperf3-tcp4z
-#                   linerate-default (default: all)
+#                   linerate-default, and for N in 1 4 8 16 streams:
+#                   linerate-tcpN iperf3-tcpNz (both sendfile), and
+#                   linerate-tcpNcopy iperf3-tcpN iperf2-tcpN nuttcp-tcpN
+#                   (all copying from user memory) (default: all)
 #   JSON=FILE       also write the medians and every round as JSON
 #   LINERATE=PATH   the linerate binary (default bin/linerate, built if missing)
 #   SINK=PATH       the bench/sink binary (default: built into a temporary dir)
@@ -52,7 +52,7 @@ DURATION=${DURATION:-5}
 WARM=${WARM:-1}
 JSON=${JSON:-}
 LINERATE_UDP_FLAGS=${LINERATE_UDP_FLAGS:---threads 2 --ports 2}
-ALL_TOOLS="linerate-default linerate-socket linerate-ring linerate-afxdp iperf3 sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-afxdp-xdp linerate-tcp1 iperf3-tcp1 linerate-tcp4 iperf3-tcp4 linerate-tcp8 iperf3-tcp8 linerate-tcp16 iperf3-tcp16 linerate-tcp4copy iperf3-tcp4z"
+ALL_TOOLS="linerate-default linerate-socket linerate-ring linerate-afxdp iperf3 sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-afxdp-xdp linerate-tcp1 iperf3-tcp1z linerate-tcp1copy iperf3-tcp1 iperf2-tcp1 nuttcp-tcp1 linerate-tcp4 iperf3-tcp4z linerate-tcp4copy iperf3-tcp4 iperf2-tcp4 nuttcp-tcp4 linerate-tcp8 iperf3-tcp8z linerate-tcp8copy iperf3-tcp8 iperf2-tcp8 nuttcp-tcp8 linerate-tcp16 iperf3-tcp16z linerate-tcp16copy iperf3-tcp16 iperf2-tcp16 nuttcp-tcp16"
 TOOLS=${TOOLS:-$ALL_TOOLS}
 
 die() { echo "compare.sh: $*" >&2; exit 2; }
@@ -397,11 +397,14 @@ run_trafgen_into() {
 	[[ $rc == 0 ]] && RESULT=$out
 }
 
-run_linerate-tcp1() { run_linerate_tcp 1; }
-run_linerate-tcp4() { run_linerate_tcp 4; }
-run_linerate-tcp8() { run_linerate_tcp 8; }
-run_linerate-tcp16() { run_linerate_tcp 16; }
-run_linerate-tcp4copy() { run_linerate_tcp 4 --copy; }
+for n in 1 4 8 16; do
+	eval "run_linerate-tcp$n() { run_linerate_tcp $n; }"
+	eval "run_linerate-tcp${n}copy() { run_linerate_tcp $n --copy; }"
+	eval "run_iperf3-tcp$n() { run_iperf3_tcp $n; }"
+	eval "run_iperf3-tcp${n}z() { run_iperf3_tcp $n -Z; }"
+	eval "run_iperf2-tcp$n() { run_iperf2_tcp $n; }"
+	eval "run_nuttcp-tcp$n() { run_nuttcp_tcp $n; }"
+done
 # run_linerate_tcp STREAMS [FLAG...]
 run_linerate_tcp() {
 	local out rc=0
@@ -417,11 +420,6 @@ run_linerate_tcp() {
 	[[ $rc == 0 ]] && RESULT=$out
 }
 
-run_iperf3-tcp1() { run_iperf3_tcp 1; }
-run_iperf3-tcp4() { run_iperf3_tcp 4; }
-run_iperf3-tcp8() { run_iperf3_tcp 8; }
-run_iperf3-tcp16() { run_iperf3_tcp 16; }
-run_iperf3-tcp4z() { run_iperf3_tcp 4 -Z; }
 # run_iperf3_tcp STREAMS [FLAG...]
 run_iperf3_tcp() {
 	local out rc=0
@@ -434,6 +432,37 @@ run_iperf3_tcp() {
 	finish "$client" "$WORK/client.log" || rc=1
 	stop "$server"
 	iperf3_self "$WORK/client.log" tcp
+	[[ $rc == 0 ]] && RESULT=$out
+}
+
+# run_iperf2_tcp STREAMS: iperf 2 (Debian's iperf, 2.1), which writes from
+# user memory; it reports no CPU figures of its own.
+run_iperf2_tcp() {
+	local out rc=0
+	bg "$NS_RX" "$LIMIT" "$WORK/server.log" iperf -s -B "$IP_RX" -p 5001
+	local server=$BG
+	listening "$NS_RX" tcp 5001 || { stop "$server"; echo "    iperf -s did not start" >&2; return 1; }
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" iperf -c "$IP_RX" -p 5001 -P "$1" -t "$TOTAL"
+	local client=$BG
+	out=$(measure tcp "$client" "$server")
+	finish "$client" "$WORK/client.log" || rc=1
+	stop "$server"
+	[[ $rc == 0 ]] && RESULT=$out
+}
+
+# run_nuttcp_tcp STREAMS: nuttcp's one-shot server (-1, --nofork: its CPU
+# is counted in its group) and its client
+# (-t, -N streams on consecutive data ports), which writes from user memory.
+run_nuttcp_tcp() {
+	local out rc=0
+	bg "$NS_RX" "$LIMIT" "$WORK/server.log" nuttcp -1 --nofork -P 5100 -p 5101
+	local server=$BG
+	listening "$NS_RX" tcp 5100 || { stop "$server"; echo "    nuttcp -1 did not start" >&2; return 1; }
+	bg "$NS_TX" "$LIMIT" "$WORK/client.log" nuttcp -t -N "$1" -T "$TOTAL" -P 5100 -p 5101 "$IP_RX"
+	local client=$BG
+	out=$(measure tcp "$client" "$server")
+	finish "$client" "$WORK/client.log" || rc=1
+	stop "$server"
 	[[ $rc == 0 ]] && RESULT=$out
 }
 
@@ -454,6 +483,8 @@ for t in $TOOLS; do
 		fi
 		;;
 	iperf3*) command -v iperf3 >/dev/null || SKIP[$t]="iperf3 is not installed" ;;
+	iperf2*) command -v iperf >/dev/null || SKIP[$t]="iperf (2) is not installed" ;;
+	nuttcp*) command -v nuttcp >/dev/null || SKIP[$t]="nuttcp is not installed" ;;
 	sockperf) command -v sockperf >/dev/null || SKIP[$t]="sockperf is not installed" ;;
 	trafgen*) command -v trafgen >/dev/null || SKIP[$t]="trafgen (netsniff-ng) is not installed" ;;
 	esac
@@ -526,12 +557,9 @@ cpus() {
 # ref TOOL: the linerate row TOOL is compared with.
 ref() {
 	case $1 in
-	*-tcp1) echo linerate-tcp1 ;;
-	*-tcp4) echo linerate-tcp4 ;;
-	*-tcp8) echo linerate-tcp8 ;;
-	*-tcp16) echo linerate-tcp16 ;;
-	*-tcp4z) echo linerate-tcp4 ;;
-	*-tcp4copy) echo linerate-tcp4copy ;;
+	linerate-tcp*) echo "$1" ;;
+	*-tcp*z) local n=${1##*-tcp}; echo "linerate-tcp${n%z}" ;;
+	*-tcp*) echo "linerate-tcp${1##*-tcp}copy" ;;
 	linerate-default) echo linerate-default ;;
 	*-xdp) best linerate-ring-xdp linerate-afxdp-xdp ;;
 	*) best linerate-socket linerate-ring linerate-afxdp ;;
@@ -545,6 +573,19 @@ best() {
 	for t; do
 		[[ -n ${MED_PPS[$t]:-} ]] || continue
 		if [[ -z ${MED_PPS[$b]:-} || $(awk -v a="${MED_PPS[$t]}" -v b="${MED_PPS[$b]}" 'BEGIN{print (a>b)}') == 1 ]]; then
+			b=$t
+		fi
+	done
+	echo "$b"
+}
+
+# bestgbps TOOL...: the one with the highest median Gb/s (the first when
+# none was measured).
+bestgbps() {
+	local b=$1 t
+	for t; do
+		[[ -n ${MED_GBPS[$t]:-} ]] || continue
+		if [[ -z ${MED_GBPS[$b]:-} || $(awk -v a="${MED_GBPS[$t]}" -v b="${MED_GBPS[$b]}" 'BEGIN{print (a>b)}') == 1 ]]; then
 			b=$t
 		fi
 	done
@@ -571,16 +612,12 @@ describe() {
 	linerate-ring-xdp) echo "bench udp --engine ring, 1 thread -> XDP drop" ;;
 	linerate-afxdp) echo "bench udp --engine xdp $LINERATE_UDP_FLAGS -> serve" ;;
 	linerate-afxdp-xdp) echo "bench udp --engine xdp, 1 thread -> XDP drop" ;;
-	linerate-tcp1) echo "bench tcp --streams 1" ;;
-	iperf3-tcp1) echo "iperf3 -P 1" ;;
-	linerate-tcp4) echo "bench tcp --streams 4" ;;
-	iperf3-tcp4) echo "iperf3 -P 4" ;;
-	linerate-tcp8) echo "bench tcp --streams 8" ;;
-	iperf3-tcp8) echo "iperf3 -P 8" ;;
-	linerate-tcp16) echo "bench tcp --streams 16" ;;
-	iperf3-tcp16) echo "iperf3 -P 16" ;;
-	linerate-tcp4copy) echo "bench tcp --streams 4 --copy (as iperf3)" ;;
-	iperf3-tcp4z) echo "iperf3 -P 4 -Z (sendfile)" ;;
+	linerate-tcp*copy) local n=${1#linerate-tcp}; echo "bench tcp --streams ${n%copy} --copy" ;;
+	linerate-tcp*) echo "bench tcp --streams ${1#linerate-tcp} (sendfile)" ;;
+	iperf3-tcp*z) local n=${1#iperf3-tcp}; echo "iperf3 -P ${n%z} -Z (sendfile)" ;;
+	iperf3-tcp*) echo "iperf3 -P ${1#iperf3-tcp}" ;;
+	iperf2-tcp*) echo "iperf (2) -P ${1#iperf2-tcp}" ;;
+	nuttcp-tcp*) echo "nuttcp -N ${1#nuttcp-tcp}" ;;
 	linerate-default) echo "bench udp --to HOST (no other flag) -> serve" ;;
 	esac
 }
@@ -628,12 +665,13 @@ target() { # NAME A B MIN: A/B ≥ MIN?
 best=$(ref linerate)
 target "UDP 64 B: linerate vs iperf3" "${MED_PPS[$best]:-}" "${MED_PPS[iperf3]:-}" 2
 target "UDP 64 B: linerate vs trafgen" "${MED_PPS[$best]:-}" "${MED_PPS[trafgen]:-}" 1
-target "TCP 1 stream: linerate vs iperf3" "${MED_GBPS[linerate-tcp1]:-}" "${MED_GBPS[iperf3-tcp1]:-}" 1
-target "TCP 4 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp4]:-}" "${MED_GBPS[iperf3-tcp4]:-}" 1
-target "TCP 8 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp8]:-}" "${MED_GBPS[iperf3-tcp8]:-}" 1
-target "TCP 16 streams: linerate vs iperf3" "${MED_GBPS[linerate-tcp16]:-}" "${MED_GBPS[iperf3-tcp16]:-}" 1
-target "TCP 4 streams, both sendfile: linerate vs iperf3 -Z" "${MED_GBPS[linerate-tcp4]:-}" "${MED_GBPS[iperf3-tcp4z]:-}" 1
-target "TCP 4 streams, both copying: linerate --copy vs iperf3" "${MED_GBPS[linerate-tcp4copy]:-}" "${MED_GBPS[iperf3-tcp4]:-}" 1
+for n in 1 4 8 16; do
+	copybest=$(bestgbps "iperf3-tcp$n" "iperf2-tcp$n" "nuttcp-tcp$n")
+	target "TCP $n streams, both copying: linerate --copy vs the best of iperf3, iperf 2, nuttcp ($copybest)" \
+		"${MED_GBPS[linerate-tcp${n}copy]:-}" "${MED_GBPS[$copybest]:-}" 1
+	target "TCP $n streams, both sendfile: linerate vs iperf3 -Z" "${MED_GBPS[linerate-tcp$n]:-}" "${MED_GBPS[iperf3-tcp${n}z]:-}" 1
+	target "TCP $n streams, defaults: linerate vs iperf3" "${MED_GBPS[linerate-tcp$n]:-}" "${MED_GBPS[iperf3-tcp$n]:-}" 1
+done
 target "UDP defaults: linerate vs iperf3" "${MED_PPS[linerate-default]:-}" "${MED_PPS[iperf3]:-}" 2
 target "UDP defaults: linerate vs trafgen" "${MED_PPS[linerate-default]:-}" "${MED_PPS[trafgen]:-}" 1
 
