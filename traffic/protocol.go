@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"linerate/box"
@@ -60,6 +61,9 @@ type ctl struct {
 	wt time.Duration
 	// limit is the longest message read: short until the handshake is done.
 	limit int
+	// gone, when set, ends every read at once: the door gave this
+	// handshake's slot to a newer connection (door.go).
+	gone *atomic.Bool
 }
 
 func newCtl(c net.Conn) *ctl {
@@ -75,6 +79,10 @@ func errorMessage(err error) *Message {
 func (c *ctl) read(d time.Duration) (*Message, error) {
 	if err := c.c.SetReadDeadline(time.Now().Add(d)); err != nil {
 		return nil, err
+	}
+	if c.gone != nil && c.gone.Load() {
+		// After the deadline above: the door's cut may have come before it.
+		_ = c.c.SetReadDeadline(time.Unix(1, 0))
 	}
 	var line []byte
 	for {
