@@ -47,7 +47,7 @@ var Sizes = map[string]Size{
 	MsgResult:       {From: RoleServer, Fields: []string{"result"}, Bytes: 256 << 10, Values: 1024, PerSecond: Growth{256 << 10, 4096}, PerFlow: Growth{1 << 10, 4}},
 	MsgBye:          {From: RoleClient, Bytes: 1 << 10, Values: 1},
 	MsgFlow:         {From: RoleClient, Fields: []string{"flow"}, Bytes: 64 << 10, Values: 64},
-	MsgFlowInterval: {From: RoleServer, Fields: []string{"flow_interval"}, Bytes: 64 << 10, Values: 256, PerFlow: Growth{256, 2}},
+	MsgFlowInterval: {From: RoleServer, Fields: []string{"flow_interval"}, Bytes: 256 << 10, Values: 4096, PerFlow: Growth{256, 2}}, // a CPU each
 	MsgFlowResult:   {From: RoleServer, Fields: []string{"flow_result"}, Bytes: 256 << 10, Values: 1024, PerSecond: Growth{256 << 10, 4096}, PerFlow: Growth{2 << 10, 8}},
 	MsgFlowProgress: {From: RoleServer, Fields: []string{"progress"}, Bytes: 4 << 10, Values: 1},
 	MsgSample:       {From: RoleClient, Bytes: 1 << 10, Values: 1},
