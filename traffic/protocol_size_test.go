@@ -2,6 +2,9 @@ package traffic
 
 import (
 	"bytes"
+	"encoding/json"
+	"linerate/box"
+	"linerate/results"
 	"linerate/wire"
 	"runtime"
 	"slices"
@@ -76,4 +79,49 @@ func TestServerReadsSmallMessages(t *testing.T) {
 	if err == nil || got > 1<<20 {
 		t.Fatalf("a 4 MB bye: %v, %d bytes allocated; want refused within 1 MB", err, got)
 	}
+}
+
+// A real result still fits: a 20-second test's samples of a 128-CPU box
+// with 600 IRQs, 8 interfaces and 64 flows.
+func TestBigBoxResultFits(t *testing.T) {
+	const cpus, irqs, seconds, flows = 128, 600, 20, 64
+	rate := box.Rates{Seconds: 1, Interrupts: map[string][]float64{}, SoftIRQs: map[string][]float64{}, NetDev: map[string]box.NetDevRate{}, UDP: map[string]float64{"InDatagrams": 1e6}}
+	for i := range cpus {
+		rate.CPU = append(rate.CPU, box.CPUUse{ID: i, User: 12.5, System: 33.25, SoftIRQ: 20.125, Idle: 34.125, Busy: 65.875})
+		rate.Softnet = append(rate.Softnet, box.SoftnetRate{CPU: i, Processed: 123456})
+	}
+	for i := range irqs {
+		per := make([]float64, cpus)
+		for j := range per {
+			per[j] = float64(i*j%5000) + 0.5
+		}
+		rate.Interrupts["eth0-TxRx-"+itoa(i)] = per
+	}
+	for _, s := range []string{"HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"} {
+		rate.SoftIRQs[s] = make([]float64, cpus)
+	}
+	for i := range 8 {
+		rate.NetDev["eth"+itoa(i)] = box.NetDevRate{}
+	}
+	res := &results.ServerResult{Seconds: seconds}
+	for i := range flows {
+		res.Received = append(res.Received, results.Count{Stream: i, Packets: 1e9, Bytes: 1e12})
+	}
+	for range seconds {
+		res.Samples = append(res.Samples, rate)
+	}
+	line, err := json.Marshal(&Message{Type: wire.MsgResult, Result: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCtl(fuzzConn{bytes.NewReader(append(line, '\n'))})
+	c.peer, c.asked, c.flows = wire.RoleServer, time.Now().Add(-seconds*time.Second), flows
+	m, err := c.read(time.Second)
+	if err != nil {
+		t.Fatalf("a %d-byte result: %v", len(line), err)
+	}
+	if len(m.Result.Samples) != seconds || len(m.Result.Received) != flows {
+		t.Fatalf("decoded %d samples and %d counts", len(m.Result.Samples), len(m.Result.Received))
+	}
+	t.Logf("a %d KiB result of %d objects and arrays", len(line)>>10, func() int { v, _ := jsonShape(line); return v }())
 }
