@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,6 +131,11 @@ func (c *ctl) read(d time.Duration) (*Message, error) {
 		part, isPrefix, err := c.r.ReadLine()
 		if err != nil {
 			return nil, err
+		}
+		if len(line)+len(part) > cap(line) {
+			// Double: append's growth of large slices (1.25×) would
+			// allocate five times a long line on the way.
+			line = slices.Grow(line, max(len(part), cap(line)))
 		}
 		line = append(line, part...)
 		if len(line) > limit {

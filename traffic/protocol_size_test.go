@@ -34,7 +34,7 @@ func allocated(fn func()) uint64 {
 }
 
 // A 4 MB message of empty objects, of any type and in any field, is
-// refused within a small memory bound (a few times the line, which is
+// refused within a small memory bound (four times the line, which is
 // read whole when a long test allows it), on either end, even an hour into a
 // test of 65535 flows. Before each type had its own size, such a bye took
 // serve to 725 MB and such an accept took bench to 1.5 GB.
@@ -60,7 +60,7 @@ func TestHostileMessageRefused(t *testing.T) {
 				if err == nil {
 					t.Errorf("from a %s: a %d-byte %q with %d objects in %q was taken", peer, len(in), typ, n, field)
 				}
-				if limit := uint64(6 * len(in)); got > limit {
+				if limit := uint64(4 * len(in)); got > limit {
 					t.Errorf("from a %s: a %d-byte %q with %d objects in %q allocated %d MB, at most %d MB", peer, len(in), typ, n, field, got>>20, limit>>20)
 				}
 			}
