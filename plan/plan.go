@@ -11,13 +11,15 @@ package plan
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+
+	"linerate/source/tree"
 	"strings"
 	"time"
 
@@ -190,26 +192,26 @@ var (
 )
 
 // Load reads and checks the plan in a file: a regular file of at most 1
-// MiB.
+// MiB. Anything else (a named pipe, a device) is refused before it is
+// opened, so nothing blocks, and read through tree.ReadNamed, which opens
+// without blocking and checks the open file again.
 func Load(path string) (*Plan, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read the plan: %v", unwrapPath(err))}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read the plan: %v", unwrapPath(err))}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &Error{File: path, Msg: "not a regular file"}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read the plan: %v", unwrapPath(err))}
-	}
-	if len(data) > maxFileBytes {
+	case !fi.Mode().IsRegular():
+		return nil, &Error{File: path, Msg: tree.Kind(fi.Mode())}
+	case fi.Size() > maxFileBytes:
 		return nil, &Error{File: path, Msg: fmt.Sprintf("larger than %d bytes: not a plan", maxFileBytes)}
+	}
+	data, err := tree.ReadNamed(path, maxFileBytes)
+	var refused *tree.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return nil, &Error{File: path, Msg: refused.Why}
+	case err != nil:
+		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read the plan: %v", unwrapPath(err))}
 	}
 	return Parse(path, data)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -284,7 +285,7 @@ func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ name, want string }{
 		{"missing.yaml", ": cannot read the plan: no such file or directory"},
-		{"sub", ": not a regular file"},
+		{"sub", ": a directory"},
 	} {
 		if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
 			t.Fatal(err)
@@ -391,5 +392,28 @@ flows:
 	near(t, "out", e.Ports[0].Out.PPS, 1e9/(1538*8), 0.001)
 	if e.Ports[1].In.Known || e.Total.Known {
 		t.Errorf("a port without speed and a flow without rate: %+v, total %+v", e.Ports[1].In, e.Total)
+	}
+}
+
+// A named pipe is refused at once, in one line: opening it for reading
+// used to block until a writer came, and SIGTERM did not end it.
+func TestLoadFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if want := fifo + ": a named pipe (FIFO), not a regular file"; err == nil || err.Error() != want {
+			t.Fatalf("Load(fifo): %v, want %s", err, want)
+		}
+	case <-time.After(5 * time.Second):
+		// Release the blocked open before failing.
+		if w, err := os.OpenFile(fifo, os.O_RDWR, 0); err == nil {
+			defer w.Close()
+		}
+		t.Fatal("Load of a named pipe blocked")
 	}
 }

@@ -114,8 +114,8 @@ func parseSSH(spec, s string) (Host, error) {
 			return Host{}, fmt.Errorf("%w %q: no password in the URL: ssh logs in with keys (BatchMode)", ErrSpec, spec)
 		}
 		h.User = u.User.Username()
-		if h.User == "" || strings.HasPrefix(h.User, "-") || strings.ContainsAny(h.User, " \t@") {
-			return Host{}, fmt.Errorf("%w %q: bad user %q", ErrSpec, spec, h.User)
+		if err := checkWord("user", h.User); err != nil {
+			return Host{}, fmt.Errorf("%w %q: %w", ErrSpec, spec, err)
 		}
 	}
 	if p := u.Port(); p != "" {
@@ -140,20 +140,31 @@ func parsePort(p string) (int, error) {
 }
 
 // checkName refuses a host name ssh would take for an option, or one that
-// holds characters no host name or address has.
+// holds characters no host name or address has; an address's zone is an
+// interface name.
 func checkName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("no host")
-	case strings.HasPrefix(name, "-"):
-		return fmt.Errorf("host %q starts with '-'", name)
-	}
-	if _, err := netip.ParseAddr(name); err == nil {
+	if a, err := netip.ParseAddr(name); err == nil {
+		if z := a.Zone(); z != "" {
+			return checkWord("zone", z)
+		}
 		return nil
 	}
-	for _, r := range name {
+	return checkWord("host", name)
+}
+
+// checkWord refuses a user, host name or zone that is empty, starts with
+// '-' (ssh would take it for an option) or holds anything but
+// [A-Za-z0-9._-]: it goes to ssh's command line and the remote shell.
+func checkWord(what, w string) error {
+	switch {
+	case w == "":
+		return fmt.Errorf("no %s", what)
+	case strings.HasPrefix(w, "-"):
+		return fmt.Errorf("%s %q starts with '-'", what, w)
+	}
+	for _, r := range w {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
-			return fmt.Errorf("host %q: %q is not in a host name", name, r)
+			return fmt.Errorf("%s %q: %q is not allowed (only A-Z a-z 0-9 . _ -)", what, w, r)
 		}
 	}
 	return nil

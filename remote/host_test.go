@@ -33,6 +33,8 @@ func TestParse(t *testing.T) {
 		{"ssh://pi@192.168.1.40:2222", Host{Kind: SSH, Name: "192.168.1.40", Port: 2222, User: "pi"}, "ssh://pi@192.168.1.40:2222"},
 		{"ssh://root@[fd00::1]:22", Host{Kind: SSH, Name: "fd00::1", Port: 22, User: "root"}, "ssh://root@[fd00::1]:22"},
 		{"ssh://mars/", Host{Kind: SSH, Name: "mars"}, "ssh://mars"},
+		{"[fe80::1%eth0.10]:9000", Host{Kind: Agent, Name: "fe80::1%eth0.10", Port: 9000}, "[fe80::1%eth0.10]:9000"},
+		{"ssh://the_admin-2@[fe80::1%25br-lan]", Host{Kind: SSH, Name: "fe80::1%br-lan", User: "the_admin-2"}, "ssh://the_admin-2@[fe80::1%25br-lan]"},
 	} {
 		h, err := Parse(tc.spec)
 		if err != nil {
@@ -60,9 +62,16 @@ func TestParseErrors(t *testing.T) {
 		{"ssh://cm4/tmp", `bad host spec "ssh://cm4/tmp": an ssh URL has no path: ssh://[user@]host[:port]`},
 		{"ssh://cm4?x=1", `bad host spec "ssh://cm4?x=1": an ssh URL has no query or fragment`},
 		{"ssh://-oProxyCommand=x", `bad host spec "ssh://-oProxyCommand=x": host "-oProxyCommand=x" starts with '-'`},
-		{"ssh://-l@cm4", `bad host spec "ssh://-l@cm4": bad user "-l"`},
+		{"ssh://-l@cm4", `bad host spec "ssh://-l@cm4": user "-l" starts with '-'`},
+		// Nothing a shell or ssh would read more into.
+		{"ssh://pi;reboot@cm4", `bad host spec "ssh://pi;reboot@cm4": user "pi;reboot": ';' is not allowed (only A-Z a-z 0-9 . _ -)`},
+		{"ssh://$(reboot)@cm4", `bad host spec "ssh://$(reboot)@cm4": user "$(reboot)": '$' is not allowed (only A-Z a-z 0-9 . _ -)`},
+		{"ssh://pi%0Areboot@cm4", `bad host spec "ssh://pi%0Areboot@cm4": user "pi\nreboot": '\n' is not allowed (only A-Z a-z 0-9 . _ -)`},
+		{"ssh://pi%20x@cm4", `bad host spec "ssh://pi%20x@cm4": user "pi x": ' ' is not allowed (only A-Z a-z 0-9 . _ -)`},
+		{"ssh://[fe80::1%25eth0;reboot]", `bad host spec "ssh://[fe80::1%25eth0;reboot]": zone "eth0;reboot": ';' is not allowed (only A-Z a-z 0-9 . _ -)`},
+		{"[fe80::1%$(reboot)]:7557", `bad host spec "[fe80::1%$(reboot)]:7557": zone "$(reboot)": '$' is not allowed (only A-Z a-z 0-9 . _ -)`},
 		{"ssh://", `bad host spec "ssh://": no host`},
-		{"cm4 pi", `bad host spec "cm4 pi": host "cm4 pi": ' ' is not in a host name`},
+		{"cm4 pi", `bad host spec "cm4 pi": host "cm4 pi": ' ' is not allowed (only A-Z a-z 0-9 . _ -)`},
 	} {
 		_, err := Parse(tc.spec)
 		if err == nil || err.Error() != tc.want {

@@ -34,7 +34,7 @@ const (
 // returns an error wrapping ErrWrongToken, ErrVersion or errProtocol when
 // the client fails it. The welcome comes once the client has a slot.
 func (s *Server) serverHandshake(c *ctl) error {
-	c.limit = authLine
+	c.limit, c.peer = authLine, wire.RoleClient
 	deadline := time.Now().Add(cmp.Or(s.authTimeout, authTimeout))
 	m, err := c.read(time.Until(deadline))
 	if err != nil {

@@ -3,8 +3,11 @@ package traffic
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"linerate/wire"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -36,29 +39,102 @@ var fuzzSeeds = []string{
 }
 
 // FuzzControlRead: no line a peer sends makes the decoder panic, return a
-// message without a type, or read past its limit.
+// message without a type, read past its limit, or carry a field its type
+// does not (wire.Sizes).
 func FuzzControlRead(f *testing.F) {
 	for _, s := range fuzzSeeds {
-		f.Add([]byte(s+"\n"), true)
+		f.Add([]byte(s+"\n"), true, uint8(0), uint16(0), uint16(0))
 	}
-	f.Fuzz(func(t *testing.T, in []byte, authed bool) {
+	f.Fuzz(func(t *testing.T, in []byte, authed bool, peer uint8, seconds, flows uint16) {
 		c := newCtl(fuzzConn{bytes.NewReader(in)})
 		if !authed {
 			c.limit = authLine
 		}
+		c.peer = []wire.Role{"", wire.RoleClient, wire.RoleServer}[peer%3]
+		if seconds > 0 {
+			c.asked = time.Now().Add(-time.Duration(seconds) * time.Second)
+		}
+		c.flows = int(flows)
 		for range 8 {
 			m, err := c.read(time.Second)
 			if err != nil {
 				return
 			}
-			if m.Type == "" {
-				t.Fatalf("a message without a type from %q", in)
+			checkMessage(t, c, m, authed)
+		}
+	})
+}
+
+// checkMessage fails t if m, read on c, breaks what its type allows.
+func checkMessage(t *testing.T, c *ctl, m *Message, authed bool) {
+	t.Helper()
+	if m.Type == "" {
+		t.Fatalf("a message without a type")
+	}
+	z := wire.Sizes[m.Type]
+	if c.peer != "" && z.From != "" && z.From != c.peer {
+		t.Fatalf("a %q from the %s", m.Type, c.peer)
+	}
+	b, _ := json.Marshal(m)
+	if !authed && len(b) > 2*authLine+1024 {
+		t.Fatalf("a %d-byte message before the handshake", len(b))
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for k := range fields {
+		if k != "type" && !slices.Contains(z.Fields, k) {
+			t.Fatalf("a %q carries %q", m.Type, k)
+		}
+	}
+	if m.Spec != nil {
+		_ = m.Spec.Check() // must not panic on any spec
+	}
+}
+
+// FuzzControlSizes: a message of any type holding n copies of an element
+// nested depth deep in any field is refused or decoded within its type's
+// bounds, with memory in proportion to them.
+func FuzzControlSizes(f *testing.F) {
+	f.Add("bye", "samples", "{}", uint32(100000), uint8(1))
+	f.Add("result", "result", `{"samples":[{}]}`, uint32(5000), uint8(1))
+	f.Add("samples", "samples", `{"cpu":[{}],"netdev":{"a":{}}}`, uint32(1000), uint8(1))
+	f.Add("accept", "accept", `{"notes":[""]}`, uint32(1000), uint8(3))
+	f.Add("stop", "sent", `{"stream":1}`, uint32(70000), uint8(1))
+	f.Add("test", "spec", "[", uint32(1), uint8(40))
+	f.Fuzz(func(t *testing.T, typ, field, elem string, n uint32, depth uint8) {
+		n %= 1 << 20
+		if len(elem)*int(n) > 8<<20 {
+			return
+		}
+		var b bytes.Buffer
+		fmt.Fprintf(&b, `{"type":%q,%q:`, typ, field)
+		b.WriteString(strings.Repeat("[", int(depth)))
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
 			}
-			if b, _ := json.Marshal(m); !authed && len(b) > 2*authLine+1024 {
-				t.Fatalf("a %d-byte message before the handshake", len(b))
+			b.WriteString(elem)
+		}
+		b.WriteString(strings.Repeat("]", int(depth)))
+		b.WriteString("}\n")
+		for _, peer := range []wire.Role{wire.RoleClient, wire.RoleServer} {
+			c := newCtl(fuzzConn{bytes.NewReader(b.Bytes())})
+			c.peer, c.asked, c.flows = peer, time.Now().Add(-time.Minute), 1024
+			var m *Message
+			var err error
+			got := allocated(func() { m, err = c.read(time.Second) })
+			if err != nil {
+				continue
 			}
-			if m.Spec != nil {
-				_ = m.Spec.Check() // must not panic on any spec
+			checkMessage(t, c, m, true)
+			maxBytes, maxValues := c.bounds(wire.Sizes[m.Type])
+			if values, d := jsonShape(b.Bytes()); b.Len() > maxBytes+1 || values > maxValues || d > wire.MaxDepth {
+				t.Fatalf("a %q of %d bytes, %d values, %d deep taken", m.Type, b.Len(), values, d)
+			}
+			if limit := uint64(8*b.Len() + maxValues<<12 + 1<<20); got > limit {
+				t.Fatalf("a %d-byte %q took %d bytes to decode, at most %d", b.Len(), m.Type, got, limit)
 			}
 		}
 	})

@@ -152,9 +152,9 @@ func (s *Server) closeAll() {
 func (s *Server) admit(ctx context.Context, c net.Conn) {
 	peer := addrOf(c.RemoteAddr())
 	s.wg.Add(1)
-	err := s.door.enter(peer)
+	t, err := s.door.enter(peer, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
 	if err == nil && ctx.Err() != nil {
-		s.door.leave(peer)
+		s.door.leave(t)
 		err = fmt.Errorf("%w: the server is stopping", wire.ErrBusy)
 	}
 	if err != nil {
@@ -173,20 +173,24 @@ func (s *Server) admit(ctx context.Context, c net.Conn) {
 			s.mu.Unlock()
 			c.Close()
 		}()
-		if err := s.serveConn(ctx, c, peer); err != nil {
+		if err := s.serveConn(ctx, c, peer, t); err != nil {
 			s.logf("%s: %v", c.RemoteAddr(), err)
 		}
 	}()
 }
 
-// serveConn authenticates the client on c, takes a client slot and speaks
-// the protocol until the client is done.
-func (s *Server) serveConn(ctx context.Context, conn net.Conn, peer netip.Addr) error {
+// serveConn authenticates the client on c, which holds the handshake slot
+// t, takes a client slot and speaks the protocol until the client is done.
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, peer netip.Addr, t *ticket) error {
 	c := newCtl(conn)
+	c.gone = &t.gone
 	err := s.serverHandshake(c)
-	s.door.leave(peer)
+	s.door.leave(t)
+	c.gone = nil
 	if err != nil {
-		if errors.Is(err, wire.ErrWrongToken) {
+		if t.gone.Load() {
+			err = fmt.Errorf("%w: %d connections are authenticating; this one's slot went to a newer one", wire.ErrBusy, maxPending)
+		} else if errors.Is(err, wire.ErrWrongToken) {
 			wait := s.door.failed(peer)
 			err = fmt.Errorf("%w (this address must now wait %s)", err, wait)
 		}

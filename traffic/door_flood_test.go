@@ -1,0 +1,141 @@
+package traffic
+
+import (
+	"fmt"
+	"linerate/wire"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fillDoor enters n handshakes from addrs (round robin) and fails the test
+// if one is refused.
+func fillDoor(t *testing.T, d *door, n int, addr func(i int) netip.Addr) []*ticket {
+	t.Helper()
+	var ts []*ticket
+	for i := range n {
+		tk, err := d.enter(addr(i), nil)
+		if err != nil {
+			t.Fatalf("enter %s: %v", addr(i), err)
+		}
+		ts = append(ts, tk)
+	}
+	return ts
+}
+
+// What docs/security.md promises about a handshake under way while the
+// slots are flooded.
+func TestDoorKeepsHandshakeUnderFlood(t *testing.T) {
+	v6 := func(site, n int) netip.Addr {
+		return netip.MustParseAddr(fmt.Sprintf("2001:db8:%x:%x::1", site, n))
+	}
+	client := netip.MustParseAddr("2001:db8:1:1::7")
+	for _, tc := range []struct {
+		name    string
+		flood   func(i int) netip.Addr
+		evicted int // arrivals after the client's that take its slot; 0: none ever
+	}{
+		// A whole /48 (65536 /64s) other than the client's is one site.
+		{"one /48", func(i int) netip.Addr { return v6(0xaaaa, i) }, 0},
+		// Fewer than 31 sites: one of them holds two slots.
+		{"30 /48s", func(i int) netip.Addr { return v6(0x100+i%30, i) }, 0},
+		// One address, or a few, in the client's own /64.
+		{"8 addresses in the client's /64", func(i int) netip.Addr {
+			return netip.MustParseAddr(fmt.Sprintf("2001:db8:1:1::%x", 0x100+i%8))
+		}, 0},
+		// The limit: 32 sites, or addresses of the client's own /64, each
+		// holding one slot, must open 32 connections while the client's
+		// handshake is under way.
+		{"32 /48s", func(i int) netip.Addr { return v6(0x100+i, i) }, maxPending},
+		{"the client's /64", func(i int) netip.Addr {
+			return netip.MustParseAddr(fmt.Sprintf("2001:db8:1:1::%x", 0x100+i))
+		}, maxPending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDoor(nil)
+			fillDoor(t, d, maxPending, tc.flood)
+			c, err := d.enter(client, nil)
+			if err != nil {
+				t.Fatalf("the client is refused: %v", err)
+			}
+			for i := range 1000 {
+				if _, err := d.enter(tc.flood(maxPending+i), nil); err != nil && tc.evicted == 0 {
+					continue // refused: its address holds its share
+				}
+				if c.gone.Load() {
+					if tc.evicted == 0 || i+1 < tc.evicted {
+						t.Fatalf("the client's slot given up after %d arrivals (want %d)", i+1, tc.evicted)
+					}
+					return
+				}
+				if len(d.pending) > maxPending {
+					t.Fatalf("%d handshakes pending", len(d.pending))
+				}
+			}
+			if tc.evicted != 0 {
+				t.Fatalf("the client kept its slot through 1000 arrivals; want it given up after %d", tc.evicted)
+			}
+		})
+	}
+}
+
+// The flood of issue 18: 4 silent connections from each of 8 addresses,
+// re-opened as they close, used to turn away a client with the secret
+// ("busy: 32 connections are authenticating"). It gets in.
+func TestSilentFloodDoesNotLockOut(t *testing.T) {
+	s := &Server{Token: "s3cret", authTimeout: 300 * time.Millisecond}
+	s.init()
+	addr := startServer(t, s)
+	flooders := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9"}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, from := range flooders {
+		for range maxPendingPerSource {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+				// Bounded: at most 200 connections each, until stop.
+				for range 200 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					c, err := d.Dial("tcp", addr)
+					if err != nil {
+						time.Sleep(10 * time.Millisecond)
+						continue
+					}
+					// Silent until the server closes it.
+					_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+					_, _ = c.Read(make([]byte, 512))
+					c.Close()
+				}
+			}()
+		}
+	}
+	defer func() { close(stop); wg.Wait() }()
+	// Wait (bounded) until the flood holds every slot.
+	for i := 0; ; i++ {
+		s.door.mu.Lock()
+		n := len(s.door.pending)
+		s.door.mu.Unlock()
+		if n == maxPending {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("the flood holds %d slots, want %d", n, maxPending)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := range 3 {
+		rc := dialRaw(t, addr)
+		if m := rc.handshake("s3cret"); m == nil || m.Type != wire.MsgWelcome {
+			t.Fatalf("attempt %d during the flood: %+v, want welcome", i, m)
+		}
+		rc.c.Close()
+	}
+}
