@@ -204,16 +204,24 @@ func Verdict(res *Result, clientThreads []ThreadCPU) {
 }
 
 // overCeilingWhy says why a received rate over OverCeiling of the path's
-// ceiling lim cannot be the link, and names what to suspect: TCP
-// segments counted above the frame rate (GRO and TSO join segments into
-// packets larger than a frame), a shaper the traffic did not pass through
-// (an engine below the qdiscs, a route around it), a link speed that is
-// not the link's.
+// ceiling lim cannot be the link, and what to suspect.
 func overCeilingWhy(res *Result, lim ceiling.PathLimit, achieved float64) string {
 	unit := "pps"
-	var suspects []string
 	if res.Spec.Proto == wire.TCP {
 		unit = "segments/s"
+	}
+	return fmt.Sprintf("received %.0f %s, %.1f%% of the path's ceiling of %.0f (%s on %s %s): more than the path can carry, so its model or the path is not what linerate thinks; %s",
+		achieved, unit, 100*achieved/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface, OverCeilingSuspects(res.Spec.Proto, lim))
+}
+
+// OverCeilingSuspects names what to suspect when more of proto passed
+// than the path's ceiling lim lets through: TCP segments counted above
+// the frame rate (GRO and TSO join segments into packets larger than a
+// frame), a shaper the traffic did not pass through (an engine below the
+// qdiscs, a route around it), a link speed that is not the link's.
+func OverCeilingSuspects(proto wire.Proto, lim ceiling.PathLimit) string {
+	var suspects []string
+	if proto == wire.TCP {
 		suspects = append(suspects, "GRO/TSO counting (TCP segments counted above the frame rate: the mean segment is not what the wire carried)")
 	}
 	switch lim.By {
@@ -222,8 +230,7 @@ func overCeilingWhy(res *Result, lim ceiling.PathLimit, achieved float64) string
 	default:
 		suspects = append(suspects, fmt.Sprintf("a wrong link speed (%s %s reports %s; the link carries more)", lim.Host, lim.Iface, lim.What))
 	}
-	return fmt.Sprintf("received %.0f %s, %.1f%% of the path's ceiling of %.0f (%s on %s %s): more than the path can carry, so its model or the path is not what linerate thinks; suspect %s",
-		achieved, unit, 100*achieved/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface, strings.Join(suspects, ", or "))
+	return "suspect " + strings.Join(suspects, ", or ")
 }
 
 // receiverDrops is the mean rate of the receiving ends' socket buffer and
