@@ -108,15 +108,12 @@ func (w wrongSpeed) Path(host string, ifaces ...string) ([]box.PathIface, error)
 	return p, err
 }
 
-// TestSearchWrongLinkSpeed: the client's veth claims to be a 10 Mbit/s
-// link (812 frames/s of 1518 bytes) and carries every frame the search
-// offers, up to 110 % of that: an NDR over 105 % of the ceiling is flagged
-// in the search's notes, naming a wrong link speed.
-func TestSearchWrongLinkSpeed(t *testing.T) {
-	_, cfg := withDrops(t, &Server{})
-	cfg.Drops = wrongSpeed{DropCounters: cfg.Drops, iface: "lra", mbps: 10}
+// searchNDR runs a short NDR search of 1518-byte frames to precision
+// and returns its result and the one size's search.
+func searchNDR(t *testing.T, cfg Config, precision float64) (*results.Result, results.SizeSearch) {
+	t.Helper()
 	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
-		Precision: 0.01, Trial: 300 * time.Millisecond, Progress: func(s string) { t.Log(s) }}
+		Precision: precision, Trial: 300 * time.Millisecond, Progress: func(s string) { t.Log(s) }}
 	res, err := Search(context.Background(), cfg, sc)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +121,17 @@ func TestSearchWrongLinkSpeed(t *testing.T) {
 	if len(res.Search) != 1 {
 		t.Fatalf("search %+v", res.Search)
 	}
-	r := res.Search[0]
+	return res, res.Search[0]
+}
+
+// TestSearchWrongLinkSpeed: the client's veth claims to be a 10 Mbit/s
+// link (812 frames/s of 1518 bytes) and carries every frame the search
+// offers, up to 110 % of that: an NDR over 105 % of the ceiling is flagged
+// in the search's notes, naming a wrong link speed.
+func TestSearchWrongLinkSpeed(t *testing.T) {
+	_, cfg := withDrops(t, &Server{})
+	cfg.Drops = wrongSpeed{DropCounters: cfg.Drops, iface: "lra", mbps: 10}
+	_, r := searchNDR(t, cfg, 0.01)
 	t.Logf("NDR %.0f fps, ceiling %.0f fps; notes %q", r.NDRPPS, r.CeilingPPS, r.Notes)
 	if r.CeilingPPS == 0 || r.NDRPPS <= results.OverCeiling*r.CeilingPPS {
 		t.Fatalf("NDR %.0f fps, ceiling %.0f: want an NDR over 105%% of a 10 Mbit/s ceiling", r.NDRPPS, r.CeilingPPS)
@@ -141,16 +148,7 @@ func TestSearchRingBypassesShaper(t *testing.T) {
 	l, cfg := withDrops(t, &Server{})
 	shape(t, l.a, "lra", 128000)
 	cfg.Engine = "ring"
-	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
-		Precision: 0.05, Trial: 300 * time.Millisecond, Progress: func(s string) { t.Log(s) }}
-	res, err := Search(context.Background(), cfg, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Search) != 1 {
-		t.Fatalf("search %+v", res.Search)
-	}
-	r := res.Search[0]
+	res, r := searchNDR(t, cfg, 0.05)
 	t.Logf("engine %s; NDR %.0f fps, ceiling %.0f fps; notes %q, %q", res.Engine, r.NDRPPS, r.CeilingPPS, res.Notes, r.Notes)
 	if !hasNote(res.Notes, "bypass", "tbf 1: on lra") {
 		t.Errorf("notes %q: nothing says the ring bypasses tbf 1: on lra", res.Notes)
