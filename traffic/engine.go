@@ -78,6 +78,8 @@ func openAutoEngine(r *clientRun, to []*target) error {
 // ("" when it can): it sends from the client only, IPv4 frames, one stream
 // per port, needs CAP_NET_RAW (root), and addresses its frames to the
 // target's own MAC, so not through a gateway (a router or a NAT between).
+// Nor where it would bypass a qdisc someone configured on the interface
+// towards a target (configuredQdisc): auto does not send past a shaper.
 func ringWhyNot(r *clientRun, to []*target) string {
 	sp := &r.spec
 	switch {

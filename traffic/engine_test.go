@@ -118,3 +118,35 @@ func TestAutoIgnoresReceiverShaper(t *testing.T) {
 		t.Errorf("engine %q, notes %q: want the ring or AF_XDP, no word of the receiver's tbf", res.Engine, res.Notes)
 	}
 }
+
+// TestConfiguredQdisc: the kernel's defaults (handle 0:) are not
+// configured, whatever their kind; a qdisc someone added (a handle of its
+// own, or a rate) is, except mq and noqueue, which do nothing to bypass.
+func TestConfiguredQdisc(t *testing.T) {
+	q := func(kind string, handle, parent uint32) rtnl.Qdisc {
+		return rtnl.Qdisc{Node: rtnl.Node{Kind: kind, Handle: handle, Parent: parent}}
+	}
+	cake := q("cake", 0x80010000, rtnl.HandleRoot)
+	cake.Rate = &rtnl.Rate{BytesPerSecond: 20e6 / 8}
+	for _, c := range []struct {
+		q    rtnl.Qdisc
+		want bool
+	}{
+		{q("noqueue", 0, rtnl.HandleRoot), false},
+		{q("pfifo_fast", 0, rtnl.HandleRoot), false},
+		{q("fq_codel", 0, rtnl.HandleRoot), false}, // net.core.default_qdisc
+		{q("mq", 0, rtnl.HandleRoot), false},
+		{q("fq_codel", 0, 0x1), false}, // mq's default child, parent :1
+		{q("mq", 0x80010000, rtnl.HandleRoot), false},
+		{q("noqueue", 0x80010000, rtnl.HandleRoot), false},
+		{q("pfifo_fast", 0, 0x80010001), false}, // under an mq added by hand
+		{q("fq_codel", 0x80010000, rtnl.HandleRoot), true},
+		{q("fq_codel", 0x80020000, 0x80010001), true}, // a child replaced by hand
+		{q("tbf", 0x10000, rtnl.HandleRoot), true},
+		{cake, true},
+	} {
+		if got := configuredQdisc(c.q); got != c.want {
+			t.Errorf("%s %s parent %s: configured %v, want %v", c.q.Kind, rtnl.Handle(c.q.Handle), rtnl.Handle(c.q.Parent), got, c.want)
+		}
+	}
+}
