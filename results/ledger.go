@@ -108,7 +108,8 @@ func sameNetns(hosts []ledger.Host, h ledger.Host) int {
 // PathCeiling is the slowest limit on the path of the test's first
 // direction for frames of frame bytes: the sending end's link speeds and
 // egress shapers, and the receiving end's link speeds (its shapers limit
-// the other direction).
+// the other direction). The client's shapers are left out when its
+// engine sends below them (BypassesQdisc).
 func PathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
 	if frame == 0 || len(res.Drops) == 0 {
 		return ceiling.PathLimit{}, false
@@ -117,6 +118,9 @@ func PathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
 	if !res.Spec.ClientSends() {
 		senderSide = SideServer
 	}
+	// An engine below the qdiscs sends past the client's shapers: the
+	// client's links limit it, its qdiscs do not.
+	bypassed := res.Spec.ClientSends() && BypassesQdisc(res.Engine)
 	type ifaceKey struct {
 		netns uint64
 		side  Side
@@ -130,7 +134,7 @@ func PathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
 			continue
 		}
 		for _, p := range d.Path {
-			if d.Side != senderSide {
+			if d.Side != senderSide || (bypassed && d.Side == SideClient) {
 				p.Qdiscs, p.Classes = nil, nil
 			}
 			path = append(path, p)

@@ -22,6 +22,12 @@ const (
 	LimitPath Limit = "path"
 	// LimitAskedRate: the rate asked for was met.
 	LimitAskedRate Limit = "asked rate"
+	// LimitOverCeiling: more arrived than the path's computed ceiling
+	// lets through (over OverCeiling of it), so the ceiling's model or
+	// the path is not what linerate thinks; Summary.LimitedWhy names the
+	// suspect (a shaper the traffic did not pass through, a wrong link
+	// speed, segments counted above the frame rate).
+	LimitOverCeiling Limit = "over ceiling"
 )
 
 func (l Limit) String() string {
@@ -42,6 +48,10 @@ const (
 	Lossy = 0.005
 	// AtLink: achieved/ceiling at or above this, the link is full.
 	AtLink = 0.97
+	// OverCeiling: achieved/ceiling above this cannot be: a shaper's
+	// bucket lets a burst through and the clocks of the two ends differ,
+	// but not by 5 %.
+	OverCeiling = 1.05
 )
 
 // Side is which end of a test a figure belongs to. Its JSON form is the

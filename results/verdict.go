@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"linerate/box"
+	"linerate/ceiling"
 	"linerate/wire"
 )
 
@@ -160,6 +161,8 @@ func Verdict(res *Result, clientThreads []ThreadCPU) {
 	switch {
 	case sum.SentPackets == 0 && sum.SentBytes == 0:
 		sum.LimitedBy, sum.LimitedWhy = LimitUnknown, "nothing was sent"
+	case hasLim && sp.Direction != wire.Bidir && achieved > OverCeiling*lim.FPS:
+		sum.LimitedBy, sum.LimitedWhy = LimitOverCeiling, overCeilingWhy(res, lim, achieved)
 	case hasLim && sp.Direction != wire.Bidir && !met && achieved >= AtLink*lim.FPS:
 		sum.LimitedBy = LimitLink
 		sum.LimitedWhy = fmt.Sprintf("received %.0f pps, %.1f%% of the path's ceiling of %.0f pps: %s on %s %s", achieved, 100*achieved/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)
@@ -200,6 +203,36 @@ func Verdict(res *Result, clientThreads []ThreadCPU) {
 	}
 }
 
+// overCeilingWhy says why a received rate over OverCeiling of the path's
+// ceiling lim cannot be the link, and what to suspect.
+func overCeilingWhy(res *Result, lim ceiling.PathLimit, achieved float64) string {
+	unit := "pps"
+	if res.Spec.Proto == wire.TCP {
+		unit = "segments/s"
+	}
+	return fmt.Sprintf("received %.0f %s, %.1f%% of the path's ceiling of %.0f (%s on %s %s): more than the path can carry, so its model or the path is not what linerate thinks; %s",
+		achieved, unit, 100*achieved/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface, OverCeilingSuspects(res.Spec.Proto, lim))
+}
+
+// OverCeilingSuspects names what to suspect when more of proto passed
+// than the path's ceiling lim lets through: TCP segments counted above
+// the frame rate (GRO and TSO join segments into packets larger than a
+// frame), a shaper the traffic did not pass through (an engine below the
+// qdiscs, a route around it), a link speed that is not the link's.
+func OverCeilingSuspects(proto wire.Proto, lim ceiling.PathLimit) string {
+	var suspects []string
+	if proto == wire.TCP {
+		suspects = append(suspects, "GRO/TSO counting (TCP segments counted above the frame rate: the mean segment is not what the wire carried)")
+	}
+	switch lim.By {
+	case ceiling.LimitShaper:
+		suspects = append(suspects, fmt.Sprintf("a shaper the traffic did not pass through (%s: a send engine below the qdiscs, or a route around it)", lim.What))
+	default:
+		suspects = append(suspects, fmt.Sprintf("a wrong link speed (%s %s reports %s; the link carries more)", lim.Host, lim.Iface, lim.What))
+	}
+	return "suspect " + strings.Join(suspects, ", or ")
+}
+
 // receiverDrops is the mean rate of the receiving ends' socket buffer and
 // backlog drops (UDP RcvbufErrors, softnet dropped) over the samples.
 func receiverDrops(res *Result) float64 {
@@ -237,6 +270,8 @@ func tcpVerdict(res *Result, sendThread, recvThread float64) {
 	switch {
 	case sum.SentBytes == 0:
 		sum.LimitedWhy = "nothing was sent"
+	case lim != nil && sum.ReceivedPPS > OverCeiling*lim.FPS:
+		sum.LimitedBy, sum.LimitedWhy = LimitOverCeiling, overCeilingWhy(res, *lim, sum.ReceivedPPS)
 	case lim != nil && sum.ReceivedPPS >= AtLink*lim.FPS:
 		sum.LimitedBy = LimitLink
 		sum.LimitedWhy = fmt.Sprintf("received %.0f segments/s, %.1f%% of the path's ceiling of %.0f frames/s of that size: %s on %s %s", sum.ReceivedPPS, 100*sum.ReceivedPPS/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)

@@ -2,9 +2,12 @@ package results
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"linerate/box"
+	"linerate/ceiling"
+	"linerate/source/rtnl"
 	"linerate/wire"
 )
 
@@ -125,5 +128,71 @@ func TestCostCountsAMachineOnce(t *testing.T) {
 		if got := res.Summary.CPUSeconds.Server; got == nil || math.Abs(*got-c.want) > 1e-9 {
 			t.Errorf("%s: server CPU seconds %v, want %.1f", c.name, got, c.want)
 		}
+	}
+}
+
+// TestVerdictOverCeiling: a received rate 150 % of the computed ceiling is
+// not the link: the ceiling or the path is not what linerate thinks, and
+// the verdict names the suspect. An engine that sends below the qdiscs
+// leaves the sender's shaper out of the ceiling.
+func TestVerdictOverCeiling(t *testing.T) {
+	tbf := rtnl.Qdisc{Node: rtnl.Node{Iface: "lra", Kind: "tbf", Handle: 0x10000, Parent: rtnl.HandleRoot}, Rate: &rtnl.Rate{BytesPerSecond: 100e6 / 8}}
+	shaped := []box.PathIface{{Host: "client", Iface: "lra", Kind: "veth", Qdiscs: []rtnl.Qdisc{tbf}}}
+	nic := []box.PathIface{{Host: "client", Iface: "eth0", SpeedMbps: 1000}}
+	nicShaped := []box.PathIface{{Host: "client", Iface: "eth0", SpeedMbps: 1000, Qdiscs: []rtnl.Qdisc{tbf}}}
+	shaperFPS := ceiling.ShaperFPS(*tbf.Rate, ceiling.SingleFrame(1518))
+	linkFPS := ceiling.SingleFrame(1518).LineFPS(1e9)
+	udp := wire.Spec{Proto: wire.UDP, Direction: wire.Forward, Payload: 1518 - 46}
+	tcp := wire.Spec{Proto: wire.TCP, Direction: wire.Forward}
+	for _, c := range []struct {
+		name     string
+		spec     wire.Spec
+		engine   string
+		path     []box.PathIface
+		received float64 // pps
+		want     Limit
+		wantBy   string // the ceiling's kind
+		why      string // in LimitedWhy
+	}{
+		{"socket over a shaper", udp, "socket", shaped, 1.5 * shaperFPS, LimitOverCeiling, ceiling.LimitShaper, "did not pass through"},
+		{"socket at a shaper", udp, "socket", shaped, shaperFPS, LimitLink, ceiling.LimitShaper, "tbf 1:"},
+		{"socket over a link", udp, "socket", nic, 1.5 * linkFPS, LimitOverCeiling, ceiling.LimitLink, "link speed"},
+		{"ring past its bypassed shaper", udp, "ring", nicShaped, 1.5 * shaperFPS, LimitUnknown, ceiling.LimitLink, ""},
+		{"ring over the link", udp, "ring", nicShaped, 1.5 * linkFPS, LimitOverCeiling, ceiling.LimitLink, "link speed"},
+		{"xdp, shaper bypassed, no link speed", udp, "xdp", shaped, 1.5 * shaperFPS, LimitUnknown, "", ""},
+		{"tcp over a link", tcp, "socket", nic, 1.5 * linkFPS, LimitOverCeiling, ceiling.LimitLink, "GRO"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := &Result{Spec: c.spec, Engine: c.engine, FrameSize: 1518,
+				Targets: []TargetResult{{Address: "10.99.0.2:5201"}},
+				Drops:   []EndDrops{{Side: SideClient, Target: -1, Path: c.path}}}
+			s := &res.Summary
+			s.Seconds = 1
+			s.ReceivedPPS = c.received
+			s.ReceivedPackets = uint64(c.received)
+			s.SentPPS, s.SentPackets = s.ReceivedPPS, s.ReceivedPackets
+			if c.spec.Proto == wire.TCP {
+				s.SentBytes = s.ReceivedPackets * (1518 - 70)
+				s.ReceivedBytes = s.SentBytes
+			}
+			Verdict(res, []ThreadCPU{{Role: "udp-send", Busy: 0.5}})
+			by := ""
+			if s.PathCeiling != nil {
+				by = s.PathCeiling.By
+			}
+			t.Logf("ceiling %+v; limited by %q: %s", s.PathCeiling, s.LimitedBy, s.LimitedWhy)
+			if by != c.wantBy {
+				t.Errorf("ceiling by %q, want %q", by, c.wantBy)
+			}
+			if c.want == LimitUnknown {
+				if s.LimitedBy == LimitLink || s.LimitedBy == LimitOverCeiling {
+					t.Errorf("limited by %q (%s), want neither link nor over ceiling", s.LimitedBy, s.LimitedWhy)
+				}
+				return
+			}
+			if s.LimitedBy != c.want || !strings.Contains(s.LimitedWhy, c.why) {
+				t.Errorf("limited by %q (%s), want %q saying %q", s.LimitedBy, s.LimitedWhy, c.want, c.why)
+			}
+		})
 	}
 }

@@ -73,6 +73,7 @@ func openXDPEngine(r *clientRun, to []*target) error {
 			return err
 		}
 	}
+	warnBypass(r, to)
 	return nil
 }
 

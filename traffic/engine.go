@@ -2,12 +2,16 @@ package traffic
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"linerate/internal/usage"
+	"linerate/results"
+	"linerate/source/rtnl"
+	"linerate/source/rtnl/rtnetlink"
 	"linerate/wire"
 )
 
@@ -74,6 +78,8 @@ func openAutoEngine(r *clientRun, to []*target) error {
 // ("" when it can): it sends from the client only, IPv4 frames, one stream
 // per port, needs CAP_NET_RAW (root), and addresses its frames to the
 // target's own MAC, so not through a gateway (a router or a NAT between).
+// Nor where it would bypass a qdisc someone configured on the interface
+// towards a target (configuredQdisc): auto does not send past a shaper.
 func ringWhyNot(r *clientRun, to []*target) string {
 	sp := &r.spec
 	switch {
@@ -110,7 +116,111 @@ func ringWhyNot(r *clientRun, to []*target) string {
 			return why
 		}
 	}
+	qs, err := configuredQdiscs(r, to)
+	switch {
+	case err != nil:
+		return "the qdiscs it would send below could not be read: " + err.Error()
+	case len(qs) > 0:
+		return fmt.Sprintf("the ring and AF_XDP send below the qdiscs and would bypass %s, configured on the interface towards the target (not the kernel's default qdisc)", strings.Join(qs, ", "))
+	}
 	return ""
+}
+
+// configuredQdiscs names the egress qdiscs someone configured ("tbf 1: on
+// lra") on the client's interfaces towards the targets: those an engine
+// below the qdiscs (results.BypassesQdisc) would bypass. It reads them
+// with the client's drop counters (the path they read for the ceiling)
+// or, without any, over rtnetlink in the client's namespace.
+func configuredQdiscs(r *clientRun, to []*target) ([]string, error) {
+	var ifaces []string
+	err := r.cfg.setup(func() error {
+		for _, t := range to {
+			routes, err := netlink.RouteGet(t.addr.Addr().AsSlice())
+			if err != nil || len(routes) == 0 {
+				return fmt.Errorf("no route to %s: %v", t.addr.Addr(), err)
+			}
+			link, err := netlink.LinkByIndex(routes[0].LinkIndex)
+			if err != nil {
+				return fmt.Errorf("interface towards %s: %w", t.addr.Addr(), err)
+			}
+			if name := link.Attrs().Name; !slices.Contains(ifaces, name) {
+				ifaces = append(ifaces, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var qs []rtnl.Qdisc
+	if d := r.cfg.Drops; d != nil {
+		path, err := d.Path(string(results.SideClient), ifaces...)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range path {
+			qs = append(qs, p.Qdiscs...)
+		}
+	} else {
+		err = r.cfg.setup(func() error {
+			c, err := rtnetlink.Dial(0)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			all, err := c.Qdiscs()
+			for _, q := range all {
+				if slices.Contains(ifaces, q.Iface) && !q.Ingress() {
+					qs = append(qs, q)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, q := range qs {
+		if configuredQdisc(q) {
+			out = append(out, fmt.Sprintf("%s %s on %s", q.Kind, rtnl.Handle(q.Handle), q.Iface))
+		}
+	}
+	return out, nil
+}
+
+// configuredQdisc reports whether an egress qdisc was configured by
+// someone rather than attached by the kernel. The kernel attaches its
+// default (noqueue on a virtual device, else net.core.default_qdisc:
+// pfifo_fast, or fq_codel or fq as distributions set it, under an mq on a
+// multiqueue NIC) with handle 0:, and tc never gives a qdisc it adds
+// handle 0: (it allocates one from 8001: when none is asked). So a qdisc
+// with a handle of its own, or with a rate, was configured: except mq and
+// noqueue, which only spread packets over the TX queues or hand them
+// straight on, so bypassing them changes nothing.
+func configuredQdisc(q rtnl.Qdisc) bool {
+	if q.Rate != nil {
+		return true
+	}
+	return q.Handle>>16 != 0 && q.Kind != "mq" && q.Kind != "noqueue"
+}
+
+// warnBypass notes, for an engine asked for by name that sends below the
+// qdiscs, the configured qdiscs it bypasses: they shape nothing it sends
+// and are left out of the path's ceiling (results.PathCeiling). --engine
+// auto checked before it chose such an engine.
+func warnBypass(r *clientRun, to []*target) {
+	if r.engine.name == "auto" {
+		return
+	}
+	e := r.cfg.Engine
+	qs, err := configuredQdiscs(r, to)
+	switch {
+	case err != nil:
+		r.notes = append(r.notes, fmt.Sprintf("--engine %s sends below the qdiscs, which could not be read (%v): a shaper there would be bypassed", e, err))
+	case len(qs) > 0:
+		r.notes = append(r.notes, fmt.Sprintf("--engine %s sends below the qdiscs and bypasses %s: it shapes nothing this test sends and is left out of the path's ceiling, which is the link speed (none on a virtual link)", e, strings.Join(qs, ", ")))
+	}
 }
 
 // engineNamed is the engine called name ("": the default).
@@ -174,5 +284,6 @@ func openRingEngine(r *clientRun, to []*target) error {
 			return err
 		}
 	}
+	warnBypass(r, to)
 	return nil
 }

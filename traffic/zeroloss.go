@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"linerate/ceiling"
@@ -88,6 +89,16 @@ func Search(ctx context.Context, cfg Config, sc SearchConfig) (*results.Result, 
 		if out != nil {
 			res.Search = append(res.Search, *out)
 		}
+		// What the trials' engine said (auto's choice, a bypassed
+		// qdisc), once.
+		if s.first != nil {
+			res.Engine = s.first.Engine
+			for _, n := range s.first.Notes {
+				if !slices.Contains(res.Notes, n) {
+					res.Notes = append(res.Notes, n)
+				}
+			}
+		}
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			return res, nil
@@ -113,6 +124,7 @@ type sizeSearch struct {
 	probe  wire.Seconds
 	trials int
 	last   *results.Result // the latest trial's result
+	first  *results.Result // the first trial's: the path's ceiling, the engine's notes
 	// lossy are the ledgers of the final-duration trials that lost
 	// frames, by rate.
 	lossy map[float64]*ledger.Ledger
@@ -126,6 +138,7 @@ func (s *sizeSearch) run(ctx context.Context, m ceiling.Mix) (*results.SizeSearc
 	if _, err := s.trial(ctx, search.TrialSpec{Duration: first}); err != nil {
 		return nil, err
 	}
+	s.first = s.last
 	sum := s.last.Summary
 	maxRate := sum.SentPPS
 	var ceil float64
@@ -142,6 +155,9 @@ func (s *sizeSearch) run(ctx context.Context, m ceiling.Mix) (*results.SizeSearc
 		Precision: s.sc.Precision, FinalTrial: s.sc.Trial}, s.trial)
 	out := &results.SizeSearch{SizeResult: search.Summarize(m, sr)}
 	out.CeilingPPS = ceil
+	if lim := sum.PathCeiling; lim != nil {
+		out.Notes = overCeiling(out, *lim, s.cfg.Spec.Proto)
+	}
 	if err != nil {
 		return out, err
 	}
@@ -159,6 +175,22 @@ func (s *sizeSearch) run(ctx context.Context, m ceiling.Mix) (*results.SizeSearc
 	}
 	out.Ledger = s.lossBegins(out.LossBeginsPPS)
 	return out, nil
+}
+
+// overCeiling flags an NDR or PDR over results.OverCeiling of the path's
+// ceiling lim: no rate the path cannot carry is reported as if it did.
+func overCeiling(out *results.SizeSearch, lim ceiling.PathLimit, proto wire.Proto) []string {
+	var notes []string
+	for _, g := range []struct {
+		name string
+		pps  float64
+	}{{"NDR", out.NDRPPS}, {"PDR", out.PDRPPS}} {
+		if g.pps > results.OverCeiling*lim.FPS {
+			notes = append(notes, fmt.Sprintf("the %s of %.0f fps is %.1f%% of the path's ceiling of %.0f fps (%s on %s %s): more than the path can carry, so its model or the path is not what linerate thinks; %s",
+				g.name, g.pps, 100*g.pps/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface, results.OverCeilingSuspects(proto, lim)))
+		}
+	}
+	return notes
 }
 
 // trial runs one test at spec's rate (0: as fast as possible) for its

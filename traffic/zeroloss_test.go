@@ -8,6 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"linerate/box"
 	"linerate/ceiling"
 	"linerate/internal/testenv"
 	"linerate/results"
@@ -86,5 +87,73 @@ func TestSearchShapedVeth(t *testing.T) {
 	}
 	if q := entryAt(r.Ledger, "client", "sender-qdisc"); q.Packets == 0 {
 		t.Errorf("ledger at %.0f fps: %+v, want the loss at the client's qdisc", r.LossBeginsPPS, r.Ledger.Entries)
+	}
+}
+
+// wrongSpeed is a drop reader that says iface is a physical link of mbps:
+// the path's ceiling is then that link, though the veth carries far more.
+type wrongSpeed struct {
+	DropCounters
+	iface string
+	mbps  int
+}
+
+func (w wrongSpeed) Path(host string, ifaces ...string) ([]box.PathIface, error) {
+	p, err := w.DropCounters.Path(host, ifaces...)
+	for i := range p {
+		if p[i].Iface == w.iface {
+			p[i].Kind, p[i].SpeedMbps = "", w.mbps
+		}
+	}
+	return p, err
+}
+
+// searchNDR runs a short NDR search of 1518-byte frames to precision
+// and returns its result and the one size's search.
+func searchNDR(t *testing.T, cfg Config, precision float64) (*results.Result, results.SizeSearch) {
+	t.Helper()
+	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
+		Precision: precision, Trial: 300 * time.Millisecond, Progress: func(s string) { t.Log(s) }}
+	res, err := Search(context.Background(), cfg, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Search) != 1 {
+		t.Fatalf("search %+v", res.Search)
+	}
+	return res, res.Search[0]
+}
+
+// TestSearchWrongLinkSpeed: the client's veth claims to be a 10 Mbit/s
+// link (812 frames/s of 1518 bytes) and carries every frame the search
+// offers, up to 110 % of that: an NDR over 105 % of the ceiling is flagged
+// in the search's notes, naming a wrong link speed.
+func TestSearchWrongLinkSpeed(t *testing.T) {
+	_, cfg := withDrops(t, &Server{})
+	cfg.Drops = wrongSpeed{DropCounters: cfg.Drops, iface: "lra", mbps: 10}
+	_, r := searchNDR(t, cfg, 0.01)
+	t.Logf("NDR %.0f fps, ceiling %.0f fps; notes %q", r.NDRPPS, r.CeilingPPS, r.Notes)
+	if r.CeilingPPS == 0 || r.NDRPPS <= results.OverCeiling*r.CeilingPPS {
+		t.Fatalf("NDR %.0f fps, ceiling %.0f: want an NDR over 105%% of a 10 Mbit/s ceiling", r.NDRPPS, r.CeilingPPS)
+	}
+	if !hasNote(r.Notes, "NDR", "link speed") {
+		t.Errorf("notes %q: nothing flags the NDR over the ceiling, nor suspects the link speed", r.Notes)
+	}
+}
+
+// TestSearchRingBypassesShaper: a search with --engine ring through a
+// veth shaped to 100 Mbit/s at the sender: the result says the ring
+// bypasses the tbf, which is no ceiling of the search.
+func TestSearchRingBypassesShaper(t *testing.T) {
+	l, cfg := withDrops(t, &Server{})
+	shape(t, l.a, "lra", 128000)
+	cfg.Engine = "ring"
+	res, r := searchNDR(t, cfg, 0.05)
+	t.Logf("engine %s; NDR %.0f fps, ceiling %.0f fps; notes %q, %q", res.Engine, r.NDRPPS, r.CeilingPPS, res.Notes, r.Notes)
+	if !hasNote(res.Notes, "bypass", "tbf 1: on lra") {
+		t.Errorf("notes %q: nothing says the ring bypasses tbf 1: on lra", res.Notes)
+	}
+	if r.CeilingPPS != 0 {
+		t.Errorf("ceiling %.0f fps: the bypassed tbf is still the search's ceiling", r.CeilingPPS)
 	}
 }
