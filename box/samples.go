@@ -1,10 +1,27 @@
 package box
 
 import (
+	"context"
 	"fmt"
 
 	"linerate/source"
 )
+
+// CollectSampled models src (Collect) and reads the rates between its
+// timed samples (SampledRates): the evidence a capture gives diagnose. The
+// box is nil when it could not be modelled; with a box and an error, only
+// the samples could not be read.
+func CollectSampled(ctx context.Context, src source.Source) (*Box, []Rates, error) {
+	b, err := Collect(ctx, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	rates, err := SampledRates(src)
+	if err != nil {
+		return b, nil, err
+	}
+	return b, rates, nil
+}
 
 // SampledRates reads a capture's timed samples and returns the rates
 // between consecutive ones. A source without samples gives none.

@@ -19,11 +19,7 @@ func evidenceFrom(t *testing.T, name string) *diagnose.Evidence {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	b, err := box.Collect(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rates, err := box.SampledRates(src)
+	b, rates, err := box.CollectSampled(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}

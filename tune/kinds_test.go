@@ -67,11 +67,7 @@ func captureFindings(t *testing.T, dir string) []diagnose.Finding {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	b, err := box.Collect(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rates, err := box.SampledRates(src)
+	b, rates, err := box.CollectSampled(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}

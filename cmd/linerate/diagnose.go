@@ -131,12 +131,11 @@ func (o *diagnoseOptions) evidence(cmd *cobra.Command, args []string) (*diagnose
 			return nil, "", err
 		}
 		defer src.Close()
-		b, err := box.Collect(ctx, src)
-		if err != nil {
+		b, rates, err := box.CollectSampled(ctx, src)
+		switch {
+		case b == nil:
 			return nil, "", sourceErr(src, o.root, err)
-		}
-		rates, err := box.SampledRates(src)
-		if err != nil {
+		case err != nil:
 			return nil, "", usage.Errorf("capture %s: %w", o.root, err)
 		}
 		return &diagnose.Evidence{Box: b, Rates: rates}, src.Name(), nil
