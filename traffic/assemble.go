@@ -110,7 +110,7 @@ func (r *clientRun) assembleDead(res *results.Result, i int, window float64) {
 	t := r.targets[i]
 	tr := &res.Targets[i]
 	srvSent, srvRecv := t.reported()
-	tr.Notes = append(tr.Notes, fmt.Sprintf("the server failed mid-run: its figures are its last report's, at %.1f s; no per-stream figures", window+r.spec.Warmup.D().Seconds()))
+	tr.Notes = append(tr.Notes, fmt.Sprintf("the server failed mid-run: its figures are its last report's, at %.1f s; no per-stream figures; what was in flight then (on the path, in its socket buffers) counts as lost", window+r.spec.Warmup.D().Seconds()))
 	if t.spec.ClientSends() {
 		tot, _ := results.Combine(i, wire.Forward, r.spec.Proto, []results.Count{sum(t.sent)}, []results.Count{srvRecv}, nil, window, r.overhead)
 		tr.Forward = &tot
