@@ -105,7 +105,7 @@ func TestIntervalsUnknownWhileLinkDown(t *testing.T) {
 // TestRingResumesAfterLinkDown sets the sending interface down for 3 s in
 // the middle of a ring-engine bench: the ring engine pauses on ENETDOWN and
 // sends again once the link is up, with no error (it used to stop for
-// good), and the loss is not zero.
+// good).
 func TestRingResumesAfterLinkDown(t *testing.T) {
 	l := newLab(t, &Server{})
 	h := l.a.Netlink(t)
@@ -157,7 +157,10 @@ func TestRingResumesAfterLinkDown(t *testing.T) {
 	}
 	s := res.Summary
 	t.Logf("summary: sent %d received %d lost %d, limited by %q (%s)", s.SentPackets, s.ReceivedPackets, s.LostPackets, s.LimitedBy, s.LimitedWhy)
-	if s.LostPackets == 0 {
-		t.Error("no packets lost over a 3 s link cut")
+	// The frames of the cut stay requested in the ring and go once the
+	// link is up (late, in a burst): none is lost by the sender, what the
+	// burst overflows at the receiver is.
+	if s.SentPackets < 150000 {
+		t.Errorf("sent %d of 160000: the sender did not resume", s.SentPackets)
 	}
 }
