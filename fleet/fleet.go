@@ -8,6 +8,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -81,6 +82,10 @@ func (r *Run) Do(ctx context.Context) (*results.FlowSet, error) {
 		return nil, err
 	}
 	path := r.watchPath()
+	// One flow that fails or stops early (its receiver died) stops the
+	// others: the round's figures are of one moment.
+	round, stopRound := context.WithCancelCause(ctx)
+	defer stopRound(nil)
 	var wg sync.WaitGroup
 	for i := range r.Flows {
 		f := &r.Flows[i]
@@ -92,10 +97,14 @@ func (r *Run) Do(ctx context.Context) (*results.FlowSet, error) {
 			f.Run.Secret = r.Secret // the agent ssh started has none of its own
 		}
 		wg.Go(func() {
-			res, err := traffic.RunFlow(ctx, conns[i], r.Secret, f.Run, f.OnInterval)
+			res, err := traffic.RunFlow(round, conns[i], r.Secret, f.Run, f.OnInterval)
 			set.Flows[i].Result = res
-			if err != nil {
+			switch {
+			case err != nil:
 				set.Flows[i].Error = fmt.Sprintf("%s: %v", f.Label, err)
+				stopRound(&traffic.RoundStopped{Reason: set.Flows[i].Error, At: time.Now()})
+			case res.StoppedEarly != nil && !errors.As(context.Cause(round), new(*traffic.RoundStopped)):
+				stopRound(&traffic.RoundStopped{Reason: f.Label + ": " + res.StoppedEarly.Reason, At: time.Now()})
 			}
 		})
 	}
@@ -108,17 +117,24 @@ func (r *Run) Do(ctx context.Context) (*results.FlowSet, error) {
 }
 
 // Failed is the error of a set whose flows failed: every one, or how many
-// of them with the first; nil when none did.
+// of them with the first error; nil when none did. A flow failed when it
+// has an error, or its result carries one (a target's included) or
+// stopped early.
 func Failed(set *results.FlowSet) error {
 	var first string
 	n := 0
 	for _, f := range set.Flows {
-		if f.Error != "" {
-			if n == 0 {
-				first = f.Error
-			}
-			n++
+		errs := []string{f.Error}
+		if f.Error == "" && f.Result != nil {
+			errs = f.Result.Problems()
 		}
+		if len(errs) == 0 || errs[0] == "" {
+			continue
+		}
+		if n == 0 {
+			first = errs[0]
+		}
+		n++
 	}
 	switch {
 	case n == 0:

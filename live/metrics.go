@@ -153,10 +153,15 @@ func WriteMetrics(w io.Writer, s Snapshot) error {
 		}
 		p.sample("linerate_bench_elapsed_seconds", b.T)
 		p.sample("linerate_bench_warmup", warm)
-		p.sample("linerate_bench_sent_packets_per_second", b.SentPPS)
-		p.sample("linerate_bench_received_packets_per_second", b.ReceivedPPS)
-		p.sample("linerate_bench_sent_bytes_per_second", b.SentBPS/8)
-		p.sample("linerate_bench_received_bytes_per_second", b.ReceivedBPS/8)
+		// An unknown side has no sample: absent, not a measured 0.
+		if !b.SentUnknown {
+			p.sample("linerate_bench_sent_packets_per_second", b.SentPPS)
+			p.sample("linerate_bench_sent_bytes_per_second", b.SentBPS/8)
+		}
+		if !b.ReceivedUnknown {
+			p.sample("linerate_bench_received_packets_per_second", b.ReceivedPPS)
+			p.sample("linerate_bench_received_bytes_per_second", b.ReceivedBPS/8)
+		}
 	}
 	return p.w.Flush()
 }

@@ -51,8 +51,15 @@ func WriteText(w io.Writer, s Snapshot, o TextOptions) error {
 		if bn.Warmup {
 			phase = " (warmup)"
 		}
-		line("bench %4.0fs%s  sent %s pps %s bit/s  received %s pps %s bit/s", bn.T, phase,
-			si(bn.SentPPS), si(bn.SentBPS), si(bn.ReceivedPPS), si(bn.ReceivedBPS))
+		// A side no report measured is unknown, never a 0 (results.IntervalStats).
+		side := func(pps, bps float64, unknown bool) string {
+			if unknown {
+				return "? pps ? bit/s"
+			}
+			return si(pps) + " pps " + si(bps) + " bit/s"
+		}
+		line("bench %4.0fs%s  sent %s  received %s", bn.T, phase,
+			side(bn.SentPPS, bn.SentBPS, bn.SentUnknown), side(bn.ReceivedPPS, bn.ReceivedBPS, bn.ReceivedUnknown))
 	}
 	line("")
 	line("%-5s %6s %6s %6s %6s %6s %8s %8s %8s %8s %8s %9s", "CPU", "usr%", "sys%", "irq%", "soft%", "busy%",

@@ -76,6 +76,9 @@ func BenchText(w io.Writer, r *results.Result) {
 	if r.Interrupted {
 		what += " — INTERRUPTED, partial result"
 	}
+	if se := r.StoppedEarly; se != nil {
+		what += fmt.Sprintf(" — STOPPED EARLY at %.1f s by the error below, partial result", se.At)
+	}
 	fmt.Fprintln(w, what)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -150,7 +153,7 @@ func BenchText(w io.Writer, r *results.Result) {
 			fmt.Fprintf(w, "note: %s: %s\n", tr.Target, n)
 		}
 	}
-	for _, e := range r.Errors {
+	for _, e := range r.Problems() {
 		fmt.Fprintln(w, "error:", e)
 	}
 }

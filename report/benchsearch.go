@@ -48,7 +48,7 @@ func BenchSearch(w io.Writer, r *results.Result) error {
 			return err
 		}
 	}
-	for _, e := range r.Errors {
+	for _, e := range r.Problems() {
 		fmt.Fprintln(ew, "error:", e)
 	}
 	return ew.err

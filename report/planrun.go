@@ -53,6 +53,16 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 	for _, e := range r.Errors {
 		fmt.Fprintln(ew, "error:", e)
 	}
+	for i, set := range r.Rounds {
+		for j, f := range set.Flows {
+			if f.Result == nil {
+				continue // a failed flow's error is in its row
+			}
+			for _, e := range f.Result.Problems() {
+				fmt.Fprintf(ew, "error: round %d, flow %d: %s\n", i+1, j+1, e)
+			}
+		}
+	}
 	if r.Interrupted {
 		fmt.Fprintln(ew, "INTERRUPTED: the figures cover the part that ran")
 	}

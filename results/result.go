@@ -28,11 +28,15 @@ type Result struct {
 	Engine    string `json:"engine"`
 	// Interrupted is set when the run was stopped early (Ctrl-C): the
 	// figures cover the part that ran.
-	Interrupted bool            `json:"interrupted"`
-	Summary     Summary         `json:"summary"`
-	Targets     []TargetResult  `json:"targets"`
-	Streams     []StreamResult  `json:"streams"`
-	Intervals   []IntervalStats `json:"intervals"`
+	Interrupted bool `json:"interrupted"`
+	// StoppedEarly is set when the run ended before its planned end for
+	// another reason than Ctrl-C (a peer died): the figures cover the
+	// window up to its At. Interrupted stays false.
+	StoppedEarly *StoppedEarly   `json:"stopped_early,omitempty"`
+	Summary      Summary         `json:"summary"`
+	Targets      []TargetResult  `json:"targets"`
+	Streams      []StreamResult  `json:"streams"`
+	Intervals    []IntervalStats `json:"intervals"`
 	// Samples are both ends' counters, once a second over the measured
 	// window (client first, then each server).
 	Samples []Sample `json:"samples"`

@@ -338,8 +338,10 @@ func (s *XDPSender) kick() error {
 	switch e {
 	case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS, unix.EINTR:
 		return nil
-	case unix.ENETDOWN, unix.ENXIO:
-		return fmt.Errorf("send on %s: interface is down: %w", s.base.cfg.Iface, e)
+	case unix.ENETDOWN:
+		return fmt.Errorf("send on %s: %w: %w", s.base.cfg.Iface, errLinkDown, e)
+	case unix.ENXIO:
+		return fmt.Errorf("send on %s: the interface is gone: %w", s.base.cfg.Iface, e)
 	}
 	return fmt.Errorf("send on %s: %w", s.base.cfg.Iface, e)
 }
@@ -442,8 +444,10 @@ func (s *XDPSender) loop(ctx context.Context, r *ringRun) error {
 		}
 		want = min(want, xdpKickBatch)
 		n := s.fill(r, want)
-		if err := s.kick(); err != nil {
+		if paused, err := pauseIfDown(ctx, s.kick()); err != nil {
 			return err
+		} else if paused {
+			continue
 		}
 		if n < want {
 			s.waitWritable()

@@ -53,8 +53,12 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 	proto := r.spec.Proto
 	tr := &res.Targets[i]
 	tr.Target, tr.Address, tr.Local, tr.ServerID = t.name, t.addr.String(), t.local.String(), t.serverID
-	sr, errs := t.serverResult()
+	sr, errs, died := t.serverResult()
 	tr.Errors = append(append(tr.Errors, errs...), sr.Errors...)
+	if died {
+		r.assembleDead(res, i, window)
+		return
+	}
 	tr.Threads, tr.Machine = sr.Threads, sr.Machine
 	tr.XDP = sr.XDP
 	tr.ForeignPackets = sr.Foreign
@@ -88,18 +92,44 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 		tr.Reverse = &tot
 		res.Streams = append(res.Streams, streams...)
 	}
-	for _, d := range []*results.Totals{tr.Forward, tr.Reverse} {
-		if d != nil {
-			tr.Totals.Add(*d)
-		}
-	}
-	res.Summary.Totals.Add(tr.Totals)
+	addUp(res, tr)
 	for _, s := range sr.Samples {
 		res.Samples = append(res.Samples, results.Sample{Side: results.SideServer, Target: i, Rates: s})
 	}
 	if sr.SampleError != "" {
 		tr.Notes = append(tr.Notes, "server samples: "+sr.SampleError)
 	}
+}
+
+// assembleDead puts together the figures of target i whose server died
+// mid-run: what the client counted up to the window's end (cut at the
+// server's last report) against what that report said the server
+// counted. The reports carry totals, so the target has no per-stream
+// figures.
+func (r *clientRun) assembleDead(res *results.Result, i int, window float64) {
+	t := r.targets[i]
+	tr := &res.Targets[i]
+	srvSent, srvRecv := t.reported()
+	tr.Notes = append(tr.Notes, fmt.Sprintf("the server failed mid-run: its figures are its last report's, at %.1f s; no per-stream figures; what was in flight then (on the path, in its socket buffers) counts as lost", window+r.spec.Warmup.D().Seconds()))
+	if t.spec.ClientSends() {
+		tot, _ := results.Combine(i, wire.Forward, r.spec.Proto, []results.Count{sum(t.sent)}, []results.Count{srvRecv}, nil, window, r.overhead)
+		tr.Forward = &tot
+	}
+	if t.spec.ServerSends() {
+		tot, _ := results.Combine(i, wire.Reverse, r.spec.Proto, []results.Count{srvSent}, []results.Count{sum(gather(t.rev))}, nil, window, r.overhead)
+		tr.Reverse = &tot
+	}
+	addUp(res, tr)
+}
+
+// addUp adds a target's directions into its totals and the summary's.
+func addUp(res *results.Result, tr *results.TargetResult) {
+	for _, d := range []*results.Totals{tr.Forward, tr.Reverse} {
+		if d != nil {
+			tr.Totals.Add(*d)
+		}
+	}
+	res.Summary.Totals.Add(tr.Totals)
 }
 
 // latency summarizes the probes' round trips, per target and over all.

@@ -249,16 +249,24 @@ func (r *clientRun) run(ctx context.Context) (*results.Result, error) {
 	}
 	tm := r.sess.start(r.spec.Warmup.D(), r.spec.Duration.D())
 	for _, t := range r.targets {
-		go t.readLoop(tm.End.Add(stopGrace + 10*time.Second))
+		// A server that fails mid-run ends the run for every target: the
+		// window ends at its last report, what both ends counted.
+		go t.readLoop(tm.End.Add(stopGrace+10*time.Second), func(lastT float64, err error) {
+			r.sess.halt(tm.Start.Add(time.Duration(lastT*float64(time.Second))), err)
+		})
 	}
 	res := r.newResult(tm.Start)
 	prev := r.sess.progress(tm.Start)
-	interrupted := r.sess.run(ctx, r.sess.overC(), func(now time.Time) {
+	early := r.sess.run(ctx, r.sess.overC(), func(now time.Time) {
 		r.interval(res, now, &prev)
 	})
 	var errs []error
-	r.sess.stop(interrupted, func() { errs = r.stopServers() })
-	res.Interrupted = interrupted
+	r.sess.stop(early, func() { errs = r.stopServers() })
+	res.Interrupted = early && ctx.Err() != nil
+	if herr, _, seen := r.sess.haltedBy(); early && herr != nil {
+		res.StoppedEarly = &results.StoppedEarly{Reason: herr.Error(),
+			At: r.sess.windowEnd().Sub(tm.Start).Seconds(), Detected: seen.Sub(tm.Start).Seconds()}
+	}
 	r.assemble(res)
 	errs = append(errs, r.sess.errs()...)
 	for _, e := range errs {
@@ -396,6 +404,9 @@ func (r *clientRun) stopServers() []error {
 	var errs, writeErrs []error
 	for _, t := range r.targets {
 		t.sent = gather(t.fwd)
+		if t.dead() {
+			continue // its error is on resultCh already
+		}
 		if err := t.ctl.write(&Message{Type: wire.MsgStop, Sent: t.sent}); err != nil {
 			writeErrs = append(writeErrs, fmt.Errorf("%s: %w", t.name, err))
 		}

@@ -13,7 +13,7 @@ func (r *clientRun) dropLedger(res *results.Result) {
 		res.Drops = append(res.Drops, *client)
 	}
 	for i, t := range r.targets {
-		sr, _ := t.serverResult()
+		sr, _, _ := t.serverResult()
 		if sr.Drops != nil {
 			d := *sr.Drops
 			d.Target = i

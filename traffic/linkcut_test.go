@@ -101,3 +101,66 @@ func TestIntervalsUnknownWhileLinkDown(t *testing.T) {
 		t.Fatalf("no interval fell inside the %s cut", cut)
 	}
 }
+
+// TestRingResumesAfterLinkDown sets the sending interface down for 3 s in
+// the middle of a ring-engine bench: the ring engine pauses on ENETDOWN and
+// sends again once the link is up, with no error (it used to stop for
+// good).
+func TestRingResumesAfterLinkDown(t *testing.T) {
+	l := newLab(t, &Server{})
+	h := l.a.Netlink(t)
+	link, err := h.LinkByName("lra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.LinkSetUp(link) })
+	cfg := l.config(udpSpec(8*time.Second, wire.Rate{PPS: 20000}))
+	cfg.FrameSize, cfg.Engine = 128, "ring"
+	cutDone := make(chan struct{})
+	var once sync.Once
+	cfg.OnInterval = func(iv results.IntervalStats) {
+		if iv.T < 2 {
+			return
+		}
+		once.Do(func() {
+			if err := h.LinkSetDown(link); err != nil {
+				t.Errorf("set lra down: %v", err)
+				close(cutDone)
+				return
+			}
+			go func() {
+				defer close(cutDone)
+				time.Sleep(3 * time.Second)
+				if err := h.LinkSetUp(link); err != nil {
+					t.Errorf("set lra up: %v", err)
+				}
+			}()
+		})
+	}
+	res, err := Run(context.Background(), cfg)
+	<-cutDone
+	if res == nil {
+		t.Fatalf("no result: %v", err)
+	}
+	for _, iv := range res.Intervals {
+		t.Logf("%.1f s: sent %.0f pps, received %.0f pps (unknown %v)", iv.T, iv.SentPPS, iv.ReceivedPPS, iv.ReceivedUnknown)
+	}
+	if err != nil {
+		t.Errorf("run: %v; want the ring to pause while the link is down, not fail", err)
+	}
+	n := len(res.Intervals)
+	if n < 7 {
+		t.Fatalf("%d intervals of an 8 s run", n)
+	}
+	if last := res.Intervals[n-2]; last.ReceivedPPS < 15000 {
+		t.Errorf("interval %.1f s, after the link came back: received %.0f pps; want the sending resumed", last.T, last.ReceivedPPS)
+	}
+	s := res.Summary
+	t.Logf("summary: sent %d received %d lost %d, limited by %q (%s)", s.SentPackets, s.ReceivedPackets, s.LostPackets, s.LimitedBy, s.LimitedWhy)
+	// The frames of the cut stay requested in the ring and go once the
+	// link is up (late, in a burst): none is lost by the sender, what the
+	// burst overflows at the receiver is.
+	if s.SentPackets < 150000 {
+		t.Errorf("sent %d of 160000: the sender did not resume", s.SentPackets)
+	}
+}

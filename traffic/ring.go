@@ -409,10 +409,29 @@ func (s *RingSender) kick() error {
 	switch e {
 	case 0, unix.EAGAIN, unix.ENOBUFS, unix.EINTR:
 		return nil
-	case unix.ENETDOWN, unix.ENXIO:
-		return fmt.Errorf("send on %s: interface is down: %w", s.cfg.Iface, e)
+	case unix.ENETDOWN:
+		return fmt.Errorf("send on %s: %w: %w", s.cfg.Iface, errLinkDown, e)
+	case unix.ENXIO:
+		return fmt.Errorf("send on %s: the interface is gone: %w", s.cfg.Iface, e)
 	}
 	return fmt.Errorf("send on %s: %w", s.cfg.Iface, e)
+}
+
+// errLinkDown is a kick refused because the interface is down (ENETDOWN):
+// the ring and AF_XDP senders pause (the frames stay requested) and try
+// again every linkDownRetry until it is up or the run is over.
+var errLinkDown = errors.New("interface is down")
+
+// linkDownRetry is how often a sender whose interface is down tries again.
+const linkDownRetry = 10 * time.Millisecond
+
+// pauseIfDown sleeps linkDownRetry and says so when err is errLinkDown;
+// any other error is returned as it is.
+func pauseIfDown(ctx context.Context, err error) (paused bool, _ error) {
+	if !errors.Is(err, errLinkDown) {
+		return false, err
+	}
+	return true, ringSleep(ctx, linkDownRetry)
 }
 
 // waitWritable waits up to a millisecond for the kernel to free a slot.
@@ -505,8 +524,10 @@ func (r *ringRun) loop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := s.kick(); err != nil {
+		if paused, err := pauseIfDown(ctx, s.kick()); err != nil {
 			return err
+		} else if paused {
+			continue
 		}
 		if n < want {
 			// The ring is full: let the kernel free a slot.

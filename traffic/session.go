@@ -120,14 +120,49 @@ type session struct {
 	started   bool
 	stopped   bool
 	closed    bool
-	stoppedAt time.Time // when the senders were stopped
+	stoppedAt time.Time // when the senders were stopped, or the window's end a halt set
 	samples   []box.Rates
 	began     bool // the measured window started (the sampling ran)
 	sampleErr error
+
+	// halted is closed by halt: the run ends early, as on an interrupt,
+	// for haltErr; the measured window ends at haltAt.
+	halted   chan struct{}
+	haltErr  error
+	haltAt   time.Time
+	haltSeen time.Time // when halt was called
+	ending   bool      // the senders are being stopped: too late to halt
 }
 
 func newSession(clk clock) *session {
-	return &session{clk: clk}
+	return &session{clk: clk, halted: make(chan struct{})}
+}
+
+// halt ends the run early because of err (a peer died): run returns as it
+// does on an interrupt, and the measured window ends at at (the last
+// moment both ends' figures cover; zero: when the senders stop). Only the
+// first call counts; it may come from any goroutine, at any time.
+func (s *session) halt(at time.Time, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.halted:
+		return
+	default:
+	}
+	if s.ending {
+		return // the run is over: nothing left to end early
+	}
+	s.haltErr, s.haltAt, s.haltSeen = err, at, s.clk.now()
+	close(s.halted)
+}
+
+// haltedBy is why the run was halted, when it was: the error, where the
+// window ends and when the halt came.
+func (s *session) haltedBy() (err error, at, seen time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.haltErr, s.haltAt, s.haltSeen
 }
 
 // Add hands f to the session, which closes it.
@@ -199,7 +234,8 @@ func (s *session) runFlow(e *entry) {
 func (s *session) overC() <-chan struct{} { return s.over }
 
 // run ticks once a second from the start, with the tick's time, until
-// until is closed (false) or ctx ends (true: interrupted). A last second
+// until is closed (false) or ctx ends or the session is halted (true:
+// stopped early; haltedBy says whether it was a halt). A last second
 // that ends a few ms before its tick would have come (the ticker starts
 // a little after the window) still gets its tick: when until closes 900 ms
 // or more after the last tick, it ticks once more.
@@ -215,6 +251,8 @@ func (s *session) run(ctx context.Context, until <-chan struct{}, tick func(now 
 			}
 			return false
 		case <-ctx.Done():
+			return true
+		case <-s.halted:
 			return true
 		case now := <-c:
 			tick(now)
@@ -263,8 +301,18 @@ func (s *session) stop(interrupted bool, between func()) {
 // stopSenders stops the senders and, when that ends the window early, cuts
 // it for every flow.
 func (s *session) stopSenders() {
+	s.mu.Lock()
+	s.ending = true
+	s.mu.Unlock()
 	s.stopRole(sending, 0)
 	s.stoppedAt = s.clk.now()
+	if _, at, _ := s.haltedBy(); !at.IsZero() && at.Before(s.stoppedAt) {
+		// A halt: the window ends where both ends' figures end.
+		s.stoppedAt = at
+		if at.Before(s.tm.Start) {
+			s.stoppedAt = s.tm.Start
+		}
+	}
 	if s.stoppedAt.Before(s.tm.End) {
 		for _, e := range s.entries {
 			e.f.cut(s.stoppedAt)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -43,6 +44,12 @@ type target struct {
 	used     float64        // T of the latest interval the rates were taken from
 	result   *results.ServerResult
 	resultCh chan error
+	// died is why the server failed before its result (its connection
+	// broke, it reported an error), and base its report at the start of
+	// the measured window: the last report less base is what it counted
+	// up to then.
+	died error
+	base wire.Interval
 }
 
 // share is the part of a flow's per-stream counts that belongs to one
@@ -340,12 +347,34 @@ func closeConns(cs []*net.TCPConn) {
 }
 
 // readLoop files the server's messages after "running" until its result.
-func (t *target) readLoop(deadline time.Time) {
+// A failure before the result (the connection broke: the server died; it
+// reported an error; it broke the protocol) goes to resultCh and to fail,
+// with the seconds since the server's start of its last interval report:
+// what both ends' figures cover.
+func (t *target) readLoop(deadline time.Time, fail func(lastT float64, err error)) {
+	err := t.readResult(deadline)
+	if err != nil {
+		t.mu.Lock()
+		t.died = err
+		var lastT float64
+		if t.last != nil {
+			lastT = t.last.T
+		}
+		t.mu.Unlock()
+		fail(lastT, err)
+	}
+	t.resultCh <- err
+}
+
+// readResult reads the server's messages until its result.
+func (t *target) readResult(deadline time.Time) error {
 	for {
 		m, err := t.ctl.read(time.Until(deadline))
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			return fmt.Errorf("%s: the server's control connection closed mid-run (the server died?): %w", t.name, err)
+		}
 		if err != nil {
-			t.resultCh <- fmt.Errorf("%s: server: %w", t.name, err)
-			return
+			return fmt.Errorf("%s: server: %w", t.name, err)
 		}
 		switch m.Type {
 		case wire.MsgInterval:
@@ -354,27 +383,34 @@ func (t *target) readLoop(deadline time.Time) {
 			}
 		case wire.MsgResult:
 			if m.Result == nil {
-				t.resultCh <- fmt.Errorf("%s: %w: result without details", t.name, wire.ErrProtocol)
-				return
+				return fmt.Errorf("%s: %w: result without details", t.name, wire.ErrProtocol)
 			}
 			t.mu.Lock()
 			t.result = m.Result
 			t.mu.Unlock()
-			t.resultCh <- nil
-			return
+			return nil
 		case wire.MsgError:
-			t.resultCh <- fmt.Errorf("%s: server: %w", t.name, peerError(m))
-			return
+			return fmt.Errorf("%s: server: %w", t.name, peerError(m))
 		default:
-			t.resultCh <- fmt.Errorf("%s: %w: unexpected %q", t.name, wire.ErrProtocol, m.Type)
-			return
+			return fmt.Errorf("%s: %w: unexpected %q", t.name, wire.ErrProtocol, m.Type)
 		}
 	}
 }
 
-// file keeps the server's latest interval report.
+// dead says whether the server failed before its result.
+func (t *target) dead() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.died != nil
+}
+
+// file keeps the server's latest interval report, and the one that ends
+// its warmup (the first tick at or after it) as the base of the window.
 func (t *target) file(iv *wire.Interval) {
 	t.mu.Lock()
+	if iv.T < t.spec.Warmup.D().Seconds()+0.5 {
+		t.base = *iv
+	}
 	t.before, t.last = t.last, iv
 	t.reports++
 	t.mu.Unlock()
@@ -414,14 +450,53 @@ func (t *target) rates() (rate [4]float64, ok bool) {
 }
 
 // serverResult is the server's result, or an empty one and why there is
-// none.
-func (t *target) serverResult() (*results.ServerResult, []string) {
+// none. A server that died mid-run has none: died says so (its error is
+// the run's already).
+func (t *target) serverResult() (res *results.ServerResult, errs []string, died bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.result == nil {
-		return &results.ServerResult{}, []string{"no result from the server"}
+	switch {
+	case t.result != nil:
+		return t.result, nil, false
+	case t.died != nil:
+		return &results.ServerResult{}, nil, true
 	}
-	return t.result, nil
+	return &results.ServerResult{}, []string{"no result from the server"}, false
+}
+
+// reported is what the server counted in the measured window up to its
+// last interval report, as one count per direction: its reports carry
+// totals, not streams.
+func (t *target) reported() (sent, received results.Count) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil {
+		return
+	}
+	d := func(a, b uint64) uint64 {
+		if a < b {
+			return 0
+		}
+		return a - b
+	}
+	l, b := t.last, t.base
+	sent = results.Count{Packets: d(l.SentPackets, b.SentPackets), Bytes: d(l.SentBytes, b.SentBytes)}
+	received = results.Count{Packets: d(l.ReceivedPackets, b.ReceivedPackets), Bytes: d(l.ReceivedBytes, b.ReceivedBytes)}
+	received.Unique = received.Packets
+	return sent, received
+}
+
+// sum adds counts up into one (stream 0).
+func sum(cs []results.Count) results.Count {
+	var out results.Count
+	for _, c := range cs {
+		out.Packets += c.Packets
+		out.Bytes += c.Bytes
+		out.Unique += c.Unique
+		out.Dup += c.Dup
+		out.Reorder += c.Reorder
+	}
+	return out
 }
 
 // close says bye and closes the control connection.

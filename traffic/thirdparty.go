@@ -173,7 +173,8 @@ func (s *Server) flow(ctx context.Context, c *ctl, f *Flow, channel bool) error 
 		}
 		return c.write(&Message{Type: wire.MsgError, Code: wire.CodeOf(runErr), Error: runErr.Error()})
 	}
-	if runErr != nil {
+	if runErr != nil && len(res.Errors) == 0 {
+		// Run puts its errors in the result; only one it did not goes in.
 		res.Errors = append(res.Errors, runErr.Error())
 	}
 	return c.write(&Message{Type: wire.MsgFlowResult, FlowResult: res})
@@ -216,7 +217,7 @@ func RunFlow(ctx context.Context, conn net.Conn, secret string, f Flow, onInterv
 				return nil, fmt.Errorf("%w: flow result without a result", wire.ErrProtocol)
 			}
 			if ctx.Err() != nil {
-				m.FlowResult.Interrupted = true
+				stoppedBy(ctx, m.FlowResult)
 			}
 			return m.FlowResult, nil
 		case wire.MsgError:
@@ -225,6 +226,30 @@ func RunFlow(ctx context.Context, conn net.Conn, secret string, f Flow, onInterv
 			return nil, fmt.Errorf("%w: unexpected %q during a flow", wire.ErrProtocol, m.Type)
 		}
 	}
+}
+
+// RoundStopped is the cause a round of flows' context is cancelled with
+// (context.WithCancelCause) when one of its flows stopped early or
+// failed: RunFlow marks the others stopped early with its reason, not
+// interrupted (that is Ctrl-C's).
+type RoundStopped struct {
+	Reason string
+	At     time.Time
+}
+
+func (e *RoundStopped) Error() string { return "another flow stopped: " + e.Reason }
+
+// stoppedBy marks res, a flow's result that ended because ctx did, as
+// stopped early by its round, or interrupted.
+func stoppedBy(ctx context.Context, res *results.Result) {
+	var rs *RoundStopped
+	if !errors.As(context.Cause(ctx), &rs) {
+		res.Interrupted = true
+		return
+	}
+	at := rs.At.Sub(res.Time).Seconds()
+	res.Interrupted = false
+	res.StoppedEarly = &results.StoppedEarly{Reason: rs.Error(), At: at, Detected: at}
 }
 
 // sampleMax bounds how long an agent samples for a controller that never

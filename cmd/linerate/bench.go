@@ -420,7 +420,9 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	if res.Interrupted {
 		return errInterrupted
 	}
-	return runErr
+	// The text and the stream print the errors; plain JSON only carries
+	// them, so they go to stderr once.
+	return failure(runErr, res.Problems(), !o.json || o.jsonStream)
 }
 
 // intervals is where interval lines go: the JSON stream, a terminal on

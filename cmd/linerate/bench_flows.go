@@ -96,7 +96,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 	if set.Interrupted {
 		return errInterrupted
 	}
-	return fleet.Failed(set)
+	return failure(fleet.Failed(set), nil, !o.json)
 }
 
 // fleetRun is the run bench --from asks for: a flow per --from (pairFlows),

@@ -32,6 +32,24 @@ const (
 // printed what they had.
 var errInterrupted = errors.New("interrupted")
 
+// shown is an error the command already printed with its result (the
+// result's error lines): it exits 1 without printing it a second time.
+type shown struct{ error }
+
+// failure is the error of a run whose result carries problems (errors,
+// a stop before its end), for the exit code: err itself when the run
+// returned one, else the first problem. printed says the result printed
+// them already.
+func failure(err error, problems []string, printed bool) error {
+	if err == nil && len(problems) > 0 {
+		err = errors.New(problems[0])
+	}
+	if err == nil || !printed || usage.Is(err) {
+		return err
+	}
+	return shown{err}
+}
+
 // newRootCmd builds linerate: the root command and every subcommand, with
 // flag state of their own (a second call shares nothing with the first).
 func newRootCmd() *cobra.Command {
@@ -103,6 +121,9 @@ func exitCode(err error) int {
 	}
 	if errors.Is(err, syscall.EPIPE) {
 		return exitBrokenPipe // nobody is left to read a message
+	}
+	if errors.As(err, new(shown)) {
+		return exitFailure
 	}
 	fmt.Fprintln(os.Stderr, "linerate:", err)
 	switch {

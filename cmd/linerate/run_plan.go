@@ -65,15 +65,16 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 	if res.Interrupted {
 		return errInterrupted
 	}
+	err = nil
 	if len(res.Errors) > 0 {
-		return fmt.Errorf("%s", res.Errors[0])
+		err = fmt.Errorf("%s", res.Errors[0])
 	}
 	for _, r := range res.Rounds {
-		if err := fleet.Failed(&r); err != nil {
-			return err
+		if err == nil {
+			err = fleet.Failed(&r)
 		}
 	}
-	return nil
+	return failure(err, nil, !o.json)
 }
 
 // sshReceivers are the plan's hosts reached over ssh that receive a flow:

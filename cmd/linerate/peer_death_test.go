@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"linerate/internal/testenv"
+	"linerate/lab"
+	"linerate/results"
+)
+
+// TestBenchFromReceiverKilled kills wan's agent (kill -9) 3 s into the
+// measured window of a 10 s `bench udp --from lan --to wan` run on the
+// router: the run ends within 2 s of the kill, exits 1, prints the error
+// once, and its result keeps the seconds before the kill, marked stopped
+// early with the reason.
+func TestBenchFromReceiverKilled(t *testing.T) {
+	l := upAgentLab(t, "pk-", "router")
+	out := filepath.Join(t.TempDir(), "flows.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, l.bin, "lab", "exec", "--state-dir", l.dir, l.name, "router", "--",
+		l.bin, "bench", "udp", "--from", "lan", "--to", "wan", "-t", "10", "--warmup", "1s", "-b", "20kpps", "--size", "128",
+		"--no-save", "-o", out)
+	cmd.Dir = repoRoot
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var text strings.Builder
+	var killed time.Time
+	sc := bufio.NewScanner(stdout)
+	lines := 0
+	for sc.Scan() {
+		line := sc.Text()
+		text.WriteString(line + "\n")
+		if strings.Contains(line, "recv") && strings.HasPrefix(line, "[") {
+			lines++
+		}
+		if lines == 4 && killed.IsZero() { // 1 s of warmup, 3 measured
+			pids := agentPids(t, l.name, "wan")
+			if len(pids) == 0 {
+				t.Fatal("no agent runs in wan")
+			}
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			killed = time.Now()
+		}
+	}
+	werr := cmd.Wait()
+	took := time.Since(killed)
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		code = ee.ExitCode()
+	}
+	t.Logf("exit %d %s after the kill\nstdout:\n%s\nstderr:\n%s", code, took, text.String(), stderr.String())
+	if killed.IsZero() {
+		t.Fatal("wan's agent was never killed")
+	}
+	if took > 2500*time.Millisecond {
+		t.Errorf("bench ended %s after the receiver's death; want at once (< 2.5 s)", took)
+	}
+	if code != 1 {
+		t.Errorf("exit code %d; want 1", code)
+	}
+	all := text.String() + stderr.String()
+	if n := strings.Count(all, "control connection closed"); n != 1 {
+		t.Errorf("the error is printed %d times; want once", n)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set results.FlowSet
+	if err := json.Unmarshal(raw, &set); err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Flows) != 1 || set.Flows[0].Result == nil {
+		t.Fatalf("flows %+v", set.Flows)
+	}
+	res := set.Flows[0].Result
+	if res.Interrupted || set.Interrupted {
+		t.Error("interrupted: that is Ctrl-C's")
+	}
+	se := res.StoppedEarly
+	if se == nil {
+		t.Fatalf("not marked stopped early: errors %q", res.Errors)
+	}
+	t.Logf("stopped early %+v", *se)
+	if !strings.Contains(se.Reason, "control connection closed") || se.At < 3 || se.At > 4.6 {
+		t.Errorf("stopped early %+v; want the server's death, about 4 s in", *se)
+	}
+	f := res.Targets[0].Forward
+	if f == nil {
+		t.Fatal("no forward figures")
+	}
+	t.Logf("forward %.2f s: sent %d received %d lost %d", f.Seconds, f.SentPackets, f.ReceivedPackets, f.LostPackets)
+	want := uint64((se.At - 1) * 20000)
+	if f.ReceivedPackets < want*9/10 || f.SentPackets < want*9/10 || f.SentPackets > want*11/10 {
+		t.Errorf("sent %d received %d; want about %d each, the seconds before the kill", f.SentPackets, f.ReceivedPackets, want)
+	}
+	// What was in flight at the last report (queued in the router, or in
+	// the receiver's socket buffer on this loaded 2-CPU machine) counts as
+	// lost: at most a few hundred ms of traffic.
+	if f.LostPackets > want/20 {
+		t.Errorf("lost %d of %d before the kill", f.LostPackets, f.SentPackets)
+	}
+}
+
+// agentPids are the agents (serve) running in node of lab name.
+func agentPids(t *testing.T, name, node string) []int {
+	var out []int
+	inLab := map[int]bool{}
+	for _, p := range testenv.PidsWithEnv(t, lab.EnvLab+"="+name) {
+		inLab[p] = true
+	}
+	for _, p := range testenv.PidsWithEnv(t, lab.EnvNode+"="+node) {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "cmdline"))
+		if inLab[p] && bytes.Contains(b, []byte("serve")) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
