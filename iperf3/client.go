@@ -139,6 +139,9 @@ func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 		if err != nil {
 			tr.Errors = append(tr.Errors, err.Error())
 		}
+		if cfg.Spec.ProbeInterval > 0 {
+			res.Notes = append(res.Notes, "no latency probes: an iperf3 server does not echo them (a linerate agent does)")
+		}
 	}
 	if err != nil {
 		err = fmt.Errorf("iperf3 server %s: %w", addr, err)
