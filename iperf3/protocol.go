@@ -226,7 +226,7 @@ func (c ctrl) readJSON(limit int, wait time.Duration, what string) ([]byte, erro
 // and errno, each 4 bytes big-endian.
 func (c ctrl) readPeerError() error {
 	var b [8]byte
-	if err := c.readFull(b[:], 5*time.Second, "SERVER_ERROR's codes"); err != nil {
+	if err := c.readFull(b[:], stepTimeout, "SERVER_ERROR's codes"); err != nil {
 		return err
 	}
 	return &PeerError{Code: int32(binary.BigEndian.Uint32(b[:4])), Errno: int32(binary.BigEndian.Uint32(b[4:]))}
