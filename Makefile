@@ -53,7 +53,7 @@ test: deps build
 FUZZ_TARGETS := ./source/ethtool:FuzzParsers ./source/procfs:FuzzParsers \
 	./source/sysfs:FuzzThrottled ./source/sysfs:FuzzResolve ./source/pci:FuzzConfig \
 	./source/cpuset:FuzzSets ./source:FuzzIPLink ./source:FuzzExtract \
-	./traffic:FuzzControlRead ./traffic:FuzzControlSizes ./traffic:FuzzServerHandshake
+	./traffic:FuzzControlRead ./traffic:FuzzControlSizes ./traffic:FuzzServerHandshake ./iperf3:FuzzDecode
 FUZZTIME ?= 1m
 FUZZTIME_SHORT ?= 2000x
 

@@ -158,6 +158,8 @@ type TargetResult struct {
 	LatencyIdle *Latency    `json:"latency_idle,omitempty"`
 	LatencyLoad *Latency    `json:"latency_load,omitempty"`
 	Threads     []ThreadCPU `json:"server_threads,omitempty"`
+	// IPerf3 is the test as a plain iperf3 peer figured it (docs/iperf3.md).
+	IPerf3 *IPerf3 `json:"iperf3,omitempty"`
 	// XDP is what reached the server's interface (with --xdp).
 	XDP *XDPStat `json:"xdp,omitempty"`
 	// ForeignPackets is test datagrams either end received from an

@@ -115,6 +115,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
   linerate bench tcp --to 10.0.0.2 --streams 4 --bidir
   linerate bench tcp --to 10.0.0.2 --mss 88             # really small segments
   linerate bench tcp -c 10.0.0.2 -t 30 -P 8 -R -J       # as with iperf3
+  linerate bench udp --to iperf3://10.0.0.2 -b 50M -l 1000 -t 5   # against a plain iperf3 -s
   linerate bench udp --to 10.0.0.2 --engine ring --warmup 1s --duration 10s`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -125,7 +126,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 		},
 	}
 	p := c.PersistentFlags()
-	p.StringArrayVarP(&o.to, "to", "c", nil, "target HOST[:PORT] running 'linerate serve' (repeatable; iperf3's -c)")
+	p.StringArrayVarP(&o.to, "to", "c", nil, "target HOST[:PORT] running 'linerate serve' (repeatable; iperf3's -c), or one iperf3://HOST[:PORT] running a plain 'iperf3 -s' (docs/iperf3.md)")
 	p.StringArrayVar(&o.from, "from", nil, "agent that sends instead of this host: HOST[:PORT] running 'linerate serve', or ssh://[user@]host (repeatable: the i-th --from sends to the i-th --to; one --from with several --to fans out; several --from with one --to fans in)")
 	p.StringArrayVar(&o.sample, "sample", nil, "with --from: also record this host's counters once a second (HOST[:PORT] of its agent, or ssh://), as the device in the middle (repeatable)")
 	p.IntVarP(&o.port, "port", "p", wire.DefaultPort, "control port of targets given without one")
@@ -386,7 +387,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 		}
 		defer stop()
 	}
-	res, runErr := traffic.Run(cmd.Context(), cfg)
+	res, runErr := runBench(cmd.Context(), cfg, cmd.Flags().Changed)
 	runErr = usage.Flags(runErr, benchFlags)
 	if live && cfg.OnInterval != nil {
 		report.BenchEndLive(cmd.ErrOrStderr())
