@@ -163,8 +163,11 @@ func TestServerKilledMidRun(t *testing.T) {
 	if f.Seconds < se.At-1.1 || f.Seconds > se.At-0.9 {
 		t.Errorf("window %.2f s; want %.2f", f.Seconds, se.At-1)
 	}
-	if !closeTo(f.SentPackets, want, 0.1) || !closeTo(f.ReceivedPackets, want, 0.1) {
-		t.Errorf("sent %d, received %d; want about %d each", f.SentPackets, f.ReceivedPackets, want)
+	// The sender may fall behind the asked rate on a busy machine (its
+	// threads not scheduled in time); what it sent before the death must
+	// still be counted, and have arrived.
+	if f.SentPackets < want*7/10 || f.SentPackets > want*11/10 || !closeTo(f.ReceivedPackets, f.SentPackets, 0.03) {
+		t.Errorf("sent %d, received %d; want about %d sent, nearly all received", f.SentPackets, f.ReceivedPackets, want)
 	}
 	if f.LostPackets > want/50 {
 		t.Errorf("%d lost of %d: the seconds before the death were clean", f.LostPackets, f.SentPackets)
