@@ -261,8 +261,8 @@ func openSocketEngine(r *clientRun, to []*target) error {
 		}
 	}
 	sp := &r.spec
-	pps := sp.Rate.PacketsPerSecond(sp.Payload+r.overhead) * float64(len(r.targets))
-	e := r.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, streams: streams, payload: sp.Payload, pps: pps, threads: sp.Threads, cpus: r.cfg.CPUs}))
+	pps := sp.UDPPacketsPerSecond(r.overhead) * float64(len(r.targets))
+	e := r.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, streams: streams, payload: sp.Payload, sizes: sp.Sizes, pps: pps, threads: sp.Threads, cpus: r.cfg.CPUs}))
 	for _, s := range spans {
 		s.t.fwd = append(s.t.fwd, share{e: e, from: s.from, n: s.n})
 	}
