@@ -96,3 +96,27 @@ func TestImixSocketEngine(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchImix: the zero-loss search of simple IMIX through a 100
+// Mbit/s shaper finds the shaper's rate in IMIX frames (the ceiling counts
+// the mix's mean frame), and its bit rate counts the mean frame.
+func TestSearchImix(t *testing.T) {
+	l, cfg := withDrops(t, &Server{})
+	shape(t, l.a, "lra", 128000)
+	_, r := searchNDR(t, cfg, 0.02, ceiling.SimpleIMIX)
+	t.Logf("imix: NDR %.0f fps (%.1f Mb/s), ceiling %.0f fps, %d trials", r.NDRPPS, r.NDRBps/1e6, r.CeilingPPS, len(r.Trials))
+	if r.Size != "imix" || r.CeilingPPS == 0 {
+		t.Fatalf("search %+v", r)
+	}
+	// tbf counts frames without their FCS: 349.83 bytes of imix on
+	// average, 35,731 a second at 100 Mbit/s.
+	if want := 100e6 / 8 / (ceiling.SimpleIMIX.MeanBytes() - 4); math.Abs(r.CeilingPPS-want) > 0.01*want {
+		t.Errorf("ceiling %.0f fps, want %.0f", r.CeilingPPS, want)
+	}
+	if r.NDRPPS < 0.9*r.CeilingPPS || r.NDRPPS > 1.05*r.CeilingPPS {
+		t.Errorf("NDR %.0f fps, the shaper passes %.0f", r.NDRPPS, r.CeilingPPS)
+	}
+	if want := r.NDRPPS * ceiling.SimpleIMIX.MeanBytes() * 8; math.Abs(r.NDRBps-want) > 1 {
+		t.Errorf("NDR %.0f b/s, want %.0f (mean frames)", r.NDRBps, want)
+	}
+}
