@@ -82,10 +82,10 @@ func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	}
 	c.Engine = eng.name
 	sp := c.Spec
-	if err := eng.fits(&sp); err != nil {
+	if err := c.mixSpec(&sp, true); err != nil {
 		return wire.Spec{}, nil, err
 	}
-	if err := c.mixSpec(&sp, true); err != nil {
+	if err := eng.fits(&sp); err != nil {
 		return wire.Spec{}, nil, err
 	}
 	if sp.Proto == wire.UDP && c.FrameSize == 0 && sp.Payload == 0 {

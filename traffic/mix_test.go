@@ -2,11 +2,15 @@ package traffic
 
 import (
 	"context"
+	"errors"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"linerate/ceiling"
+	"linerate/internal/usage"
 	"linerate/results"
 	"linerate/wire"
 )
@@ -118,5 +122,29 @@ func TestSearchImix(t *testing.T) {
 	}
 	if want := r.NDRPPS * ceiling.SimpleIMIX.MeanBytes() * 8; math.Abs(r.NDRBps-want) > 1 {
 		t.Errorf("NDR %.0f b/s, want %.0f (mean frames)", r.NDRBps, want)
+	}
+}
+
+// TestImixEngines: the ring and AF_XDP, which build their frames once,
+// refuse a mix by name; auto runs it through sockets and says why.
+func TestImixEngines(t *testing.T) {
+	l := newLab(t, &Server{})
+	for _, eng := range []string{"ring", "xdp", "auto"} {
+		cfg := l.config(udpSpec(300*time.Millisecond, wire.Rate{PPS: 20000}))
+		cfg.Engine, cfg.Mix = eng, ceiling.SimpleIMIX
+		res, err := Run(context.Background(), cfg)
+		if eng != "auto" {
+			if !errors.Is(err, ErrMixEngine) || !usage.Is(err) {
+				t.Errorf("%s with imix: %v, want bad input wrapping ErrMixEngine", eng, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Engine != "socket" || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "not a mix") }) {
+			t.Errorf("auto with imix ran %s, notes %q", res.Engine, res.Notes)
+		}
+		checkMix(t, "auto", res.Targets[0].Forward, ceiling.SimpleIMIX)
 	}
 }
