@@ -24,6 +24,7 @@ func Combine(target int, dir wire.Direction, proto wire.Proto, sent, recv []Coun
 		t.ReceivedPackets, t.ReceivedBytes = r.Packets, r.Bytes
 		if proto == wire.UDP {
 			t.Reordered, t.Duplicates = r.Reorder, r.Dup
+			t.combineSizes(s.Sizes, r.Sizes, overhead)
 			if s.Packets > r.Unique {
 				t.LostPackets = s.Packets - r.Unique
 			}

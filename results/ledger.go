@@ -106,11 +106,16 @@ func sameNetns(hosts []ledger.Host, h ledger.Host) int {
 }
 
 // PathCeiling is the slowest limit on the path of the test's first
-// direction for frames of frame bytes: the sending end's link speeds and
+// direction for frames of frame bytes (a UDP test's mix of sizes, when it
+// sends one: frame is then unused): the sending end's link speeds and
 // egress shapers, and the receiving end's link speeds (its shapers limit
 // the other direction). The client's shapers are left out when its
 // engine sends below them (BypassesQdisc).
 func PathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
+	mix := ceiling.SingleFrame(frame)
+	if res.Spec.Proto == wire.UDP && res.Spec.Mixed() {
+		mix = res.Mix()
+	}
 	if frame == 0 || len(res.Drops) == 0 {
 		return ceiling.PathLimit{}, false
 	}
@@ -155,7 +160,6 @@ func PathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
 			}
 		}
 	}
-	mix := ceiling.SingleFrame(frame)
 	if len(res.Targets) <= 1 {
 		return ceiling.PathCeiling(path, mix)
 	}

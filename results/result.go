@@ -74,6 +74,9 @@ type Totals struct {
 	ReceivedBPS   float64 `json:"received_bps"`
 	// Retransmits is TCP segments retransmitted (TCP_INFO).
 	Retransmits uint64 `json:"retransmits,omitempty"`
+	// Sizes is the datagrams per frame size when the test sends a mix of
+	// sizes (UDP), smallest first.
+	Sizes []SizeTotals `json:"sizes,omitempty"`
 	// frameBits are the bits counted for SentBPS/ReceivedBPS.
 	sentBits, recvBits float64
 }
@@ -88,6 +91,7 @@ func (t *Totals) Add(o Totals) {
 	t.SentBytes += o.SentBytes
 	t.ReceivedBytes += o.ReceivedBytes
 	t.Retransmits += o.Retransmits
+	t.addSizes(o.Sizes)
 	t.sentBits += o.sentBits
 	t.recvBits += o.recvBits
 	t.rates()
@@ -103,6 +107,7 @@ func (t *Totals) rates() {
 	if t.SentPackets > 0 {
 		t.LossRatio = float64(t.LostPackets) / float64(t.SentPackets)
 	}
+	t.sizeShares()
 }
 
 // CPUCost is a CPU cost on each end; nil when that end had no samples.

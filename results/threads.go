@@ -16,6 +16,9 @@ type Count struct {
 	// Late counts the TCP bytes a receiver read after the measured window
 	// (sent in it or before, delivered after it), not in the figures above.
 	Late uint64 `json:"late_bytes,omitempty"`
+	// Sizes counts the measured window's datagrams per payload size when
+	// the test sends a mix of sizes (UDP).
+	Sizes []SizeCount `json:"sizes,omitempty"`
 }
 
 // ThreadCPU is how busy one engine thread was: CPU time (user+system, from

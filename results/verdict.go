@@ -141,7 +141,7 @@ func Verdict(res *Result, clientThreads []ThreadCPU) {
 		if sp.ServerSends() {
 			dirs++
 		}
-		asked = sp.Rate.PacketsPerSecond(res.FrameSize) * float64(len(res.Targets)*dirs)
+		asked = sp.UDPPacketsPerSecond(res.FrameSize-sp.Payload) * float64(len(res.Targets)*dirs)
 	}
 	frame := res.FrameSize
 	if sp.Proto == wire.TCP {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/ceiling"
 	"linerate/internal/usage"
 	"linerate/results"
 	"linerate/wire"
@@ -24,6 +25,10 @@ type Config struct {
 	// FrameSize is the UDP Ethernet frame size with FCS (--size); the
 	// payload follows from each target's address family.
 	FrameSize int
+	// Mix, when it has two parts or more, is a mix of UDP frame sizes
+	// sent in its ratio (--size imix, --size 64:7,570:4,1518:1), in place
+	// of FrameSize.
+	Mix ceiling.Mix
 	// Bind is the local source address (invalid: chosen by routing).
 	Bind  netip.Addr
 	Token string
@@ -77,6 +82,9 @@ func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	}
 	c.Engine = eng.name
 	sp := c.Spec
+	if err := c.mixSpec(&sp, true); err != nil {
+		return wire.Spec{}, nil, err
+	}
 	if err := eng.fits(&sp); err != nil {
 		return wire.Spec{}, nil, err
 	}

@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -83,6 +84,8 @@ func openAutoEngine(r *clientRun, to []*target) error {
 func ringWhyNot(r *clientRun, to []*target) string {
 	sp := &r.spec
 	switch {
+	case sp.Mixed():
+		return "the ring and AF_XDP send one frame size, not a mix"
 	case ringFits(sp) != nil:
 		return "the ring sends UDP from the client only, not " + string(sp.Direction)
 	case sp.Streams != 1:
@@ -261,18 +264,30 @@ func openSocketEngine(r *clientRun, to []*target) error {
 		}
 	}
 	sp := &r.spec
-	pps := sp.Rate.PacketsPerSecond(sp.Payload+r.overhead) * float64(len(r.targets))
-	e := r.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, streams: streams, payload: sp.Payload, pps: pps, threads: sp.Threads, cpus: r.cfg.CPUs}))
+	pps := sp.UDPPacketsPerSecond(r.overhead) * float64(len(r.targets))
+	e := r.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, streams: streams, payload: sp.Payload, sizes: sp.Sizes, pps: pps, threads: sp.Threads, cpus: r.cfg.CPUs}))
 	for _, s := range spans {
 		s.t.fwd = append(s.t.fwd, share{e: e, from: s.from, n: s.n})
 	}
 	return nil
 }
 
-// ringFits: the ring sends UDP from the client only.
+// ringFits: the ring sends UDP from the client only, one frame size.
 func ringFits(sp *wire.Spec) error {
 	if sp.Proto != wire.UDP || sp.Direction != wire.Forward {
 		return usage.Field("Engine", "ring sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
+	}
+	return oneSize("ring", sp)
+}
+
+// ErrMixEngine says an engine that builds its frames once (the ring,
+// AF_XDP) was asked for a mix of sizes: the socket engine sends mixes.
+var ErrMixEngine = errors.New("sends one frame size (its frames are built once, in its ring); --engine socket sends a mix")
+
+// oneSize refuses a mix of sizes for the engine called name.
+func oneSize(name string, sp *wire.Spec) error {
+	if sp.Mixed() {
+		return usage.Field("Engine", "%s %w", name, ErrMixEngine)
 	}
 	return nil
 }

@@ -124,8 +124,8 @@ func (t *serverTest) openUDPSender() error {
 			return err
 		}
 	}
-	pps := sp.Rate.PacketsPerSecond(sp.Payload + wire.UDPOverhead(t.peer.Is4()))
-	t.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, payload: sp.Payload, pps: pps, threads: sp.Threads, cpus: t.srv.CPUs}))
+	pps := sp.UDPPacketsPerSecond(wire.UDPOverhead(t.peer.Is4()))
+	t.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, payload: sp.Payload, sizes: sp.Sizes, pps: pps, threads: sp.Threads, cpus: t.srv.CPUs}))
 	return nil
 }
 

@@ -13,5 +13,5 @@ func tcpSenderOf(s *wire.Spec) tcpSendConfig {
 // udpReceiver is this test's UDP receiver on local, counting what comes
 // from peer.
 func udpReceiverOf(s *wire.Spec, local, peer netip.Addr, cpus []int) udpRecvConfig {
-	return udpRecvConfig{local: local, peer: peer, ports: s.Ports, threads: s.Threads, rcvbuf: s.RecvBuf, cpus: cpus}
+	return udpRecvConfig{local: local, peer: peer, ports: s.Ports, threads: s.Threads, rcvbuf: s.RecvBuf, cpus: cpus, mix: s.Mixed()}
 }

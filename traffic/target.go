@@ -202,6 +202,9 @@ func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 				cfg.FrameSize, ipName(v4), wire.UDPOverhead(v4)+wire.HeaderLen, wire.UDPOverhead(v4), wire.HeaderLen)
 		}
 	}
+	if err := cfg.mixSpec(&sp, v4); err != nil {
+		return err
+	}
 	var recv *udpReceiver
 	if sp.Proto == wire.UDP && sp.ServerSends() {
 		var err error
@@ -227,6 +230,9 @@ func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 	}
 	if m.Accept == nil {
 		return fmt.Errorf("%s: %w: accept without details", t.name, wire.ErrProtocol)
+	}
+	if len(sp.Sizes) > 0 && len(m.Accept.Spec.Sizes) == 0 {
+		return usage.Errorf("%s: %w", t.name, wire.ErrNoMix)
 	}
 	t.acc = m.Accept
 	t.spec = m.Accept.Spec

@@ -84,7 +84,8 @@ type udpSender struct {
 type sendThread struct {
 	flows   []*udpFlow
 	rate    float64 // packets per second, 0 = unlimited
-	payload int
+	payload int     // the largest, with a mix
+	mix     *mixer  // nil: every datagram has payload bytes
 	cpu     int
 	packets atomic.Uint64 // live total, warmup included
 	bytes   atomic.Uint64
@@ -98,7 +99,8 @@ type udpSenderConfig struct {
 	fds     []int    // connected sockets, one per stream
 	streams []uint16 // stream id of each; nil: the index
 	payload int
-	pps     float64 // total; 0 = unlimited
+	sizes   []wire.SizePart // a mix of payloads (payload is the largest), or nil
+	pps     float64         // total; 0 = unlimited
 	threads int
 	cpus    []int // pinning, round robin; empty = none
 }
@@ -111,7 +113,7 @@ func newUDPSender(c udpSenderConfig) *udpSender {
 		if len(c.cpus) > 0 {
 			cpu = c.cpus[i%len(c.cpus)]
 		}
-		s.threads = append(s.threads, &sendThread{payload: c.payload, cpu: cpu})
+		s.threads = append(s.threads, &sendThread{payload: c.payload, mix: newMixer(c.sizes), cpu: cpu})
 	}
 	for i, fd := range c.fds {
 		id := uint16(i)
@@ -235,6 +237,9 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 		ts := now.UnixNano()
 		for i := range n {
 			wire.PutHeader(b.packet(i), wire.Header{Flags: flags, Stream: f.stream, Seq: f.seq + uint32(i), Sent: ts})
+			if t.mix != nil {
+				b.iovs[i].SetLen(t.mix.payload(f.total + uint64(i)))
+			}
 		}
 		m, err := sendmmsg(f.fd, b, n)
 		if err != nil {
@@ -251,6 +256,14 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 			}
 			continue
 		}
+		bytes := uint64(m * t.payload)
+		if t.mix != nil {
+			var c *results.Count
+			if !warm {
+				c = &f.count
+			}
+			bytes = t.mix.count(c, f.total, m)
+		}
 		f.seq += uint32(m)
 		f.total += uint64(m)
 		p.sent(m)
@@ -258,10 +271,10 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 			f.count.Warmup += uint64(m)
 		} else {
 			f.count.Packets += uint64(m)
-			f.count.Bytes += uint64(m * t.payload)
+			f.count.Bytes += bytes
 		}
 		t.packets.Add(uint64(m))
-		t.bytes.Add(uint64(m * t.payload))
+		t.bytes.Add(bytes)
 	}
 }
 
@@ -390,12 +403,14 @@ type recvThread struct {
 	other   uint64 // datagrams without linerate's header
 	peer    *from  // when set, datagrams from elsewhere are foreign
 	foreign uint64 // datagrams from elsewhere: not counted
+	mix     bool   // count the datagrams per payload size
 	usage   results.ThreadCPU
 	err     error
 }
 
 type streamRecv struct {
 	warmup uint64
+	sizes  []results.SizeCount // with a mix
 	seqTracker
 }
 
@@ -410,6 +425,8 @@ type udpRecvConfig struct {
 	// peer, when valid, is the only source counted: test datagrams from
 	// any other address are foreign (counted apart, reported).
 	peer netip.Addr
+	// mix counts the measured window's datagrams per payload size.
+	mix bool
 }
 
 // newUDPReceiver binds the ports and starts the threads. With at least as
@@ -426,7 +443,7 @@ func newUDPReceiver(c udpRecvConfig) (*udpReceiver, error) {
 		if len(c.cpus) > 0 {
 			cpu = c.cpus[i%len(c.cpus)]
 		}
-		t := &recvThread{cpu: cpu}
+		t := &recvThread{cpu: cpu, mix: c.mix}
 		if c.peer.IsValid() {
 			f := fromAddr(c.peer)
 			t.peer = &f
@@ -507,6 +524,9 @@ func (r *udpReceiver) collect() flowResult {
 			c.Dup += s.dup
 			c.Reorder += s.reorder
 			c.Warmup += s.warmup
+			for _, z := range s.sizes {
+				c.CountSize(z.Payload, z.Packets)
+			}
 		}
 	}
 	return res
@@ -625,6 +645,9 @@ func (t *recvThread) count(b *batch, n int) {
 			continue
 		}
 		s.add(h.Seq, l)
+		if t.mix {
+			s.sizes = results.AddSize(s.sizes, l, 1)
+		}
 	}
 	t.packets.Add(uint64(counted))
 	t.bytes.Add(bytes)

@@ -2,7 +2,6 @@ package traffic
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -23,8 +22,8 @@ import (
 // (docs/search.md).
 type SearchConfig struct {
 	Goals []search.Goal `json:"goals"`
-	// Sizes are the frame sizes, one search each; only single sizes: the
-	// send engines send one frame size per test.
+	// Sizes are the frame sizes, one search each: a size, or a mix of
+	// sizes sent interleaved in its ratio (imix).
 	Sizes []ceiling.Mix `json:"sizes"`
 	// Precision is the relative width of the final interval.
 	Precision float64 `json:"precision"`
@@ -36,10 +35,6 @@ type SearchConfig struct {
 	// Progress, if set, gets one line per trial: the search is long.
 	Progress func(line string) `json:"-"`
 }
-
-// ErrImix says a mix of frame sizes was asked for: the send engines send
-// one size per test.
-var ErrImix = errors.New("a mix of frame sizes cannot be sent yet: the send engines send one frame size per test")
 
 // Check says what is wrong with the search's settings, naming the field
 // (a *usage.FieldError: Goals, Sizes, Precision, Trial or Loss).
@@ -57,11 +52,6 @@ func (c *SearchConfig) Check() error {
 	for _, g := range c.Goals {
 		if !(g.LossRatio >= 0 && g.LossRatio < 0.5) {
 			return usage.Field("Loss", "%g%%: want at least 0 and less than 50%%", g.LossRatio*100)
-		}
-	}
-	for _, m := range c.Sizes {
-		if len(m.Parts) != 1 {
-			return usage.Field("Sizes", "%s: %w", m.Name, ErrImix)
 		}
 	}
 	return nil
@@ -84,7 +74,7 @@ func Search(ctx context.Context, cfg Config, sc SearchConfig) (*results.Result, 
 	cfg.Spec.ProbeInterval = 0
 	res := &results.Result{Schema: results.ResultSchema, Linerate: version.Version, Time: time.Now().UTC(), Spec: cfg.Spec, Engine: cfg.Engine}
 	for _, m := range sc.Sizes {
-		s := sizeSearch{cfg: cfg, sc: &sc, size: m.Parts[0].Bytes, probe: probe}
+		s := sizeSearch{cfg: cfg, sc: &sc, mix: m, probe: probe}
 		out, err := s.run(ctx, m)
 		if out != nil {
 			res.Search = append(res.Search, *out)
@@ -120,7 +110,7 @@ const senderShort = 0.98
 type sizeSearch struct {
 	cfg    Config
 	sc     *SearchConfig
-	size   int
+	mix    ceiling.Mix
 	probe  wire.Seconds
 	trials int
 	last   *results.Result // the latest trial's result
@@ -206,7 +196,10 @@ func (s *sizeSearch) latencyTrial(ctx context.Context, spec search.TrialSpec) (s
 
 func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe wire.Seconds) (search.TrialResult, error) {
 	c := s.cfg
-	c.FrameSize = s.size
+	c.FrameSize, c.Mix = 0, s.mix
+	if len(s.mix.Parts) == 1 {
+		c.FrameSize, c.Mix = s.mix.Parts[0].Bytes, ceiling.Mix{}
+	}
 	c.Spec.Payload = 0
 	c.Spec.Rate = wire.Rate{PPS: spec.Rate}
 	c.Spec.Duration = wire.Seconds(spec.Duration)
@@ -245,8 +238,8 @@ func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe 
 		if spec.Rate > 0 {
 			rate = ceiling.FormatCount(spec.Rate) + " pps"
 		}
-		s.sc.Progress(fmt.Sprintf("%d B: trial %d at %s for %s: sent %d, lost %d (%.3f%%)%s",
-			s.size, s.trials, rate, spec.Duration.Round(time.Millisecond), tr.Sent, tr.Sent-tr.Received, 100*tr.LossRatio(), short))
+		s.sc.Progress(fmt.Sprintf("%s B: trial %d at %s for %s: sent %d, lost %d (%.3f%%)%s",
+			s.mix.Name, s.trials, rate, spec.Duration.Round(time.Millisecond), tr.Sent, tr.Sent-tr.Received, 100*tr.LossRatio(), short))
 	}
 	return tr, nil
 }

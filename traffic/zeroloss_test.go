@@ -108,11 +108,11 @@ func (w wrongSpeed) Path(host string, ifaces ...string) ([]box.PathIface, error)
 	return p, err
 }
 
-// searchNDR runs a short NDR search of 1518-byte frames to precision
-// and returns its result and the one size's search.
-func searchNDR(t *testing.T, cfg Config, precision float64) (*results.Result, results.SizeSearch) {
+// searchNDR runs a short NDR search of mix to precision and returns its
+// result and the one size's search.
+func searchNDR(t *testing.T, cfg Config, precision float64, mix ceiling.Mix) (*results.Result, results.SizeSearch) {
 	t.Helper()
-	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
+	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{mix},
 		Precision: precision, Trial: 300 * time.Millisecond, Progress: func(s string) { t.Log(s) }}
 	res, err := Search(context.Background(), cfg, sc)
 	if err != nil {
@@ -131,7 +131,7 @@ func searchNDR(t *testing.T, cfg Config, precision float64) (*results.Result, re
 func TestSearchWrongLinkSpeed(t *testing.T) {
 	_, cfg := withDrops(t, &Server{})
 	cfg.Drops = wrongSpeed{DropCounters: cfg.Drops, iface: "lra", mbps: 10}
-	_, r := searchNDR(t, cfg, 0.01)
+	_, r := searchNDR(t, cfg, 0.01, ceiling.SingleFrame(1518))
 	t.Logf("NDR %.0f fps, ceiling %.0f fps; notes %q", r.NDRPPS, r.CeilingPPS, r.Notes)
 	if r.CeilingPPS == 0 || r.NDRPPS <= results.OverCeiling*r.CeilingPPS {
 		t.Fatalf("NDR %.0f fps, ceiling %.0f: want an NDR over 105%% of a 10 Mbit/s ceiling", r.NDRPPS, r.CeilingPPS)
@@ -148,7 +148,7 @@ func TestSearchRingBypassesShaper(t *testing.T) {
 	l, cfg := withDrops(t, &Server{})
 	shape(t, l.a, "lra", 128000)
 	cfg.Engine = "ring"
-	res, r := searchNDR(t, cfg, 0.05)
+	res, r := searchNDR(t, cfg, 0.05, ceiling.SingleFrame(1518))
 	t.Logf("engine %s; NDR %.0f fps, ceiling %.0f fps; notes %q, %q", res.Engine, r.NDRPPS, r.CeilingPPS, res.Notes, r.Notes)
 	if !hasNote(res.Notes, "bypass", "tbf 1: on lra") {
 		t.Errorf("notes %q: nothing says the ring bypasses tbf 1: on lra", res.Notes)

@@ -66,12 +66,15 @@ type Rate struct {
 func (r Rate) Unlimited() bool { return r.PPS <= 0 && r.BPS <= 0 }
 
 // PacketsPerSecond converts the rate to packets of frame bytes per second.
-func (r Rate) PacketsPerSecond(frame int) float64 {
+func (r Rate) PacketsPerSecond(frame int) float64 { return r.perSecond(float64(frame)) }
+
+// perSecond is PacketsPerSecond for a mean frame of frame bytes.
+func (r Rate) perSecond(frame float64) float64 {
 	if r.PPS > 0 {
 		return r.PPS
 	}
 	if r.BPS > 0 && frame > 0 {
-		return r.BPS / float64(frame*8)
+		return r.BPS / (frame * 8)
 	}
 	return 0
 }

@@ -24,6 +24,13 @@ type Size struct {
 // Growth is what a message may add per second or per flow.
 type Growth struct{ Bytes, Values int }
 
+// What a flow's count adds with a mix of sizes (Spec.Sizes): an array of
+// a count per part, each `{"payload":65507,"packets":18446744073709551615},`.
+const (
+	mixBytes  = maxSizeParts * 48
+	mixValues = 1 + maxSizeParts
+)
+
 // Caps over every type however long the test: no message is longer or
 // holds more values, and none nests deeper.
 const (
@@ -43,12 +50,12 @@ var Sizes = map[string]Size{
 	MsgStart:        {From: RoleClient, Bytes: 1 << 10, Values: 1},
 	MsgRunning:      {From: RoleServer, Bytes: 1 << 10, Values: 1},
 	MsgInterval:     {From: RoleServer, Fields: []string{"interval"}, Bytes: 4 << 10, Values: 4},
-	MsgStop:         {From: RoleClient, Fields: []string{"sent"}, Bytes: 4 << 10, Values: 4, PerFlow: Growth{256, 1}},
-	MsgResult:       {From: RoleServer, Fields: []string{"result"}, Bytes: 256 << 10, Values: 1024, PerSecond: Growth{1 << 20, 4096}, PerFlow: Growth{1 << 10, 4}},
+	MsgStop:         {From: RoleClient, Fields: []string{"sent"}, Bytes: 4 << 10, Values: 4, PerFlow: Growth{256 + mixBytes, 1 + mixValues}},
+	MsgResult:       {From: RoleServer, Fields: []string{"result"}, Bytes: 256 << 10, Values: 1024, PerSecond: Growth{1 << 20, 4096}, PerFlow: Growth{1<<10 + mixBytes, 4 + mixValues}},
 	MsgBye:          {From: RoleClient, Bytes: 1 << 10, Values: 1},
 	MsgFlow:         {From: RoleClient, Fields: []string{"flow"}, Bytes: 64 << 10, Values: 64},
 	MsgFlowInterval: {From: RoleServer, Fields: []string{"flow_interval"}, Bytes: 256 << 10, Values: 4096, PerFlow: Growth{256, 2}}, // a CPU each
-	MsgFlowResult:   {From: RoleServer, Fields: []string{"flow_result"}, Bytes: 256 << 10, Values: 1024, PerSecond: Growth{1 << 20, 4096}, PerFlow: Growth{2 << 10, 8}},
+	MsgFlowResult:   {From: RoleServer, Fields: []string{"flow_result"}, Bytes: 256 << 10, Values: 1024, PerSecond: Growth{1 << 20, 4096}, PerFlow: Growth{2<<10 + mixBytes, 8 + mixValues}},
 	MsgFlowProgress: {From: RoleServer, Fields: []string{"progress"}, Bytes: 4 << 10, Values: 1},
 	MsgSample:       {From: RoleClient, Bytes: 1 << 10, Values: 1},
 	MsgSamples:      {From: RoleServer, Fields: []string{"samples", "error"}, Bytes: 64 << 10, Values: 16, PerSecond: Growth{1 << 20, 4096}},

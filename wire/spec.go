@@ -92,6 +92,11 @@ type Spec struct {
 	// Payload is the UDP payload of each datagram, or the size of each
 	// TCP write (0: 128 KiB, or one segment with MSS).
 	Payload int `json:"payload"`
+	// Sizes, when set, is a mix of UDP payloads sent in proportion
+	// (--size imix); Payload is then its largest part. A server that does
+	// not know the field answers without it, and the client refuses the
+	// test (ErrNoMix).
+	Sizes []SizePart `json:"sizes,omitempty"`
 	// Streams is the number of flows per port (UDP) or TCP connections,
 	// per direction.
 	Streams int `json:"streams"`
@@ -176,6 +181,9 @@ func (s *Spec) Check() error {
 	if s.Proto == UDP {
 		if s.Payload < HeaderLen || s.Payload > maxPayload {
 			return usage.Field("payload", "%d bytes: want %d to %d for udp", s.Payload, HeaderLen, maxPayload)
+		}
+		if err := s.checkSizes(); err != nil {
+			return err
 		}
 		if s.Direction != Forward && len(s.ClientPorts) != s.Ports {
 			return fmt.Errorf("%d client ports for %d ports", len(s.ClientPorts), s.Ports)

@@ -116,3 +116,62 @@ func TestSpecRefusesImpossibleRate(t *testing.T) {
 		}
 	}
 }
+
+func TestMixPattern(t *testing.T) {
+	sizes := []SizePart{{Payload: 22, Weight: 7}, {Payload: 528, Weight: 4}, {Payload: 1476, Weight: 1}}
+	p := MixPattern(sizes)
+	if len(p) != 12 {
+		t.Fatalf("pattern of %d, want 12: %v", len(p), p)
+	}
+	n := make([]int, 3)
+	run, longest := 0, 0
+	for i, k := range p {
+		n[k]++
+		if i > 0 && p[i-1] == k {
+			run++
+		} else {
+			run = 1
+		}
+		longest = max(longest, run)
+	}
+	if n[0] != 7 || n[1] != 4 || n[2] != 1 {
+		t.Errorf("pattern %v counts %v, want 7 4 1", p, n)
+	}
+	if longest > 2 {
+		t.Errorf("pattern %v has %d of a part in a row: not spread", p, longest)
+	}
+	if MixPattern(sizes[:1]) != nil {
+		t.Error("a single size has a pattern")
+	}
+}
+
+func TestSpecSizes(t *testing.T) {
+	base := Spec{Proto: UDP, Direction: Forward, Duration: Seconds(time.Second), Streams: 1, Ports: 1, Threads: 1}
+	mix := []SizePart{{22, 7}, {528, 4}, {1476, 1}}
+	tests := []struct {
+		sizes   []SizePart
+		payload int
+		err     string
+	}{
+		{mix, 1476, ""},
+		{mix, 528, "largest part's, 1476"},
+		{[]SizePart{{22, 0}, {100, 1}}, 100, "weight 0"},
+		{[]SizePart{{4, 1}, {100, 1}}, 100, "payload 4 bytes"},
+		{[]SizePart{{22, 4000}, {100, 1000}}, 100, "add up to 5000"},
+	}
+	for _, tc := range tests {
+		s := base
+		s.Sizes, s.Payload = tc.sizes, tc.payload
+		err := s.Check()
+		if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("sizes %v payload %d: %v, want %q", tc.sizes, tc.payload, err, tc.err)
+		}
+	}
+	s := base
+	s.Sizes, s.Payload, s.Rate = mix, 1476, Rate{BPS: 1e9}
+	// The mean frame of simple IMIX is 353.83 bytes; with 42 of overhead
+	// (IPv4) the payloads mean 311.83.
+	if got, want := s.UDPPacketsPerSecond(42), 1e9/(353.8333333*8); got < want*0.9999 || got > want*1.0001 {
+		t.Errorf("1 Gb/s of imix: %.1f pps, want %.1f", got, want)
+	}
+}

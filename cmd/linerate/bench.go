@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"linerate/ceiling"
 	"linerate/history"
 	"linerate/internal/usage"
 	"linerate/report"
@@ -49,7 +50,9 @@ type benchOptions struct {
 	probe      time.Duration
 	idle       time.Duration
 	// udp
-	size    int
+	size    string
+	frame   int         // --size as one frame size
+	mix     ceiling.Mix // --size as a mix of sizes
 	payload int
 	ports   int
 	rcvbuf  int
@@ -164,8 +167,9 @@ func (o *benchOptions) protoCmd(proto string) *cobra.Command {
 		c.Short = "UDP: packets per second, loss, reordering and duplicates"
 		c.Example = `  linerate bench udp --to 10.0.0.2 --size 64 --duration 10s
   linerate bench udp --to 10.0.0.2 --rate 1Mpps --threads 2 --ports 8 --json
+  linerate bench udp --to 10.0.0.2 --rate 1G --size imix   # 64:7,570:4,1518:1, counted per size on both ends
   linerate bench udp -c 10.0.0.2 -b 100M -l 1472 -t 5     # as with iperf3 -u`
-		f.IntVar(&o.size, "size", 0, "Ethernet frame size in bytes, FCS included (default 64 for IPv4, 84 for IPv6; the payload is size minus 46 for IPv4, 66 for IPv6)")
+		f.StringVar(&o.size, "size", "", "Ethernet frame size in bytes, FCS included (default 64 for IPv4, 84 for IPv6; the payload is size minus 46 for IPv4, 66 for IPv6), or a mix sent interleaved in its ratio: imix (64:7,570:4,1518:1) or SIZE:WEIGHT,... (64:7,570:4,1518:1)")
 		f.IntVarP(&o.payload, "payload", "l", 0, "UDP payload bytes instead of --size (at least 16; iperf3's -l)")
 		f.IntVar(&o.ports, "ports", 0, "spread the flows over this many destination ports: RSS queues, receiver threads (default: --threads)")
 		f.IntVar(&o.rcvbuf, "rcvbuf", 0, "SO_RCVBUF of each receiver socket in bytes (default 4 MiB)")
@@ -267,7 +271,7 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 		if err := o.udpSpec(&sp, changed); err != nil {
 			return cfg, err
 		}
-		cfg.FrameSize, cfg.Engine = o.size, o.engine
+		cfg.FrameSize, cfg.Mix, cfg.Engine = o.frame, o.mix, o.engine
 	} else if err := o.tcpSpec(&sp); err != nil {
 		return cfg, err
 	}
@@ -293,11 +297,21 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 // udpSpec checks the UDP flags and sets sp's payload, threads and ports
 // from them.
 func (o *benchOptions) udpSpec(sp *wire.Spec, changed func(string) bool) error {
+	o.frame, o.mix = 0, ceiling.Mix{}
+	if changed("size") {
+		m, err := ceiling.ParseMix(o.size)
+		if err != nil {
+			return usage.Errorf("--size %s: %w", o.size, err)
+		}
+		if len(m.Parts) == 1 {
+			o.frame = m.Parts[0].Bytes
+		} else {
+			o.mix = m
+		}
+	}
 	switch {
-	case o.size != 0 && o.payload != 0:
+	case changed("size") && o.payload != 0:
 		return usage.Errorf("--size and --payload: give one")
-	case o.size < 0 || (o.size == 0 && changed("size")):
-		return usage.Errorf("--size %d: a frame is at least 64 bytes", o.size)
 	case o.payload == 0 && changed("payload"):
 		return usage.Errorf("--payload 0: linerate's header needs at least %d bytes", wire.HeaderLen)
 	case o.payload < 0:
@@ -307,7 +321,7 @@ func (o *benchOptions) udpSpec(sp *wire.Spec, changed func(string) bool) error {
 	case o.rcvbuf < 0:
 		return usage.Errorf("--rcvbuf %d: negative", o.rcvbuf)
 	}
-	if o.size == 0 && o.payload == 0 {
+	if !changed("size") && o.payload == 0 {
 		// The smallest frame: 64 bytes over IPv4 (84 over IPv6).
 		o.payload = wire.MinUDPPayload
 	}

@@ -119,6 +119,9 @@ func (o *benchOptions) fleetRun(cmd *cobra.Command, proto string) (*fleet.Run, e
 	if err != nil {
 		return nil, err
 	}
+	if len(cfg.Mix.Parts) > 1 {
+		return nil, usage.Errorf("--size %s with --from: an agent's flow carries one frame size (traffic.Flow.FrameSize); run the mix from this host", cfg.Mix.Name)
+	}
 	if search != nil {
 		search.Latency = cfg.Spec.ProbeInterval > 0
 		cfg.Spec.Warmup = 0

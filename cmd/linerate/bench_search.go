@@ -31,7 +31,7 @@ const searchExample = `  linerate bench udp --to 10.0.0.2 --search ndr,pdr      
 
 func (o *searchOptions) flags(f *pflag.FlagSet) {
 	f.StringVar(&o.goals, "search", "", "search the zero-loss rate per frame size instead of one test: ndr (no loss), pdr (loss ≤ --loss) or ndr,pdr (docs/search.md)")
-	f.StringVar(&o.sizes, "sizes", "64,128,256,512,1024,1280,1518", "frame sizes to search, FCS included, or imix (RFC 2544's sizes by default)")
+	f.StringVar(&o.sizes, "sizes", "64,128,256,512,1024,1280,1518", "frame sizes to search, FCS included, imix, or mixes SIZE:WEIGHT,... (64:7,570:4,1518:1; a ; ends a mix); RFC 2544's sizes by default")
 	f.StringVar(&o.loss, "loss", "0.5%", "loss ratio the PDR allows")
 	f.StringVar(&o.precision, "precision", "1%", "the search's final precision: the rate found is within this below the slowest failing one")
 	secondsVarP(f, &o.trial, "trial", "", 2*time.Second, "duration of the search's final trials (the first ones are shorter)")

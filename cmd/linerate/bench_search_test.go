@@ -18,7 +18,7 @@ func TestBenchSearchBadInput(t *testing.T) {
 		{[]string{"--search", "ndr,ndr"}, "ndr given twice"},
 		{[]string{"--search", "ndr", "--sizes", "63"}, "--sizes \"63\""},
 		{[]string{"--search", "ndr", "--sizes", "64,huge"}, "--sizes \"64,huge\""},
-		{[]string{"--search", "ndr", "--sizes", "64,imix"}, "--sizes imix: a mix of frame sizes"},
+		{[]string{"--search", "ndr", "--sizes", "64,imix,64:7,570:4,1518:1"}, "frame size imix given twice"},
 		{[]string{"--search", "pdr", "--loss", "0.5"}, "--loss \"0.5\": want a percentage"},
 		{[]string{"--search", "pdr", "--loss", "60%"}, "--loss 60%"},
 		{[]string{"--search", "ndr", "--precision", "0%"}, "--precision 0%"},
