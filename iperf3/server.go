@@ -482,16 +482,7 @@ func (sr *serverRun) measure(ctx context.Context) (*results.Result, error) {
 	r.wg.Wait()
 	udpDone.Wait()
 	stopTick()
-	var samples []box.Rates
-	var sampleErr error
-	if stopSampling != nil {
-		samples, sampleErr = stopSampling()
-	}
-	for _, st := range t.streams {
-		if st.send && st.tcp != nil {
-			readTCPInfo(st)
-		}
-	}
+	samples, sampleErr := t.wrapUp(stopSampling)
 	switch {
 	case ctx.Err() != nil:
 		_ = c.writeState(ServerTerminate)

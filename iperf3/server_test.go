@@ -72,6 +72,21 @@ func fakeSampling(each func(box.Rates)) func() ([]box.Rates, error) {
 	return func() ([]box.Rates, error) { return []box.Rates{{Seconds: 1}}, nil }
 }
 
+// serveOne runs one `iperf3 -c ARGS -J` against the Server in a new pair:
+// iperf3's JSON, the client veth's counters over the run, the server's
+// result.
+func serveOne(t *testing.T, args ...string) (map[string]any, counters, *results.Result) {
+	t.Helper()
+	p, done := serverPair(t, &Server{Sampling: fakeSampling})
+	before := readCounters(t, p.a, "ia")
+	js, out := iperf3Client(t, p, args...)
+	veth := readCounters(t, p.a, "ia").sub(before)
+	if e, ok := js["error"]; ok {
+		t.Fatalf("iperf3: %v\n%s", e, out)
+	}
+	return js, veth, <-done
+}
+
 func TestServerTCP(t *testing.T) {
 	for _, c := range []struct {
 		name             string
@@ -80,14 +95,7 @@ func TestServerTCP(t *testing.T) {
 		streams          int
 	}{{"P4", []string{"-P", "4"}, true, false, 4}, {"R", []string{"-R"}, false, true, 1}, {"bidir", []string{"--bidir"}, true, true, 1}} {
 		t.Run(c.name, func(t *testing.T) {
-			p, done := serverPair(t, &Server{Sampling: fakeSampling})
-			before := readCounters(t, p.a, "ia")
-			js, out := iperf3Client(t, p, append([]string{"-t", "2"}, c.args...)...)
-			veth := readCounters(t, p.a, "ia").sub(before)
-			if e, ok := js["error"]; ok {
-				t.Fatalf("iperf3: %v\n%s", e, out)
-			}
-			res := <-done
+			js, veth, res := serveOne(t, append([]string{"-t", "2"}, c.args...)...)
 			tr := res.Targets[0]
 			t.Logf("iperf3 end: %s", jsonOf(js["end"]))
 			t.Logf("veth %+v; linerate forward %s reverse %s", veth, jsonOf(tr.Forward), jsonOf(tr.Reverse))
@@ -130,14 +138,7 @@ func TestServerUDP(t *testing.T) {
 		args []string
 	}{{"forward", nil}, {"reverse", []string{"-R"}}} {
 		t.Run(c.name, func(t *testing.T) {
-			p, done := serverPair(t, &Server{Sampling: fakeSampling})
-			before := readCounters(t, p.a, "ia")
-			js, out := iperf3Client(t, p, append([]string{"-u", "-b", "50M", "-l", "1000", "-t", "2"}, c.args...)...)
-			veth := readCounters(t, p.a, "ia").sub(before)
-			if e, ok := js["error"]; ok {
-				t.Fatalf("iperf3: %v\n%s", e, out)
-			}
-			res := <-done
+			js, veth, res := serveOne(t, append([]string{"-u", "-b", "50M", "-l", "1000", "-t", "2"}, c.args...)...)
 			tr := res.Targets[0]
 			t.Logf("iperf3 end: %s", jsonOf(js["end"]))
 			t.Logf("veth %+v; linerate forward %s reverse %s; iperf3 view %s", veth, jsonOf(tr.Forward), jsonOf(tr.Reverse), jsonOf(tr.IPerf3))
