@@ -196,16 +196,7 @@ func (cr *clientRun) run(ctx context.Context) (*results.Result, error) {
 	r.stopSending(t.streams)
 	t.finish()
 	stopTick()
-	var samples []box.Rates
-	var sampleErr error
-	if stop != nil {
-		samples, sampleErr = stop()
-	}
-	for _, s := range t.streams {
-		if s.send && s.tcp != nil {
-			readTCPInfo(s)
-		}
-	}
+	samples, sampleErr := t.wrapUp(stop)
 	var peer *Results
 	if runErr == nil {
 		peer, runErr = cr.exchange(r)

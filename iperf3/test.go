@@ -148,6 +148,20 @@ func (t *test) rates(cur, last [2]uint64) (pps, bps float64) {
 	return pk, by * 8
 }
 
+// wrapUp, once the data stopped, stops the sampler (nil: none) and reads
+// each sending TCP stream's TCP_INFO.
+func (t *test) wrapUp(stopSampling func() ([]box.Rates, error)) (samples []box.Rates, err error) {
+	if stopSampling != nil {
+		samples, err = stopSampling()
+	}
+	for _, s := range t.streams {
+		if s.send && s.tcp != nil {
+			readTCPInfo(s)
+		}
+	}
+	return samples, err
+}
+
 // finish marks the end of the measured time.
 func (t *test) finish() { t.end = time.Now() }
 

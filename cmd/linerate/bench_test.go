@@ -65,6 +65,9 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "--token", ""}, "--token is empty"},
 		{[]string{"serve", "extra"}, "unknown command"},
 		{[]string{"serve", "--allow", "10.0.0.0/33"}, "--allow \"10.0.0.0/33\": not a CIDR"},
+		{[]string{"serve", "--iperf3", "--token", "s3cret"}, "--iperf3 with a secret"},
+		{[]string{"serve", "--iperf3", "--stdio"}, "--iperf3 and --stdio"},
+		{[]string{"serve", "--iperf3", "--iperf3-port", "0"}, "--iperf3-port 0"},
 	} {
 		_, err := runArgs(t, c.args...)
 		if err == nil || !(usage.Is(err) || isCobraUsage(err)) || !strings.Contains(err.Error(), c.want) {

@@ -34,6 +34,7 @@ type serveOptions struct {
 	quiet       bool
 	stdio       bool
 	allow       []string
+	iperf3      iperf3ServeOptions
 }
 
 func newServeCmd() *cobra.Command {
@@ -73,6 +74,7 @@ handshake, docs/security.md the limits; the protocol is in docs/bench.md.`,
   LINERATE_TOKEN=$(cat /root/secret) linerate serve
   linerate serve --max-duration 60s --max-rate 500Mbps --cpus 2,3
   linerate serve --token-file /etc/linerate.token --allow 192.168.6.0/24   # flows only into the lab subnet
+  linerate serve --iperf3 --allow 192.168.1.0/24   # iperf3 -c from a phone or a Mac, too
   linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link
   ssh pi@cm4 linerate serve --stdio                # one controller on stdin/stdout (what ssh:// hosts run)`,
 		Args: argsWith(cobra.NoArgs),
@@ -88,7 +90,8 @@ handshake, docs/security.md the limits; the protocol is in docs/bench.md.`,
 	f.DurationVar(&o.peerTimeout, "peer-timeout", 10*time.Second, "end a client's test once it has been silent this long (nothing acknowledged, no keepalive answer): its host or network vanished")
 	f.StringVar(&o.cpus, "cpus", "", "pin the server's sender and receiver threads to these CPUs, round robin (\"2,3\" or \"0-3\")")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not log clients and tests to stderr")
-	f.StringSliceVar(&o.allow, "allow", nil, "CIDR (repeatable, comma-separated): the only addresses a third-party flow may send to (bench --from); without a secret, the only way to allow such flows")
+	f.StringSliceVar(&o.allow, "allow", nil, "CIDR (repeatable, comma-separated): the only addresses a third-party flow may send to (bench --from), and with --iperf3 the only iperf3 clients served; without a secret, the only way to allow such flows")
+	o.iperf3.add(f)
 	f.BoolVar(&o.stdio, "stdio", false, "serve one controller on standard input and output instead of listening (a controller starts it over ssh); stdout carries nothing but the protocol, logs go to stderr")
 	return c
 }
@@ -123,6 +126,11 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 	if !o.quiet {
 		srv.Logf = timedLog(cmd.ErrOrStderr())
 	}
+	stopIperf3, err := o.iperf3.start(cmd, srv, o.listen, o.stdio)
+	if err != nil {
+		return err
+	}
+	defer stopIperf3()
 	if o.stdio {
 		conn, err := remote.Stdio()
 		if err != nil {
