@@ -3,7 +3,9 @@ package demo
 import (
 	"fmt"
 	"io"
+	"linerate/internal/units"
 	"linerate/report"
+	"linerate/results"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -243,6 +245,11 @@ func writeTuning(b *strings.Builder, t *Tuning, before *Diagnosis) {
 		line += fmt.Sprintf(" (%+.1f%%)", (av-bv)/bv*100)
 	}
 	line += fmt.Sprintf(", loss %s → %s", autotune.MetricLoss.Format(r.Before.LossRatio), autotune.MetricLoss.Format(r.After.LossRatio))
+	if results.LoadsDiffer(r.Before.SentPPS, r.After.SentPPS) {
+		// The sender shares the router's CPUs: freed, it offers more.
+		line += fmt.Sprintf(" at %s → %s offered (not the same load: the losses are not comparable)",
+			units.Rate(r.Before.SentPPS, "pps"), units.Rate(r.After.SentPPS, "pps"))
+	}
 	bc, bok := r.Before.Value(autotune.MetricCPUPerMpkt)
 	ac, aok := r.After.Value(autotune.MetricCPUPerMpkt)
 	if bok && aok {
