@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"linerate/autotune"
+	"linerate/results"
 	"linerate/tune"
 	"linerate/wire"
 )
@@ -74,6 +75,9 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 			line += fmt.Sprintf(" (%+.1f %%)", (a-b)/b*100)
 		}
 		fmt.Fprintf(w, "%s; all figures: %s → %s\n", line, RoundFigures(r.Before), RoundFigures(r.After))
+		if r.Before.Proto == wire.UDP && results.LoadsDiffer(r.Before.SentPPS, r.After.SentPPS) {
+			fmt.Fprintln(w, "note: before and after were offered different loads: their losses are not comparable")
+		}
 	}
 	kept := r.Kept()
 	switch {
@@ -163,6 +167,9 @@ func RoundFigures(r autotune.Round) string {
 		s = autotune.MetricRxBPS.Format(r.ReceivedBPS) + " received"
 	} else {
 		s += ", loss " + autotune.MetricLoss.Format(r.LossRatio)
+		if r.SentPPS > 0 {
+			s += " of " + autotune.MetricRxPPS.Format(r.SentPPS) + " sent"
+		}
 	}
 	if v, ok := r.Value(autotune.MetricCPUPerMpkt); ok {
 		s += ", CPU " + autotune.MetricCPUPerMpkt.Format(v)
