@@ -37,6 +37,9 @@ type Result struct {
 	Targets      []TargetResult  `json:"targets"`
 	Streams      []StreamResult  `json:"streams"`
 	Intervals    []IntervalStats `json:"intervals"`
+	// LinkEvents are the interfaces of the test's path that were down
+	// during the run, on either end (docs/bench.md, "Link events").
+	LinkEvents []LinkEvent `json:"link_events,omitempty"`
 	// Samples are both ends' counters, once a second over the measured
 	// window (client first, then each server).
 	Samples []Sample `json:"samples"`

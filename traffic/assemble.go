@@ -37,6 +37,7 @@ func (r *clientRun) assemble(res *results.Result) {
 	for i := range r.targets {
 		r.assembleTarget(res, i, s.seconds())
 	}
+	r.linkEvents(res)
 	r.latency(res)
 	// The client's samples first, then each server's, in time order.
 	results.OrderSamples(res.Samples)
@@ -93,6 +94,10 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 		res.Streams = append(res.Streams, streams...)
 	}
 	addUp(res, tr)
+	for _, e := range sr.LinkEvents {
+		e.Side, e.Target = results.SideServer, i
+		res.LinkEvents = append(res.LinkEvents, e)
+	}
 	for _, s := range sr.Samples {
 		res.Samples = append(res.Samples, results.Sample{Side: results.SideServer, Target: i, Rates: s})
 	}
@@ -120,6 +125,16 @@ func (r *clientRun) assembleDead(res *results.Result, i int, window float64) {
 		tr.Reverse = &tot
 	}
 	addUp(res, tr)
+}
+
+// linkEvents puts the client's link events before the servers' (added
+// per target), and notes why the client's watch saw nothing.
+func (r *clientRun) linkEvents(res *results.Result) {
+	evs, err := r.sess.linkEvents()
+	if err != nil {
+		res.Notes = append(res.Notes, "client "+err.Error())
+	}
+	res.LinkEvents = append(evs, res.LinkEvents...)
 }
 
 // addUp adds a target's directions into its totals and the summary's.

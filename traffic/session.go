@@ -107,6 +107,9 @@ type session struct {
 	// drops, if set, snapshots the end's drop counters when the measured
 	// window starts and after the receivers drained.
 	drops *dropWindow
+	// links, if set, records the end's test interfaces going down; it
+	// stops with the sampling.
+	links *linkWatch
 
 	entries []*entry
 	tm      Timing
@@ -339,6 +342,7 @@ func (s *session) stopRole(r role, grace time.Duration) {
 // finish ends the sampling and the timer of the test's end.
 func (s *session) finish() {
 	s.samples, s.began, s.sampleErr = s.window.finish()
+	s.links.stop()
 	if s.endTimer != nil {
 		s.endTimer()
 	}
@@ -381,6 +385,12 @@ func (s *session) refused() uint64 {
 	return n
 }
 
+// linkEvents is the end's link events since the test's start (nil when
+// not watched) and why some are missing; valid after stop.
+func (s *session) linkEvents() ([]results.LinkEvent, error) {
+	return s.links.result(s.tm.Start)
+}
+
 // errs is every flow's error, prefixed with its label; valid after stop.
 func (s *session) errs() []error {
 	var out []error
@@ -412,6 +422,7 @@ func (s *session) close() error {
 		s.stopRole(receiving, 0)
 		s.finish()
 	}
+	s.links.stop()
 	var errs []error
 	for _, e := range s.entries {
 		errs = append(errs, e.f.close())
