@@ -166,3 +166,46 @@ func TestLinkDownIsAnEvent(t *testing.T) {
 		t.Errorf("verdict %q (%s); want the link that was down, not the sender's CPU", s.LimitedBy, s.LimitedWhy)
 	}
 }
+
+// TestSenderLinkDown sets the client's own veth down for 3 s mid-run: the
+// socket engine's sends fail (ENETDOWN, ENETUNREACH) and must not end the
+// sender; TCP waits the cut out. Both results carry the client's event and
+// say the link was down.
+func TestSenderLinkDown(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		spec wire.Spec
+	}{
+		{"udp socket", udpSpec(8*time.Second, wire.Rate{PPS: 20000})},
+		{"tcp", wire.Spec{Proto: wire.TCP, Direction: wire.Forward, Duration: wire.Seconds(8 * time.Second), Streams: 1, Ports: 1, Threads: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, cfg := withDrops(t, &Server{})
+			cut := newLinkCut(t, l.a.Netlink(t), "lra", 2, 3*time.Second)
+			cfg.Spec, cfg.Engine, cfg.OnInterval = c.spec, "socket", cut.interval
+			if c.spec.Proto == wire.UDP {
+				cfg.FrameSize = 128
+			}
+			res, err := Run(context.Background(), cfg)
+			if res == nil {
+				t.Fatalf("no result: %v", err)
+			}
+			down, up := cut.wait()
+			for _, iv := range res.Intervals {
+				t.Logf("%.1f s: sent %.0f pps, received %.0f pps (unknown %v)", iv.T, iv.SentPPS, iv.ReceivedPPS, iv.ReceivedUnknown)
+			}
+			s := res.Summary
+			t.Logf("summary: sent %d received %d lost %d, limited by %q (%s); errors %v", s.SentPackets, s.ReceivedPackets, s.LostPackets, s.LimitedBy, s.LimitedWhy, res.Errors)
+			if err != nil {
+				t.Errorf("run: %v; want the sender to go on after the cut", err)
+			}
+			checkEvent(t, findEvent(t, res, results.SideClient, "lra"), -1, "set down", res.Time, down, up, 0.2)
+			if n := len(res.Intervals); n < 7 || res.Intervals[n-2].ReceivedPPS == 0 {
+				t.Errorf("nothing received after the cut")
+			}
+			if s.LimitedBy != results.LimitLinkDown || strings.Contains(s.LimitedWhy, "CPU") {
+				t.Errorf("verdict %q (%s); want link down", s.LimitedBy, s.LimitedWhy)
+			}
+		})
+	}
+}
