@@ -140,6 +140,9 @@ func linkDownWhy(r *Result, asked float64) string {
 	if asked > 0 && sum.SentPPS < MetRate*asked {
 		why += fmt.Sprintf("; sent %.0f pps of %.0f asked: the senders could not send while it was down", sum.SentPPS, asked)
 	}
+	if sum.HeldBackLinkDown > 0 {
+		why += fmt.Sprintf(", and held back %d datagrams rather than send them late", sum.HeldBackLinkDown)
+	}
 	var evs []string
 	for _, e := range r.LinkEvents {
 		evs = append(evs, e.String())

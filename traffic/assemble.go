@@ -38,6 +38,10 @@ func (r *clientRun) assemble(res *results.Result) {
 		r.assembleTarget(res, i, s.seconds())
 	}
 	r.linkEvents(res)
+	if n := s.heldBack(); n > 0 {
+		res.Summary.HeldBackLinkDown = n
+		res.Notes = append(res.Notes, fmt.Sprintf("%d datagrams held back while the link was down: the rate allowed them, the link did not; not sent, not counted, and not sent late in a burst", n))
+	}
 	r.latency(res)
 	// The client's samples first, then each server's, in time order.
 	results.OrderSamples(res.Samples)

@@ -60,7 +60,10 @@ type flowResult struct {
 	// refused is the datagrams a sender's kernel refused (failed send
 	// calls, one datagram each): not counted as sent.
 	refused uint64
-	err     error
+	// held is the measured datagrams a paced sender did not send while its
+	// link was down (the ring and AF_XDP engines): not counted as sent.
+	held uint64
+	err  error
 }
 
 // role says which way a flow's traffic goes on its end: the session stops
@@ -389,6 +392,16 @@ func (s *session) refused() uint64 {
 // not watched) and why some are missing; valid after stop.
 func (s *session) linkEvents() ([]results.LinkEvent, error) {
 	return s.links.result(s.tm.Start)
+}
+
+// heldBack is the datagrams the senders held back while their link was
+// down; valid after stop.
+func (s *session) heldBack() uint64 {
+	var n uint64
+	for _, e := range s.entries {
+		n += e.res.held
+	}
+	return n
 }
 
 // errs is every flow's error, prefixed with its label; valid after stop.
