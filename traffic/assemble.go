@@ -35,7 +35,7 @@ func (r *clientRun) assemble(res *results.Result) {
 	}
 	res.Targets = make([]results.TargetResult, len(r.targets))
 	for i := range r.targets {
-		r.assembleTarget(res, i, s.seconds())
+		r.assembleTarget(res, i, r.targetWindow(res, i))
 	}
 	r.linkEvents(res)
 	if n := s.heldBack(); n > 0 {
@@ -48,6 +48,28 @@ func (r *clientRun) assemble(res *results.Result) {
 	results.Cost(res, s.samples, r.cfg.Machine)
 	r.dropLedger(res)
 	results.Verdict(res, s.threads())
+}
+
+// targetWindow is the seconds target i's figures cover. A run a dead
+// server stopped early cuts the window at that server's last report (its
+// figures, and the run's, end there); a live server counted until the
+// client stopped its senders, and so did the client for it: its figures
+// cover that longer window, said in a note.
+func (r *clientRun) targetWindow(res *results.Result, i int) float64 {
+	s := r.sess
+	w := s.seconds()
+	if res.StoppedEarly == nil || r.targets[i].dead() {
+		return w
+	}
+	live := s.sendersSeconds()
+	if live > w {
+		warm := r.spec.Warmup.D().Seconds()
+		res.Targets[i].Notes = append(res.Targets[i].Notes, fmt.Sprintf(
+			"the run stopped early at %.1f s (another server failed); this server was alive and its figures cover %.2f s, to %.1f s when the senders stopped, not the %.2f s to the cut",
+			w+warm, live, live+warm, w))
+		return live
+	}
+	return w
 }
 
 // assembleTarget matches what the client and target i's server counted,

@@ -127,6 +127,7 @@ type session struct {
 	stopped   bool
 	closed    bool
 	stoppedAt time.Time // when the senders were stopped, or the window's end a halt set
+	sendersAt time.Time // when the senders were stopped, halt or not
 	samples   []box.Rates
 	began     bool // the measured window started (the sampling ran)
 	sampleErr error
@@ -312,6 +313,7 @@ func (s *session) stopSenders() {
 	s.mu.Unlock()
 	s.stopRole(sending, 0)
 	s.stoppedAt = s.clk.now()
+	s.sendersAt = s.stoppedAt
 	if _, at, _ := s.haltedBy(); !at.IsZero() && at.Before(s.stoppedAt) {
 		// A halt: the window ends where both ends' figures end.
 		s.stoppedAt = at
@@ -361,6 +363,17 @@ func (s *session) windowEnd() time.Time {
 		return s.stoppedAt
 	}
 	return s.tm.End
+}
+
+// sendersSeconds is the measured window up to when the senders stopped
+// (a halt's cut ignored), the part flows of a live peer counted; valid
+// after stop.
+func (s *session) sendersSeconds() float64 {
+	end := s.sendersAt
+	if end.After(s.tm.End) {
+		end = s.tm.End
+	}
+	return max(end.Sub(s.tm.Measure).Seconds(), 0)
 }
 
 // seconds is the length of the measured window as this end's clock saw
