@@ -112,15 +112,8 @@ func TestRingResumesAfterLinkDown(t *testing.T) {
 	l := newLab(t, &Server{})
 	cut := newLinkCut(t, l.a.Netlink(t), "lra", 2, 3*time.Second)
 	cfg := l.config(udpSpec(8*time.Second, wire.Rate{PPS: 20000}))
-	cfg.FrameSize, cfg.Engine, cfg.OnInterval = 128, "ring", cut.interval
-	res, err := Run(context.Background(), cfg)
-	if res == nil {
-		t.Fatalf("no result: %v", err)
-	}
-	down, up := cut.wait()
-	for _, iv := range res.Intervals {
-		t.Logf("%.1f s: sent %.0f pps, received %.0f pps (unknown %v)", iv.T, iv.SentPPS, iv.ReceivedPPS, iv.ReceivedUnknown)
-	}
+	cfg.FrameSize, cfg.Engine = 128, "ring"
+	res, down, up, err := runCut(t, cfg, cut)
 	if err != nil {
 		t.Errorf("run: %v; want the ring to pause while the link is down, not fail", err)
 	}

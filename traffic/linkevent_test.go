@@ -82,6 +82,23 @@ func (c *linkCut) wait() (down, up time.Time) {
 	return c.down, c.up
 }
 
+// runCut runs cfg with the cut started by its interval lines, waits for
+// the link to be up again, logs the intervals and returns the result,
+// when the link went down and up, and the run's error.
+func runCut(t *testing.T, cfg Config, cut *linkCut) (res *results.Result, down, up time.Time, err error) {
+	t.Helper()
+	cfg.OnInterval = cut.interval
+	res, err = Run(context.Background(), cfg)
+	if res == nil {
+		t.Fatalf("no result: %v", err)
+	}
+	down, up = cut.wait()
+	for _, iv := range res.Intervals {
+		t.Logf("%.1f s: sent %.0f pps, received %.0f pps (unknown %v)", iv.T, iv.SentPPS, iv.ReceivedPPS, iv.ReceivedUnknown)
+	}
+	return res, down, up, err
+}
+
 // findEvent is the link event of side's iface, or fails the test.
 func findEvent(t *testing.T, res *results.Result, side results.Side, iface string) results.LinkEvent {
 	t.Helper()
@@ -131,15 +148,7 @@ func TestLinkDownIsAnEvent(t *testing.T) {
 	cut := newLinkCut(t, l.b.Netlink(t), "lrb", 2, 3*time.Second)
 	cfg.Spec = udpSpec(8*time.Second, wire.Rate{PPS: 20000})
 	cfg.FrameSize, cfg.Engine = 128, "socket"
-	cfg.OnInterval = cut.interval
-	res, err := Run(context.Background(), cfg)
-	down, up := cut.wait()
-	if res == nil {
-		t.Fatalf("no result: %v", err)
-	}
-	for _, iv := range res.Intervals {
-		t.Logf("%.1f s: sent %.0f pps, received %.0f pps (unknown %v)", iv.T, iv.SentPPS, iv.ReceivedPPS, iv.ReceivedUnknown)
-	}
+	res, down, up, err := runCut(t, cfg, cut)
 	logLedger(t, res)
 	s := res.Summary
 	t.Logf("summary: sent %d received %d lost %d, limited by %q (%s)", s.SentPackets, s.ReceivedPackets, s.LostPackets, s.LimitedBy, s.LimitedWhy)
@@ -182,18 +191,11 @@ func TestSenderLinkDown(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			l, cfg := withDrops(t, &Server{})
 			cut := newLinkCut(t, l.a.Netlink(t), "lra", 2, 3*time.Second)
-			cfg.Spec, cfg.Engine, cfg.OnInterval = c.spec, "socket", cut.interval
+			cfg.Spec, cfg.Engine = c.spec, "socket"
 			if c.spec.Proto == wire.UDP {
 				cfg.FrameSize = 128
 			}
-			res, err := Run(context.Background(), cfg)
-			if res == nil {
-				t.Fatalf("no result: %v", err)
-			}
-			down, up := cut.wait()
-			for _, iv := range res.Intervals {
-				t.Logf("%.1f s: sent %.0f pps, received %.0f pps (unknown %v)", iv.T, iv.SentPPS, iv.ReceivedPPS, iv.ReceivedUnknown)
-			}
+			res, down, up, err := runCut(t, cfg, cut)
 			s := res.Summary
 			t.Logf("summary: sent %d received %d lost %d, limited by %q (%s); errors %v", s.SentPackets, s.ReceivedPackets, s.LostPackets, s.LimitedBy, s.LimitedWhy, res.Errors)
 			if err != nil {

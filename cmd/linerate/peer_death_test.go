@@ -55,14 +55,7 @@ func TestBenchFromReceiverKilled(t *testing.T) {
 			lines++
 		}
 		if lines == 4 && killed.IsZero() { // 1 s of warmup, 3 measured
-			pids := agentPids(t, l.name, "wan")
-			if len(pids) == 0 {
-				t.Fatal("no agent runs in wan")
-			}
-			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			killed = time.Now()
+			killed = killAgent(t, l.name, "wan")
 		}
 	}
 	werr := cmd.Wait()
@@ -126,6 +119,20 @@ func TestBenchFromReceiverKilled(t *testing.T) {
 	}
 }
 
+// killAgent kills (kill -9) the agents of node in lab name and returns
+// when.
+func killAgent(t *testing.T, name, node string) time.Time {
+	t.Helper()
+	pids := agentPids(t, name, node)
+	if len(pids) == 0 {
+		t.Fatalf("no agent runs in %s", node)
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return time.Now()
+}
+
 // agentPids are the agents (serve) running in node of lab name.
 func agentPids(t *testing.T, name, node string) []int {
 	var out []int
@@ -180,14 +187,7 @@ warmup: 1s
 		t.Fatalf("run ended before the kill: %v\n%s%s", werr, stdout.String(), stderr.String())
 	case <-time.After(5 * time.Second): // reach the agents, 1 s of warmup, ~3 s measured
 	}
-	pids := agentPids(t, l.name, "wan")
-	if len(pids) == 0 {
-		t.Fatal("no agent runs in wan")
-	}
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	killed = time.Now()
+	killed = killAgent(t, l.name, "wan")
 	werr = <-done
 	took := time.Since(killed)
 	code := 0
