@@ -12,6 +12,7 @@ package ledger
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"linerate/box"
@@ -49,6 +50,10 @@ const (
 	SocketBuffer Place = "socket-buffer"
 	// XDP: an XDP program dropped it.
 	XDP Place = "xdp"
+	// LinkDown: sent while an interface of the path was down (a link
+	// event of either end): whatever counter saw them die, the cause is
+	// the link.
+	LinkDown Place = "link-down"
 	// Other: a counter or drop reason that none of the places above owns
 	// (no route, bad header, checksum, neighbour queue...).
 	Other Place = "other"
@@ -57,7 +62,7 @@ const (
 )
 
 // Places lists every place in ledger order.
-var Places = []Place{SenderSocket, SenderQdisc, NICTx, NICRxRing, Backlog, Netfilter, Conntrack, Qdisc, NoSocket, SocketBuffer, XDP, Other, Unaccounted}
+var Places = []Place{LinkDown, SenderSocket, SenderQdisc, NICTx, NICRxRing, Backlog, Netfilter, Conntrack, Qdisc, NoSocket, SocketBuffer, XDP, Other, Unaccounted}
 
 // Side is the part a host played in the test.
 type Side string
@@ -95,6 +100,11 @@ type Test struct {
 	// failed) and the test did not count as sent: they also show in Udp
 	// SndbufErrors and must not be placed.
 	Refused uint64
+	// LinkDown is the test's datagrams sent while an interface of the path
+	// was down, LinkEvidence the events that say so: that many of the
+	// loss are placed at LinkDown, before any counter.
+	LinkDown     uint64
+	LinkEvidence []string
 }
 
 // Entry is one place where packets died.
@@ -180,6 +190,7 @@ func Build(t Test, hosts []Host) Ledger {
 		l.Notes = append(l.Notes, c.notes...)
 	}
 	placed := l.Placed()
+	placed += l.placeLinkDown(t, placed)
 	// What none of the places owns is counted last, and no more of it
 	// than the loss leaves: those counters also see traffic that is not
 	// the test's (neighbour discovery, stray multicast).
@@ -203,6 +214,39 @@ func Build(t Test, hosts []Host) Ledger {
 	}
 	sort.SliceStable(l.Entries, func(i, j int) bool { return placeRank(l.Entries[i].Place) < placeRank(l.Entries[j].Place) })
 	return l
+}
+
+// linkDownOverlap is where, in this order, the drops of a link that is
+// down are counted (a veth or NIC with no carrier drops at transmit, a
+// down interface's packets die as "other" reasons or in a qdisc).
+var linkDownOverlap = []Place{NICTx, Other, NICRxRing, SenderQdisc, Qdisc, SenderSocket}
+
+// placeLinkDown places what was sent while a link was down, up to the
+// loss, and takes from the counters' entries (those where a down link's
+// drops are counted) what would then be placed twice. It returns how
+// many more packets are placed.
+func (l *Ledger) placeLinkDown(t Test, placed uint64) uint64 {
+	n := min(t.LinkDown, l.Lost)
+	if n == 0 {
+		return 0
+	}
+	ev := append([]string{fmt.Sprintf("%d datagrams were sent while the link was down", t.LinkDown)}, t.LinkEvidence...)
+	over := sub(placed+n, l.Lost)
+	for _, p := range linkDownOverlap {
+		for i := range l.Entries {
+			e := &l.Entries[i]
+			if over == 0 || e.Place != p {
+				continue
+			}
+			k := min(over, e.Packets)
+			e.Packets -= k
+			over -= k
+			ev = append(ev, fmt.Sprintf("%d of them counted at the %s's %s, fell while the link was down", k, e.Host, p))
+		}
+	}
+	l.Entries = append(l.Entries, Entry{Side: Path, Place: LinkDown, Packets: n, Evidence: ev})
+	l.Entries = slices.DeleteFunc(l.Entries, func(e Entry) bool { return e.Packets == 0 })
+	return n - sub(placed+n, l.Lost) + over
 }
 
 func placeRank(p Place) int {

@@ -212,3 +212,63 @@ func TestPlacesOrderAndNames(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkDown: what was sent while a link was down is placed at
+// link-down, up to the loss, and the counters that saw the same drops (a
+// NIC without carrier drops at transmit) give up what would be counted
+// twice.
+func TestLinkDown(t *testing.T) {
+	client := Host{Name: "client", Side: Sender, Ifaces: []string{"eth0"}, Delta: box.Drops{Machine: machine,
+		Links: map[string]rtnl.Link{"eth0": {Name: "eth0", Kind: "", Stats: rtnl.LinkStats{TxPackets: 100000, TxDropped: 60000, TxCarrierErrors: 60000}}}}}
+	for _, c := range []struct {
+		name     string
+		test     Test
+		want     map[string]uint64
+		overlaps int // notes of drops moved to link-down
+	}{
+		{"the cut's loss, seen at transmit", Test{Sent: 160000, Received: 100000, LinkDown: 60000},
+			map[string]uint64{"/link-down": 60000}, 1},
+		{"more sent while down than lost", Test{Sent: 160000, Received: 100000, LinkDown: 75000},
+			map[string]uint64{"/link-down": 60000}, 1},
+		{"part of the loss outside the cut", Test{Sent: 170000, Received: 100000, LinkDown: 50000},
+			map[string]uint64{"/link-down": 50000, "client/nic-tx": 20000}, 1},
+		{"the cut's loss, no counter saw it", Test{Sent: 160000, Received: 100000, LinkDown: 60000},
+			nil, 0},
+		{"no event", Test{Sent: 160000, Received: 100000},
+			map[string]uint64{"client/nic-tx": 60000}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hosts := []Host{client}
+			if c.want == nil {
+				hosts, c.want = nil, map[string]uint64{"/link-down": 60000}
+			}
+			l := Build(c.test, hosts)
+			got := entries(l)
+			for k, v := range c.want {
+				if got[k] != v {
+					t.Errorf("%s: %d, want %d (entries %v)", k, got[k], v, got)
+				}
+			}
+			if len(got) != len(c.want) {
+				t.Errorf("entries %v, want %v", got, c.want)
+			}
+			if l.Excess != 0 || !l.Balanced() {
+				t.Errorf("excess %d", l.Excess)
+			}
+			if c.test.LinkDown > 0 && l.Entries[0].Place != LinkDown {
+				t.Errorf("first entry %+v, want link-down first", l.Entries[0])
+			}
+			n := 0
+			for _, e := range l.Entries {
+				for _, ev := range e.Evidence {
+					if strings.Contains(ev, "fell while the link was down") {
+						n++
+					}
+				}
+			}
+			if n != c.overlaps && c.test.LinkDown > 0 {
+				t.Errorf("%d notes of drops moved to link-down, want %d: %+v", n, c.overlaps, l.Entries)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +15,74 @@ import (
 // TestPageInChromium loads the page in headless Chromium while snapshots
 // are published and checks that its script filled the tables from
 // /events: the DOM Chromium dumps holds the CPUs, the interface, an
-// interrupt and the bench figures. Chromium dumps the DOM once nothing
-// loads any more, so the server stops after the page got 5 events; the
-// page then says it lost the connection and keeps the last figures.
+// interrupt and the bench figures. The page then says it lost the
+// connection and keeps the last figures.
 func TestPageInChromium(t *testing.T) {
+	dom := pageDOM(t, func(n int) results.IntervalStats {
+		return results.IntervalStats{T: float64(n), SentPPS: 1000, ReceivedPPS: 987654, ReceivedBPS: 5.5e8}
+	})
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`<td>eth0</td><td>512k</td>`),
+		regexp.MustCompile(`<td>41</td><td class="l">eth0-rx-0</td><td class="l">eth0</td><td>0</td><td>900</td>`),
+		regexp.MustCompile(`<td>1</td><td class="l"><div class="bar">`),
+		regexp.MustCompile(`id="brp">988k<`),
+		regexp.MustCompile(`sample \d+ · `),
+	} {
+		if !want.MatchString(dom) {
+			t.Errorf("the page after 3s lacks %s:\n%s", want, dom)
+		}
+	}
+	if !strings.Contains(dom, "disconnected: linerate stopped") {
+		t.Error("the page does not say the server went away")
+	}
+}
+
+// TestPageDrawsUnknownAsGaps: a bench second whose received side is
+// unknown (every third one here) is a gap in the chart's received line
+// and "unknown" in the figures, never a 0; the sent line has no gap.
+func TestPageDrawsUnknownAsGaps(t *testing.T) {
+	dom := pageDOM(t, func(n int) results.IntervalStats {
+		iv := results.IntervalStats{T: float64(n), SentPPS: 1000, ReceivedPPS: 900, ReceivedBPS: 5e5}
+		if n%3 == 0 {
+			iv.ReceivedUnknown = true
+			iv.ClearUnknown()
+		}
+		return iv
+	})
+	attr := func(name string) string {
+		m := regexp.MustCompile(name + `="([0-9, ]*)"`).FindStringSubmatch(dom)
+		if m == nil {
+			t.Fatalf("the chart has no %s:\n%s", name, dom)
+		}
+		return m[1]
+	}
+	recv, sent := attr("data-r"), attr("data-s")
+	t.Logf("received runs %q, sent runs %q", recv, sent)
+	if strings.Contains(sent, " ") || sent == "" {
+		t.Errorf("sent runs %q: want one run, every second measured", sent)
+	}
+	runs := strings.Fields(recv)
+	if len(runs) < 2 {
+		t.Errorf("received runs %q: want gaps where the seconds were unknown", recv)
+	}
+	for _, run := range runs {
+		for _, sec := range strings.Split(run, ",") {
+			if n, _ := strconv.Atoi(sec); n%3 == 0 {
+				t.Errorf("received runs %q: second %d, unknown, is drawn", recv, n)
+			}
+		}
+	}
+	if !regexp.MustCompile(`id="brp">(900|unknown)<`).MatchString(dom) {
+		t.Errorf("the received figure is neither 900 nor unknown:\n%s", dom)
+	}
+}
+
+// pageDOM serves the page in headless Chromium while rates and the bench
+// second n (from bench) are published every 100 ms, and returns the DOM
+// Chromium dumps. Chromium dumps it once nothing loads any more, so the
+// server stops after the page got 8 events.
+func pageDOM(t *testing.T, bench func(n int) results.IntervalStats) string {
+	t.Helper()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("no chromium in $PATH (make deps installs it)")
@@ -38,13 +103,13 @@ func TestPageInChromium(t *testing.T) {
 		seen := 0
 		for n := 1; ; n++ {
 			h.Rates(rates())
-			h.Bench(results.IntervalStats{T: float64(n), SentPPS: 1000, ReceivedPPS: 987654, ReceivedBPS: 5.5e8})
+			h.Bench(bench(n))
 			h.mu.Lock()
 			if len(h.subs) > 0 {
 				seen++
 			}
 			h.mu.Unlock()
-			if seen == 5 {
+			if seen == 8 {
 				cancel()
 			}
 			select {
@@ -65,19 +130,5 @@ func TestPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)
 	}
-	dom := string(out)
-	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`<td>eth0</td><td>512k</td>`),
-		regexp.MustCompile(`<td>41</td><td class="l">eth0-rx-0</td><td class="l">eth0</td><td>0</td><td>900</td>`),
-		regexp.MustCompile(`<td>1</td><td class="l"><div class="bar">`),
-		regexp.MustCompile(`id="brp">988k<`),
-		regexp.MustCompile(`sample \d+ · `),
-	} {
-		if !want.MatchString(dom) {
-			t.Errorf("the page after 3s lacks %s:\n%s", want, dom)
-		}
-	}
-	if !strings.Contains(dom, "disconnected: linerate stopped") {
-		t.Error("the page does not say the server went away")
-	}
+	return string(out)
 }

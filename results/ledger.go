@@ -22,6 +22,10 @@ func (res *Result) BuildLedger(several, notes bool) {
 	}
 	test := ledger.Test{Sent: res.Summary.SentPackets}
 	test.Received = test.Sent - min(res.Summary.LostPackets, test.Sent)
+	test.LinkDown = res.SentWhileDown()
+	for _, e := range res.LinkEvents {
+		test.LinkEvidence = append(test.LinkEvidence, e.String())
+	}
 	var hosts []ledger.Host
 	for _, d := range res.Drops {
 		if d.Error != "" && notes {
@@ -240,6 +244,9 @@ func dropVerdict(l *ledger.Ledger) (by Limit, why string) {
 		}
 	}
 	share := 100 * float64(top.Packets) / float64(l.Lost)
+	if top.Place == ledger.LinkDown {
+		return LimitLinkDown, fmt.Sprintf("%.0f%% of the %d lost packets were sent while a link of the path was down", share, l.Lost)
+	}
 	if top.Place == ledger.Unaccounted {
 		return "path", fmt.Sprintf("%.0f%% of the %d lost packets died where no counter of either end saw them: between the ends", share, l.Lost)
 	}

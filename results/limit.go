@@ -28,6 +28,10 @@ const (
 	// suspect (a shaper the traffic did not pass through, a wrong link
 	// speed, segments counted above the frame rate).
 	LimitOverCeiling Limit = "over ceiling"
+	// LimitLinkDown: an interface of the path was down during the run
+	// (Result.LinkEvents) and the loss, or the shortfall of the rate,
+	// fell then.
+	LimitLinkDown Limit = "link down"
 )
 
 func (l Limit) String() string {

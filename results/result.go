@@ -37,6 +37,9 @@ type Result struct {
 	Targets      []TargetResult  `json:"targets"`
 	Streams      []StreamResult  `json:"streams"`
 	Intervals    []IntervalStats `json:"intervals"`
+	// LinkEvents are the interfaces of the test's path that were down
+	// during the run, on either end (docs/bench.md, "Link events").
+	LinkEvents []LinkEvent `json:"link_events,omitempty"`
 	// Samples are both ends' counters, once a second over the measured
 	// window (client first, then each server).
 	Samples []Sample `json:"samples"`
@@ -138,6 +141,10 @@ type Summary struct {
 	// end, as the verdict weighed them; absent when no thread was measured.
 	SenderThreadBusy   *float64 `json:"sender_thread_busy,omitempty"`
 	ReceiverThreadBusy *float64 `json:"receiver_thread_busy,omitempty"`
+	// HeldBackLinkDown is the datagrams a paced sender (ring, AF_XDP) did
+	// not send while its link was down: the rate allowed them, and they
+	// are dropped rather than sent late in a burst. Not in the figures.
+	HeldBackLinkDown uint64 `json:"held_back_link_down,omitempty"`
 	// PathCeiling is the slowest part of the path the ends could see (a
 	// link's speed or a shaper's rate), in the test's frames.
 	PathCeiling *ceiling.PathLimit `json:"path_ceiling,omitempty"`

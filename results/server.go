@@ -29,6 +29,10 @@ type ServerResult struct {
 	// Machine is the server's kernel's boot id (Server.Machine): servers
 	// with the same one share CPUs, counted once.
 	Machine string `json:"machine,omitempty"`
+	// LinkEvents are the server's test interfaces that were down during
+	// the run (at most MaxLinkEvents), times since the server's start;
+	// the client sets their Target.
+	LinkEvents []LinkEvent `json:"link_events,omitempty"`
 }
 
 // XDPStat is what an XDP counter on the receiving interface counted in the

@@ -151,6 +151,15 @@ func Verdict(res *Result, clientThreads []ThreadCPU) {
 	if hasLim {
 		sum.PathCeiling = &lim
 	}
+	if down := res.LinkDownSeconds(); down > 0 && sum.SentBytes > 0 {
+		// Whatever else the figures say, they say it of a run with a
+		// hole in it: the link's.
+		short := asked > 0 && sum.SentPPS < MetRate*asked
+		if sum.LostPackets > 0 || short || sp.Proto == wire.TCP {
+			sum.LimitedBy, sum.LimitedWhy = LimitLinkDown, linkDownWhy(res, asked)
+			return
+		}
+	}
 	if sp.Proto == wire.TCP && sp.Direction != wire.Bidir {
 		tcpVerdict(res, sendBusy, recvBusy)
 		return

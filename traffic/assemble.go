@@ -35,7 +35,12 @@ func (r *clientRun) assemble(res *results.Result) {
 	}
 	res.Targets = make([]results.TargetResult, len(r.targets))
 	for i := range r.targets {
-		r.assembleTarget(res, i, s.seconds())
+		r.assembleTarget(res, i, r.targetWindow(res, i))
+	}
+	r.linkEvents(res)
+	if n := s.heldBack(); n > 0 {
+		res.Summary.HeldBackLinkDown = n
+		res.Notes = append(res.Notes, fmt.Sprintf("%d datagrams held back while the link was down: the rate allowed them, the link did not; not sent, not counted, and not sent late in a burst", n))
 	}
 	r.latency(res)
 	// The client's samples first, then each server's, in time order.
@@ -43,6 +48,28 @@ func (r *clientRun) assemble(res *results.Result) {
 	results.Cost(res, s.samples, r.cfg.Machine)
 	r.dropLedger(res)
 	results.Verdict(res, s.threads())
+}
+
+// targetWindow is the seconds target i's figures cover. A run a dead
+// server stopped early cuts the window at that server's last report (its
+// figures, and the run's, end there); a live server counted until the
+// client stopped its senders, and so did the client for it: its figures
+// cover that longer window, said in a note.
+func (r *clientRun) targetWindow(res *results.Result, i int) float64 {
+	s := r.sess
+	w := s.seconds()
+	if res.StoppedEarly == nil || r.targets[i].dead() {
+		return w
+	}
+	live := s.sendersSeconds()
+	if live > w {
+		warm := r.spec.Warmup.D().Seconds()
+		res.Targets[i].Notes = append(res.Targets[i].Notes, fmt.Sprintf(
+			"the run stopped early at %.1f s (another server failed); this server was alive and its figures cover %.2f s, to %.1f s when the senders stopped, not the %.2f s to the cut",
+			w+warm, live, live+warm, w))
+		return live
+	}
+	return w
 }
 
 // assembleTarget matches what the client and target i's server counted,
@@ -93,6 +120,10 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 		res.Streams = append(res.Streams, streams...)
 	}
 	addUp(res, tr)
+	for _, e := range sr.LinkEvents {
+		e.Side, e.Target = results.SideServer, i
+		res.LinkEvents = append(res.LinkEvents, e)
+	}
 	for _, s := range sr.Samples {
 		res.Samples = append(res.Samples, results.Sample{Side: results.SideServer, Target: i, Rates: s})
 	}
@@ -120,6 +151,16 @@ func (r *clientRun) assembleDead(res *results.Result, i int, window float64) {
 		tr.Reverse = &tot
 	}
 	addUp(res, tr)
+}
+
+// linkEvents puts the client's link events before the servers' (added
+// per target), and notes why the client's watch saw nothing.
+func (r *clientRun) linkEvents(res *results.Result) {
+	evs, err := r.sess.linkEvents()
+	if err != nil {
+		res.Notes = append(res.Notes, "client "+err.Error())
+	}
+	res.LinkEvents = append(evs, res.LinkEvents...)
 }
 
 // addUp adds a target's directions into its totals and the summary's.

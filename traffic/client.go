@@ -127,6 +127,7 @@ func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 		locals = append(locals, t.local)
 	}
 	r.sess.drops = newDropWindow(cfg.Drops, nil, results.SideClient, -1, locals, r.cfg.setup)
+	r.sess.links = newLinkWatch(results.SideClient, r.sess.clk, locals, r.cfg.setup)
 	return r.run(ctx)
 }
 

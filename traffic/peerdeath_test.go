@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -178,4 +179,85 @@ func TestServerKilledMidRun(t *testing.T) {
 	if errors.Is(err, context.Canceled) {
 		t.Error("the error reads as a cancel")
 	}
+}
+
+// TestLiveTargetWindowAfterDeath runs a 10 s UDP bench at 20 kpps to two
+// servers, kills one (kill -9) 3.7 s into the window: the run's window is
+// cut at the dead server's last report, and the live server's figures
+// cover the window it counted (to the senders' stop), said in a note, so
+// that its rates are the rates it saw, not its counts over a shorter
+// window.
+func TestLiveTargetWindowAfterDeath(t *testing.T) {
+	if os.Getenv(deadServerEnv) != "" {
+		t.Skip("in the child")
+	}
+	testenv.RequireRoot(t)
+	a, b, c := testenv.NewNetNS(t), testenv.NewNetNS(t), testenv.NewNetNS(t)
+	testenv.Veth(t, a, "lra", b, "lrb", 1)
+	testenv.Veth(t, a, "lrc", c, "lrd", 1)
+	a.AddAddr(t, "lra", "10.99.0.1/24")
+	b.AddAddr(t, "lrb", "10.99.0.2/24")
+	a.AddAddr(t, "lrc", "10.98.0.1/24")
+	c.AddAddr(t, "lrd", "10.98.0.2/24")
+	dying, kill := startDyingServer(t, b)
+	live := serveIn(t, c, "10.98.0.2")
+
+	const pps = 20000
+	sp := udpSpec(10*time.Second, wire.Rate{PPS: pps})
+	sp.Warmup = wire.Seconds(time.Second)
+	cfg := Config{Targets: []string{dying, live}, Spec: sp, FrameSize: 128, Setup: a.Do}
+	// The kill comes 700 ms after the server's report of the 4th second:
+	// the window is cut there, 0.7 s before the senders stop.
+	var once sync.Once
+	cfg.OnInterval = func(iv results.IntervalStats) {
+		if iv.T >= 4 {
+			once.Do(func() { time.AfterFunc(700*time.Millisecond, kill) })
+		}
+	}
+	res, err := Run(context.Background(), cfg)
+	if res == nil {
+		t.Fatalf("no result: %v", err)
+	}
+	se := res.StoppedEarly
+	if se == nil {
+		t.Fatalf("not stopped early: %v", err)
+	}
+	t.Logf("stopped early %+v", *se)
+	for i, tr := range res.Targets {
+		f := tr.Forward
+		if f == nil {
+			t.Fatalf("target %d: no forward figures", i)
+		}
+		t.Logf("target %d: %.2f s, sent %d (%.0f pps), received %d (%.0f pps), lost %d; notes %q",
+			i, f.Seconds, f.SentPackets, f.SentPPS, f.ReceivedPackets, f.ReceivedPPS, f.LostPackets, tr.Notes)
+	}
+	f := res.Targets[1].Forward
+	if f.SentPPS < 0.95*pps || f.SentPPS > 1.05*pps || f.ReceivedPPS < 0.95*pps || f.ReceivedPPS > 1.05*pps {
+		t.Errorf("live target: sent %.0f pps, received %.0f pps over %.2f s; want the 20000 asked, over the window it counted",
+			f.SentPPS, f.ReceivedPPS, f.Seconds)
+	}
+	if want := se.Detected - 1; f.Seconds < want-0.3 || f.Seconds > want+0.3 {
+		t.Errorf("live target's window %.2f s; want to the senders' stop, %.2f s", f.Seconds, want)
+	}
+	if !slices.ContainsFunc(res.Targets[1].Notes, func(n string) bool { return strings.Contains(n, "this server was alive") }) {
+		t.Errorf("live target's notes %q: no word of its window", res.Targets[1].Notes)
+	}
+	if d := res.Targets[0].Forward; d.Seconds < se.At-1.1 || d.Seconds > se.At-0.9 {
+		t.Errorf("dead target's window %.2f s; want to its last report, %.2f s", d.Seconds, se.At-1)
+	}
+}
+
+// serveIn runs a server in ns on addr until the test ends.
+func serveIn(t *testing.T, ns *testenv.NetNS, addr string) string {
+	t.Helper()
+	srv := &Server{Setup: ns.Do}
+	var ln net.Listener
+	if err := ns.Do(func() (err error) { ln, err = net.Listen("tcp", addr+":0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
 }

@@ -113,6 +113,10 @@ type RingCounts struct {
 	Packets, Bytes uint64
 	// WarmupPackets were sent during the warmup and are not in Packets.
 	WarmupPackets uint64
+	// HeldBack is the measured frames a paced run did not send while its
+	// link was down: the rate allowed them, the link did not, and they are
+	// not sent late in a burst. Not in Packets.
+	HeldBack uint64
 	// PortPackets splits Packets by destination port: index i is
 	// DstPort+i, stream Stream+i.
 	PortPackets []uint64
@@ -493,6 +497,41 @@ type ringRun struct {
 	// current phase.
 	phaseStart time.Time
 	phaseSent  uint64
+	// downSince is when a kick found the link down (zero: it is up);
+	// heldBack is the measured frames the rate allowed while it was down,
+	// never sent: a paced sender does not catch up a cut in a burst.
+	downSince time.Time
+	heldBack  uint64
+}
+
+// retryDown waits linkDownRetry and kicks again while the link is down.
+// Once it is up, the pacing resumes from now: the frames the rate
+// allowed meanwhile are held back (measured ones counted), not owed. over
+// is the run's end reached while the link was down.
+func (r *ringRun) retryDown(ctx context.Context) (over bool, err error) {
+	paused, err := pauseIfDown(ctx, r.s.kick())
+	if err != nil {
+		return false, err
+	}
+	now := time.Now()
+	over = r.hasEnd && !now.Before(r.end)
+	if paused && !over {
+		return false, nil
+	}
+	upTo := now
+	if over {
+		upTo = r.end
+	}
+	if rate := r.s.cfg.Rate; rate > 0 && r.flags&wire.FlagWarmup == 0 && upTo.After(r.downSince) {
+		from := r.downSince
+		if from.Before(r.measured) {
+			from = r.measured
+		}
+		r.heldBack += uint64(rate * upTo.Sub(from).Seconds())
+	}
+	r.phaseStart = r.phaseStart.Add(now.Sub(r.downSince))
+	r.downSince = time.Time{}
+	return over, nil
 }
 
 func (s *RingSender) newRingRun(start time.Time) *ringRun {
@@ -510,6 +549,13 @@ func (s *RingSender) newRingRun(start time.Time) *ringRun {
 func (r *ringRun) loop(ctx context.Context) error {
 	s := r.s
 	for {
+		if !r.downSince.IsZero() {
+			// The link is down: retry what is requested, request no more.
+			if over, err := r.retryDown(ctx); over || err != nil {
+				return err
+			}
+			continue
+		}
 		want, next, done := r.allowance(time.Now())
 		if done {
 			return nil
@@ -524,10 +570,11 @@ func (r *ringRun) loop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if paused, err := pauseIfDown(ctx, s.kick()); err != nil {
-			return err
-		} else if paused {
+		if err := s.kick(); errors.Is(err, errLinkDown) {
+			r.downSince = time.Now()
 			continue
+		} else if err != nil {
+			return err
 		}
 		if n < want {
 			// The ring is full: let the kernel free a slot.
@@ -647,7 +694,7 @@ func (r *ringRun) counts(pending uint64) RingCounts {
 		warm -= min(warm, pending-queued)
 		pending = queued
 	}
-	c := RingCounts{Packets: queued - pending, WarmupPackets: warm}
+	c := RingCounts{Packets: queued - pending, WarmupPackets: warm, HeldBack: r.heldBack}
 	// Frame g (counting from 0 across both phases) went to port g % Ports;
 	// the measured ones are g in [warm, warm+Packets).
 	c.PortPackets = make([]uint64, s.cfg.Ports)

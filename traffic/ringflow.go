@@ -154,6 +154,7 @@ func (f *frameFlow) collect() flowResult {
 	res := flowResult{
 		counts:  []results.Count{{Stream: f.stream, Packets: f.counts.Packets, Bytes: f.counts.Packets * uint64(f.payload), Warmup: f.counts.WarmupPackets}},
 		threads: []results.ThreadCPU{f.usage},
+		held:    f.counts.HeldBack,
 	}
 	if f.err != nil {
 		res.err = fmt.Errorf("%s: %w", f.engine, f.err)

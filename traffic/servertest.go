@@ -55,6 +55,7 @@ func (s *Server) newTest(asked *wire.Spec, local, peer netip.Addr) (*serverTest,
 		return nil, err
 	}
 	t.sess.drops = newDropWindow(s.Drops, &s.dropMu, results.SideServer, -1, []netip.Addr{local}, s.setup)
+	t.sess.links = newLinkWatch(results.SideServer, t.sess.clk, []netip.Addr{local}, s.setup)
 	return t, nil
 }
 
@@ -253,6 +254,10 @@ func (t *serverTest) result() *results.ServerResult {
 	}
 	for _, err := range t.sess.errs() {
 		res.Errors = append(res.Errors, err.Error())
+	}
+	var err error
+	if res.LinkEvents, err = t.sess.linkEvents(); err != nil {
+		t.srv.logf("%s: %v", t.peer, err)
 	}
 	if t.srv.Sampling != nil && t.sess.began {
 		res.Samples = t.sess.samples

@@ -60,7 +60,10 @@ type flowResult struct {
 	// refused is the datagrams a sender's kernel refused (failed send
 	// calls, one datagram each): not counted as sent.
 	refused uint64
-	err     error
+	// held is the measured datagrams a paced sender did not send while its
+	// link was down (the ring and AF_XDP engines): not counted as sent.
+	held uint64
+	err  error
 }
 
 // role says which way a flow's traffic goes on its end: the session stops
@@ -107,6 +110,9 @@ type session struct {
 	// drops, if set, snapshots the end's drop counters when the measured
 	// window starts and after the receivers drained.
 	drops *dropWindow
+	// links, if set, records the end's test interfaces going down; it
+	// stops with the sampling.
+	links *linkWatch
 
 	entries []*entry
 	tm      Timing
@@ -121,6 +127,7 @@ type session struct {
 	stopped   bool
 	closed    bool
 	stoppedAt time.Time // when the senders were stopped, or the window's end a halt set
+	sendersAt time.Time // when the senders were stopped, halt or not
 	samples   []box.Rates
 	began     bool // the measured window started (the sampling ran)
 	sampleErr error
@@ -306,6 +313,7 @@ func (s *session) stopSenders() {
 	s.mu.Unlock()
 	s.stopRole(sending, 0)
 	s.stoppedAt = s.clk.now()
+	s.sendersAt = s.stoppedAt
 	if _, at, _ := s.haltedBy(); !at.IsZero() && at.Before(s.stoppedAt) {
 		// A halt: the window ends where both ends' figures end.
 		s.stoppedAt = at
@@ -339,6 +347,7 @@ func (s *session) stopRole(r role, grace time.Duration) {
 // finish ends the sampling and the timer of the test's end.
 func (s *session) finish() {
 	s.samples, s.began, s.sampleErr = s.window.finish()
+	s.links.stop()
 	if s.endTimer != nil {
 		s.endTimer()
 	}
@@ -354,6 +363,17 @@ func (s *session) windowEnd() time.Time {
 		return s.stoppedAt
 	}
 	return s.tm.End
+}
+
+// sendersSeconds is the measured window up to when the senders stopped
+// (a halt's cut ignored), the part flows of a live peer counted; valid
+// after stop.
+func (s *session) sendersSeconds() float64 {
+	end := s.sendersAt
+	if end.After(s.tm.End) {
+		end = s.tm.End
+	}
+	return max(end.Sub(s.tm.Measure).Seconds(), 0)
 }
 
 // seconds is the length of the measured window as this end's clock saw
@@ -377,6 +397,22 @@ func (s *session) refused() uint64 {
 	var n uint64
 	for _, e := range s.entries {
 		n += e.res.refused
+	}
+	return n
+}
+
+// linkEvents is the end's link events since the test's start (nil when
+// not watched) and why some are missing; valid after stop.
+func (s *session) linkEvents() ([]results.LinkEvent, error) {
+	return s.links.result(s.tm.Start)
+}
+
+// heldBack is the datagrams the senders held back while their link was
+// down; valid after stop.
+func (s *session) heldBack() uint64 {
+	var n uint64
+	for _, e := range s.entries {
+		n += e.res.held
 	}
 	return n
 }
@@ -412,6 +448,7 @@ func (s *session) close() error {
 		s.stopRole(receiving, 0)
 		s.finish()
 	}
+	s.links.stop()
 	var errs []error
 	for _, e := range s.entries {
 		errs = append(errs, e.f.close())

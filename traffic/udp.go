@@ -363,7 +363,7 @@ func (t *sendThread) failed(err error) error {
 	switch {
 	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR), errors.Is(err, unix.ENOBUFS),
 		errors.Is(err, unix.ECONNREFUSED), errors.Is(err, unix.EHOSTUNREACH), errors.Is(err, unix.ENETUNREACH),
-		errors.Is(err, unix.EPERM):
+		errors.Is(err, unix.ENETDOWN), errors.Is(err, unix.EPERM):
 		t.errs++
 		return nil
 	case errors.Is(err, unix.EMSGSIZE):
@@ -373,9 +373,11 @@ func (t *sendThread) failed(err error) error {
 }
 
 // unreachable reports whether a send failed because the destination cannot
-// be reached: no route, or an ICMP unreachable answer (port, host, net).
+// be reached: no route, its interface down, or an ICMP unreachable answer
+// (port, host, net).
 func unreachable(err error) bool {
-	return errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.EHOSTUNREACH) || errors.Is(err, unix.ENETUNREACH)
+	return errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.EHOSTUNREACH) || errors.Is(err, unix.ENETUNREACH) ||
+		errors.Is(err, unix.ENETDOWN)
 }
 
 // udpReceiver counts test datagrams on SO_REUSEPORT sockets with

@@ -55,14 +55,7 @@ func TestBenchFromReceiverKilled(t *testing.T) {
 			lines++
 		}
 		if lines == 4 && killed.IsZero() { // 1 s of warmup, 3 measured
-			pids := agentPids(t, l.name, "wan")
-			if len(pids) == 0 {
-				t.Fatal("no agent runs in wan")
-			}
-			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			killed = time.Now()
+			killed = killAgent(t, l.name, "wan")
 		}
 	}
 	werr := cmd.Wait()
@@ -126,6 +119,20 @@ func TestBenchFromReceiverKilled(t *testing.T) {
 	}
 }
 
+// killAgent kills (kill -9) the agents of node in lab name and returns
+// when.
+func killAgent(t *testing.T, name, node string) time.Time {
+	t.Helper()
+	pids := agentPids(t, name, node)
+	if len(pids) == 0 {
+		t.Fatalf("no agent runs in %s", node)
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return time.Now()
+}
+
 // agentPids are the agents (serve) running in node of lab name.
 func agentPids(t *testing.T, name, node string) []int {
 	var out []int
@@ -140,4 +147,88 @@ func agentPids(t *testing.T, name, node string) []int {
 		}
 	}
 	return out
+}
+
+// TestRunPlanReceiverKilled kills wan's agent (kill -9) about 4 s into a
+// 10 s `run PLAN` of one flow lan → wan on the router: the run ends at
+// once, exits 1, prints the error once, and its flow's result is marked
+// stopped early with the reason (run PLAN exited 0 with no error).
+func TestRunPlanReceiverKilled(t *testing.T) {
+	l := upAgentLab(t, "pp-", "router")
+	p := filepath.Join(t.TempDir(), "cut.yaml")
+	if err := os.WriteFile(p, []byte(`hosts:
+  lan: lan
+  wan: wan
+defaults: {proto: udp, rate: 20kpps, size: 128}
+flows:
+  - {from: lan, to: wan}
+duration: 10s
+warmup: 1s
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, l.bin, "lab", "exec", "--state-dir", l.dir, l.name, "router", "--",
+		l.bin, "run", p, "--json", "--no-save")
+	cmd.Dir = repoRoot
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	var killed time.Time
+	select {
+	case werr = <-done:
+		t.Fatalf("run ended before the kill: %v\n%s%s", werr, stdout.String(), stderr.String())
+	case <-time.After(5 * time.Second): // reach the agents, 1 s of warmup, ~3 s measured
+	}
+	killed = killAgent(t, l.name, "wan")
+	werr = <-done
+	took := time.Since(killed)
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		code = ee.ExitCode()
+	}
+	t.Logf("exit %d %s after the kill\nstderr:\n%s", code, took, stderr.String())
+	if took > 2500*time.Millisecond {
+		t.Errorf("run ended %s after the receiver's death; want at once (< 2.5 s)", took)
+	}
+	if code != 1 {
+		t.Errorf("exit code %d; want 1", code)
+	}
+	all := stdout.String() + stderr.String()
+	if n := strings.Count(stderr.String(), "control connection closed"); n != 1 {
+		t.Errorf("the error is printed %d times on stderr; want once:\n%s", n, all)
+	}
+	var res struct {
+		Rounds []results.FlowSet `json:"rounds"`
+		Errors []string          `json:"errors"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if len(res.Rounds) != 1 || len(res.Rounds[0].Flows) != 1 || res.Rounds[0].Flows[0].Result == nil {
+		t.Fatalf("rounds %+v", res.Rounds)
+	}
+	fr := res.Rounds[0].Flows[0].Result
+	se := fr.StoppedEarly
+	if se == nil {
+		t.Fatalf("not marked stopped early: errors %q", fr.Errors)
+	}
+	t.Logf("stopped early %+v; errors %q", *se, fr.Problems())
+	if !strings.Contains(se.Reason, "control connection closed") {
+		t.Errorf("stopped early %+v; want the server's death", *se)
+	}
+	if fr.Interrupted {
+		t.Error("interrupted: that is Ctrl-C's")
+	}
+	if f := fr.Targets[0].Forward; f == nil || f.ReceivedPackets < uint64((se.At-1)*20000*0.9) {
+		t.Errorf("forward %+v; want the seconds before the kill", f)
+	}
 }
