@@ -137,26 +137,26 @@ func TestBenchWeb(t *testing.T) {
 	if err != nil {
 		t.Fatalf("/metrics: %v", err)
 	}
-	gauge := func(name string, labels map[string]string) float64 {
+	counter := func(name string, labels map[string]string) float64 {
 		for _, m := range fams[name].GetMetric() {
 			if hasLabels(m, labels) {
-				return m.GetGauge().GetValue()
+				return m.GetCounter().GetValue()
 			}
 		}
 		t.Errorf("/metrics has no %s%v", name, labels)
 		return 0
 	}
-	if v := gauge("linerate_bench_received_packets_per_second", nil); v <= 0 {
-		t.Errorf("linerate_bench_received_packets_per_second %v", v)
+	if v := counter("linerate_bench_received_packets_total", nil); v <= 0 {
+		t.Errorf("linerate_bench_received_packets_total %v", v)
 	}
-	if v := gauge("linerate_bench_sent_packets_per_second", nil); v <= 0 {
-		t.Errorf("linerate_bench_sent_packets_per_second %v", v)
+	if v := counter("linerate_bench_sent_packets_total", nil); v <= 0 {
+		t.Errorf("linerate_bench_sent_packets_total %v", v)
 	}
 	// Node a's interface to b is called b; the client sends on it.
-	if v := gauge("linerate_iface_tx_packets_per_second", map[string]string{"iface": "b"}); v < 1000 {
-		t.Errorf("a sent %v pps on its interface b", v)
+	if v := counter("linerate_nic_transmit_packets_total", map[string]string{"iface": "b"}); v < 1000 {
+		t.Errorf("a sent %v packets on its interface b", v)
 	}
-	gauge("linerate_cpu_busy_ratio", map[string]string{"cpu": "0", "mode": "softirq"})
+	counter("linerate_cpu_seconds_total", map[string]string{"cpu": "0", "mode": "softirq"})
 
 	select {
 	case <-exited:
