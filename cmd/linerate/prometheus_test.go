@@ -2,15 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -21,8 +16,6 @@ import (
 	"time"
 
 	"linerate/internal/testenv"
-	"linerate/lab"
-	"linerate/wire"
 )
 
 // TestPrometheusScrapesServe runs Debian's Prometheus server in node b of
@@ -38,26 +31,13 @@ func TestPrometheusScrapesServe(t *testing.T) {
 		t.Skip("no prometheus server (Debian's prometheus package; make deps installs it)")
 	}
 	bin := buildLinerate(t, t.TempDir())
-	var rnd [3]byte
-	_, _ = rand.Read(rnd[:])
-	name := "lp-" + hex.EncodeToString(rnd[:])
 	const web, promAddr = "127.0.0.1:9464", "127.0.0.1:9090"
-	dir := lab.Dir(t.TempDir())
-	l, err := dir.Up(context.Background(), lab.Spec{Name: name, Topology: lab.Pair,
-		Serve: &lab.Serve{Port: wire.DefaultPort, Command: func(node, secretFile string) *exec.Cmd {
-			args := []string{"serve", "--quiet", "--token-file", secretFile}
-			if node == "b" {
-				args = append(args, "--web", web)
-			}
-			return exec.Command(bin, args...)
-		}}})
-	if err != nil {
-		t.Fatalf("lab up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := dir.Down(name); err != nil {
-			t.Errorf("lab down: %v", err)
+	l := upServingLab(t, "lp-", func(node, secretFile string) *exec.Cmd {
+		args := []string{"serve", "--quiet", "--token-file", secretFile}
+		if node == "b" {
+			args = append(args, "--web", web)
 		}
+		return exec.Command(bin, args...)
 	})
 
 	// Prometheus in b, its storage in a temporary directory, bound to
@@ -99,15 +79,7 @@ scrape_configs:
 	})
 
 	// Every connection to Prometheus is made inside b.
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := l.Do("b", func() error {
-			var err error
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}}}
+	client := nodeClient(l, "b", 5*time.Second)
 	query := func(q string, at time.Time) (float64, error) {
 		v := url.Values{"query": {q}}
 		if !at.IsZero() {

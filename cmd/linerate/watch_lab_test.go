@@ -33,21 +33,8 @@ import (
 func TestBenchWeb(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := buildLinerate(t, t.TempDir())
-	var rnd [3]byte
-	_, _ = rand.Read(rnd[:])
-	name := "lw-" + hex.EncodeToString(rnd[:])
-	dir := lab.Dir(t.TempDir())
-	l, err := dir.Up(context.Background(), lab.Spec{Name: name, Topology: lab.Pair,
-		Serve: &lab.Serve{Port: wire.DefaultPort, Command: func(_, secretFile string) *exec.Cmd {
-			return exec.Command(bin, "serve", "--token-file", secretFile)
-		}}})
-	if err != nil {
-		t.Fatalf("lab up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := dir.Down(name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
+	l := upServingLab(t, "lw-", func(_, secretFile string) *exec.Cmd {
+		return exec.Command(bin, "serve", "--token-file", secretFile)
 	})
 
 	const web = "127.0.0.1:9464"
@@ -83,15 +70,7 @@ func TestBenchWeb(t *testing.T) {
 	go func() { io.Copy(&rest, errs); close(copied) }()
 
 	// Connections to the web address are made inside node a.
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := l.Do("a", func() error {
-			var err error
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}}}
+	client := nodeClient(l, "a", 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+web+"/events", nil)
@@ -175,6 +154,42 @@ func TestBenchWeb(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || r.Summary.ReceivedPackets == 0 {
 		t.Errorf("bench --json: %v\n%s", err, stdout.String())
 	}
+}
+
+// upServingLab brings up a pair lab (nodes a and b) named prefix and a
+// random suffix, whose agents run command, and removes it when the test
+// ends.
+func upServingLab(t *testing.T, prefix string, command func(node, secretFile string) *exec.Cmd) *lab.Lab {
+	t.Helper()
+	var rnd [3]byte
+	_, _ = rand.Read(rnd[:])
+	name := prefix + hex.EncodeToString(rnd[:])
+	dir := lab.Dir(t.TempDir())
+	l, err := dir.Up(context.Background(), lab.Spec{Name: name, Topology: lab.Pair,
+		Serve: &lab.Serve{Port: wire.DefaultPort, Command: command}})
+	if err != nil {
+		t.Fatalf("lab up: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := dir.Down(name); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	return l
+}
+
+// nodeClient is an HTTP client whose connections are made inside node of
+// l (timeout 0: none).
+func nodeClient(l *lab.Lab, node string, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := l.Do(node, func() error {
+			var err error
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}}}
 }
 
 func hasLabels(m *dto.Metric, want map[string]string) bool {
