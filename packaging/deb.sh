@@ -20,11 +20,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 # A Debian version starts with a digit and holds no '-' (a native
 # package: no Debian revision). git describe gives v1.2.3, v1.2.3-4-gabc
-# or, without tags, abc1234[-dirty].
+# or, without tags, abc1234[-dirty] (which may start with a digit too).
 v=${version#v}
 case $v in
-[0-9]*) ;;
-*) v="0~git$v" ;;
+[0-9]*.[0-9]*) ;;          # a release tag, v1.2 or 1.2.3
+*) v="0~git$v" ;;          # a commit: before any release
 esac
 debversion=$(printf '%s' "$v" | tr -c 'A-Za-z0-9.+~\n' '+')
 
