@@ -53,30 +53,47 @@ var promqlMetric = regexp.MustCompile(`\blinerate_[a-zA-Z0-9_:]*`)
 // recordName matches what a recording rule's name may not hold.
 var recordName = regexp.MustCompile(`[^a-zA-Z0-9_]+`)
 
-// docs/grafana/linerate.json is a dashboard Grafana imports, and every
-// metric its queries use is one linerate exports (names read from this
-// machine's /metrics); promtool parses every query.
-func TestGrafanaDashboard(t *testing.T) {
+// dashboard is what the tests read of docs/grafana/linerate.json.
+type dashboard struct {
+	Title  string `json:"title"`
+	UID    string `json:"uid"`
+	Inputs []struct {
+		Name string `json:"name"`
+	} `json:"__inputs"`
+	Panels []struct {
+		Title   string           `json:"title"`
+		Targets []dashboardQuery `json:"targets"`
+	} `json:"panels"`
+}
+
+type dashboardQuery struct {
+	Expr string `json:"expr"`
+}
+
+// promQL is the query as Grafana sends it to Prometheus: every instance,
+// rates over window.
+func (q dashboardQuery) promQL(window string) string {
+	return strings.NewReplacer("$instance", ".*", "$__rate_interval", window).Replace(q.Expr)
+}
+
+func readDashboard(t *testing.T) dashboard {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "grafana", "linerate.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d struct {
-		Title  string `json:"title"`
-		UID    string `json:"uid"`
-		Inputs []struct {
-			Name string `json:"name"`
-		} `json:"__inputs"`
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
+	var d dashboard
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("docs/grafana/linerate.json: %v", err)
 	}
+	return d
+}
+
+// docs/grafana/linerate.json is a dashboard Grafana imports, and every
+// metric its queries use is one linerate exports (names read from this
+// machine's /metrics); promtool parses every query.
+func TestGrafanaDashboard(t *testing.T) {
+	d := readDashboard(t)
 	if d.Title == "" || d.UID == "" || len(d.Inputs) != 1 || d.Inputs[0].Name != "DS_PROMETHEUS" {
 		t.Errorf("title %q uid %q inputs %+v: want a titled dashboard asking for one Prometheus data source", d.Title, d.UID, d.Inputs)
 	}
@@ -103,8 +120,7 @@ func TestGrafanaDashboard(t *testing.T) {
 					t.Errorf("panel %q: %s is not among the metrics linerate exports", p.Title, n)
 				}
 			}
-			// Grafana's variables as Prometheus would get them.
-			expr := strings.NewReplacer("$instance", ".*", "$__rate_interval", "1m").Replace(q.Expr)
+			expr := q.promQL("1m")
 			fmt.Fprintf(&rules, "      - record: linerate:panel_%s_%d\n        expr: %q\n", recordName.ReplaceAllString(p.Title, "_"), i, expr)
 		}
 	}

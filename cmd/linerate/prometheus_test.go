@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -80,14 +81,16 @@ scrape_configs:
 
 	// Every connection to Prometheus is made inside b.
 	client := nodeClient(l, "b", 5*time.Second)
-	query := func(q string, at time.Time) (float64, error) {
+	// query asks Prometheus for q at at (zero: now) and returns each
+	// series' value.
+	query := func(q string, at time.Time) ([]float64, error) {
 		v := url.Values{"query": {q}}
 		if !at.IsZero() {
 			v.Set("time", strconv.FormatFloat(float64(at.UnixNano())/1e9, 'f', 3, 64))
 		}
 		resp, err := client.Get("http://" + promAddr + "/api/v1/query?" + v.Encode())
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -101,20 +104,39 @@ scrape_configs:
 			} `json:"data"`
 		}
 		if err := json.Unmarshal(body, &r); err != nil {
-			return 0, fmt.Errorf("%s: %v: %s", q, err, body)
+			return nil, fmt.Errorf("%s: %v: %s", q, err, body)
 		}
-		if r.Status != "success" || len(r.Data.Result) != 1 {
-			return 0, fmt.Errorf("%s: status %q %s, %d series: %s", q, r.Status, r.Error, len(r.Data.Result), body)
+		if r.Status != "success" {
+			return nil, fmt.Errorf("%s: status %q: %s", q, r.Status, r.Error)
 		}
-		s, _ := r.Data.Result[0].Value[1].(string)
-		return strconv.ParseFloat(s, 64)
+		var vals []float64
+		for _, res := range r.Data.Result {
+			s, _ := res.Value[1].(string)
+			x, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: value %q", q, s)
+			}
+			vals = append(vals, x)
+		}
+		return vals, nil
+	}
+	// one is the value of a query that has one series.
+	one := func(q string, at time.Time) (float64, error) {
+		vals, err := query(q, at)
+		if err == nil && len(vals) != 1 {
+			err = fmt.Errorf("%s: %d series, want 1", q, len(vals))
+		}
+		if err != nil {
+			return 0, err
+		}
+		return vals[0], nil
 	}
 	// Wait (20 s at most) until Prometheus has scraped the agent a few
 	// times: the NIC counter of b's interface to a is there.
 	const rx = `linerate_nic_receive_packets_total{job="linerate",iface="a"}`
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		n, err := query("count_over_time("+rx+"[10s])", time.Time{})
+		n, err := one("count_over_time("+rx+"[10s])", time.Time{})
 		if err == nil && n >= 3 {
 			break
 		}
@@ -163,7 +185,7 @@ scrape_configs:
 		time.Sleep(100 * time.Millisecond)
 	}
 	q := "rate(" + rx + "[5s])"
-	got, err := query(q, at)
+	got, err := one(q, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +193,22 @@ scrape_configs:
 	t.Logf("bench received %.0f pps; Prometheus: %s = %.0f at %s (%+.2f%%)", want, q, got, at.Format(time.TimeOnly), (got/want-1)*100)
 	if math.Abs(got/want-1) > 0.05 {
 		t.Errorf("Prometheus says %s = %.0f, the bench received %.0f pps: more than 5%% apart", q, got, want)
+	}
+
+	// Every query of the Grafana dashboard runs on what Prometheus
+	// scraped, and each panel of this box's counters has series (an agent
+	// has no bench figures, and a veth no queue interrupts).
+	for _, p := range readDashboard(t).Panels {
+		for _, dq := range p.Targets {
+			vals, err := query(dq.promQL("5s"), at)
+			switch {
+			case err != nil:
+				t.Errorf("dashboard panel %q: %v", p.Title, err)
+			case len(vals) == 0 && !strings.Contains(p.Title, "queue") && !strings.Contains(p.Title, "Bench"):
+				t.Errorf("dashboard panel %q: %s has no series", p.Title, dq.Expr)
+			default:
+				t.Logf("dashboard panel %q: %d series", p.Title, len(vals))
+			}
+		}
 	}
 }
