@@ -44,7 +44,7 @@ test: deps build
 	@# once starve each other's samples and windows (flaky, not faster).
 	$(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory fuzz-short
-	@out=$$(mktemp -d) && $(MAKE) --no-print-directory release OUT=$$out; rc=$$?; rm -rf $$out; exit $$rc
+	@out=$$(mktemp -d) && $(MAKE) --no-print-directory release OUT=$$out && sh packaging/check.sh $$out; rc=$$?; rm -rf $$out; exit $$rc
 
 # Fuzz targets (PACKAGE:TARGET): every text parser, the capture reader and
 # the control protocol decoder.
@@ -92,12 +92,18 @@ demo-smoke: build
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo-smoke needs root (it builds network namespaces): try sudo make demo-smoke"; exit 2; fi
 	./$(BIN) demo --quick
 
+# release cross-builds the static binaries and, where dpkg-deb is, the
+# .deb packages (binary, man pages, completions, the agent's systemd unit).
 OUT ?= dist
 release:
 	@mkdir -p $(OUT)
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-amd64 ./cmd/linerate
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-arm64 ./cmd/linerate
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-armv7 ./cmd/linerate
+	@# .deb packages for amd64, arm64 and armhf from the binaries above
+	@# (packaging/deb.sh); make test checks them (packaging/check.sh).
+	@if command -v dpkg-deb >/dev/null; then sh packaging/deb.sh '$(VERSION)' $(OUT); \
+	  else echo "note: no dpkg-deb: no .deb packages"; fi
 	@ls -l $(OUT)
 
 bench: build

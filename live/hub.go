@@ -21,6 +21,7 @@ type Hub struct {
 	seq    uint64
 	latest *Snapshot
 	bench  *results.IntervalStats
+	totals Totals
 	subs   map[chan Snapshot]struct{}
 	closed bool
 }
@@ -36,6 +37,7 @@ func (h *Hub) Rates(r box.Rates) Snapshot {
 	s := h.view.Snapshot(r)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.totals.addInterval(s)
 	s.Bench = h.bench
 	return h.publish(s)
 }
@@ -46,6 +48,7 @@ func (h *Hub) Bench(iv results.IntervalStats) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.bench = benchOf(iv)
+	h.totals.addBench(iv)
 	var s Snapshot
 	if h.latest != nil {
 		s = *h.latest
@@ -62,6 +65,7 @@ func (h *Hub) publish(s Snapshot) Snapshot {
 	}
 	h.seq++
 	s.Seq = h.seq
+	s.Totals = h.totals.clone()
 	h.latest = &s
 	for ch := range h.subs {
 		select {

@@ -2,7 +2,9 @@ package live
 
 import (
 	"bytes"
+	"math"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -54,31 +56,25 @@ func TestBuild(t *testing.T) {
 	}
 }
 
-// TestMetrics parses /metrics' text with Prometheus's own parser.
+// TestMetrics parses /metrics' text with Prometheus's own parser: two
+// sampled seconds and two bench seconds make counters of twice a second.
 func TestMetrics(t *testing.T) {
-	h := NewHub(&View{Ifaces: []string{"eth0"}, irqs: names, checked: time.Now(), now: time.Now})
-	h.Rates(rates())
-	h.Bench(results.IntervalStats{T: 3, SentPPS: 1000, ReceivedPPS: 990, SentBPS: 1000 * 84 * 8, ReceivedBPS: 990 * 84 * 8})
-	s, ok := h.Latest()
-	if !ok || s.Seq != 2 || s.Bench == nil || len(s.CPUs) != 2 {
-		t.Fatalf("latest %+v %v: want the rates with the bench second", s, ok)
-	}
-	var buf bytes.Buffer
-	if err := WriteMetrics(&buf, s); err != nil {
-		t.Fatal(err)
-	}
-	fams := parseMetrics(t, buf.String())
+	fams := parseMetrics(t, metricsText(t, names))
 	for _, m := range Metrics {
 		f, ok := fams[m.Name]
 		if !ok {
 			t.Errorf("%s missing", m.Name)
 			continue
 		}
-		if f.GetHelp() != m.Help || f.GetType() != dto.MetricType_GAUGE {
-			t.Errorf("%s: help %q type %v", m.Name, f.GetHelp(), f.GetType())
+		want := map[string]dto.MetricType{Counter: dto.MetricType_COUNTER, Gauge: dto.MetricType_GAUGE}[m.Type]
+		if f.GetHelp() != m.Help || f.GetType() != want {
+			t.Errorf("%s: help %q type %v, want %v", m.Name, f.GetHelp(), f.GetType(), want)
 		}
 		if !model.IsValidLegacyMetricName(m.Name) || !strings.HasPrefix(m.Name, "linerate_") {
 			t.Errorf("%s: not a linerate_ metric name", m.Name)
+		}
+		if (m.Type == Counter) != strings.HasSuffix(m.Name, "_total") {
+			t.Errorf("%s: a %s; only counters end in _total", m.Name, m.Type)
 		}
 	}
 	for _, c := range []struct {
@@ -86,50 +82,82 @@ func TestMetrics(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"linerate_cpu_busy_ratio", map[string]string{"cpu": "0", "mode": "softirq"}, 0.2},
-		{"linerate_cpu_busy_ratio", map[string]string{"cpu": "1", "mode": "steal"}, 0.01},
-		{"linerate_cpu_busy_ratio", map[string]string{"cpu": "1", "mode": "other"}, 0.04},
-		{"linerate_interrupts_per_second", map[string]string{"irq": "41", "cpu": "1", "name": "eth0-rx-0", "iface": "eth0"}, 900},
-		{"linerate_softirqs_per_second", map[string]string{"cpu": "1", "type": "NET_RX"}, 950},
-		{"linerate_softnet_dropped_per_second", map[string]string{"cpu": "0"}, 3},
-		{"linerate_softnet_time_squeezed_per_second", map[string]string{"cpu": "0"}, 2},
-		{"linerate_iface_rx_packets_per_second", map[string]string{"iface": "eth0"}, 1000},
-		{"linerate_iface_rx_bytes_per_second", map[string]string{"iface": "eth0"}, 64000},
-		{"linerate_iface_rx_dropped_per_second", map[string]string{"iface": "eth0"}, 4},
-		{"linerate_bench_received_packets_per_second", nil, 990},
-		{"linerate_bench_sent_bytes_per_second", nil, 84000},
+		{"linerate_cpu_seconds_total", map[string]string{"cpu": "0", "mode": "softirq"}, 0.4},
+		{"linerate_cpu_seconds_total", map[string]string{"cpu": "1", "mode": "steal"}, 0.02},
+		{"linerate_cpu_seconds_total", map[string]string{"cpu": "1", "mode": "other"}, 0.08},
+		{"linerate_cpu_seconds_total", map[string]string{"cpu": "1", "mode": "idle"}, 1},
+		{"linerate_interrupts_total", map[string]string{"irq": "41", "cpu": "1", "name": "eth0-rx-0", "iface": "eth0"}, 1800},
+		{"linerate_cpu_interrupts_total", map[string]string{"cpu": "1"}, 2300},
+		{"linerate_softirqs_total", map[string]string{"cpu": "1", "type": "NET_RX"}, 1900},
+		{"linerate_softnet_dropped_packets_total", map[string]string{"cpu": "0"}, 6},
+		{"linerate_softnet_times_squeezed_total", map[string]string{"cpu": "0"}, 4},
+		{"linerate_nic_receive_packets_total", map[string]string{"iface": "eth0"}, 2000},
+		{"linerate_nic_receive_bytes_total", map[string]string{"iface": "eth0"}, 128000},
+		{"linerate_nic_receive_drops_total", map[string]string{"iface": "eth0"}, 8},
+		{"linerate_bench_received_packets_total", nil, 1980},
+		{"linerate_bench_sent_bytes_total", nil, 168000},
+		{"linerate_bench_elapsed_seconds", nil, 2},
 		{"linerate_sample_interval_seconds", nil, 1},
 	} {
-		if got, ok := value(fams, c.name, c.labels); !ok || got != c.want {
+		if got, ok := value(fams, c.name, c.labels); !ok || math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
 	}
-	// The busy modes add up to busy.
+	// The modes add up to the seconds sampled.
 	sum := 0.0
-	for _, m := range fams["linerate_cpu_busy_ratio"].GetMetric() {
+	for _, m := range fams["linerate_cpu_seconds_total"].GetMetric() {
 		if labelsOf(m)["cpu"] == "1" {
-			sum += m.GetGauge().GetValue()
+			sum += m.GetCounter().GetValue()
 		}
 	}
-	if d := sum - 0.5; d > 1e-9 || d < -1e-9 {
-		t.Errorf("cpu 1 modes add up to %v, want its busy 0.5", sum)
+	if d := sum - 2; d > 1e-9 || d < -1e-9 {
+		t.Errorf("cpu 1 modes add up to %v s, want the 2 s sampled", sum)
 	}
-	if _, ok := value(fams, "linerate_iface_rx_packets_per_second", map[string]string{"iface": "lo"}); ok {
+	if _, ok := value(fams, "linerate_nic_receive_packets_total", map[string]string{"iface": "lo"}); ok {
 		t.Error("lo is exported though not shown")
+	}
+}
+
+// metricsText is /metrics after two sampled seconds of rates() and two
+// bench seconds, interrupts named by irqs.
+func metricsText(t *testing.T, irqs map[string]IRQInfo) string {
+	t.Helper()
+	h := NewHub(&View{Ifaces: []string{"eth0"}, irqs: irqs, checked: time.Now(), now: time.Now})
+	h.Rates(rates())
+	h.Rates(rates())
+	h.Bench(results.IntervalStats{T: 1, SentPPS: 1000, ReceivedPPS: 990, SentBPS: 1000 * 84 * 8, ReceivedBPS: 990 * 84 * 8})
+	h.Bench(results.IntervalStats{T: 2, SentPPS: 1000, ReceivedPPS: 990, SentBPS: 1000 * 84 * 8, ReceivedBPS: 990 * 84 * 8})
+	s, ok := h.Latest()
+	if !ok || s.Seq != 4 || s.Bench == nil || len(s.CPUs) != 2 {
+		t.Fatalf("latest %+v %v: want the rates with the bench second", s, ok)
+	}
+	var buf bytes.Buffer
+	if err := WriteMetrics(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// promtool, Prometheus' own linter, finds nothing to say about /metrics.
+func TestMetricsPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("no promtool (Debian's prometheus package; make deps installs it)")
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(metricsText(t, names))
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
 
 // A label value with quotes, backslashes and a newline survives.
 func TestMetricsEscaping(t *testing.T) {
 	odd := "a\"b\\c\nd"
-	s := Build(rates(), []string{"eth0"}, map[string]IRQInfo{"41": {Name: odd}})
-	var buf bytes.Buffer
-	if err := WriteMetrics(&buf, s); err != nil {
-		t.Fatal(err)
-	}
-	fams := parseMetrics(t, buf.String())
-	if _, ok := value(fams, "linerate_interrupts_per_second", map[string]string{"irq": "41", "cpu": "1", "name": odd}); !ok {
-		t.Errorf("label %q lost:\n%s", odd, buf.String())
+	fams := parseMetrics(t, metricsText(t, map[string]IRQInfo{"41": {Name: odd}, "42": {}, "43": {}}))
+	if _, ok := value(fams, "linerate_interrupts_total", map[string]string{"irq": "41", "cpu": "1", "name": odd}); !ok {
+		t.Errorf("label %q lost", odd)
 	}
 }
 
@@ -164,6 +192,9 @@ next:
 			if l[k] != v {
 				continue next
 			}
+		}
+		if m.Counter != nil {
+			return m.GetCounter().GetValue(), true
 		}
 		return m.GetGauge().GetValue(), true
 	}

@@ -3,78 +3,191 @@ package live
 import (
 	"bufio"
 	"io"
+	"maps"
 	"strconv"
 	"strings"
+
+	"linerate/internal/version"
+	"linerate/results"
 )
 
 // The Prometheus text exposition format (version 0.0.4) is a few lines
 // per metric, and the only subtlety is escaping label values and help
 // text; writing it here keeps the protobuf runtime that the client
 // library would bring out of the binary. The tests parse the output with
-// Prometheus's own parser (expfmt).
+// Prometheus's own parser (expfmt) and check it with promtool.
 
 // MetricsContentType is the Content-Type of WriteMetrics' output.
 const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 
+// The types of metric families.
+const (
+	Counter = "counter"
+	Gauge   = "gauge"
+)
+
 // Metrics is the table of everything /metrics may hold, in the order
-// written, with the labels each has (for docs and tests). Every one is a
-// gauge holding a rate over the last interval: Prometheus would rather
-// have counters, but these are the figures the sampler has, and a scrape
-// sees the same second the page shows.
+// written, with the type and labels of each (for docs and tests).
+//
+// What the kernel counts is a counter (`_total`), as node_exporter
+// exports it: a scraper takes rates over the window it chooses
+// (rate(linerate_nic_receive_packets_total[1m])). The counters count
+// from when this process began sampling: they are the sums of every
+// sampled interval, so they never go backwards while it runs (a kernel
+// counter that did counts as 0 for that interval) and start again from 0
+// when it restarts, which rate() handles. Gauges are what is a level,
+// not a count.
 var Metrics = []struct {
-	Name, Labels, Help string
+	Name, Type, Labels, Help string
 }{
-	{"linerate_sample_interval_seconds", "", "Length of the last sampled interval."},
-	{"linerate_sample_timestamp_seconds", "", "End of the last sampled interval, in seconds since the Unix epoch."},
-	{"linerate_cpu_busy_ratio", "cpu, mode", "Share of the CPU's time spent in each busy mode over the last interval (user, system, irq, softirq, steal, other: nice and guest); the modes add up to the CPU's busy share."},
-	{"linerate_interrupts_per_second", "irq, name, iface, cpu", "Interrupts per second of a numbered interrupt on a CPU; name is its /proc/interrupts action (a NIC queue), iface its interface when known."},
-	{"linerate_cpu_interrupts_per_second", "cpu", "Interrupts per second on a CPU, every /proc/interrupts row included."},
-	{"linerate_softirqs_per_second", "cpu, type", "Network softirqs per second on a CPU (type NET_RX or NET_TX)."},
-	{"linerate_softnet_processed_per_second", "cpu", "Packets per second the CPU's softnet backlog processed (/proc/net/softnet_stat)."},
-	{"linerate_softnet_dropped_per_second", "cpu", "Packets per second dropped because the CPU's backlog was full."},
-	{"linerate_softnet_time_squeezed_per_second", "cpu", "Times per second the CPU's net_rx softirq ran out of budget or time with work left."},
-	{"linerate_iface_rx_bytes_per_second", "iface", "Bytes per second received by the interface (/proc/net/dev)."},
-	{"linerate_iface_tx_bytes_per_second", "iface", "Bytes per second sent by the interface."},
-	{"linerate_iface_rx_packets_per_second", "iface", "Packets per second received by the interface."},
-	{"linerate_iface_tx_packets_per_second", "iface", "Packets per second sent by the interface."},
-	{"linerate_iface_rx_dropped_per_second", "iface", "Received packets per second the interface dropped."},
-	{"linerate_iface_tx_dropped_per_second", "iface", "Packets per second dropped on the way out of the interface."},
-	{"linerate_iface_rx_errors_per_second", "iface", "Receive errors per second on the interface."},
-	{"linerate_iface_tx_errors_per_second", "iface", "Transmit errors per second on the interface."},
-	{"linerate_bench_elapsed_seconds", "", "Seconds since the running bench started, at the end of its last second."},
-	{"linerate_bench_warmup", "", "1 while the running bench is in its warmup (not measured), else 0."},
-	{"linerate_bench_sent_packets_per_second", "", "Packets per second the running bench sent in its last second."},
-	{"linerate_bench_received_packets_per_second", "", "Packets per second the running bench's receivers got in its last second."},
-	{"linerate_bench_sent_bytes_per_second", "", "Bytes per second (Ethernet frames) the running bench sent in its last second."},
-	{"linerate_bench_received_bytes_per_second", "", "Bytes per second (Ethernet frames) the running bench's receivers got in its last second."},
+	{"linerate_build_info", Gauge, "version", "Always 1; version is the linerate build serving these metrics."},
+	{"linerate_sample_interval_seconds", Gauge, "", "Length of the last sampled interval."},
+	{"linerate_sample_timestamp_seconds", Gauge, "", "End of the last sampled interval, in seconds since the Unix epoch."},
+	{"linerate_cpu_seconds_total", Counter, "cpu, mode", "Seconds each CPU spent in each mode (user, system, irq, softirq, steal, other: nice and guest, idle, iowait), from /proc/stat."},
+	{"linerate_interrupts_total", Counter, "irq, name, iface, cpu", "Interrupts of a numbered interrupt on a CPU; name is its /proc/interrupts action (a NIC queue), iface its interface when known."},
+	{"linerate_cpu_interrupts_total", Counter, "cpu", "Interrupts on a CPU, every /proc/interrupts row included."},
+	{"linerate_softirqs_total", Counter, "cpu, type", "Network softirqs on a CPU (type NET_RX or NET_TX), from /proc/softirqs."},
+	{"linerate_softnet_processed_packets_total", Counter, "cpu", "Packets the CPU's softnet backlog processed (/proc/net/softnet_stat)."},
+	{"linerate_softnet_dropped_packets_total", Counter, "cpu", "Packets dropped because the CPU's backlog was full."},
+	{"linerate_softnet_times_squeezed_total", Counter, "cpu", "Times the CPU's net_rx softirq ran out of budget or time with work left."},
+	{"linerate_nic_receive_bytes_total", Counter, "iface", "Bytes received by the interface (/proc/net/dev)."},
+	{"linerate_nic_transmit_bytes_total", Counter, "iface", "Bytes sent by the interface."},
+	{"linerate_nic_receive_packets_total", Counter, "iface", "Packets received by the interface."},
+	{"linerate_nic_transmit_packets_total", Counter, "iface", "Packets sent by the interface."},
+	{"linerate_nic_receive_drops_total", Counter, "iface", "Received packets the interface dropped."},
+	{"linerate_nic_transmit_drops_total", Counter, "iface", "Packets dropped on the way out of the interface."},
+	{"linerate_nic_receive_errors_total", Counter, "iface", "Receive errors on the interface."},
+	{"linerate_nic_transmit_errors_total", Counter, "iface", "Transmit errors on the interface."},
+	{"linerate_bench_elapsed_seconds", Gauge, "", "Seconds since the running bench started, at the end of its last second."},
+	{"linerate_bench_warmup", Gauge, "", "1 while the running bench is in its warmup (not measured), else 0."},
+	{"linerate_bench_sent_packets_total", Counter, "", "Packets the benches this process ran or served sent."},
+	{"linerate_bench_received_packets_total", Counter, "", "Packets the receivers of the benches this process ran or served got."},
+	{"linerate_bench_sent_bytes_total", Counter, "", "Bytes (Ethernet frames) the benches this process ran or served sent."},
+	{"linerate_bench_received_bytes_total", Counter, "", "Bytes (Ethernet frames) the receivers of the benches this process ran or served got."},
 }
 
-// promWriter writes metric families: one HELP and TYPE, then samples.
-type promWriter struct {
-	w    *bufio.Writer
-	help map[string]string
-	open string // the family whose header was written last
-}
-
-func (p *promWriter) sample(name string, v float64, labels ...string) {
-	if p.open != name {
-		p.w.WriteString("# HELP " + name + " " + escapeHelp(p.help[name]) + "\n")
-		p.w.WriteString("# TYPE " + name + " gauge\n")
-		p.open = name
-	}
-	p.w.WriteString(name)
-	sep := "{"
+// labelText renders label pairs (name, value, ...) as the text format
+// writes them between braces; an empty value is an absent label.
+func labelText(labels ...string) string {
+	var b strings.Builder
 	for i := 0; i+1 < len(labels); i += 2 {
 		if labels[i+1] == "" {
 			continue // an unknown value is an absent label
 		}
-		p.w.WriteString(sep + labels[i] + `="` + escapeLabel(labels[i+1]) + `"`)
-		sep = ","
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(labels[i] + `="` + labelEscaper.Replace(labels[i+1]) + `"`)
 	}
-	if sep == "," {
-		p.w.WriteString("}")
+	return b.String()
+}
+
+// Totals are the counters /metrics exports: each family's series (their
+// rendered labels) in the order first seen, with their values. The zero
+// Totals is empty and ready.
+type Totals struct {
+	fams map[string]*series
+	// benchT is the end (seconds since its start) of the last bench
+	// second counted.
+	benchT float64
+}
+
+type series struct {
+	keys []string
+	vals map[string]float64
+}
+
+// add adds v to the series of name with labels.
+func (t *Totals) add(name string, v float64, labels ...string) {
+	if t.fams == nil {
+		t.fams = map[string]*series{}
 	}
-	p.w.WriteString(" " + strconv.FormatFloat(v, 'g', -1, 64) + "\n")
+	f := t.fams[name]
+	if f == nil {
+		f = &series{vals: map[string]float64{}}
+		t.fams[name] = f
+	}
+	k := labelText(labels...)
+	if _, ok := f.vals[k]; !ok {
+		f.keys = append(f.keys, k)
+	}
+	f.vals[k] += max(v, 0)
+}
+
+// clone is a copy that later adds to t leave alone.
+func (t *Totals) clone() *Totals {
+	c := &Totals{fams: make(map[string]*series, len(t.fams)), benchT: t.benchT}
+	for name, f := range t.fams {
+		c.fams[name] = &series{keys: f.keys[:len(f.keys):len(f.keys)], vals: maps.Clone(f.vals)}
+	}
+	return c
+}
+
+// addInterval counts one sampled interval of s: each rate times the
+// interval's length.
+func (t *Totals) addInterval(s Snapshot) {
+	sec := s.Seconds
+	for i, c := range s.CPUs {
+		id := strconv.Itoa(c.ID)
+		for _, m := range cpuModes(c) {
+			t.add("linerate_cpu_seconds_total", m.pct/100*sec, "cpu", id, "mode", m.mode)
+		}
+		t.add("linerate_cpu_interrupts_total", c.Interrupts*sec, "cpu", id)
+		t.add("linerate_softirqs_total", c.NetRX*sec, "cpu", id, "type", "NET_RX")
+		t.add("linerate_softirqs_total", c.NetTX*sec, "cpu", id, "type", "NET_TX")
+		t.add("linerate_softnet_processed_packets_total", c.Processed*sec, "cpu", id)
+		t.add("linerate_softnet_dropped_packets_total", c.Dropped*sec, "cpu", id)
+		t.add("linerate_softnet_times_squeezed_total", c.TimeSqueeze*sec, "cpu", id)
+		for _, q := range s.IRQs {
+			if i < len(q.PerCPU) {
+				t.add("linerate_interrupts_total", q.PerCPU[i]*sec, "irq", q.IRQ, "name", q.Name, "iface", q.Iface, "cpu", id)
+			}
+		}
+	}
+	for _, n := range s.Ifaces {
+		for _, m := range []struct {
+			name string
+			rate float64
+		}{
+			{"linerate_nic_receive_bytes_total", n.RxBps / 8},
+			{"linerate_nic_transmit_bytes_total", n.TxBps / 8},
+			{"linerate_nic_receive_packets_total", n.RxPps},
+			{"linerate_nic_transmit_packets_total", n.TxPps},
+			{"linerate_nic_receive_drops_total", n.RxDrops},
+			{"linerate_nic_transmit_drops_total", n.TxDrops},
+			{"linerate_nic_receive_errors_total", n.RxErrors},
+			{"linerate_nic_transmit_errors_total", n.TxErrors},
+		} {
+			t.add(m.name, m.rate*sec, "iface", n.Name)
+		}
+	}
+}
+
+// addBench counts one second of a bench: its rates times the time since
+// the bench's last second (a T that went back is a new bench).
+func (t *Totals) addBench(iv results.IntervalStats) {
+	sec := iv.T
+	if iv.T > t.benchT {
+		sec = iv.T - t.benchT
+	}
+	t.benchT = iv.T
+	iv.ClearUnknown()
+	t.add("linerate_bench_sent_packets_total", iv.SentPPS*sec)
+	t.add("linerate_bench_received_packets_total", iv.ReceivedPPS*sec)
+	t.add("linerate_bench_sent_bytes_total", iv.SentBPS/8*sec)
+	t.add("linerate_bench_received_bytes_total", iv.ReceivedBPS/8*sec)
+}
+
+type cpuMode struct {
+	mode string
+	pct  float64
+}
+
+// cpuModes splits a CPU's time into modes that add up to 100%.
+func cpuModes(c CPU) []cpuMode {
+	other := max(0, c.Busy-c.User-c.System-c.IRQ-c.SoftIRQ-c.Steal)
+	return []cpuMode{{"user", c.User}, {"system", c.System}, {"irq", c.IRQ}, {"softirq", c.SoftIRQ},
+		{"steal", c.Steal}, {"other", other}, {"idle", c.Idle}, {"iowait", c.IOWait}}
 }
 
 var (
@@ -82,86 +195,59 @@ var (
 	labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
 )
 
-func escapeHelp(s string) string  { return helpEscaper.Replace(s) }
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+// sampleLine is one sample of a family: its rendered labels and value.
+type sampleLine struct {
+	labels string
+	v      float64
+}
 
 // WriteMetrics writes s in the Prometheus text format: every family with
-// its HELP and TYPE, CPU shares as ratios (0-1), bits as bytes.
+// its HELP and TYPE, in the order of Metrics; the counters are s.Totals
+// (none when nil).
 func WriteMetrics(w io.Writer, s Snapshot) error {
-	help := make(map[string]string, len(Metrics))
+	bw := bufio.NewWriter(w)
 	for _, m := range Metrics {
-		help[m.Name] = m.Help
-	}
-	p := &promWriter{w: bufio.NewWriter(w), help: help}
-	p.sample("linerate_sample_interval_seconds", s.Seconds)
-	if !s.Time.IsZero() {
-		p.sample("linerate_sample_timestamp_seconds", float64(s.Time.UnixNano())/1e9)
-	}
-	cpu := func(c CPU) string { return strconv.Itoa(c.ID) }
-	for _, c := range s.CPUs {
-		other := max(0, c.Busy-c.User-c.System-c.IRQ-c.SoftIRQ-c.Steal)
-		for _, m := range []struct {
-			mode string
-			pct  float64
-		}{{"user", c.User}, {"system", c.System}, {"irq", c.IRQ}, {"softirq", c.SoftIRQ}, {"steal", c.Steal}, {"other", other}} {
-			p.sample("linerate_cpu_busy_ratio", m.pct/100, "cpu", cpu(c), "mode", m.mode)
-		}
-	}
-	for _, q := range s.IRQs {
-		for i, v := range q.PerCPU {
-			id := strconv.Itoa(i)
-			if i < len(s.CPUs) {
-				id = cpu(s.CPUs[i])
+		var vals []sampleLine
+		put := func(v float64, labels string) { vals = append(vals, sampleLine{labels, v}) }
+		switch m.Name {
+		case "linerate_build_info":
+			put(1, labelText("version", version.Version))
+		case "linerate_sample_interval_seconds":
+			put(s.Seconds, "")
+		case "linerate_sample_timestamp_seconds":
+			if !s.Time.IsZero() {
+				put(float64(s.Time.UnixNano())/1e9, "")
 			}
-			p.sample("linerate_interrupts_per_second", v, "irq", q.IRQ, "name", q.Name, "iface", q.Iface, "cpu", id)
+		case "linerate_bench_elapsed_seconds":
+			if s.Bench != nil {
+				put(s.Bench.T, "")
+			}
+		case "linerate_bench_warmup":
+			if s.Bench != nil {
+				put(map[bool]float64{false: 0, true: 1}[s.Bench.Warmup], "")
+			}
+		default:
+			if s.Totals == nil {
+				break
+			}
+			if f := s.Totals.fams[m.Name]; f != nil {
+				for _, k := range f.keys {
+					put(f.vals[k], k)
+				}
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		bw.WriteString("# HELP " + m.Name + " " + helpEscaper.Replace(m.Help) + "\n")
+		bw.WriteString("# TYPE " + m.Name + " " + m.Type + "\n")
+		for _, v := range vals {
+			bw.WriteString(m.Name)
+			if v.labels != "" {
+				bw.WriteString("{" + v.labels + "}")
+			}
+			bw.WriteString(" " + strconv.FormatFloat(v.v, 'g', -1, 64) + "\n")
 		}
 	}
-	perCPU := func(name string, get func(CPU) float64, labels ...string) {
-		for _, c := range s.CPUs {
-			p.sample(name, get(c), append([]string{"cpu", cpu(c)}, labels...)...)
-		}
-	}
-	perCPU("linerate_cpu_interrupts_per_second", func(c CPU) float64 { return c.Interrupts })
-	for _, c := range s.CPUs {
-		p.sample("linerate_softirqs_per_second", c.NetRX, "cpu", cpu(c), "type", "NET_RX")
-		p.sample("linerate_softirqs_per_second", c.NetTX, "cpu", cpu(c), "type", "NET_TX")
-	}
-	perCPU("linerate_softnet_processed_per_second", func(c CPU) float64 { return c.Processed })
-	perCPU("linerate_softnet_dropped_per_second", func(c CPU) float64 { return c.Dropped })
-	perCPU("linerate_softnet_time_squeezed_per_second", func(c CPU) float64 { return c.TimeSqueeze })
-	for _, m := range []struct {
-		name string
-		get  func(Iface) float64
-	}{
-		{"linerate_iface_rx_bytes_per_second", func(i Iface) float64 { return i.RxBps / 8 }},
-		{"linerate_iface_tx_bytes_per_second", func(i Iface) float64 { return i.TxBps / 8 }},
-		{"linerate_iface_rx_packets_per_second", func(i Iface) float64 { return i.RxPps }},
-		{"linerate_iface_tx_packets_per_second", func(i Iface) float64 { return i.TxPps }},
-		{"linerate_iface_rx_dropped_per_second", func(i Iface) float64 { return i.RxDrops }},
-		{"linerate_iface_tx_dropped_per_second", func(i Iface) float64 { return i.TxDrops }},
-		{"linerate_iface_rx_errors_per_second", func(i Iface) float64 { return i.RxErrors }},
-		{"linerate_iface_tx_errors_per_second", func(i Iface) float64 { return i.TxErrors }},
-	} {
-		for _, i := range s.Ifaces {
-			p.sample(m.name, m.get(i), "iface", i.Name)
-		}
-	}
-	if b := s.Bench; b != nil {
-		warm := 0.0
-		if b.Warmup {
-			warm = 1
-		}
-		p.sample("linerate_bench_elapsed_seconds", b.T)
-		p.sample("linerate_bench_warmup", warm)
-		// An unknown side has no sample: absent, not a measured 0.
-		if !b.SentUnknown {
-			p.sample("linerate_bench_sent_packets_per_second", b.SentPPS)
-			p.sample("linerate_bench_sent_bytes_per_second", b.SentBPS/8)
-		}
-		if !b.ReceivedUnknown {
-			p.sample("linerate_bench_received_packets_per_second", b.ReceivedPPS)
-			p.sample("linerate_bench_received_bytes_per_second", b.ReceivedBPS/8)
-		}
-	}
-	return p.w.Flush()
+	return bw.Flush()
 }

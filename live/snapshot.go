@@ -26,6 +26,9 @@ type Snapshot struct {
 	IRQs []IRQ `json:"irqs"`
 	// Bench is the last second of a running bench, nil outside one.
 	Bench *results.IntervalStats `json:"bench,omitempty"`
+	// Totals are the counters so far (a Hub's; nil from Build): what
+	// /metrics exports.
+	Totals *Totals `json:"-"`
 }
 
 // CPU is one CPU's time split (percent) and its network work per second.
@@ -36,6 +39,8 @@ type CPU struct {
 	IRQ     float64 `json:"irq"`
 	SoftIRQ float64 `json:"softirq"`
 	Steal   float64 `json:"steal"`
+	Idle    float64 `json:"idle"`
+	IOWait  float64 `json:"iowait"`
 	// Busy is 100 - idle - iowait; it also holds nice and guest time.
 	Busy float64 `json:"busy"`
 	// Interrupts counts every /proc/interrupts row on this CPU, named
@@ -91,7 +96,7 @@ func Build(r box.Rates, ifaces []string, irqs map[string]IRQInfo) Snapshot {
 	for _, c := range r.CPU {
 		at[c.ID] = len(s.CPUs)
 		s.CPUs = append(s.CPUs, CPU{ID: c.ID, User: c.User, System: c.System, IRQ: c.IRQ,
-			SoftIRQ: c.SoftIRQ, Steal: c.Steal, Busy: c.Busy})
+			SoftIRQ: c.SoftIRQ, Steal: c.Steal, Idle: c.Idle, IOWait: c.IOWait, Busy: c.Busy})
 	}
 	// The per-CPU columns of /proc/interrupts, softirqs and softnet_stat
 	// are the online CPUs in order, as /proc/stat lists them.

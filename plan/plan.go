@@ -68,6 +68,9 @@ type Host struct {
 	// Ports are the host's network ports the plan describes, in file
 	// order: which addresses each holds, its speed and MTU.
 	Ports []Port
+	// Web is where its agent serves /metrics (serve --web), HOST:PORT or
+	// :PORT (the host in Reach); empty: WebAddr's default.
+	Web string
 	// Line is where the host is in the file.
 	Line int
 }
@@ -184,7 +187,7 @@ const (
 // The keys of each part of a plan, in the order docs/plans.md gives them.
 var (
 	planKeys    = []string{"hosts", "defaults", "flows", "sample", "duration", "warmup", "rounds", "ceiling"}
-	hostKeys    = []string{"at", "copy", "address", "ports"}
+	hostKeys    = []string{"at", "copy", "address", "ports", "web"}
 	portKeys    = []string{"address", "speed", "mtu"}
 	flowKeys    = []string{"from", "to", "address", "proto", "size", "payload", "streams", "ports", "threads", "rate", "direction", "mss", "engine", "copy"}
 	settingKeys = flowKeys[3:]
@@ -372,6 +375,10 @@ func (p *parser) hosts(f *field, dir string, pl *Plan) error {
 					if err := p.ports(hf.v, what, &h); err != nil {
 						return err
 					}
+				case "web":
+					if h.Web, err = p.web(hf.v, what+": web"); err != nil {
+						return err
+					}
 				}
 			}
 			if specNode == v {
@@ -497,13 +504,16 @@ func (p *parser) address(n *yaml.Node, what string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := netip.ParseAddr(s); err == nil {
-		return s, nil
-	}
-	if !hostNameRE.MatchString(s) && !dnsNameRE.MatchString(s) {
+	if !validHost(s) {
 		return "", p.errorf(n, "%s %q: want an IP address or a host name", what, s)
 	}
 	return s, nil
+}
+
+// validHost says whether s is an IP address or a host name.
+func validHost(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil || hostNameRE.MatchString(s) || dnsNameRE.MatchString(s)
 }
 
 var dnsNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)

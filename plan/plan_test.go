@@ -190,7 +190,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad port", "hosts:\n  a:\n    at: 10.0.0.1:99999\n", `p.yaml:3: host a: bad host spec "10.0.0.1:99999": port "99999": want 1-65535`},
 		{"no at", "hosts:\n  a: {copy: true}\n", `p.yaml:2: host a: no at: say how to reach it (at: ssh://user@host, or ADDR[:PORT] of a running agent)`},
 		{"copy agent", "hosts:\n  a: {at: 10.0.0.1, copy: true}\n", `p.yaml:2: host a: copy needs an ssh:// host (linerate copies itself there over ssh); 10.0.0.1:7557 is an agent already running`},
-		{"unknown host key", "hosts:\n  a: {at: 10.0.0.1, cpy: true}\n", `p.yaml:2: host a: unknown key "cpy": want at, copy, address, ports`},
+		{"unknown host key", "hosts:\n  a: {at: 10.0.0.1, cpy: true}\n", `p.yaml:2: host a: unknown key "cpy": want at, copy, address, ports, web`},
 		{"bad address", "hosts:\n  a: {at: 10.0.0.1, address: 'x y'}\n", `p.yaml:2: host a: address "x y": want an IP address or a host name`},
 		{"port no address", "hosts:\n  a:\n    at: 10.0.0.1\n    ports:\n      eth0: {speed: 1G}\n", `p.yaml:5: host a: port eth0: no address: give the addresses flows reach it at`},
 		{"port bad speed", "hosts:\n  a:\n    at: 10.0.0.1\n    ports:\n      eth0: {address: 10.0.0.1, speed: fast}\n",

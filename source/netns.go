@@ -42,3 +42,11 @@ func OpenNetns(src Source) (*os.File, uint64, error) {
 	}
 	return f, st.Ino, nil
 }
+
+// OwnNetns says whether src is the live network namespace every thread of
+// this process runs in (NewLive, not NewLiveNetns): netlink sockets made
+// anywhere in the process are in it, without a setns.
+func OwnNetns(src Source) bool {
+	l, ok := src.(*Live)
+	return ok && l.ns == nil
+}

@@ -54,10 +54,13 @@ type Options struct {
 // box.Drops snapshots, and what limits the interfaces of a test's path
 // (Path). It holds an rtnetlink socket and the namespace open until Close.
 type Reader struct {
-	src     source.Source
-	proc    procfs.FS
-	et      ethtool.Client
-	ns      *os.File
+	src  source.Source
+	proc procfs.FS
+	et   ethtool.Client
+	ns   *os.File
+	// dial is the namespace's descriptor for netlink sockets, 0 when it
+	// is this process's own (no setns needed).
+	dial    int
 	rt      *rtnetlink.Conn
 	netns   uint64
 	machine string
@@ -71,12 +74,19 @@ func New(src source.Source, opt Options) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := rtnetlink.Dial(int(f.Fd()))
+	// Dialing into a namespace is a setns, which takes CAP_SYS_ADMIN;
+	// the namespace this process runs in needs none, so an agent without
+	// that capability (linerate-serve.service) still reads its drops.
+	dial := int(f.Fd())
+	if source.OwnNetns(src) {
+		dial = 0
+	}
+	rt, err := rtnetlink.Dial(dial)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", src.Name(), err)
 	}
-	r := &Reader{src: src, proc: src.Proc(), et: src.Ethtool(), ns: f, rt: rt, netns: inode, opt: opt}
+	r := &Reader{src: src, proc: src.Proc(), et: src.Ethtool(), ns: f, dial: dial, rt: rt, netns: inode, opt: opt}
 	if b, err := os.ReadFile(r.proc.Path("sys", "kernel", "random", "boot_id")); err == nil {
 		r.machine = strings.TrimSpace(string(b))
 	}
@@ -125,7 +135,7 @@ func (r *Reader) Drops() (box.Drops, error) {
 	default:
 		return d, err
 	}
-	if rs, err := nft.ReadRuleset(int(r.ns.Fd())); err == nil {
+	if rs, err := nft.ReadRuleset(r.dial); err == nil {
 		d.Nftables = &rs
 	} else {
 		unavailable(&d, box.SourceNftables, err.Error())

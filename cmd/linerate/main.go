@@ -86,6 +86,7 @@ with evidence, and tunes it as one reversible transaction.`,
 		newTuneCmd(),
 		newVersionCmd(),
 		newWatchCmd(),
+		newPackageFilesCmd(),
 	)
 	return root
 }

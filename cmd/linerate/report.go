@@ -133,8 +133,14 @@ func reportBase(arg string, r *history.Run) string {
 }
 
 // writeFileAtomic writes a file through a temporary one beside it, so a
-// failed write leaves no half page behind.
+// failed write leaves no half page behind (and a reader that watches the
+// file never sees half of it); mode 644. Errors name the -o flag.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
+	return writeFileAtomicFlag("-o", path, write)
+}
+
+// writeFileAtomicFlag is writeFileAtomic for a file given by flag.
+func writeFileAtomicFlag(flag, path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		// A directory that is not there or not writable: the flag is wrong.
@@ -143,22 +149,22 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return usage.Errorf("-o %s: cannot write in %s: %w", path, filepath.Dir(path), err)
+		return usage.Errorf("%s %s: cannot write in %s: %w", flag, path, filepath.Dir(path), err)
 	}
 	defer os.Remove(tmp.Name())
 	if err := write(tmp); err != nil {
 		tmp.Close()
-		return fmt.Errorf("-o %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
-		return fmt.Errorf("-o %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("-o %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("-o %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	return nil
 }

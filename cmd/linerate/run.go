@@ -36,6 +36,8 @@ type runOptions struct {
 	warnings   []string
 	json       bool
 	history    historyFlags
+	// promTargets is --prometheus-targets FILE.
+	promTargets string
 }
 
 func newRunCmd() *cobra.Command {
@@ -74,7 +76,8 @@ senders and sampled hosts may be reached over ssh.`,
   linerate run examples/cm4-fan-in.yaml --check        # five hosts into a CM4's four-port NIC
   linerate run examples/routerpi-bidir.yaml --check     # a NAT router, both directions at once
   linerate run examples/apu4-mars-venus.yaml --check    # mars to four addresses of venus
-  linerate run plan.yaml --check --reach                # and reach every host: ssh, keys, linerate there`,
+  linerate run plan.yaml --check --reach                # and reach every host: ssh, keys, linerate there
+  linerate run plan.yaml --check --prometheus-targets /etc/prometheus/linerate.json   # the agents as scrape targets`,
 		Args: argsWith(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.file = args[0]
@@ -93,6 +96,7 @@ senders and sampled hosts may be reached over ssh.`,
 	f.StringVar(&o.token, "token", "", "shared secret the agents require; visible in ps, prefer --token-file or $LINERATE_TOKEN")
 	f.StringVar(&o.tokenFile, "token-file", "", "read the shared secret from this file (first line)")
 	f.BoolVar(&o.json, "json", false, "print the run's result as JSON: every round's flows, as bench --from prints them, and what the plan expected")
+	f.StringVar(&o.promTargets, "prometheus-targets", "", "also write the plan's agents' /metrics addresses (serve --web; a host's web: key) to FILE as a Prometheus file_sd target list")
 	o.history.add(f, true)
 	return cmd
 }
@@ -132,6 +136,11 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	e, err := pl.Expect(bus)
 	if err != nil {
 		return usage.Errorf("%s: %w", pl.File, err)
+	}
+	if o.promTargets != "" {
+		if err := writeTargets(o.promTargets, pl); err != nil {
+			return err
+		}
 	}
 	if !o.check {
 		return o.runPlan(cmd, pl, e)

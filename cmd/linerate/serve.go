@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"linerate/internal/usage"
+	"linerate/live"
 	"linerate/remote"
+	"linerate/source/procfs"
 	"linerate/traffic"
 	"linerate/wire"
 )
@@ -35,6 +37,7 @@ type serveOptions struct {
 	stdio       bool
 	allow       []string
 	iperf3      iperf3ServeOptions
+	web         string
 }
 
 func newServeCmd() *cobra.Command {
@@ -67,7 +70,14 @@ send to another agent ('linerate bench --from THIS --to OTHER'). It sends
 only to an agent that accepts the test on its own control port with the
 same secret, only with a secret of its own (or --allow), and only to the
 addresses --allow names when given. docs/agents.md has the
-handshake, docs/security.md the limits; the protocol is in docs/bench.md.`,
+handshake, docs/security.md the limits; the protocol is in docs/bench.md.
+
+--web ADDR serves what 'linerate watch --web' serves while the agent runs:
+this box's live page, /events and /metrics in the Prometheus text format
+(docs/watch.md lists the metrics), sampled once a second, so a fleet of
+agents is a set of scrape targets ('linerate run PLAN --prometheus-targets
+FILE' writes their list). There is no authentication on it: give an
+address only those who may see the box's counters reach.`,
 		Example: `  linerate serve                                  # every address, port 7557
   linerate serve --listen 10.0.1.1 --listen 10.0.2.1 --listen 10.0.3.1
   linerate serve --listen 192.168.6.2:9000 --token-file /etc/linerate.token
@@ -76,7 +86,8 @@ handshake, docs/security.md the limits; the protocol is in docs/bench.md.`,
   linerate serve --token-file /etc/linerate.token --allow 192.168.6.0/24   # flows only into the lab subnet
   linerate serve --iperf3 --allow 192.168.1.0/24   # iperf3 -c from a phone or a Mac, too
   linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link
-  ssh pi@cm4 linerate serve --stdio                # one controller on stdin/stdout (what ssh:// hosts run)`,
+  ssh pi@cm4 linerate serve --stdio                # one controller on stdin/stdout (what ssh:// hosts run)
+  linerate serve --web 10.0.0.5:9464               # and be a Prometheus scrape target: http://10.0.0.5:9464/metrics`,
 		Args: argsWith(cobra.NoArgs),
 		RunE: o.run,
 	}
@@ -92,6 +103,7 @@ handshake, docs/security.md the limits; the protocol is in docs/bench.md.`,
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not log clients and tests to stderr")
 	f.StringSliceVar(&o.allow, "allow", nil, "CIDR (repeatable, comma-separated): the only addresses a third-party flow may send to (bench --from), and with --iperf3 the only iperf3 clients served; without a secret, the only way to allow such flows")
 	o.iperf3.add(f)
+	f.StringVar(&o.web, "web", "", "also serve this box's live page, /events and /metrics at HOST:PORT (9464 is the usual port) while serving")
 	f.BoolVar(&o.stdio, "stdio", false, "serve one controller on standard input and output instead of listening (a controller starts it over ssh); stdout carries nothing but the protocol, logs go to stderr")
 	return c
 }
@@ -131,6 +143,13 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer stopIperf3()
+	if o.web != "" {
+		stop, err := o.serveWeb(cmd)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if o.stdio {
 		conn, err := remote.Stdio()
 		if err != nil {
@@ -143,6 +162,22 @@ func (o *serveOptions) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	return serveAll(cmd.Context(), srv, lns)
+}
+
+// serveWeb samples this box once a second and serves its live view on
+// --web until stop.
+func (o *serveOptions) serveWeb(cmd *cobra.Command) (stop func(), err error) {
+	hub := live.NewHub(liveView(nil))
+	_, stopWeb, err := startLiveWeb(cmd.Context(), o.web, hub, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	stopSampling, err := sampleLive(procfs.NewFS("/proc"), time.Second, hub, nil)
+	if err != nil {
+		stopWeb()
+		return nil, err
+	}
+	return func() { stopSampling(); stopWeb() }, nil
 }
 
 // server checks the flags and builds the server they describe; the

@@ -96,21 +96,19 @@ func (o *watchOptions) run(cmd *cobra.Command, ifaces []string) error {
 		}
 		defer stop()
 	}
-	read := sample.Live(proc, nil, nil)
-	if _, err := read(); err != nil {
-		return err
-	}
 	// The sampler never waits for the terminal: a frame that finds the
 	// last one still unprinted is skipped.
 	frames := make(chan live.Snapshot, 1)
-	loop := sample.Stream(read, o.interval, func(r box.Rates) {
-		s := hub.Rates(r)
+	stopSampling, err := sampleLive(proc, o.interval, hub, func(s live.Snapshot) {
 		select {
 		case frames <- s:
 		default:
 		}
 	})
-	defer loop.Stop()
+	if err != nil {
+		return err
+	}
+	defer stopSampling()
 
 	w := cmd.OutOrStdout()
 	f, _ := w.(*os.File)
@@ -156,6 +154,23 @@ func irqRows(f *os.File, term bool, s live.Snapshot) int {
 // linerate runs in.
 func liveView(ifaces []string) *live.View {
 	return &live.View{Ifaces: ifaces, Proc: procfs.NewFS("/proc"), Sys: sysfs.NewFS("/sys")}
+}
+
+// sampleLive samples this namespace's counters through proc every
+// interval into hub until stop, each snapshot also going to each (if not
+// nil). A first read that fails is the error.
+func sampleLive(proc procfs.FS, interval time.Duration, hub *live.Hub, each func(live.Snapshot)) (stop func(), err error) {
+	read := sample.Live(proc, nil, nil)
+	if _, err := read(); err != nil {
+		return nil, err
+	}
+	loop := sample.Stream(read, interval, func(r box.Rates) {
+		s := hub.Rates(r)
+		if each != nil {
+			each(s)
+		}
+	})
+	return func() { loop.Stop() }, nil
 }
 
 // startLiveWeb serves hub's page, /events and /metrics on addr until stop

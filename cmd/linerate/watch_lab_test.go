@@ -33,21 +33,8 @@ import (
 func TestBenchWeb(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := buildLinerate(t, t.TempDir())
-	var rnd [3]byte
-	_, _ = rand.Read(rnd[:])
-	name := "lw-" + hex.EncodeToString(rnd[:])
-	dir := lab.Dir(t.TempDir())
-	l, err := dir.Up(context.Background(), lab.Spec{Name: name, Topology: lab.Pair,
-		Serve: &lab.Serve{Port: wire.DefaultPort, Command: func(_, secretFile string) *exec.Cmd {
-			return exec.Command(bin, "serve", "--token-file", secretFile)
-		}}})
-	if err != nil {
-		t.Fatalf("lab up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := dir.Down(name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
+	l := upServingLab(t, "lw-", func(_, secretFile string) *exec.Cmd {
+		return exec.Command(bin, "serve", "--token-file", secretFile)
 	})
 
 	const web = "127.0.0.1:9464"
@@ -83,15 +70,7 @@ func TestBenchWeb(t *testing.T) {
 	go func() { io.Copy(&rest, errs); close(copied) }()
 
 	// Connections to the web address are made inside node a.
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := l.Do("a", func() error {
-			var err error
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}}}
+	client := nodeClient(l, "a", 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+web+"/events", nil)
@@ -137,26 +116,26 @@ func TestBenchWeb(t *testing.T) {
 	if err != nil {
 		t.Fatalf("/metrics: %v", err)
 	}
-	gauge := func(name string, labels map[string]string) float64 {
+	counter := func(name string, labels map[string]string) float64 {
 		for _, m := range fams[name].GetMetric() {
 			if hasLabels(m, labels) {
-				return m.GetGauge().GetValue()
+				return m.GetCounter().GetValue()
 			}
 		}
 		t.Errorf("/metrics has no %s%v", name, labels)
 		return 0
 	}
-	if v := gauge("linerate_bench_received_packets_per_second", nil); v <= 0 {
-		t.Errorf("linerate_bench_received_packets_per_second %v", v)
+	if v := counter("linerate_bench_received_packets_total", nil); v <= 0 {
+		t.Errorf("linerate_bench_received_packets_total %v", v)
 	}
-	if v := gauge("linerate_bench_sent_packets_per_second", nil); v <= 0 {
-		t.Errorf("linerate_bench_sent_packets_per_second %v", v)
+	if v := counter("linerate_bench_sent_packets_total", nil); v <= 0 {
+		t.Errorf("linerate_bench_sent_packets_total %v", v)
 	}
 	// Node a's interface to b is called b; the client sends on it.
-	if v := gauge("linerate_iface_tx_packets_per_second", map[string]string{"iface": "b"}); v < 1000 {
-		t.Errorf("a sent %v pps on its interface b", v)
+	if v := counter("linerate_nic_transmit_packets_total", map[string]string{"iface": "b"}); v < 1000 {
+		t.Errorf("a sent %v packets on its interface b", v)
 	}
-	gauge("linerate_cpu_busy_ratio", map[string]string{"cpu": "0", "mode": "softirq"})
+	counter("linerate_cpu_seconds_total", map[string]string{"cpu": "0", "mode": "softirq"})
 
 	select {
 	case <-exited:
@@ -175,6 +154,42 @@ func TestBenchWeb(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || r.Summary.ReceivedPackets == 0 {
 		t.Errorf("bench --json: %v\n%s", err, stdout.String())
 	}
+}
+
+// upServingLab brings up a pair lab (nodes a and b) named prefix and a
+// random suffix, whose agents run command, and removes it when the test
+// ends.
+func upServingLab(t *testing.T, prefix string, command func(node, secretFile string) *exec.Cmd) *lab.Lab {
+	t.Helper()
+	var rnd [3]byte
+	_, _ = rand.Read(rnd[:])
+	name := prefix + hex.EncodeToString(rnd[:])
+	dir := lab.Dir(t.TempDir())
+	l, err := dir.Up(context.Background(), lab.Spec{Name: name, Topology: lab.Pair,
+		Serve: &lab.Serve{Port: wire.DefaultPort, Command: command}})
+	if err != nil {
+		t.Fatalf("lab up: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := dir.Down(name); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	return l
+}
+
+// nodeClient is an HTTP client whose connections are made inside node of
+// l (timeout 0: none).
+func nodeClient(l *lab.Lab, node string, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := l.Do(node, func() error {
+			var err error
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}}}
 }
 
 func hasLabels(m *dto.Metric, want map[string]string) bool {

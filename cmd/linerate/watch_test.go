@@ -174,7 +174,7 @@ func testWatchWeb(t *testing.T, bin string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, want := range []string{`linerate_cpu_busy_ratio{cpu="0",mode="softirq"}`, "# TYPE linerate_softnet_dropped_per_second gauge"} {
+	for _, want := range []string{`linerate_cpu_seconds_total{cpu="0",mode="softirq"}`, "# TYPE linerate_softnet_dropped_packets_total counter"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
