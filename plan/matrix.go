@@ -335,17 +335,34 @@ func orZero(v []int) []int {
 }
 
 func (c *Cell) key() string {
-	k := "set " + strings.Join(c.Flows, "+")
-	if c.Size > 0 {
-		k += " size " + strconv.Itoa(c.Size)
-	}
-	if c.MSS > 0 {
-		k += " mss " + strconv.Itoa(c.MSS)
-	}
+	rate := ""
 	if c.Rate != nil {
-		k += " rate " + c.Rate.Text
+		rate = c.Rate.Text
 	}
-	return k
+	return cellKey(c.Flows, c.Size, c.MSS, rate)
+}
+
+// cellKey is a cell's key: its set and, when it has one, its variant.
+func cellKey(flows []string, size, mss int, rate string) string {
+	return strings.TrimSpace(setKey(flows) + " " + variantKey(size, mss, rate))
+}
+
+func setKey(flows []string) string { return "set " + strings.Join(flows, "+") }
+
+// variantKey is what a cell sweeps besides its set: "size 64 mss 88 rate
+// 1G", the parts swept only.
+func variantKey(size, mss int, rate string) string {
+	var parts []string
+	if size > 0 {
+		parts = append(parts, "size "+strconv.Itoa(size))
+	}
+	if mss > 0 {
+		parts = append(parts, "mss "+strconv.Itoa(mss))
+	}
+	if rate != "" {
+		parts = append(parts, "rate "+rate)
+	}
+	return strings.Join(parts, " ")
 }
 
 // CellPlan is the plan one cell runs: the cell's flows only, with its
@@ -448,4 +465,53 @@ func t975(df int) float64 {
 // String is "Mean ± Half" in bit/s, for messages.
 func (e Estimate) String() string {
 	return fmt.Sprintf("%.0f ± %.0f (n=%d)", e.Mean, e.Half, e.N)
+}
+
+// Grid lays a matrix's cells out for a table or a heat map: a row per set
+// ("a-b+c-d"), a column per variant ("size 64 rate 1G", "" when the
+// matrix sweeps sets only), in the order the cells came.
+type Grid struct {
+	Rows, Cols []string
+	// At holds the cell at [row][col], nil where the matrix has none.
+	At [][]*CellResult
+	// Max is the highest mean received rate of any cell.
+	Max float64
+}
+
+// NewGrid lays out cells.
+func NewGrid(cells []CellResult) *Grid {
+	g := &Grid{}
+	type pos struct{ r, c int }
+	where := map[*CellResult]pos{}
+	for i := range cells {
+		c := &cells[i]
+		row, col := strings.Join(c.Flows, "+"), variantKey(c.Size, c.MSS, c.Rate)
+		r := slices.Index(g.Rows, row)
+		if r < 0 {
+			r, g.Rows = len(g.Rows), append(g.Rows, row)
+		}
+		k := slices.Index(g.Cols, col)
+		if k < 0 {
+			k, g.Cols = len(g.Cols), append(g.Cols, col)
+		}
+		where[c] = pos{r, k}
+		g.Max = max(g.Max, c.Received.Mean)
+	}
+	g.At = make([][]*CellResult, len(g.Rows))
+	for r := range g.At {
+		g.At[r] = make([]*CellResult, len(g.Cols))
+	}
+	for c, p := range where {
+		g.At[p.r][p.c] = c
+	}
+	return g
+}
+
+// Share is a cell's mean received rate over the grid's highest, 0 to 1:
+// the heat map's colour.
+func (g *Grid) Share(c *CellResult) float64 {
+	if c == nil || g.Max <= 0 {
+		return 0
+	}
+	return c.Received.Mean / g.Max
 }

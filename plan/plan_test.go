@@ -349,6 +349,24 @@ func TestExamples(t *testing.T) {
 				t.Fatalf("%s: %d flows, %d ports", f, len(pl.Flows), len(e.Ports))
 			}
 			near(t, f+" pps", e.Total.PPS, 1275510, 1)
+		case "cm4-matrix.yaml":
+			// The seed's method: each port alone, every combination, all
+			// five: 31 cells; alone a port carries its gigabit, all five
+			// are held by the bus as in cm4-fan-in.yaml.
+			cells := pl.Matrix.Cells()
+			if len(cells) != 31 || pl.Matrix.Rounds != 3 {
+				t.Fatalf("%s: %d cells, %d rounds", f, len(cells), pl.Matrix.Rounds)
+			}
+			alone, err := pl.CellPlan(cells[0]).Expect(bus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, f+" alone", alone.LimitedBps, 941.5e6, 1e6)
+			all, err := pl.CellPlan(cells[30]).Expect(bus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, f+" all five", all.LimitedBps, 3.08e9+941.5e6, 0.03e9)
 		default:
 			t.Errorf("%s: an example the test does not know: add what it models here", f)
 		}
