@@ -40,7 +40,7 @@ func Matrix(w io.Writer, cells []plan.CellResult) error {
 	return ew.err
 }
 
-func bps(v float64) string { return units.Fixed.Unit(v, "b/s") }
+func bps(v float64) string { return units.Rate(v, "b/s") }
 
 // interval is an estimate's half-width, "-" without one.
 func interval(e plan.Estimate) string {
