@@ -82,15 +82,12 @@ func (p *parser) matrix(f *field, pl *Plan) (*Matrix, error) {
 	var sweep bool
 	for _, mf := range fs {
 		switch mf.key {
-		case "combinations":
-			sets, err := p.combinations(mf.v, names)
-			if err != nil {
-				return nil, err
+		case "combinations", "sets":
+			read := p.combinations
+			if mf.key == "sets" {
+				read = p.sets
 			}
-			m.addSets(sets)
-			sweep = true
-		case "sets":
-			sets, err := p.sets(mf.v, names)
+			sets, err := read(mf.v, names)
 			if err != nil {
 				return nil, err
 			}
