@@ -153,6 +153,8 @@ func (p *parser) flow(idx int, n *yaml.Node, defaults *settings, pl *Plan) error
 		addrs     []string
 		addrNodes []*yaml.Node
 		own       []*field
+		name      string
+		nameNode  *yaml.Node
 	)
 	for _, ff := range fs {
 		switch ff.key {
@@ -184,6 +186,14 @@ func (p *parser) flow(idx int, n *yaml.Node, defaults *settings, pl *Plan) error
 				}
 				addrs, addrNodes = append(addrs, s), append(addrNodes, a)
 			}
+		case "name":
+			if name, err = p.scalar(ff.v, what+": name"); err != nil {
+				return err
+			}
+			if !hostNameRE.MatchString(name) {
+				return p.errorf(ff.v, "%s: name %q: want letters, digits, '.', '-' and '_' (at most 63)", what, name)
+			}
+			nameNode = ff.v
 		default:
 			own = append(own, ff)
 		}
@@ -205,7 +215,16 @@ func (p *parser) flow(idx int, n *yaml.Node, defaults *settings, pl *Plan) error
 	if s.proto == "" {
 		return p.errorf(n, "%s: no proto: give udp or tcp (here or under defaults)", what)
 	}
-	fl := Flow{Index: idx, Line: n.Line, From: ends[0], To: ends[1], Proto: wire.Proto(s.proto),
+	if nameNode != nil && pl.named(name) {
+		return p.errorf(nameNode, "%s: name %s given to another flow already", what, name)
+	}
+	if name == "" {
+		name = ends[0] + "-" + ends[1]
+		if pl.named(name) {
+			name = fmt.Sprintf("%s.%d", name, idx)
+		}
+	}
+	fl := Flow{Index: idx, Line: n.Line, Name: name, From: ends[0], To: ends[1], Proto: wire.Proto(s.proto),
 		Direction: cmp.Or(wire.Direction(s.direction), wire.Forward), Rate: s.rate,
 		Streams: cmp.Or(s.streams, 1), Threads: cmp.Or(s.threads, 1), Ports: 1, MTU: defaultMTU}
 	if err := p.protoSettings(what, s, defaults, &fl); err != nil {

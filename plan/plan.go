@@ -49,6 +49,9 @@ type Plan struct {
 	Rounds   int
 	// Ceiling is what the total is held against; nil when none is given.
 	Ceiling *Ceiling
+	// Matrix sweeps the flows over sets, sizes, MSS and rates; nil when
+	// the plan runs every flow at once each round.
+	Matrix *Matrix
 }
 
 // Host is one host of a plan: an agent already running there or one
@@ -118,6 +121,9 @@ type Flow struct {
 	// Index is the flow's position under flows: (from 1); Line where it
 	// is in the file.
 	Index, Line int
+	// Name names the flow in a matrix's sets and cells: its name: key, or
+	// FROM-TO (FROM-TO.INDEX when another flow took that already).
+	Name string
 	// From sends and To receives (Direction Forward); both are host names.
 	From, To string
 	// Address is the destination on To: an IP address or a name.
@@ -186,11 +192,11 @@ const (
 
 // The keys of each part of a plan, in the order docs/plans.md gives them.
 var (
-	planKeys    = []string{"hosts", "defaults", "flows", "sample", "duration", "warmup", "rounds", "ceiling"}
+	planKeys    = []string{"hosts", "defaults", "flows", "sample", "duration", "warmup", "rounds", "ceiling", "matrix"}
 	hostKeys    = []string{"at", "copy", "address", "ports", "web"}
 	portKeys    = []string{"address", "speed", "mtu"}
-	flowKeys    = []string{"from", "to", "address", "proto", "size", "payload", "streams", "ports", "threads", "rate", "direction", "mss", "engine", "copy"}
-	settingKeys = flowKeys[3:]
+	flowKeys    = []string{"from", "to", "address", "name", "proto", "size", "payload", "streams", "ports", "threads", "rate", "direction", "mss", "engine", "copy"}
+	settingKeys = flowKeys[4:]
 	ceilingKeys = []string{"host", "pcie", "mps", "mrrs", "addr32", "ecrc", "root", "ports"}
 )
 
@@ -308,6 +314,11 @@ func Parse(file string, data []byte) (*Plan, error) {
 	}
 	if f := top["ceiling"]; f != nil {
 		if pl.Ceiling, err = p.ceiling(f, dir, pl); err != nil {
+			return nil, err
+		}
+	}
+	if f := top["matrix"]; f != nil {
+		if pl.Matrix, err = p.matrix(f, pl); err != nil {
 			return nil, err
 		}
 	}

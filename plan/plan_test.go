@@ -69,15 +69,15 @@ ceiling: {host: cm4, pcie: gen2x1, mps: 256, mrrs: 1024, addr32: true, ports: [e
 			{Name: "router", Reach: remote.Host{Kind: remote.SSH, Name: "router"}, Line: 11},
 		},
 		Flows: []Flow{
-			{Index: 1, Line: 17, From: "pi1", To: "cm4", Address: "10.0.1.1", Proto: "udp", Direction: "forward", Rate: wire.Rate{PPS: 1e5},
+			{Index: 1, Line: 17, Name: "pi1-cm4", From: "pi1", To: "cm4", Address: "10.0.1.1", Proto: "udp", Direction: "forward", Rate: wire.Rate{PPS: 1e5},
 				Size: 128, Streams: 1, Ports: 1, Threads: 1, Engine: "auto", Port: "eth1", SpeedBps: 1e9, MTU: 1500},
-			{Index: 2, Line: 18, From: "lap", To: "cm4", Address: "10.0.2.1", Proto: "tcp", Direction: "forward",
+			{Index: 2, Line: 18, Name: "lap-cm4", From: "lap", To: "cm4", Address: "10.0.2.1", Proto: "tcp", Direction: "forward",
 				Streams: 4, Ports: 1, Threads: 1, MSS: 88, Port: "eth2", SpeedBps: 2.5e9, MTU: 9000},
-			{Index: 2, Line: 18, From: "lap", To: "cm4", Address: "10.0.2.2", Proto: "tcp", Direction: "forward",
+			{Index: 2, Line: 18, Name: "lap-cm4", From: "lap", To: "cm4", Address: "10.0.2.2", Proto: "tcp", Direction: "forward",
 				Streams: 4, Ports: 1, Threads: 1, MSS: 88, Port: "eth2", SpeedBps: 2.5e9, MTU: 9000},
-			{Index: 3, Line: 25, From: "cm4", To: "lap", Address: "192.168.1.20", Proto: "udp", Direction: "bidir", Rate: wire.Rate{BPS: 5e8},
+			{Index: 3, Line: 25, Name: "cm4-lap", From: "cm4", To: "lap", Address: "192.168.1.20", Proto: "udp", Direction: "bidir", Rate: wire.Rate{BPS: 5e8},
 				Payload: 1472, Streams: 1, Ports: 4, Threads: 2, Engine: "auto", MTU: 1500},
-			{Index: 4, Line: 26, From: "pi1", To: "lap", Address: "192.168.1.20", Proto: "udp", Direction: "forward", Rate: wire.Rate{PPS: 1e5},
+			{Index: 4, Line: 26, Name: "pi1-lap", From: "pi1", To: "lap", Address: "192.168.1.20", Proto: "udp", Direction: "forward", Rate: wire.Rate{PPS: 1e5},
 				Size: 128, Streams: 1, Ports: 1, Threads: 1, Engine: "ring", MTU: 1500},
 		},
 		Sample:   []string{"router", "cm4"},
@@ -178,7 +178,7 @@ func TestParseErrors(t *testing.T) {
 		{"syntax", "hosts:\n  a: [\n", `p.yaml:2: YAML: did not find expected node content`},
 		{"two documents", hosts + "flows: []\n---\nx: 1\n", `p.yaml:5: a second YAML document: a plan is one`},
 		{"not a mapping", "- a\n- b\n", `p.yaml:1: the plan: want a mapping of keys (key: value), not a list`},
-		{"unknown key", hosts + "flow: []\n", `p.yaml:4: the plan: unknown key "flow": want hosts, defaults, flows, sample, duration, warmup, rounds, ceiling`},
+		{"unknown key", hosts + "flow: []\n", `p.yaml:4: the plan: unknown key "flow": want hosts, defaults, flows, sample, duration, warmup, rounds, ceiling, matrix`},
 		{"key twice", hosts + "rounds: 1\nrounds: 2\n", `p.yaml:5: the plan: rounds given twice`},
 		{"no hosts", "flows: []\n", `p.yaml:1: no hosts: name each host and how to reach it (hosts: {cm4: ssh://pi@cm4.local, pi1: 192.168.1.11})`},
 		{"no flows", hosts, `p.yaml:1: no flows: give at least one (flows: [{from: pi1, to: cm4, proto: tcp}])`},
@@ -198,7 +198,7 @@ func TestParseErrors(t *testing.T) {
 		{"port address twice", "hosts:\n  a:\n    at: 10.0.0.1\n    ports:\n      eth0: {address: 10.0.0.1}\n      eth1: {address: 10.0.0.1}\n",
 			`p.yaml:6: host a: address 10.0.0.1 given twice`},
 		{"flow not a mapping", hosts + "flows: [a]\n", `p.yaml:4: flow 1: want a mapping of keys (key: value), not "a"`},
-		{"unknown flow key", hosts + "flows:\n  - {form: a, to: b, proto: udp}\n", `p.yaml:5: flow 1: unknown key "form": want from, to, address, proto, size, payload, streams, ports, threads, rate, direction, mss, engine, copy`},
+		{"unknown flow key", hosts + "flows:\n  - {form: a, to: b, proto: udp}\n", `p.yaml:5: flow 1: unknown key "form": want from, to, address, name, proto, size, payload, streams, ports, threads, rate, direction, mss, engine, copy`},
 		{"no from", hosts + "flows:\n  - {to: b, proto: udp}\n", `p.yaml:5: flow 1: no from: name the sending host`},
 		{"no to", hosts + "flows:\n  - {from: a, proto: udp}\n", `p.yaml:5: flow 1: no to: name the receiving host`},
 		{"unknown host", hosts + "flows:\n  - {from: a, to: c, proto: udp}\n", `p.yaml:5: flow 1: to c: no such host (hosts: a, b)`},
@@ -349,6 +349,24 @@ func TestExamples(t *testing.T) {
 				t.Fatalf("%s: %d flows, %d ports", f, len(pl.Flows), len(e.Ports))
 			}
 			near(t, f+" pps", e.Total.PPS, 1275510, 1)
+		case "cm4-matrix.yaml":
+			// The seed's method: each port alone, every combination, all
+			// five: 31 cells; alone a port carries its gigabit, all five
+			// are held by the bus as in cm4-fan-in.yaml.
+			cells := pl.Matrix.Cells()
+			if len(cells) != 31 || pl.Matrix.Rounds != 3 {
+				t.Fatalf("%s: %d cells, %d rounds", f, len(cells), pl.Matrix.Rounds)
+			}
+			alone, err := pl.CellPlan(cells[0]).Expect(bus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, f+" alone", alone.LimitedBps, 941.5e6, 1e6)
+			all, err := pl.CellPlan(cells[30]).Expect(bus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, f+" all five", all.LimitedBps, 3.08e9+941.5e6, 0.03e9)
 		default:
 			t.Errorf("%s: an example the test does not know: add what it models here", f)
 		}

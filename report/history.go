@@ -322,6 +322,12 @@ func Compare(w io.Writer, a, b *history.Run) error {
 	if err != nil {
 		return err
 	}
+	if ma, ok := ra.(*plan.Result); ok && ma.Matrix != nil {
+		if mb, ok := rb.(*plan.Result); ok && mb.Matrix != nil {
+			fmt.Fprintf(w, "A  %s  %s\nB  %s  %s\n\n", runName(a), ma.Plan, runName(b), mb.Plan)
+			return MatrixCompare(w, ma.Matrix, mb.Matrix)
+		}
+	}
 	fa, fb := Figures(ra), Figures(rb)
 	if len(fa) == 0 || len(fb) == 0 {
 		return fmt.Errorf("compare: %s runs have no figures to compare", strings.Join(uniq(a.Kind, b.Kind), " and "))

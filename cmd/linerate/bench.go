@@ -44,6 +44,7 @@ type benchOptions struct {
 	token      string
 	tokenFile  string
 	json       bool
+	csv        bool
 	jsonStream bool
 	web        string
 	out        string
@@ -146,6 +147,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	p.StringVar(&o.token, "token", "", "shared secret the servers require (visible in ps: prefer --token-file or $LINERATE_TOKEN)")
 	p.StringVar(&o.tokenFile, "token-file", "", "read the shared secret from this file (first line; chmod 600)")
 	p.BoolVarP(&o.json, "json", "J", false, "print the final result as JSON (docs/bench.md)")
+	p.BoolVar(&o.csv, "csv", false, "print the final result as CSV: a header row, then one row per target and direction (docs/bench.md)")
 	p.BoolVar(&o.jsonStream, "json-stream", false, "print one JSON event per line, as iperf3 does: start, each interval, end (or error)")
 	p.StringVarP(&o.out, "out", "o", "", "also save the JSON result to this file (partial on Ctrl-C)")
 	p.StringVar(&o.web, "web", "", "serve a live page, /events and /metrics of the run at this HOST:PORT (docs/watch.md)")
@@ -254,6 +256,8 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 		return cfg, usage.Errorf("--idle %s: negative", o.idle)
 	case o.json && o.jsonStream:
 		return cfg, usage.Errorf("--json and --json-stream: give one")
+	case o.csv && (o.json || o.jsonStream):
+		return cfg, usage.Errorf("--csv and --json: give one")
 	case o.interval < 0 || (o.interval > 0 && o.interval < time.Second):
 		return cfg, usage.Errorf("--interval %s: want 0 (no interval lines) or 1s or more: linerate counts once a second", o.interval)
 	case o.port < 1 || o.port > 65535:
@@ -405,7 +409,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	runErr = usage.Flags(runErr, benchFlags)
 	if live && cfg.OnInterval != nil {
 		report.BenchEndLive(cmd.ErrOrStderr())
-		if !o.json {
+		if !o.json && !o.csv {
 			report.BenchEndLive(stdout)
 		}
 	}
@@ -429,6 +433,10 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 		if err := report.BenchJSON(stdout, res); err != nil {
 			return err
 		}
+	case o.csv:
+		if err := report.BenchCSV(stdout, res); err != nil {
+			return err
+		}
 	default:
 		report.BenchText(stdout, res)
 	}
@@ -437,7 +445,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
 	}
 	// The text and the stream print the errors; plain JSON only carries
 	// them, so they go to stderr once.
-	return failure(runErr, res.Problems(), !o.json || o.jsonStream)
+	return failure(runErr, res.Problems(), !(o.json || o.csv) || o.jsonStream)
 }
 
 // intervals is where interval lines go: the JSON stream, a terminal on
@@ -448,7 +456,7 @@ func (o *benchOptions) intervals(cmd *cobra.Command, stream *report.BenchStream)
 	switch {
 	case o.jsonStream:
 		return stream.Interval, false
-	case o.json:
+	case o.json || o.csv:
 		if f, ok := cmd.ErrOrStderr().(*os.File); ok && isTerminal(f) {
 			return func(iv results.IntervalStats) { report.BenchInterval(f, iv, true) }, true
 		}

@@ -58,6 +58,7 @@ func newRunsCmd() *cobra.Command {
 	var (
 		h      historyFlags
 		asJSON bool
+		asCSV  bool
 		last   int
 		kinds  []string
 		hosts  []string
@@ -73,6 +74,7 @@ side by side. An id can be shortened to any prefix only one run has.`,
 		Example: `  linerate runs                      # every run kept, newest first
   linerate runs --last 5 --kind bench
   linerate runs --host routerpi --json
+  linerate runs --kind plan --csv > runs.csv
   linerate runs rm 20261125-140312-a1b2
   linerate runs prune --keep 100`,
 		Args: argsWith(cobra.NoArgs),
@@ -100,6 +102,9 @@ side by side. An id can be shortened to any prefix only one run has.`,
 			if last > 0 && len(out) > last {
 				out = out[:last]
 			}
+			if asCSV {
+				return report.RunsCSV(cmd.OutOrStdout(), out)
+			}
 			if asJSON {
 				if out == nil {
 					out = []history.Entry{}
@@ -116,6 +121,7 @@ side by side. An id can be shortened to any prefix only one run has.`,
 	f := cmd.Flags()
 	h.add(cmd.PersistentFlags(), false)
 	f.BoolVar(&asJSON, "json", false, "print the list as JSON (one object per run, without the results)")
+	f.BoolVar(&asCSV, "csv", false, "print the list as CSV: a header row, then one row per run (id, time, kind, host, kernel, version, command, headline)")
 	f.IntVar(&last, "last", 0, "only the newest N runs (0: all)")
 	f.StringSliceVar(&kinds, "kind", nil, "only runs of this kind: bench, search, flows, plan, diagnose, tune-auto (repeatable)")
 	f.StringSliceVar(&hosts, "host", nil, "only runs made on this host (repeatable)")
@@ -177,7 +183,8 @@ runs' own noise: the spread of each run's per-second figures (10th to 90th
 percentile, over the median), the larger of the two. A change inside that
 band is what two identical runs could show.`,
 		Example: `  linerate compare 20261125-1403 20261125-1411     # before and after a change
-  linerate compare before.json after.json          # two 'bench --json' results`,
+  linerate compare before.json after.json          # two 'bench --json' results
+  linerate compare matrix-a.json matrix-b.json     # two plans with a matrix: cell by cell`,
 		Args: argsWith(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s := h.store(cmd)

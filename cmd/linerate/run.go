@@ -35,6 +35,7 @@ type runOptions struct {
 	tokenGiven bool
 	warnings   []string
 	json       bool
+	csv        bool
 	history    historyFlags
 	// promTargets is --prometheus-targets FILE.
 	promTargets string
@@ -70,9 +71,17 @@ this host samples itself. It prints per round each flow, each port against
 what it was expected to carry, the total against the plan's ceiling and
 each host's CPUs; --json prints it all, and the run history keeps it. A
 flow's receiver must be an agent the sender can reach (at: HOST[:PORT]);
-senders and sampled hosts may be reached over ssh.`,
+senders and sampled hosts may be reached over ssh.
+
+A plan with a matrix: runs cells instead: its flows alone, in every
+combination of k, or in listed sets, across sizes, MSS and rates, each
+cell for the matrix's rounds; it prints a table of the cells (the mean
+total received over the rounds ± a Student-t 95 % interval) and a heat
+map, a row per set and a column per size, MSS or rate. --csv prints one
+row per cell, round and flow.`,
 		Example: `  linerate run plan.yaml                                # run it: every flow at once, every round
   linerate run plan.yaml --json > result.json
+  linerate run examples/cm4-matrix.yaml --csv > cells.csv   # a matrix: each port alone, in pairs ..., all at once
   linerate run examples/cm4-fan-in.yaml --check        # five hosts into a CM4's four-port NIC
   linerate run examples/routerpi-bidir.yaml --check     # a NAT router, both directions at once
   linerate run examples/apu4-mars-venus.yaml --check    # mars to four addresses of venus
@@ -97,11 +106,15 @@ senders and sampled hosts may be reached over ssh.`,
 	f.StringVar(&o.tokenFile, "token-file", "", "read the shared secret from this file (first line)")
 	f.BoolVar(&o.json, "json", false, "print the run's result as JSON: every round's flows, as bench --from prints them, and what the plan expected")
 	f.StringVar(&o.promTargets, "prometheus-targets", "", "also write the plan's agents' /metrics addresses (serve --web; a host's web: key) to FILE as a Prometheus file_sd target list")
+	f.BoolVar(&o.csv, "csv", false, "print the run's result as CSV: a header row, then one row per cell (of a matrix), round and flow")
 	o.history.add(f, true)
 	return cmd
 }
 
 func (o *runOptions) validate() error {
+	if o.json && o.csv {
+		return usage.Errorf("--json and --csv: give one")
+	}
 	if o.reach && !o.check {
 		return usage.Errorf("--reach goes with --check: a run reaches every host anyway")
 	}
@@ -147,6 +160,11 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	}
 	if err := report.Plan(cmd.OutOrStdout(), pl, e); err != nil {
 		return err
+	}
+	if pl.Matrix != nil {
+		if err := report.MatrixPlan(cmd.OutOrStdout(), pl); err != nil {
+			return err
+		}
 	}
 	if !o.reach {
 		return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -35,29 +36,41 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 		return err
 	}
 	defer closeChannels()
-	run := planFleet(pl, ports, base, o.token)
 	res := &plan.Result{Schema: results.ResultSchema, Linerate: version.Version, Plan: pl.File, Expected: e}
-	for round := 1; round <= pl.Rounds && ctx.Err() == nil; round++ {
-		fmt.Fprintf(stderr, "round %d of %d: %d flows for %s after a %s warmup\n", round, pl.Rounds, len(pl.Flows), pl.Duration, pl.Warmup)
-		set, err := run.Do(ctx)
-		if set != nil {
-			res.Rounds = append(res.Rounds, *set)
+	if pl.Matrix == nil {
+		res.Rounds, res.Errors = runRounds(cmd, planFleet(pl, ports, base, o.token), pl, "")
+		if len(res.Rounds) == 0 && len(res.Errors) > 0 {
+			return errors.New(res.Errors[0])
 		}
-		if err != nil {
-			if len(res.Rounds) == 0 {
-				return err
+	} else {
+		cells := pl.Matrix.Cells()
+		for i, c := range cells {
+			if ctx.Err() != nil {
+				break
 			}
-			res.Errors = append(res.Errors, err.Error())
-			break
+			cp := pl.CellPlan(c)
+			cr := plan.CellResult{Key: c.Key, Flows: c.Flows, Size: c.Size, MSS: c.MSS}
+			if c.Rate != nil {
+				cr.Rate = c.Rate.Text
+			}
+			cr.Rounds, cr.Errors = runRounds(cmd, planFleet(cp, ports, base, o.token), cp, fmt.Sprintf("cell %d of %d (%s): ", i+1, len(cells), c.Key))
+			cr.Summarize()
+			res.Matrix = append(res.Matrix, cr)
 		}
 	}
 	res.Interrupted = ctx.Err() != nil
 	o.history.save(cmd, history.KindPlan, res)
 	err = nil
-	if o.json {
+	switch {
+	case o.json:
 		err = report.TuneJSON(cmd.OutOrStdout(), res)
-	} else {
+	case o.csv:
+		err = report.PlanCSV(cmd.OutOrStdout(), pl, res)
+	default:
 		err = report.PlanResult(cmd.OutOrStdout(), pl, res)
+		if err == nil && res.Matrix != nil {
+			err = report.Matrix(cmd.OutOrStdout(), res.Matrix)
+		}
 	}
 	if err != nil {
 		return err
@@ -74,7 +87,36 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 			err = fleet.Failed(&r)
 		}
 	}
-	return failure(err, nil, !o.json)
+	for _, c := range res.Matrix {
+		if err == nil && len(c.Errors) > 0 {
+			err = fmt.Errorf("cell %s: %s", c.Key, c.Errors[0])
+		}
+		for _, r := range c.Rounds {
+			if err == nil {
+				err = fleet.Failed(&r)
+			}
+		}
+	}
+	return failure(err, nil, !o.json && !o.csv)
+}
+
+// runRounds runs a plan's rounds, one after the other until one fails or
+// the run is interrupted: the sets measured and the error that stopped
+// it. what prefixes each round's line on stderr (the matrix's cell).
+func runRounds(cmd *cobra.Command, run *fleet.Run, pl *plan.Plan, what string) ([]results.FlowSet, []string) {
+	ctx := cmd.Context()
+	var sets []results.FlowSet
+	for round := 1; round <= pl.Rounds && ctx.Err() == nil; round++ {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%sround %d of %d: %d flows for %s after a %s warmup\n", what, round, pl.Rounds, len(pl.Flows), pl.Duration, pl.Warmup)
+		set, err := run.Do(ctx)
+		if set != nil {
+			sets = append(sets, *set)
+		}
+		if err != nil {
+			return sets, []string{err.Error()}
+		}
+	}
+	return sets, nil
 }
 
 // sshReceivers are the plan's hosts reached over ssh that receive a flow:

@@ -97,6 +97,9 @@ func flowRuns(r *history.Run) ([]*history.Run, error) {
 		if err := json.Unmarshal(r.Result, &pr); err != nil {
 			return nil, fmt.Errorf("run %s: a plan result that does not decode: %w", runName(r), err)
 		}
+		if pr.Matrix != nil {
+			return []*history.Run{r}, nil
+		}
 		sets = pr.Rounds
 	default:
 		return []*history.Run{r}, nil

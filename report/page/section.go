@@ -9,6 +9,7 @@ import (
 	"linerate/autotune"
 	"linerate/diagnose"
 	"linerate/history"
+	"linerate/plan"
 	"linerate/results"
 )
 
@@ -33,6 +34,8 @@ type section struct {
 	Bench *benchView
 	Diag  *diagView
 	Auto  *autoView
+	// Matrix is a plan run as a matrix.
+	Matrix *matrixView
 	// Raw is a run of a kind the page does not chart (a plan): its
 	// result as indented JSON.
 	Raw string
@@ -106,6 +109,14 @@ func newSection(r *history.Run) (*section, error) {
 		}
 		s.Auto = newAutoView(&a)
 		s.Figures = s.Auto.figures()
+	case history.KindPlan:
+		// A plan without a matrix is one bench section per flow
+		// (flowRuns); one with a matrix is this.
+		var pr plan.Result
+		if err := json.Unmarshal(r.Result, &pr); err != nil {
+			return nil, bad(err)
+		}
+		s.Matrix = newMatrixView(&pr)
 	default:
 		var b bytes.Buffer
 		if err := json.Indent(&b, r.Result, "", "  "); err != nil {

@@ -1,0 +1,514 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"linerate/ceiling"
+	"linerate/results"
+	"linerate/wire"
+)
+
+// Matrix sweeps a plan: its flows in sets (each alone, every combination
+// of k of them, or sets the plan lists by flow name), each set across the
+// sizes, MSS and rates given, each such cell run for Rounds rounds.
+type Matrix struct {
+	// Sets are the flow sets, each a list of flow names in plan order;
+	// with neither combinations: nor sets:, one set of every flow.
+	Sets [][]string
+	// Sizes apply to the UDP flows of a set, MSS to the TCP ones, Rates
+	// to every flow; empty: the flows' own.
+	Sizes []int
+	MSS   []int
+	Rates []Rate
+	// Rounds is how many times each cell runs (default: the plan's).
+	Rounds int
+	Line   int
+}
+
+// Rate is a rate as a matrix names it: the text it was given as (a
+// cell's key) and its value.
+type Rate struct {
+	Text string
+	wire.Rate
+}
+
+// Cell is one combination of a matrix: a set of flows at one size, MSS
+// and rate (zero where the matrix does not sweep them).
+type Cell struct {
+	// Key names the cell, the same in every matrix that has it: "set
+	// a-b+c-d size 64 mss 88 rate 100Mbps", the swept parts only.
+	Key   string
+	Flows []string
+	Size  int
+	MSS   int
+	Rate  *Rate
+}
+
+var matrixKeys = []string{"combinations", "sets", "sizes", "mss", "rates", "rounds"}
+
+// maxCells bounds a matrix: combinations: all over many flows grows as 2^n.
+const maxCells = 4096
+
+// named says whether a flow already has name.
+func (pl *Plan) named(name string) bool {
+	return slices.ContainsFunc(pl.Flows, func(f Flow) bool { return f.Name == name })
+}
+
+// flowNames are the distinct flow names in plan order (a flow with
+// several addresses is one name).
+func (pl *Plan) flowNames() []string {
+	var out []string
+	for _, f := range pl.Flows {
+		if !slices.Contains(out, f.Name) {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+func (p *parser) matrix(f *field, pl *Plan) (*Matrix, error) {
+	fs, err := p.mapping(f.v, "matrix", matrixKeys)
+	if err != nil {
+		return nil, err
+	}
+	m := &Matrix{Rounds: pl.Rounds, Line: f.k.Line}
+	names := pl.flowNames()
+	var sweep bool
+	for _, mf := range fs {
+		switch mf.key {
+		case "combinations", "sets":
+			read := p.combinations
+			if mf.key == "sets" {
+				read = p.sets
+			}
+			sets, err := read(mf.v, names)
+			if err != nil {
+				return nil, err
+			}
+			m.addSets(sets)
+			sweep = true
+		case "sizes", "mss":
+			low, what := ceiling.MinFrameBytes, "matrix: sizes"
+			if mf.key == "mss" {
+				low, what = 88, "matrix: mss"
+			}
+			vs, err := p.integers(mf.v, what, low)
+			if err != nil {
+				return nil, err
+			}
+			proto := wire.UDP
+			if mf.key == "mss" {
+				proto, m.MSS = wire.TCP, vs
+			} else {
+				m.Sizes = vs
+			}
+			if !slices.ContainsFunc(pl.Flows, func(fl Flow) bool { return fl.Proto == proto }) {
+				return nil, p.errorf(mf.k, "%s: no %s flow to apply it to", what, proto)
+			}
+		case "rates":
+			items, err := p.list(mf.v, "matrix: rates")
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range items {
+				s, err := p.scalar(it, "matrix: rates")
+				if err != nil {
+					return nil, err
+				}
+				r, err := wire.ParseRate(s)
+				if err != nil {
+					return nil, p.errorf(it, "matrix: rates: %v", err)
+				}
+				if slices.ContainsFunc(m.Rates, func(o Rate) bool { return o.Text == s }) {
+					return nil, p.errorf(it, "matrix: rates: %s given twice", s)
+				}
+				m.Rates = append(m.Rates, Rate{Text: s, Rate: r})
+			}
+		case "rounds":
+			if m.Rounds, err = p.integer(mf.v, "matrix: rounds"); err != nil {
+				return nil, err
+			}
+			if m.Rounds < 1 || m.Rounds > maxRounds {
+				return nil, p.errorf(mf.v, "matrix: rounds %d: want 1 to %d", m.Rounds, maxRounds)
+			}
+		}
+	}
+	if !sweep {
+		m.Sets = [][]string{names}
+	}
+	cells := m.Cells()
+	if len(cells) > maxCells {
+		return nil, p.errorf(f.k, "matrix: %d cells: at most %d (fewer combinations, sizes or rates)", len(cells), maxCells)
+	}
+	// Every flow of every cell, as the agents will check it.
+	for _, c := range cells {
+		cp := pl.CellPlan(c)
+		for i := range cp.Flows {
+			fl := &cp.Flows[i]
+			sp := fl.Spec(pl.Duration, pl.Warmup, fl.IPv4())
+			if err := sp.Check(); err != nil {
+				return nil, p.errorf(f.k, "matrix: cell %s: flow %d: %v", c.Key, fl.Index, err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// addSets adds the sets not already there.
+func (m *Matrix) addSets(sets [][]string) {
+	for _, s := range sets {
+		if !slices.ContainsFunc(m.Sets, func(o []string) bool { return slices.Equal(o, s) }) {
+			m.Sets = append(m.Sets, s)
+		}
+	}
+}
+
+// combinations reads combinations: K, [K, ...] or all (every K from 1 to
+// the number of flows), and makes every set of K flows for each K.
+func (p *parser) combinations(n *yaml.Node, names []string) ([][]string, error) {
+	var ks []int
+	if n.Kind == yaml.ScalarNode && n.Value == "all" {
+		for k := 1; k <= len(names); k++ {
+			ks = append(ks, k)
+		}
+	} else {
+		var err error
+		if ks, err = p.integers(n, "matrix: combinations", 1); err != nil {
+			return nil, err
+		}
+	}
+	var out [][]string
+	for _, k := range ks {
+		if k > len(names) {
+			return nil, p.errorf(n, "matrix: combinations %d: the plan has %d flows", k, len(names))
+		}
+		if c := binomial(len(names), k); c > maxCells {
+			return nil, p.errorf(n, "matrix: combinations %d of %d flows: %.0f sets, at most %d", k, len(names), c, maxCells)
+		}
+		out = append(out, Combinations(names, k)...)
+	}
+	return out, nil
+}
+
+func binomial(n, k int) float64 {
+	c := 1.0
+	for i := range k {
+		c = c * float64(n-i) / float64(i+1)
+	}
+	return c
+}
+
+// Combinations are the sets of k of names, each in the order of names,
+// the sets in lexicographic order of their positions.
+func Combinations(names []string, k int) [][]string {
+	var out [][]string
+	idx := make([]int, k)
+	var walk func(pos, from int)
+	walk = func(pos, from int) {
+		if pos == k {
+			set := make([]string, k)
+			for i, j := range idx {
+				set[i] = names[j]
+			}
+			out = append(out, set)
+			return
+		}
+		for j := from; j <= len(names)-(k-pos); j++ {
+			idx[pos] = j
+			walk(pos+1, j+1)
+		}
+	}
+	walk(0, 0)
+	return out
+}
+
+// sets reads sets: [[a-b], [a-b, c-d]]: lists of flow names.
+func (p *parser) sets(n *yaml.Node, names []string) ([][]string, error) {
+	items, err := p.list(n, "matrix: sets")
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for _, it := range items {
+		set, err := p.words(it, "matrix: sets")
+		if err != nil {
+			return nil, err
+		}
+		var ordered []string
+		for _, name := range names {
+			if slices.Contains(set, name) {
+				ordered = append(ordered, name)
+			}
+		}
+		for i, name := range set {
+			if !slices.Contains(names, name) {
+				return nil, p.errorf(it, "matrix: sets: no flow named %s (flows: %s)", name, strings.Join(names, ", "))
+			}
+			if slices.Contains(set[:i], name) {
+				return nil, p.errorf(it, "matrix: sets: %s given twice in a set", name)
+			}
+		}
+		out = append(out, ordered)
+	}
+	return out, nil
+}
+
+// list is a non-empty YAML list.
+func (p *parser) list(n *yaml.Node, what string) ([]*yaml.Node, error) {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return nil, p.errorf(n, "%s: want a list, not %s", what, kindOf(n))
+	}
+	out := make([]*yaml.Node, len(n.Content))
+	for i, c := range n.Content {
+		out[i] = resolve(c)
+	}
+	return out, nil
+}
+
+// integers is one whole number or a list of them, each at least low and
+// none twice.
+func (p *parser) integers(n *yaml.Node, what string, low int) ([]int, error) {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		var err error
+		if items, err = p.list(n, what); err != nil {
+			return nil, err
+		}
+	}
+	var out []int
+	for _, it := range items {
+		v, err := p.integer(it, what)
+		if err != nil {
+			return nil, err
+		}
+		if v < low {
+			return nil, p.errorf(it, "%s %d: want at least %d", what, v, low)
+		}
+		if slices.Contains(out, v) {
+			return nil, p.errorf(it, "%s: %d given twice", what, v)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Cells are the matrix's combinations: every set at every size, MSS and
+// rate, in that order of nesting.
+func (m *Matrix) Cells() []Cell {
+	sizes, msss := orZero(m.Sizes), orZero(m.MSS)
+	rates := []*Rate{nil}
+	if len(m.Rates) > 0 {
+		rates = rates[:0]
+		for i := range m.Rates {
+			rates = append(rates, &m.Rates[i])
+		}
+	}
+	var out []Cell
+	for _, set := range m.Sets {
+		for _, size := range sizes {
+			for _, mss := range msss {
+				for _, r := range rates {
+					c := Cell{Flows: set, Size: size, MSS: mss, Rate: r}
+					c.Key = c.key()
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func orZero(v []int) []int {
+	if len(v) == 0 {
+		return []int{0}
+	}
+	return v
+}
+
+func (c *Cell) key() string {
+	rate := ""
+	if c.Rate != nil {
+		rate = c.Rate.Text
+	}
+	return cellKey(c.Flows, c.Size, c.MSS, rate)
+}
+
+// cellKey is a cell's key: its set and, when it has one, its variant.
+func cellKey(flows []string, size, mss int, rate string) string {
+	return strings.TrimSpace(setKey(flows) + " " + variantKey(size, mss, rate))
+}
+
+func setKey(flows []string) string { return "set " + strings.Join(flows, "+") }
+
+// variantKey is what a cell sweeps besides its set: "size 64 mss 88 rate
+// 1G", the parts swept only.
+func variantKey(size, mss int, rate string) string {
+	var parts []string
+	if size > 0 {
+		parts = append(parts, "size "+strconv.Itoa(size))
+	}
+	if mss > 0 {
+		parts = append(parts, "mss "+strconv.Itoa(mss))
+	}
+	if rate != "" {
+		parts = append(parts, "rate "+rate)
+	}
+	return strings.Join(parts, " ")
+}
+
+// CellPlan is the plan one cell runs: the cell's flows only, with its
+// size on the UDP flows, its MSS on the TCP ones and its rate on all, for
+// the matrix's rounds and without the matrix.
+func (pl *Plan) CellPlan(c Cell) *Plan {
+	cp := *pl
+	cp.Matrix, cp.Flows = nil, nil
+	if pl.Matrix != nil {
+		cp.Rounds = pl.Matrix.Rounds
+	}
+	for _, f := range pl.Flows {
+		if !slices.Contains(c.Flows, f.Name) {
+			continue
+		}
+		switch {
+		case f.Proto == wire.UDP && c.Size > 0:
+			f.Size, f.Payload = c.Size, 0
+		case f.Proto == wire.TCP && c.MSS > 0:
+			f.MSS = c.MSS
+		}
+		if c.Rate != nil {
+			f.Rate = c.Rate.Rate
+		}
+		cp.Flows = append(cp.Flows, f)
+	}
+	return &cp
+}
+
+// CellResult is what one cell of a matrix measured.
+type CellResult struct {
+	Key    string            `json:"key"`
+	Flows  []string          `json:"flows"`
+	Size   int               `json:"size,omitempty"`
+	MSS    int               `json:"mss,omitempty"`
+	Rate   string            `json:"rate,omitempty"`
+	Rounds []results.FlowSet `json:"rounds"`
+	// Received is the total received bit rate over the rounds: the mean
+	// and its 95 % confidence interval.
+	Received Estimate `json:"received_bps"`
+	Errors   []string `json:"errors,omitempty"`
+}
+
+// Summarize fills Received from the rounds' totals.
+func (c *CellResult) Summarize() {
+	var xs []float64
+	for _, r := range c.Rounds {
+		xs = append(xs, r.Total.ReceivedBPS)
+	}
+	c.Received = Mean95(xs)
+}
+
+// Estimate is a mean over rounds with a Student-t 95 % confidence
+// interval: Mean ± Half. N is the number of rounds; with fewer than two,
+// Half is 0 and there is no interval (HasInterval).
+type Estimate struct {
+	Mean float64 `json:"mean"`
+	Half float64 `json:"ci95_half"`
+	N    int     `json:"n"`
+}
+
+// HasInterval says whether the estimate has an interval (two rounds or more).
+func (e Estimate) HasInterval() bool { return e.N >= 2 }
+
+// Mean95 is the mean of xs and the half-width of its 95 % confidence
+// interval, t(0.975, n−1) · s/√n, s the sample standard deviation.
+func Mean95(xs []float64) Estimate {
+	e := Estimate{N: len(xs)}
+	if e.N == 0 {
+		return e
+	}
+	for _, x := range xs {
+		e.Mean += x
+	}
+	e.Mean /= float64(e.N)
+	if e.N < 2 {
+		return e
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - e.Mean) * (x - e.Mean)
+	}
+	s := math.Sqrt(ss / float64(e.N-1))
+	e.Half = t975(e.N-1) * s / math.Sqrt(float64(e.N))
+	return e
+}
+
+// t975 is Student's t at 0.975 for df degrees of freedom (tables to 30,
+// then the normal's 1.96, off by under 2 % at 31).
+func t975(df int) float64 {
+	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	if df >= 1 && df <= len(table) {
+		return table[df-1]
+	}
+	return 1.96
+}
+
+// String is "Mean ± Half" in bit/s, for messages.
+func (e Estimate) String() string {
+	return fmt.Sprintf("%.0f ± %.0f (n=%d)", e.Mean, e.Half, e.N)
+}
+
+// Grid lays a matrix's cells out for a table or a heat map: a row per set
+// ("a-b+c-d"), a column per variant ("size 64 rate 1G", "" when the
+// matrix sweeps sets only), in the order the cells came.
+type Grid struct {
+	Rows, Cols []string
+	// At holds the cell at [row][col], nil where the matrix has none.
+	At [][]*CellResult
+	// Max is the highest mean received rate of any cell.
+	Max float64
+}
+
+// NewGrid lays out cells.
+func NewGrid(cells []CellResult) *Grid {
+	g := &Grid{}
+	type pos struct{ r, c int }
+	where := map[*CellResult]pos{}
+	for i := range cells {
+		c := &cells[i]
+		row, col := strings.Join(c.Flows, "+"), variantKey(c.Size, c.MSS, c.Rate)
+		r := slices.Index(g.Rows, row)
+		if r < 0 {
+			r, g.Rows = len(g.Rows), append(g.Rows, row)
+		}
+		k := slices.Index(g.Cols, col)
+		if k < 0 {
+			k, g.Cols = len(g.Cols), append(g.Cols, col)
+		}
+		where[c] = pos{r, k}
+		g.Max = max(g.Max, c.Received.Mean)
+	}
+	g.At = make([][]*CellResult, len(g.Rows))
+	for r := range g.At {
+		g.At[r] = make([]*CellResult, len(g.Cols))
+	}
+	for c, p := range where {
+		g.At[p.r][p.c] = c
+	}
+	return g
+}
+
+// Share is a cell's mean received rate over the grid's highest, 0 to 1:
+// the heat map's colour.
+func (g *Grid) Share(c *CellResult) float64 {
+	if c == nil || g.Max <= 0 {
+		return 0
+	}
+	return c.Received.Mean / g.Max
+}

@@ -1,0 +1,127 @@
+package plan
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const matrixHosts = `hosts:
+  box: 10.0.0.1
+  a: 10.0.0.2
+  b: 10.0.0.3
+  c: 10.0.0.4
+flows:
+  - {from: a, to: box, proto: udp}
+  - {from: b, to: box, proto: udp, name: bee}
+  - {from: c, to: box, proto: tcp}
+rounds: 2
+`
+
+func TestMatrixForms(t *testing.T) {
+	for _, tc := range []struct {
+		matrix string
+		keys   []string
+		rounds int
+	}{
+		{"{combinations: 1}", []string{"set a-box", "set bee", "set c-box"}, 2},
+		{"{combinations: [3]}", []string{"set a-box+bee+c-box"}, 2},
+		{"{combinations: all, rounds: 5}", []string{"set a-box", "set bee", "set c-box", "set a-box+bee", "set a-box+c-box", "set bee+c-box", "set a-box+bee+c-box"}, 5},
+		{"{sets: [[bee], [c-box, a-box]], sizes: [64, 1518]}", []string{"set bee size 64", "set bee size 1518", "set a-box+c-box size 64", "set a-box+c-box size 1518"}, 2},
+		{"{sets: [a-box], mss: 536, rates: [10Mbps, 0]}", []string{"set a-box mss 536 rate 10Mbps", "set a-box mss 536 rate 0"}, 2},
+		{"{combinations: 1, sets: [[a-box], [a-box, bee]]}", []string{"set a-box", "set bee", "set c-box", "set a-box+bee"}, 2},
+		{"{sizes: 128}", []string{"set a-box+bee+c-box size 128"}, 2},
+	} {
+		pl, err := Parse("m.yaml", []byte(matrixHosts+"matrix: "+tc.matrix+"\n"))
+		if err != nil {
+			t.Errorf("%s: %v", tc.matrix, err)
+			continue
+		}
+		var keys []string
+		for _, c := range pl.Matrix.Cells() {
+			keys = append(keys, c.Key)
+		}
+		if !slices.Equal(keys, tc.keys) || pl.Matrix.Rounds != tc.rounds {
+			t.Errorf("%s: cells %q rounds %d, want %q %d", tc.matrix, keys, pl.Matrix.Rounds, tc.keys, tc.rounds)
+		}
+	}
+}
+
+func TestMatrixErrors(t *testing.T) {
+	for _, tc := range []struct{ matrix, want string }{
+		{"{combinations: 4}", "m.yaml:11: matrix: combinations 4: the plan has 3 flows"},
+		{"{combinations: 0}", "m.yaml:11: matrix: combinations 0: want at least 1"},
+		{"{combinations: some}", `m.yaml:11: matrix: combinations "some": want a whole number`},
+		{"{sets: [[a-box, nope]]}", "m.yaml:11: matrix: sets: no flow named nope (flows: a-box, bee, c-box)"},
+		{"{sets: [[a-box, a-box]]}", "m.yaml:11: matrix: sets: a-box given twice in a set"},
+		{"{sizes: [64, 32]}", "m.yaml:11: matrix: sizes 32: want at least 64"},
+		{"{sizes: [64, 64]}", "m.yaml:11: matrix: sizes: 64 given twice"},
+		{"{mss: 40}", "m.yaml:11: matrix: mss 40: want at least 88"},
+		{"{rates: [fast]}", "m.yaml:11: matrix: rates:"},
+		{"{rounds: 0}", "m.yaml:11: matrix: rounds 0: want 1 to 1000"},
+		{"{colour: red}", `m.yaml:11: matrix: unknown key "colour"`},
+		{"\n  sets: 3", `m.yaml:12: matrix: sets: want a list, not "3"`},
+	} {
+		_, err := Parse("m.yaml", []byte(matrixHosts+"matrix: "+tc.matrix+"\n"))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %s", tc.matrix, err, tc.want)
+		}
+	}
+	// A size sweep with no udp flow to apply it to.
+	_, err := Parse("m.yaml", []byte("hosts: {a: 10.0.0.2, b: 10.0.0.3}\nflows: [{from: a, to: b, proto: tcp}]\nmatrix:\n  sizes: [64]\n"))
+	if err == nil || err.Error() != "m.yaml:4: matrix: sizes: no udp flow to apply it to" {
+		t.Errorf("sizes without udp: %v", err)
+	}
+	// Two flows may not share a name.
+	_, err = Parse("m.yaml", []byte("hosts: {a: 10.0.0.2, b: 10.0.0.3}\nflows:\n  - {from: a, to: b, proto: tcp, name: x}\n  - {from: b, to: a, proto: tcp, name: x}\n"))
+	if err == nil || err.Error() != "m.yaml:4: flow 2: name x given to another flow already" {
+		t.Errorf("a name twice: %v", err)
+	}
+}
+
+// TestCellPlan: a cell's plan holds its flows only, with the cell's size
+// on udp flows, its MSS on tcp ones and its rate on all.
+func TestCellPlan(t *testing.T) {
+	pl, err := Parse("m.yaml", []byte(matrixHosts+"matrix: {sets: [[a-box, c-box]], sizes: [1518], mss: [536], rates: [1Mbps], rounds: 3}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := pl.Matrix.Cells()
+	if len(cells) != 1 {
+		t.Fatalf("%d cells", len(cells))
+	}
+	cp := pl.CellPlan(cells[0])
+	if cp.Matrix != nil || cp.Rounds != 3 || len(cp.Flows) != 2 {
+		t.Fatalf("cell plan: %+v", cp)
+	}
+	u, tc := cp.Flows[0], cp.Flows[1]
+	if u.Size != 1518 || u.Payload != 0 || u.MSS != 0 || tc.MSS != 536 || tc.Size != 0 || u.Rate.BPS != 1e6 || tc.Rate.BPS != 1e6 {
+		t.Errorf("udp %+v\ntcp %+v", u, tc)
+	}
+	if pl.Flows[0].Size != 0 || pl.Flows[2].MSS != 0 {
+		t.Errorf("the plan's own flows changed: %+v", pl.Flows)
+	}
+}
+
+func TestCombinations(t *testing.T) {
+	got := Combinations([]string{"a", "b", "c", "d"}, 2)
+	want := [][]string{{"a", "b"}, {"a", "c"}, {"a", "d"}, {"b", "c"}, {"b", "d"}, {"c", "d"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("%v", got)
+	}
+	if n := len(Combinations(make([]string, 5), 3)); n != 10 {
+		t.Errorf("5 choose 3: %d", n)
+	}
+}
+
+func TestMean95(t *testing.T) {
+	e := Mean95([]float64{940e6, 930e6, 950e6})
+	// s = 10e6, t(0.975, 2) = 4.303: half = 4.303 * 10e6 / sqrt(3).
+	if e.Mean != 940e6 || math.Abs(e.Half-4.303*10e6/math.Sqrt(3)) > 1 || e.N != 3 || !e.HasInterval() {
+		t.Errorf("%+v", e)
+	}
+	if one := Mean95([]float64{5}); one.Mean != 5 || one.Half != 0 || one.HasInterval() {
+		t.Errorf("one round: %+v", one)
+	}
+}

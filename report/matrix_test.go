@@ -1,0 +1,90 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"strings"
+	"testing"
+
+	"linerate/plan"
+	"linerate/results"
+)
+
+func matrixCells(scale float64) []plan.CellResult {
+	round := func(bps float64) results.FlowSet {
+		return results.FlowSet{Total: results.Totals{ReceivedBPS: bps * scale},
+			Flows: []results.FlowRun{{From: "a", To: []string{"10.0.0.1:7557"}, Result: &results.Result{Summary: results.Summary{Totals: results.Totals{ReceivedPackets: 10, ReceivedBPS: bps * scale}}}}}}
+	}
+	cells := []plan.CellResult{
+		{Key: "set a-box", Flows: []string{"a-box"}, Rounds: []results.FlowSet{round(940e6), round(930e6), round(950e6)}},
+		{Key: "set a-box+b-box", Flows: []string{"a-box", "b-box"}, Rounds: []results.FlowSet{round(1800e6), round(1810e6), round(1790e6)}},
+	}
+	for i := range cells {
+		cells[i].Summarize()
+	}
+	return cells
+}
+
+func TestMatrixText(t *testing.T) {
+	var b bytes.Buffer
+	if err := Matrix(&b, matrixCells(1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"set a-box+b-box  3", "1.80 Gb/s", "heat map", "██ 1.80 Gb/s", "▒▒ 940.00 Mb/s"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestMatrixCompare(t *testing.T) {
+	var b bytes.Buffer
+	a, c := matrixCells(1), matrixCells(1.2)
+	c = append(c, plan.CellResult{Key: "set b-box"})
+	if err := MatrixCompare(&b, a, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"set a-box  ", "+20.0 %  higher, beyond the intervals", "set b-box", "only in B"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+	if err := MatrixCompare(&b, a, []plan.CellResult{{Key: "other"}}); err == nil {
+		t.Error("no cell in common: no error")
+	}
+}
+
+// TestPlanCSV: one row per cell, round and flow, read back by encoding/csv.
+func TestPlanCSV(t *testing.T) {
+	pl, err := plan.Parse("m.yaml", []byte("hosts: {box: 10.0.0.1, a: 10.0.0.2, b: 10.0.0.3}\nflows:\n  - {from: a, to: box, proto: udp}\n  - {from: b, to: box, proto: udp}\nmatrix: {sets: [[a-box], [a-box, b-box]]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := PlanCSV(&b, pl, &plan.Result{Matrix: matrixCells(1)}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1+6 || rows[0][0] != "cell" || rows[0][len(rows[0])-1] != "received_bps" {
+		t.Fatalf("%q", rows)
+	}
+	if r := rows[4]; r[0] != "set a-box+b-box" || r[1] != "1" || r[2] != "a-box" || r[len(r)-1] != "1.8e+09" {
+		t.Errorf("row 4: %q", r)
+	}
+}
+
+func TestBenchCSV(t *testing.T) {
+	res := &results.Result{Targets: []results.TargetResult{{Target: "10.0.0.2:7557", Address: "10.0.0.2",
+		Totals: results.Totals{}, Forward: &results.Totals{SentPackets: 5}, Reverse: &results.Totals{SentPackets: 7}}}}
+	var b bytes.Buffer
+	if err := BenchCSV(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil || len(rows) != 3 || rows[1][2] != "forward" || rows[2][2] != "reverse" || rows[2][4] != "7" {
+		t.Errorf("%v %q", err, rows)
+	}
+}
