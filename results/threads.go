@@ -62,4 +62,17 @@ type TCPStat struct {
 	RcvBuf     int    `json:"rcvbuf,omitempty"`
 	NoDelay    bool   `json:"nodelay,omitempty"`
 	TOS        int    `json:"tos,omitempty"`
+	// OverTime is the sender's TCP_INFO once a second from the start
+	// (warmup included).
+	OverTime []TCPSample `json:"over_time,omitempty"`
+}
+
+// TCPSample is one second's TCP_INFO of a sending stream.
+type TCPSample struct {
+	// T is seconds since the stream's start.
+	T          float64 `json:"t"`
+	Cwnd       uint32  `json:"cwnd"`
+	RTTMicros  uint32  `json:"rtt_us"`
+	Retrans    uint32  `json:"retrans"`     // tcpi_total_retrans so far
+	PacingRate uint64  `json:"pacing_rate"` // bits/s
 }

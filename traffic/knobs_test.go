@@ -225,3 +225,30 @@ func TestParseDSCP(t *testing.T) {
 		}
 	}
 }
+
+// TestTCPOverTime: each sending stream of a TCP bench, on both ends,
+// carries its TCP_INFO once a second with sane values.
+func TestTCPOverTime(t *testing.T) {
+	l := newLab(t, &Server{})
+	sp := wire.Spec{Proto: wire.TCP, Direction: wire.Bidir, Duration: wire.Seconds(2 * time.Second), Warmup: wire.Seconds(300 * time.Millisecond),
+		Streams: 2, Ports: 1, Threads: 1}
+	res, err := Run(context.Background(), l.config(sp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range res.Streams {
+		if st.TCP == nil {
+			t.Fatalf("stream %d %s: no TCP_INFO", st.Stream, st.Direction)
+		}
+		ot := st.TCP.OverTime
+		t.Logf("stream %d %s: %+v", st.Stream, st.Direction, ot)
+		if len(ot) < 2 || len(ot) > 3 {
+			t.Errorf("stream %d %s: %d samples over 2.3 s", st.Stream, st.Direction, len(ot))
+		}
+		for k, s := range ot {
+			if s.T < float64(k)+0.9 || s.T > float64(k)+1.1 || s.Cwnd == 0 || s.RTTMicros == 0 || s.RTTMicros > 1e6 || s.PacingRate == 0 {
+				t.Errorf("stream %d %s: sample %d %+v", st.Stream, st.Direction, k, s)
+			}
+		}
+	}
+}

@@ -246,6 +246,8 @@ type tcpSender struct {
 	errs     []error
 	zerocopy *os.File
 	loops    loopSet
+	overMu   sync.Mutex
+	over     [][]results.TCPSample
 }
 
 // newTCPSender takes the connections (they are closed on error too).
@@ -308,13 +310,54 @@ func (t *tcpSender) run(tm Timing) {
 		}
 	})
 	defer startMark.Stop()
+	done := make(chan struct{})
+	defer close(done)
+	go t.sampleOverTime(tm, done)
 	if d := time.Until(tm.Start); d > 0 {
 		time.Sleep(d)
 	}
 	t.loops.each(func(l *tcpLoop) { t.runLoop(l, tm) })
 }
 
+// sampleOverTime reads each stream's TCP_INFO once a second from tm.Start
+// until tm.End or done.
+func (t *tcpSender) sampleOverTime(tm Timing, done <-chan struct{}) {
+	select {
+	case <-time.After(time.Until(tm.Start)):
+	case <-done:
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case now := <-tick.C:
+			if now.After(tm.End.Add(500 * time.Millisecond)) {
+				return
+			}
+			t.overMu.Lock()
+			if t.over == nil {
+				t.over = make([][]results.TCPSample, len(t.conns))
+			}
+			for i, c := range t.conns {
+				if info, err := c.info(); err == nil {
+					t.over[i] = append(t.over[i], results.TCPSample{T: now.Sub(tm.Start).Round(time.Millisecond).Seconds(),
+						Cwnd: info.Snd_cwnd, RTTMicros: info.Rtt, Retrans: info.Total_retrans, PacingRate: bitsPerSecond(info.Pacing_rate)})
+				}
+			}
+			t.overMu.Unlock()
+		case <-done:
+			return
+		}
+	}
+}
+
 func (t *tcpSender) collect() flowResult {
+	t.overMu.Lock()
+	for i, s := range t.over {
+		t.stats[i].OverTime = s
+	}
+	t.overMu.Unlock()
 	return flowResult{counts: t.counts, tcp: t.stats, threads: t.loops.threads(), err: errors.Join(t.errs...)}
 }
 
