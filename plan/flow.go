@@ -21,6 +21,7 @@ type settings struct {
 	proto, direction, engine                    string
 	rate                                        wire.Rate
 	size, payload, streams, ports, threads, mss int
+	dscp                                        int
 	copy                                        bool
 	at                                          map[string]*yaml.Node
 }
@@ -44,6 +45,13 @@ func (p *parser) settings(fs []*field, s *settings) error {
 			s.engine, err = p.oneOf(f.v, "engine", "auto", "socket", "ring", "xdp")
 		case "copy":
 			s.copy, err = p.boolean(f.v, "copy")
+		case "dscp":
+			var v string
+			if v, err = p.scalar(f.v, "dscp"); err == nil {
+				if s.dscp, err = wire.ParseDSCP(v); err != nil {
+					err = p.errorf(f.v, "%v", err)
+				}
+			}
 		case "rate":
 			var v string
 			if v, err = p.scalar(f.v, "rate"); err == nil {
@@ -226,7 +234,7 @@ func (p *parser) flow(idx int, n *yaml.Node, defaults *settings, pl *Plan) error
 	}
 	fl := Flow{Index: idx, Line: n.Line, Name: name, From: ends[0], To: ends[1], Proto: wire.Proto(s.proto),
 		Direction: cmp.Or(wire.Direction(s.direction), wire.Forward), Rate: s.rate,
-		Streams: cmp.Or(s.streams, 1), Threads: cmp.Or(s.threads, 1), Ports: 1, MTU: defaultMTU}
+		Streams: cmp.Or(s.streams, 1), Threads: cmp.Or(s.threads, 1), Ports: 1, MTU: defaultMTU, DSCP: s.dscp}
 	if err := p.protoSettings(what, s, defaults, &fl); err != nil {
 		return err
 	}
@@ -335,7 +343,7 @@ func (f *Flow) PayloadFor(v4 bool) int {
 // here zeros, one per port, for UDP that comes back) and latency probes.
 func (f *Flow) Spec(duration, warmup time.Duration, v4 bool) wire.Spec {
 	sp := wire.Spec{Proto: f.Proto, Direction: f.Direction, Duration: wire.Seconds(duration), Warmup: wire.Seconds(warmup),
-		Rate: f.Rate, Payload: f.PayloadFor(v4), Streams: f.Streams, Ports: f.Ports, Threads: f.Threads, MSS: f.MSS,
+		Rate: f.Rate, Payload: f.PayloadFor(v4), Streams: f.Streams, Ports: f.Ports, Threads: f.Threads, MSS: f.MSS, DSCP: f.DSCP,
 		ZeroCopy: f.Proto == wire.TCP && !f.Copy && f.Rate.Unlimited()}
 	if f.Proto == wire.UDP && f.Direction != wire.Forward {
 		sp.ClientPorts = make([]uint16, f.Ports)

@@ -146,6 +146,8 @@ type Flow struct {
 	// Copy makes a TCP flow write from user memory, as iperf3 does,
 	// instead of sendfile(2) from an in-memory file (bench tcp's --copy).
 	Copy bool
+	// DSCP marks the flow's packets both ways (0: unmarked).
+	DSCP int
 	// Engine is the UDP send engine: "socket" or "ring".
 	Engine string
 	// Port is the port of To that holds Address ("" when the plan
@@ -195,7 +197,7 @@ var (
 	planKeys    = []string{"hosts", "defaults", "flows", "sample", "duration", "warmup", "rounds", "ceiling", "matrix"}
 	hostKeys    = []string{"at", "copy", "address", "ports", "web"}
 	portKeys    = []string{"address", "speed", "mtu"}
-	flowKeys    = []string{"from", "to", "address", "name", "proto", "size", "payload", "streams", "ports", "threads", "rate", "direction", "mss", "engine", "copy"}
+	flowKeys    = []string{"from", "to", "address", "name", "proto", "size", "payload", "streams", "ports", "threads", "rate", "direction", "mss", "engine", "copy", "dscp"}
 	settingKeys = flowKeys[4:]
 	ceilingKeys = []string{"host", "pcie", "mps", "mrrs", "addr32", "ecrc", "root", "ports"}
 )

@@ -198,7 +198,7 @@ func TestParseErrors(t *testing.T) {
 		{"port address twice", "hosts:\n  a:\n    at: 10.0.0.1\n    ports:\n      eth0: {address: 10.0.0.1}\n      eth1: {address: 10.0.0.1}\n",
 			`p.yaml:6: host a: address 10.0.0.1 given twice`},
 		{"flow not a mapping", hosts + "flows: [a]\n", `p.yaml:4: flow 1: want a mapping of keys (key: value), not "a"`},
-		{"unknown flow key", hosts + "flows:\n  - {form: a, to: b, proto: udp}\n", `p.yaml:5: flow 1: unknown key "form": want from, to, address, name, proto, size, payload, streams, ports, threads, rate, direction, mss, engine, copy`},
+		{"unknown flow key", hosts + "flows:\n  - {form: a, to: b, proto: udp}\n", `p.yaml:5: flow 1: unknown key "form": want from, to, address, name, proto, size, payload, streams, ports, threads, rate, direction, mss, engine, copy, dscp`},
 		{"no from", hosts + "flows:\n  - {to: b, proto: udp}\n", `p.yaml:5: flow 1: no from: name the sending host`},
 		{"no to", hosts + "flows:\n  - {from: a, proto: udp}\n", `p.yaml:5: flow 1: no to: name the receiving host`},
 		{"unknown host", hosts + "flows:\n  - {from: a, to: c, proto: udp}\n", `p.yaml:5: flow 1: to c: no such host (hosts: a, b)`},
@@ -433,5 +433,26 @@ func TestLoadFIFO(t *testing.T) {
 			defer w.Close()
 		}
 		t.Fatal("Load of a named pipe blocked")
+	}
+}
+
+// A flow's dscp (a name or a number) is in the spec its agents run.
+func TestParseDSCP(t *testing.T) {
+	pl, err := Parse("p.yaml", []byte(hosts+`defaults: {dscp: af41}
+flows:
+  - {from: a, to: b, proto: udp, dscp: EF}
+  - {from: a, to: b, proto: tcp}
+  - {from: a, to: b, proto: tcp, dscp: 8}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{46, 34, 8} {
+		if got := pl.Flows[i].Spec(time.Second, 0, true).DSCP; got != want {
+			t.Errorf("flow %d: dscp %d, want %d", i, got, want)
+		}
+	}
+	if _, err := Parse("p.yaml", []byte(hosts+"flows:\n  - {from: a, to: b, proto: udp, dscp: 64}\n")); err == nil || !strings.Contains(err.Error(), "dscp") {
+		t.Errorf("dscp 64: %v", err)
 	}
 }

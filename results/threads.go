@@ -48,4 +48,31 @@ type TCPStat struct {
 	SndCwnd     uint32 `json:"snd_cwnd"`
 	DataSegsOut uint32 `json:"data_segs_out"`
 	DataSegsIn  uint32 `json:"data_segs_in"`
+	// PacingRate and MaxPacingRate are the kernel's pacing rate and its
+	// cap (SO_MAX_PACING_RATE, --fq-rate) in bits per second; no cap is
+	// absent.
+	PacingRate    uint64 `json:"pacing_rate,omitempty"`
+	MaxPacingRate uint64 `json:"max_pacing_rate,omitempty"`
+	// The socket's options as read back (getsockopt): the congestion
+	// control (TCP_CONGESTION), the buffers (SO_SNDBUF, SO_RCVBUF: the
+	// kernel doubles what was set), Nagle off (TCP_NODELAY) and the
+	// TOS or traffic class byte it marks with (DSCP << 2).
+	Congestion string `json:"congestion,omitempty"`
+	SndBuf     int    `json:"sndbuf,omitempty"`
+	RcvBuf     int    `json:"rcvbuf,omitempty"`
+	NoDelay    bool   `json:"nodelay,omitempty"`
+	TOS        int    `json:"tos,omitempty"`
+	// OverTime is the sender's TCP_INFO once a second from the start
+	// (warmup included).
+	OverTime []TCPSample `json:"over_time,omitempty"`
+}
+
+// TCPSample is one second's TCP_INFO of a sending stream.
+type TCPSample struct {
+	// T is seconds since the stream's start.
+	T          float64 `json:"t"`
+	Cwnd       uint32  `json:"cwnd"`
+	RTTMicros  uint32  `json:"rtt_us"`
+	Retrans    uint32  `json:"retrans"`     // tcpi_total_retrans so far
+	PacingRate uint64  `json:"pacing_rate"` // bits/s
 }

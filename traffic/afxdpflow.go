@@ -14,7 +14,7 @@ func xdpFits(sp *wire.Spec) error {
 	if sp.Proto != wire.UDP || sp.Direction != wire.Forward {
 		return usage.Field("Engine", "xdp sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
-	return oneSize("xdp", sp)
+	return builtOnce("xdp", sp)
 }
 
 // xdpWhyNot says why the AF_XDP engine cannot run this test to these

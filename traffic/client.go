@@ -100,6 +100,9 @@ func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	if err := sp.Check(); err != nil {
 		return wire.Spec{}, nil, usage.Wrap(err)
 	}
+	if err := c.setup(func() error { return checkCongestion(sp.Congestion) }); err != nil {
+		return wire.Spec{}, nil, err
+	}
 	sp.ClientPorts = nil
 	return sp, eng, nil
 }

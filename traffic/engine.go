@@ -86,6 +86,8 @@ func ringWhyNot(r *clientRun, to []*target) string {
 	switch {
 	case sp.Mixed():
 		return "the ring and AF_XDP send one frame size, not a mix"
+	case sp.DSCP != 0:
+		return "the ring and AF_XDP do not mark DSCP"
 	case ringFits(sp) != nil:
 		return "the ring sends UDP from the client only, not " + string(sp.Direction)
 	case sp.Streams != 1:
@@ -277,17 +279,25 @@ func ringFits(sp *wire.Spec) error {
 	if sp.Proto != wire.UDP || sp.Direction != wire.Forward {
 		return usage.Field("Engine", "ring sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
-	return oneSize("ring", sp)
+	return builtOnce("ring", sp)
 }
 
 // ErrMixEngine says an engine that builds its frames once (the ring,
 // AF_XDP) was asked for a mix of sizes: the socket engine sends mixes.
 var ErrMixEngine = errors.New("sends one frame size (its frames are built once, in its ring); --engine socket sends a mix")
 
-// oneSize refuses a mix of sizes for the engine called name.
-func oneSize(name string, sp *wire.Spec) error {
-	if sp.Mixed() {
+// ErrDSCPEngine says an engine that builds its frames once was asked to
+// mark them: the socket engine marks (IP_TOS, IPV6_TCLASS).
+var ErrDSCPEngine = errors.New("does not mark DSCP (its IP headers are built once, in its ring); --engine socket marks")
+
+// builtOnce refuses for the engine called name what frames built once in
+// a ring cannot do: a mix of sizes, a DSCP mark.
+func builtOnce(name string, sp *wire.Spec) error {
+	switch {
+	case sp.Mixed():
 		return usage.Field("Engine", "%s %w", name, ErrMixEngine)
+	case sp.DSCP != 0:
+		return usage.Field("Engine", "%s %w", name, ErrDSCPEngine)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"linerate/wire"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 )
@@ -72,7 +73,7 @@ func (t *serverTest) open() error {
 		t.probePort = e.port()
 	}
 	if sp.Proto == wire.TCP {
-		ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", netip.AddrPortFrom(t.local, 0).String())
+		ln, err := (&net.ListenConfig{Control: tcpKnobsOf(sp).control(false)}).Listen(context.Background(), "tcp", netip.AddrPortFrom(t.local, 0).String())
 		if err != nil {
 			return fmt.Errorf("tcp data listener on %s: %w", t.local, err)
 		}
@@ -111,7 +112,7 @@ func (t *serverTest) openUDPReceiver() error {
 
 func (t *serverTest) openUDPSender() error {
 	sp := &t.spec
-	fds, err := dialUDPFlows(t.local, t.peer, sp.ClientPorts, sp.Streams, sp.Payload, sp.Punch)
+	fds, err := dialUDPFlows(t.local, t.peer, sp.ClientPorts, sp.Streams, sp.Payload, sp.DSCP, sp.Punch)
 	var me *mtuError
 	if errors.As(err, &me) {
 		return fmt.Errorf("payload %d bytes: the path MTU from %s to %s is %d", sp.Payload, t.local, t.peer, me.mtu)
@@ -283,6 +284,12 @@ func (t *serverTest) openTCP() error {
 	t.tcpLn.Close()
 	t.connMu.Lock()
 	defer t.connMu.Unlock()
+	knobs := tcpKnobsOf(&t.spec)
+	for _, c := range slices.Concat(t.fwdConns, t.revConns) {
+		if err := knobs.conn(c); err != nil {
+			return fmt.Errorf("tcp data connection: %w", err)
+		}
+	}
 	if len(t.fwdConns) > 0 {
 		r, err := newTCPReceiver(t.fwdConns, t.spec.Threads)
 		if err != nil {

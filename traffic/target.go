@@ -269,7 +269,7 @@ func (t *target) openUDP(cfg *Config) ([]int, error) {
 	var fds []int
 	err := cfg.setup(func() error {
 		var err error
-		fds, err = dialUDPFlows(t.local, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload, false)
+		fds, err = dialUDPFlows(t.local, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload, sp.DSCP, false)
 		return err
 	})
 	var me *mtuError
@@ -318,7 +318,8 @@ func (t *target) openTCP(r *clientRun) error {
 // dialData opens the data connections of one direction.
 func (t *target) dialData(cfg *Config, dir byte) ([]*net.TCPConn, error) {
 	sp := &t.spec
-	d := net.Dialer{Timeout: 5 * time.Second, Control: tcpDialControl(sp.MSS)}
+	knobs := tcpKnobsOf(sp)
+	d := net.Dialer{Timeout: 5 * time.Second, Control: knobs.control(true)}
 	d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(t.local, 0))
 	cookie, err := wire.ParseCookie(t.acc.Cookie)
 	if err != nil {
@@ -335,8 +336,9 @@ func (t *target) dialData(cfg *Config, dir byte) ([]*net.TCPConn, error) {
 		})
 		if err == nil {
 			conns = append(conns, c.(*net.TCPConn))
-			setNoDelay(conns[i])
-			_, err = c.Write(wire.PutDataHello(cookie, i, dir))
+			if err = knobs.conn(conns[i]); err == nil {
+				_, err = c.Write(wire.PutDataHello(cookie, i, dir))
+			}
 		}
 		if err != nil {
 			closeConns(conns)

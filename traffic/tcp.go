@@ -8,9 +8,9 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -118,8 +118,35 @@ func tcpStat(c *tcpSock, stream int, side string) results.TCPStat {
 		st.SndCwnd = info.Snd_cwnd
 		st.DataSegsOut = info.Data_segs_out
 		st.DataSegsIn = info.Data_segs_in
+		st.PacingRate = bitsPerSecond(info.Pacing_rate)
+		st.MaxPacingRate = bitsPerSecond(info.Max_pacing_rate)
 	}
+	_ = c.do(func(fd uintptr) { readOptions(int(fd), &st) })
 	return st
+}
+
+// bitsPerSecond is a TCP_INFO rate (bytes per second, all ones for none)
+// in bits per second, 0 for none.
+func bitsPerSecond(bytes uint64) uint64 {
+	if bytes == ^uint64(0) || bytes > ^uint64(0)/8 {
+		return 0
+	}
+	return bytes * 8
+}
+
+// readOptions reads back the options tcpKnobs sets.
+func readOptions(fd int, st *results.TCPStat) {
+	cc, _ := unix.GetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	st.Congestion = strings.TrimRight(cc, "\x00")
+	st.SndBuf, _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+	st.RcvBuf, _ = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+	nd, _ := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+	st.NoDelay = nd != 0
+	if dom, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN); dom == unix.AF_INET6 {
+		st.TOS, _ = unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS)
+	} else {
+		st.TOS, _ = unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS)
+	}
 }
 
 // segMarks holds one connection's TCP_INFO data-segment counter
@@ -175,31 +202,6 @@ func (s *segMarks) segments() uint64 {
 	return uint64(s.at[markEnd] - s.at[markStart])
 }
 
-// tcpDialControl returns a net.Dialer Control that sets TCP_MAXSEG before
-// connect (so the SYN advertises it and both ends send segments no larger)
-// and TCP_NODELAY.
-func tcpDialControl(mss int) func(network, address string, c syscall.RawConn) error {
-	return func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			if mss > 0 {
-				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG, mss)
-			}
-		})
-		if err != nil {
-			return err
-		}
-		if serr != nil {
-			return fmt.Errorf("TCP_MAXSEG %d: %w", mss, serr)
-		}
-		return nil
-	}
-}
-
-// setNoDelay turns Nagle off so that each write of one segment leaves as
-// one segment.
-func setNoDelay(c *net.TCPConn) { _ = c.SetNoDelay(true) }
-
 // tcpSendConfig says how a tcpSender writes.
 type tcpSendConfig struct {
 	// mss, when set, makes each write one segment of the connection's MSS.
@@ -244,13 +246,12 @@ type tcpSender struct {
 	errs     []error
 	zerocopy *os.File
 	loops    loopSet
+	overMu   sync.Mutex
+	over     [][]results.TCPSample
 }
 
 // newTCPSender takes the connections (they are closed on error too).
 func newTCPSender(tcs []*net.TCPConn, cfg tcpSendConfig) (*tcpSender, error) {
-	for _, c := range tcs {
-		setNoDelay(c)
-	}
 	conns, err := takeTCPs(tcs)
 	if err != nil {
 		return nil, err
@@ -309,13 +310,54 @@ func (t *tcpSender) run(tm Timing) {
 		}
 	})
 	defer startMark.Stop()
+	done := make(chan struct{})
+	defer close(done)
+	go t.sampleOverTime(tm, done)
 	if d := time.Until(tm.Start); d > 0 {
 		time.Sleep(d)
 	}
 	t.loops.each(func(l *tcpLoop) { t.runLoop(l, tm) })
 }
 
+// sampleOverTime reads each stream's TCP_INFO once a second from tm.Start
+// until tm.End or done.
+func (t *tcpSender) sampleOverTime(tm Timing, done <-chan struct{}) {
+	select {
+	case <-time.After(time.Until(tm.Start)):
+	case <-done:
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case now := <-tick.C:
+			if now.After(tm.End.Add(500 * time.Millisecond)) {
+				return
+			}
+			t.overMu.Lock()
+			if t.over == nil {
+				t.over = make([][]results.TCPSample, len(t.conns))
+			}
+			for i, c := range t.conns {
+				if info, err := c.info(); err == nil {
+					t.over[i] = append(t.over[i], results.TCPSample{T: now.Sub(tm.Start).Round(time.Millisecond).Seconds(),
+						Cwnd: info.Snd_cwnd, RTTMicros: info.Rtt, Retrans: info.Total_retrans, PacingRate: bitsPerSecond(info.Pacing_rate)})
+				}
+			}
+			t.overMu.Unlock()
+		case <-done:
+			return
+		}
+	}
+}
+
 func (t *tcpSender) collect() flowResult {
+	t.overMu.Lock()
+	for i, s := range t.over {
+		t.stats[i].OverTime = s
+	}
+	t.overMu.Unlock()
 	return flowResult{counts: t.counts, tcp: t.stats, threads: t.loops.threads(), err: errors.Join(t.errs...)}
 }
 

@@ -17,7 +17,7 @@ func tcpPair(t *testing.T, mss int) (dialled, accepted *net.TCPConn) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	d := net.Dialer{Control: tcpDialControl(mss)}
+	d := net.Dialer{Control: tcpKnobs{mss: mss}.control(true)}
 	c, err := d.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestTCPReceiverWindow(t *testing.T) {
 		t.Skip("sends traffic on loopback")
 	}
 	w, rd := tcpPair(t, 0)
-	setNoDelay(w)
+	_ = w.SetNoDelay(true)
 	r, err := newTCPReceiver([]*net.TCPConn{rd}, 1)
 	if err != nil {
 		t.Fatal(err)

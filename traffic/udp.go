@@ -287,11 +287,12 @@ func (e *mtuError) Error() string {
 }
 
 // dialUDPFlows makes the sockets of a udpSender: one connected socket per
-// stream to each of ports on remote, from local (any port). With later,
+// stream to each of ports on remote, from local (any port), marked with
+// dscp (0: unmarked). With later,
 // the sockets are bound but not connected: aimUDP connects them once the
 // client's punches say where its NAT maps its ports. A payload over the
 // path MTU is an *mtuError.
-func dialUDPFlows(local, remote netip.Addr, ports []uint16, streams, payload int, later bool) ([]int, error) {
+func dialUDPFlows(local, remote netip.Addr, ports []uint16, streams, payload, dscp int, later bool) ([]int, error) {
 	var fds []int
 	for _, port := range ports {
 		for range streams {
@@ -300,6 +301,11 @@ func dialUDPFlows(local, remote netip.Addr, ports []uint16, streams, payload int
 				to = netip.AddrPort{}
 			}
 			fd, err := dialUDP(netip.AddrPortFrom(local, 0), to, 4<<20)
+			if err == nil {
+				if err = setDSCP(fd, dscp); err != nil {
+					closeFD(fd)
+				}
+			}
 			if err != nil {
 				closeFDs(fds)
 				return nil, err

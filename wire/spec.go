@@ -118,6 +118,22 @@ type Spec struct {
 	// ClientPorts are the client's UDP receive ports for Reverse and Bidir,
 	// where the server sends (to the control connection's peer address).
 	ClientPorts []uint16 `json:"client_ports,omitempty"`
+	// DSCP marks what each end sends (IP_TOS, IPV6_TCLASS), UDP and TCP:
+	// the code point, 0 to 63 (0: unmarked).
+	DSCP int `json:"dscp,omitempty"`
+	// Window is SO_SNDBUF and SO_RCVBUF of every TCP data socket on both
+	// ends in bytes, as iperf3's -w (0: the kernel's autotuning).
+	Window int `json:"window,omitempty"`
+	// Congestion is TCP_CONGESTION of every TCP data socket on both ends
+	// ("": the kernel's default).
+	Congestion string `json:"congestion,omitempty"`
+	// FQRate is SO_MAX_PACING_RATE of every TCP data socket in bits per
+	// second (0: none): the kernel paces each connection (fq or TCP's own
+	// pacing) to it.
+	FQRate uint64 `json:"fq_rate,omitempty"`
+	// NoDelay sets TCP_NODELAY on the TCP data sockets (Nagle off), as it
+	// is with MSS.
+	NoDelay bool `json:"nodelay,omitempty"`
 	// Punch says the client punches its NAT for the server's UDP (see
 	// nat.go): the server waits for the punches before it sends.
 	Punch bool `json:"punch,omitempty"`
@@ -130,6 +146,11 @@ const (
 	maxThreads = 256
 	maxPayload = 65507 // largest IPv4 UDP payload (RFC 768, 791)
 	maxRecvBuf = 1 << 30
+	// The window (SO_SNDBUF/SO_RCVBUF) a test may ask for: the kernel's
+	// SOCK_MIN_RCVBUF rounded up, to maxRecvBuf.
+	minWindow = 4096
+	// tcpCANameMax is the kernel's TCP_CA_NAME_MAX, the NUL included.
+	tcpCANameMax = 16
 )
 
 // The MSS a test may set (TCP_MAXSEG): the kernel's TCP_MIN_MSS
@@ -173,6 +194,8 @@ func (s *Spec) Check() error {
 		return usage.Field("threads", "%d: want 1 to %d", s.Threads, maxThreads)
 	case s.RecvBuf < 0 || s.RecvBuf > maxRecvBuf:
 		return usage.Field("rcvbuf", "%d: want 0 to %d", s.RecvBuf, maxRecvBuf)
+	case s.DSCP < 0 || s.DSCP > MaxDSCP:
+		return usage.Field("dscp", "%d: want 0 to %d", s.DSCP, MaxDSCP)
 	case s.ProbeInterval < 0:
 		return usage.Field("probe_interval", "%s: negative", s.ProbeInterval.D())
 	case s.ProbeInterval > 0 && s.ProbeInterval.D() < time.Millisecond:
@@ -195,8 +218,40 @@ func (s *Spec) Check() error {
 		if s.MSS != 0 && (s.MSS < MinMSS || s.MSS > MaxMSS) {
 			return usage.Field("mss", "%d: want %d (the kernel's smallest MSS) to %d", s.MSS, MinMSS, MaxMSS)
 		}
+		if s.Window != 0 && (s.Window < minWindow || s.Window > maxRecvBuf) {
+			return usage.Field("window", "%d bytes: want %d to %d", s.Window, minWindow, maxRecvBuf)
+		}
+		if !congestionName(s.Congestion) {
+			return usage.Field("congestion", "%q: not a congestion control name", s.Congestion)
+		}
+		return nil
+	}
+	switch {
+	case s.Window != 0:
+		return usage.Field("window", "is for tcp, not udp")
+	case s.Congestion != "":
+		return usage.Field("congestion", "is for tcp, not udp")
+	case s.FQRate != 0:
+		return usage.Field("fq_rate", "is for tcp, not udp")
+	case s.NoDelay:
+		return usage.Field("nodelay", "is for tcp, not udp")
 	}
 	return nil
+}
+
+// congestionName says whether s could name a congestion control algorithm
+// (empty is the default): shorter than the kernel's TCP_CA_NAME_MAX, of
+// letters, digits, '_' and '-'.
+func congestionName(s string) bool {
+	if len(s) >= tcpCANameMax {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // sends and receives say which directions an end takes part in.

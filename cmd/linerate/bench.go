@@ -14,6 +14,7 @@ import (
 
 	"linerate/ceiling"
 	"linerate/history"
+	"linerate/internal/units"
 	"linerate/internal/usage"
 	"linerate/report"
 	"linerate/results"
@@ -50,6 +51,7 @@ type benchOptions struct {
 	out        string
 	probe      time.Duration
 	idle       time.Duration
+	dscp       string
 	// udp
 	size    string
 	frame   int         // --size as one frame size
@@ -61,11 +63,15 @@ type benchOptions struct {
 	xdp     bool
 	search  searchOptions
 	// tcp
-	mss       int
-	zerocopy  bool
-	copy      bool
-	writeSize int
-	history   historyFlags
+	mss        int
+	zerocopy   bool
+	copy       bool
+	writeSize  int
+	window     string
+	congestion string
+	fqRate     string
+	noDelay    bool
+	history    historyFlags
 	// warnings found while reading the flags, for stderr
 	warnings []string
 }
@@ -78,6 +84,7 @@ var benchFlags = map[string]string{
 	// wire.Spec's fields, by their JSON names.
 	"duration": "--duration", "warmup": "--warmup", "streams": "--streams", "ports": "--ports", "threads": "--threads",
 	"rcvbuf": "--rcvbuf", "probe_interval": "--probe-interval", "payload": "--payload", "write_size": "--write-size", "mss": "--mss",
+	"dscp": "--dscp", "window": "--window", "congestion": "--congestion", "fq_rate": "--fq-rate", "nodelay": "--no-delay",
 }
 
 func newBenchCmd() *cobra.Command { return (&benchOptions{}).command() }
@@ -153,6 +160,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	p.StringVar(&o.web, "web", "", "serve a live page, /events and /metrics of the run at this HOST:PORT (docs/watch.md)")
 	secondsVarP(p, &o.probe, "probe-interval", "", 10*time.Millisecond, "time between latency probes (0: no probes)")
 	secondsVarP(p, &o.idle, "idle", "", 500*time.Millisecond, "how long to probe latency before the load starts")
+	p.StringVar(&o.dscp, "dscp", "", "mark what both ends send with this DSCP: a name (CS0-CS7, AF11-AF43, EF, BE, LE) or a number 0-63 (IP_TOS, IPV6_TCLASS; the socket engine and TCP)")
 	o.history.add(p, true)
 	c.AddCommand(o.protoCmd("udp"), o.protoCmd("tcp"))
 	return c
@@ -184,11 +192,16 @@ func (o *benchOptions) protoCmd(proto string) *cobra.Command {
 		c.Example = `  linerate bench tcp --to 10.0.0.2 --streams 4
   linerate bench tcp --to 10.0.0.2 --mss 88 --reverse
   linerate bench tcp -c 10.0.0.2 -P 4 -t 30 -i 5           # as with iperf3
-  linerate bench tcp --to 10.0.0.2 -P 4 --copy             # write from user memory, as iperf3 does`
+  linerate bench tcp --to 10.0.0.2 -P 4 --copy             # write from user memory, as iperf3 does
+  linerate bench tcp --to 10.0.0.2 -w 4M -C bbr --fq-rate 500M --dscp AF41`
 		f.IntVar(&o.mss, "mss", 0, "set TCP_MAXSEG before connecting (88 or more) and write one segment at a time, so that small payloads are small packets")
 		f.BoolVar(&o.copy, "copy", false, "write from user memory, as iperf3 does (default as fast as possible: sendfile(2) from an in-memory file, which copies nothing on the sender)")
 		f.BoolVar(&o.zerocopy, "zerocopy", false, "send with sendfile(2) from an in-memory file, also at a --rate (as fast as possible it is the default)")
 		f.IntVarP(&o.writeSize, "write-size", "l", 0, "bytes per write (default 128 KiB; one segment with --mss; iperf3's -l)")
+		f.StringVarP(&o.window, "window", "w", "", "SO_SNDBUF and SO_RCVBUF of every data socket on both ends: 416K, 4M (iperf3's -w; default: the kernel's autotuning)")
+		f.StringVarP(&o.congestion, "congestion", "C", "", "TCP congestion control on both ends (TCP_CONGESTION): cubic, bbr, reno... one the kernels have (iperf3's -C)")
+		f.StringVar(&o.fqRate, "fq-rate", "", "cap each connection's pacing rate on both ends (SO_MAX_PACING_RATE): 500M, 1G (bits/s)")
+		f.BoolVar(&o.noDelay, "no-delay", false, "turn Nagle off on the data sockets (TCP_NODELAY; always so with --mss; iperf3's -N)")
 	}
 	return c
 }
@@ -271,6 +284,11 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 	}
 	sp := wire.Spec{Proto: wire.Proto(proto), Direction: dir, Duration: wire.Seconds(o.duration), Warmup: wire.Seconds(o.warmup),
 		Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads, ProbeInterval: wire.Seconds(o.probe)}
+	if o.dscp != "" {
+		if sp.DSCP, err = wire.ParseDSCP(o.dscp); err != nil {
+			return cfg, usage.Errorf("--%w", err)
+		}
+	}
 	if proto == "udp" {
 		if err := o.udpSpec(&sp, changed); err != nil {
 			return cfg, err
@@ -352,6 +370,21 @@ func (o *benchOptions) tcpSpec(sp *wire.Spec) error {
 	// sendfile as fast as possible (where the sender's copy costs);
 	// a paced stream writes from user memory unless --zerocopy.
 	sp.MSS, sp.ZeroCopy, sp.Payload = o.mss, o.zerocopy || (!o.copy && sp.Rate.Unlimited()), o.writeSize
+	sp.Congestion, sp.NoDelay = o.congestion, o.noDelay
+	if o.window != "" {
+		w, err := units.ParseBytes(o.window)
+		if err != nil {
+			return usage.Errorf("--window %w", err)
+		}
+		sp.Window = int(min(w, 1<<40))
+	}
+	if o.fqRate != "" {
+		r, err := wire.ParseRate(o.fqRate)
+		if err != nil || r.PPS > 0 {
+			return usage.Errorf("--fq-rate %q: want bits per second (500M, 1G)", o.fqRate)
+		}
+		sp.FQRate = uint64(r.BPS)
+	}
 	return nil
 }
 

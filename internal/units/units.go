@@ -165,3 +165,29 @@ func Parse(s string) (float64, error) {
 	}
 	return v * mult, nil
 }
+
+// ParseBytes reads a size in bytes with an optional binary prefix K, M or
+// G (any case, an optional trailing B), as iperf3 reads -w: "416K" →
+// 425984.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSuffix(strings.TrimSpace(s), "B")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'k', 'K':
+			mult = 1 << 10
+		case 'm', 'M':
+			mult = 1 << 20
+		case 'g', 'G':
+			mult = 1 << 30
+		}
+		if mult != 1 {
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || math.IsNaN(v) || v < 0 || v*float64(mult) > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%q: not a size in bytes (416K, 4M)", s)
+	}
+	return int64(v * float64(mult)), nil
+}

@@ -1,0 +1,154 @@
+package traffic
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"linerate/internal/usage"
+	"linerate/source/procfs"
+	"linerate/wire"
+)
+
+// procRoot is where the congestion control algorithms the kernel has are
+// read from when one asked for is refused.
+var procRoot = "/proc"
+
+// tcpKnobs are the socket options of a test's TCP data connections, set
+// alike on both ends: on the client's sockets before they connect (so the
+// SYN is marked and advertises the window's scale), on the server's
+// listener (its accepted sockets inherit them) and again on each accepted
+// socket.
+type tcpKnobs struct {
+	mss        int    // TCP_MAXSEG, before connect only
+	dscp       int    // IP_TOS / IPV6_TCLASS
+	window     int    // SO_SNDBUF and SO_RCVBUF
+	congestion string // TCP_CONGESTION
+	fqRate     uint64 // SO_MAX_PACING_RATE, bits per second
+	noDelay    bool   // TCP_NODELAY (also with mss)
+}
+
+func tcpKnobsOf(s *wire.Spec) tcpKnobs {
+	return tcpKnobs{mss: s.MSS, dscp: s.DSCP, window: s.Window, congestion: s.Congestion, fqRate: s.FQRate, noDelay: s.NoDelay}
+}
+
+// set sets every knob but TCP_MAXSEG and TCP_NODELAY on fd.
+func (k tcpKnobs) set(fd int) error {
+	if err := setDSCP(fd, k.dscp); err != nil {
+		return err
+	}
+	if k.window > 0 {
+		setBuf(fd, unix.SO_SNDBUF, unix.SO_SNDBUFFORCE, k.window)
+		setBuf(fd, unix.SO_RCVBUF, unix.SO_RCVBUFFORCE, k.window)
+	}
+	if k.congestion != "" {
+		if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, k.congestion); err != nil {
+			return congestionError(k.congestion, err)
+		}
+	}
+	if k.fqRate > 0 {
+		if err := unix.SetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, k.fqRate/8); err != nil {
+			return fmt.Errorf("SO_MAX_PACING_RATE %d bytes/s: %w", k.fqRate/8, err)
+		}
+	}
+	return nil
+}
+
+// control is a net.Dialer's or net.ListenConfig's Control: TCP_MAXSEG
+// (on a dialer) and the other knobs, before the socket connects or
+// listens.
+func (k tcpKnobs) control(dial bool) func(network, address string, c syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			if dial && k.mss > 0 {
+				if err := unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG, k.mss); err != nil {
+					serr = fmt.Errorf("TCP_MAXSEG %d: %w", k.mss, err)
+					return
+				}
+			}
+			serr = k.set(int(fd))
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}
+}
+
+// conn sets the knobs on a connected socket. Go turns Nagle off on every
+// TCP connection; it is turned back on unless the test asks for
+// TCP_NODELAY or writes one segment at a time (mss: a write of one full
+// segment leaves at once either way, but a short last one would wait).
+func (k tcpKnobs) conn(c *net.TCPConn) error {
+	if err := c.SetNoDelay(k.noDelay || k.mss > 0); err != nil {
+		return fmt.Errorf("TCP_NODELAY: %w", err)
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = k.set(int(fd)) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+// setDSCP marks what fd sends with the code point dscp (0: left as it
+// is): IP_TOS on an IPv4 socket, IPV6_TCLASS on an IPv6 one (and IP_TOS
+// too, for IPv4-mapped peers).
+func setDSCP(fd, dscp int) error {
+	if dscp == 0 {
+		return nil
+	}
+	tos := wire.TOS(dscp)
+	dom, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return fmt.Errorf("SO_DOMAIN: %w", err)
+	}
+	if dom == unix.AF_INET6 {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tos); err != nil {
+			return fmt.Errorf("IPV6_TCLASS %#x: %w", tos, err)
+		}
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, tos)
+		return nil
+	}
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, tos); err != nil {
+		return fmt.Errorf("IP_TOS %#x: %w", tos, err)
+	}
+	return nil
+}
+
+// checkCongestion refuses a congestion control this end's kernel does not
+// have, before any peer is asked ("": the default, nothing to check).
+func checkCongestion(name string) error {
+	if name == "" {
+		return nil
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("tcp socket: %w", err)
+	}
+	defer unix.Close(fd)
+	return tcpKnobs{congestion: name}.set(fd)
+}
+
+// ErrNoCongestion is a congestion control algorithm this kernel does not
+// have (or may not load).
+var ErrNoCongestion = errors.New("congestion control not available")
+
+// congestionError says that name was refused, with the algorithms the
+// kernel has (net.ipv4.tcp_available_congestion_control), in one line.
+func congestionError(name string, err error) error {
+	have, rerr := procfs.NewFS(procRoot).Sysctl("net.ipv4.tcp_available_congestion_control")
+	if rerr != nil {
+		have = "unknown (" + rerr.Error() + ")"
+	}
+	return usage.Field("congestion", "%q: %w (%v); this kernel has: %s", name, ErrNoCongestion, err,
+		strings.Join(strings.Fields(have), ", "))
+}
