@@ -162,18 +162,18 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	secondsVarP(p, &o.idle, "idle", "", 500*time.Millisecond, "how long to probe latency before the load starts")
 	p.StringVar(&o.dscp, "dscp", "", "mark what both ends send with this DSCP: a name (CS0-CS7, AF11-AF43, EF, BE, LE) or a number 0-63 (IP_TOS, IPV6_TCLASS; the socket engine and TCP)")
 	o.history.add(p, true)
-	c.AddCommand(o.protoCmd("udp"), o.protoCmd("tcp"))
+	c.AddCommand(o.protoCmd(wire.UDP), o.protoCmd(wire.TCP))
 	return c
 }
 
-func (o *benchOptions) protoCmd(proto string) *cobra.Command {
+func (o *benchOptions) protoCmd(proto wire.Proto) *cobra.Command {
 	c := &cobra.Command{
-		Use:  proto + " --to HOST[:PORT] [--to ...]",
+		Use:  proto.String() + " --to HOST[:PORT] [--to ...]",
 		Args: argsWith(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, proto) },
 	}
 	f := c.Flags()
-	if proto == "udp" {
+	if proto == wire.UDP {
 		c.Short = "UDP: packets per second, loss, reordering and duplicates"
 		c.Example = `  linerate bench udp --to 10.0.0.2 --size 64 --duration 10s
   linerate bench udp --to 10.0.0.2 --rate 1Mpps --threads 2 --ports 8 --json
@@ -248,7 +248,7 @@ func isTerminal(f *os.File) bool {
 
 // config checks the flags and builds the run; changed says whether the
 // user gave a flag (so that an explicit --size 0 is refused).
-func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.Config, error) {
+func (o *benchOptions) config(proto wire.Proto, changed func(string) bool) (traffic.Config, error) {
 	var cfg traffic.Config
 	if len(o.to) == 0 {
 		return cfg, usage.Errorf("no target: give --to HOST[:PORT] (a machine running 'linerate serve')")
@@ -282,14 +282,14 @@ func (o *benchOptions) config(proto string, changed func(string) bool) (traffic.
 	} else if o.bidir {
 		dir = wire.Bidir
 	}
-	sp := wire.Spec{Proto: wire.Proto(proto), Direction: dir, Duration: wire.Seconds(o.duration), Warmup: wire.Seconds(o.warmup),
+	sp := wire.Spec{Proto: proto, Direction: dir, Duration: wire.Seconds(o.duration), Warmup: wire.Seconds(o.warmup),
 		Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads, ProbeInterval: wire.Seconds(o.probe)}
 	if o.dscp != "" {
 		if sp.DSCP, err = wire.ParseDSCP(o.dscp); err != nil {
 			return cfg, usage.Errorf("--%w", err)
 		}
 	}
-	if proto == "udp" {
+	if proto == wire.UDP {
 		if err := o.udpSpec(&sp, changed); err != nil {
 			return cfg, err
 		}
@@ -397,7 +397,7 @@ func defaultPorts(ports, threads int) int {
 	return ports
 }
 
-func (o *benchOptions) run(cmd *cobra.Command, proto string) error {
+func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 	if len(o.from) > 0 {
 		return o.runFlows(cmd, proto)
 	}

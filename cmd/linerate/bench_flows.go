@@ -62,7 +62,7 @@ func pairFlows(from, to []string) ([]flowPlan, error) {
 // runFlows runs bench --from: each agent named by --from runs a flow to
 // its targets at once; this host samples itself meanwhile (the device in
 // the middle, when it is neither end).
-func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
+func (o *benchOptions) runFlows(cmd *cobra.Command, proto wire.Proto) error {
 	if o.jsonStream {
 		return usage.Errorf("--from and --json-stream: give one (--json prints every flow)")
 	}
@@ -102,7 +102,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto string) error {
 // fleetRun is the run bench --from asks for: a flow per --from (pairFlows),
 // the hosts of --sample, a zero-loss search per flow with --search, and
 // each flow's interval lines shown as they come.
-func (o *benchOptions) fleetRun(cmd *cobra.Command, proto string) (*fleet.Run, error) {
+func (o *benchOptions) fleetRun(cmd *cobra.Command, proto wire.Proto) (*fleet.Run, error) {
 	var search *traffic.SearchConfig
 	if o.search.asked() {
 		sc, err := o.searchConfig(cmd, proto)

@@ -15,6 +15,7 @@ import (
 	"linerate/report"
 	"linerate/search"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 // searchOptions are the flags of `bench udp --search`.
@@ -80,10 +81,10 @@ func percent(flag, s string) (float64, error) {
 }
 
 // searchConfig checks the flags of a search and reads its settings.
-func (o *benchOptions) searchConfig(cmd *cobra.Command, proto string) (traffic.SearchConfig, error) {
+func (o *benchOptions) searchConfig(cmd *cobra.Command, proto wire.Proto) (traffic.SearchConfig, error) {
 	changed := cmd.Flags().Changed
 	switch {
-	case proto != "udp":
+	case proto != wire.UDP:
 		return traffic.SearchConfig{}, usage.Errorf("--search: UDP only")
 	case o.jsonStream:
 		return traffic.SearchConfig{}, usage.Errorf("--search and --json-stream: give one (--json prints the search)")
@@ -99,7 +100,7 @@ func (o *benchOptions) searchConfig(cmd *cobra.Command, proto string) (traffic.S
 
 // runSearch runs `bench udp --search`: the zero-loss search per frame
 // size, progress on stderr, the table (or JSON) on stdout.
-func (o *benchOptions) runSearch(cmd *cobra.Command, proto string) error {
+func (o *benchOptions) runSearch(cmd *cobra.Command, proto wire.Proto) error {
 	sc, err := o.searchConfig(cmd, proto)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"linerate/internal/usage"
 	"linerate/results"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 func TestBenchBadInput(t *testing.T) {
@@ -119,7 +120,7 @@ func TestBenchIperf3Flags(t *testing.T) {
 			if err := sub.ParseFlags(args); err != nil {
 				t.Fatalf("%v: %v", args, err)
 			}
-			cfg, err := o.config(proto, sub.Flags().Changed)
+			cfg, err := o.config(wire.Proto(proto), sub.Flags().Changed)
 			if err != nil {
 				t.Fatalf("%v: %v", args, err)
 			}

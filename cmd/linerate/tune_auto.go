@@ -137,7 +137,8 @@ func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
 	if err != nil {
 		return cfg, usage.Errorf("--rate: %w", err)
 	}
-	if o.proto != "udp" && o.proto != "tcp" {
+	proto, err := wire.ParseProto(o.proto)
+	if err != nil {
 		return cfg, usage.Errorf("--proto %q: want udp or tcp", o.proto)
 	}
 	if err := checkLoadFlags(o.duration, o.warmup, o.threads, o.streams); err != nil {
@@ -146,9 +147,9 @@ func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
 	switch {
 	case o.ports < 0:
 		return cfg, usage.Errorf("--ports %d: must be at least 1", o.ports)
-	case o.proto == "tcp" && cmd.Flags().Changed("size"):
+	case proto == wire.TCP && cmd.Flags().Changed("size"):
 		return cfg, usage.Errorf("--size is for udp; tcp sends streams")
-	case o.proto == "udp" && o.size < 64:
+	case proto == wire.UDP && o.size < wire.MinFrameSize:
 		return cfg, usage.Errorf("--size %d: a frame is at least 64 bytes", o.size)
 	}
 	cpus, err := parseCPUs(o.cpus)
@@ -159,9 +160,9 @@ func (o *tuneAutoOptions) bench(cmd *cobra.Command) (traffic.Config, error) {
 	if o.reverse {
 		dir = wire.Reverse
 	}
-	cfg.Spec = wire.Spec{Proto: wire.Proto(o.proto), Direction: dir, Duration: wire.Seconds(o.duration),
+	cfg.Spec = wire.Spec{Proto: proto, Direction: dir, Duration: wire.Seconds(o.duration),
 		Warmup: wire.Seconds(o.warmup), Rate: rate, Streams: o.streams, Ports: 1, Threads: o.threads}
-	if o.proto == "udp" {
+	if proto == wire.UDP {
 		cfg.FrameSize = o.size
 		cfg.Spec.Ports = defaultPorts(o.ports, o.threads)
 	}
@@ -239,7 +240,7 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return usage.Flags(err, tuneAutoFlags)
 	}
-	if goal == autotune.GoalLoss && o.proto == "tcp" {
+	if goal == autotune.GoalLoss && o.proto == string(wire.TCP) {
 		return usage.Errorf("--goal loss is for udp: tcp retransmits what it loses")
 	}
 	if o.minGain <= 0 || o.minGain >= 100 {
