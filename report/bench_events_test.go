@@ -49,3 +49,16 @@ func TestBenchTextLinkEvents(t *testing.T) {
 		t.Errorf("two targets: no %q in\n%s", want, b.String())
 	}
 }
+
+// A third-party flow's link events reach the controller's text (bench
+// --from), under their flow.
+func TestFlowSetTextLinkEvents(t *testing.T) {
+	fs := &results.FlowSet{Spec: cutResult().Spec, Flows: []results.FlowRun{{From: "lan", To: []string{"wan"}, Result: cutResult()}}}
+	var b strings.Builder
+	FlowSetText(&b, fs)
+	out := b.String()
+	i, j := strings.Index(out, "flow 1: lan → wan\n"), strings.Index(out, "\nlink lra (client) down 2.0 s → 5.0 s: set down\n")
+	if i < 0 || j < i {
+		t.Errorf("no event line under flow 1 in\n%s", out)
+	}
+}
