@@ -121,24 +121,31 @@ func TestSilentFloodDoesNotLockOut(t *testing.T) {
 	}
 	defer func() { close(stop); wg.Wait() }()
 	// Wait (bounded) until the flood holds every slot.
-	for i := 0; ; i++ {
-		s.door.mu.Lock()
-		n := len(s.door.pending)
-		s.door.mu.Unlock()
-		if n == maxPending {
-			break
-		}
-		if i == 500 {
-			t.Fatalf("the flood holds %d slots, want %d", n, maxPending)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitPending(t, s, maxPending)
 	for i := range 3 {
 		rc := dialRaw(t, addr)
 		if m := rc.handshake("s3cret"); m == nil || m.Type != wire.MsgWelcome {
 			t.Fatalf("attempt %d during the flood: %+v, want welcome", i, m)
 		}
 		rc.c.Close()
+	}
+}
+
+// pending is how many handshakes s has under way.
+func pending(s *Server) int {
+	s.door.mu.Lock()
+	defer s.door.mu.Unlock()
+	return len(s.door.pending)
+}
+
+// waitPending waits (at most 5 s) until s has n handshakes under way.
+func waitPending(t *testing.T, s *Server, n int) {
+	t.Helper()
+	for i := 0; pending(s) != n; i++ {
+		if i == 1000 {
+			t.Fatalf("%d handshakes under way, want %d", pending(s), n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -197,20 +204,6 @@ func TestClientRetriesWhenItsSlotIsGiven(t *testing.T) {
 	free := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(free)
 	relay := holdRelay(t, addr, release)
-	pending := func() int {
-		s.door.mu.Lock()
-		defer s.door.mu.Unlock()
-		return len(s.door.pending)
-	}
-	waitPending := func(n int) {
-		t.Helper()
-		for i := 0; pending() != n; i++ {
-			if i == 1000 {
-				t.Fatalf("%d handshakes pending, want %d", pending(), n)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	tg := &target{name: "server", addr: netip.MustParseAddrPort(relay)}
 	done := make(chan error, 1)
 	go func() { done <- tg.connect(context.Background(), &Config{Token: "s3cret"}) }()
@@ -219,7 +212,7 @@ func TestClientRetriesWhenItsSlotIsGiven(t *testing.T) {
 			tg.conn.Close()
 		}
 	})
-	waitPending(1)
+	waitPending(t, s, 1)
 	// The flood: silent, held open until the test ends.
 	for i := range maxPending {
 		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, byte(i+1), 1)}}
@@ -229,7 +222,7 @@ func TestClientRetriesWhenItsSlotIsGiven(t *testing.T) {
 		}
 		t.Cleanup(func() { c.Close() })
 	}
-	waitPending(maxPending)
+	waitPending(t, s, maxPending)
 	free()
 	select {
 	case err := <-done:
@@ -243,7 +236,7 @@ func TestClientRetriesWhenItsSlotIsGiven(t *testing.T) {
 		t.Error("no welcome")
 	}
 	// Its second try took the oldest flood connection's slot.
-	if n := pending(); n != maxPending-1 {
+	if n := pending(s); n != maxPending-1 {
 		t.Errorf("%d handshakes pending after the client got in, want the flood's %d", n, maxPending-1)
 	}
 }
