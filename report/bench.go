@@ -137,6 +137,9 @@ func BenchText(w io.Writer, r *results.Result) {
 	}
 	fmt.Fprintf(w, "cpu       client %s   server %s\n", benchCost(sum.CPUSeconds.Client, sum.CPUSecondsPerMpkt.Client, sum.CPUSecondsPerGbit.Client),
 		benchCost(sum.CPUSeconds.Server, sum.CPUSecondsPerMpkt.Server, sum.CPUSecondsPerGbit.Server))
+	for _, e := range r.LinkEvents {
+		fmt.Fprintln(w, LinkEventLine(e, len(r.Targets) > 1))
+	}
 	if sum.LimitedBy != "" {
 		fmt.Fprintf(w, "limited by %s: %s\n", sum.LimitedBy, sum.LimitedWhy)
 	} else if sum.LimitedWhy != "" {
@@ -156,6 +159,17 @@ func BenchText(w io.Writer, r *results.Result) {
 	for _, e := range r.Problems() {
 		fmt.Fprintln(w, "error:", e)
 	}
+}
+
+// LinkEventLine is a link event as the reports list it: "link lra
+// (client) down 2.0 s → 5.0 s: set down"; several says the test had
+// several targets (its servers are numbered).
+func LinkEventLine(e results.LinkEvent, several bool) string {
+	up := "the end of the run"
+	if e.Up != nil {
+		up = fmt.Sprintf("%.1f s", *e.Up)
+	}
+	return fmt.Sprintf("link %s (%s) down %.1f s → %s: %s", e.Iface, e.End(several), e.Down, up, e.Why)
 }
 
 func benchRTT(r *results.Result, target int, dir wire.Direction) string {

@@ -23,13 +23,11 @@ func (res *Result) BuildLedger(several, notes bool) {
 	test := ledger.Test{Sent: res.Summary.SentPackets}
 	test.Received = test.Sent - min(res.Summary.LostPackets, test.Sent)
 	test.LinkDown = res.SentWhileDown()
-	for _, e := range res.LinkEvents {
-		test.LinkEvidence = append(test.LinkEvidence, e.String())
-	}
+	test.LinkEvidence = res.describeLinkEvents()
 	var hosts []ledger.Host
 	for _, d := range res.Drops {
 		if d.Error != "" && notes {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s drop counters: %s", endName(d, several), d.Error))
+			res.Notes = append(res.Notes, fmt.Sprintf("%s drop counters: %s", endName(d.Side, d.Target, several), d.Error))
 		}
 		if d.Delta == nil {
 			continue
@@ -40,7 +38,7 @@ func (res *Result) BuildLedger(several, notes bool) {
 		} else if (d.Side == SideClient) == res.Spec.ClientSends() || res.Spec.Direction == wire.Bidir {
 			test.Refused += d.Refused
 		}
-		h := ledger.Host{Name: endName(d, several), Side: side, Ifaces: d.Ifaces, Delta: *d.Delta}
+		h := ledger.Host{Name: endName(d.Side, d.Target, several), Side: side, Ifaces: d.Ifaces, Delta: *d.Delta}
 		if j := sameNetns(hosts, h); j >= 0 {
 			// Ends in one namespace are one host, their counters counted
 			// once: both ends (loopback) make one that sends and
@@ -77,14 +75,14 @@ func (res *Result) AddPathDrops(d EndDrops) {
 	}
 }
 
-// endName is how an end is named in the ledger: "client", "server", or
-// "server N" (from 1) when there are several targets; "dut" for the
-// device in the middle.
-func endName(d EndDrops, several bool) string {
-	if d.Side == SideClient || d.Side == SideDUT || !several {
-		return string(d.Side)
+// endName is how an end is named in the ledger and its link events:
+// "client", "server", or "server N" (from 1) when there are several
+// targets; "dut" for the device in the middle.
+func endName(side Side, target int, several bool) string {
+	if side != SideServer || target < 0 || !several {
+		return string(side)
 	}
-	return fmt.Sprintf("server %d", d.Target+1)
+	return fmt.Sprintf("server %d", target+1)
 }
 
 // endSide is the part an end played in a test of direction dir.

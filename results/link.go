@@ -36,13 +36,17 @@ type LinkEvent struct {
 // that flaps more often has the rest left out, with a note.
 const MaxLinkEvents = 64
 
-// String is the event as the text report says it.
-func (e LinkEvent) String() string {
-	end := string(e.Side)
-	if e.Side == SideServer && e.Target >= 0 {
-		end = fmt.Sprintf("server %d", e.Target+1)
-	}
-	s := fmt.Sprintf("%s's %s was down (%s) from %.1f s", end, e.Iface, e.Why, e.Down)
+// String is the event in a sentence, its server numbered.
+func (e LinkEvent) String() string { return e.Describe(true) }
+
+// End names the end whose interface it is: "client", "server", or
+// "server N" (from 1) when the test had several targets.
+func (e LinkEvent) End(several bool) string { return endName(e.Side, e.Target, several) }
+
+// Describe is the event in a sentence, as the ledger gives it in
+// evidence; several says the test had several targets.
+func (e LinkEvent) Describe(several bool) string {
+	s := fmt.Sprintf("%s's %s was down (%s) from %.1f s", e.End(several), e.Iface, e.Why, e.Down)
 	if e.Up == nil {
 		return s + fmt.Sprintf(" to the end of the run (%.1f s)", e.Seconds)
 	}
@@ -143,9 +147,15 @@ func linkDownWhy(r *Result, asked float64) string {
 	if sum.HeldBackLinkDown > 0 {
 		why += fmt.Sprintf(", and held back %d datagrams rather than send them late", sum.HeldBackLinkDown)
 	}
+	return why + " (" + strings.Join(r.describeLinkEvents(), "; ") + ")"
+}
+
+// describeLinkEvents is each link event in a sentence, its server
+// numbered only when the test had several targets.
+func (r *Result) describeLinkEvents() []string {
 	var evs []string
 	for _, e := range r.LinkEvents {
-		evs = append(evs, e.String())
+		evs = append(evs, e.Describe(len(r.Targets) > 1))
 	}
-	return why + " (" + strings.Join(evs, "; ") + ")"
+	return evs
 }

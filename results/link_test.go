@@ -57,10 +57,17 @@ func TestVerdictLinkDown(t *testing.T) {
 	if s.LimitedBy != LimitLinkDown {
 		t.Errorf("limited by %q (%s), want link down", s.LimitedBy, s.LimitedWhy)
 	}
-	for _, want := range []string{"down for 3.0 s", "60000 of the 61000 packets lost were sent then", "server 1's lrb was down (set down) from 2.0 s to 5.0 s (3.0 s)"} {
+	for _, want := range []string{"down for 3.0 s", "60000 of the 61000 packets lost were sent then", "; server's lrb was down (set down) from 2.0 s to 5.0 s (3.0 s)"} {
 		if !strings.Contains(s.LimitedWhy, want) {
 			t.Errorf("why %q: no %q", s.LimitedWhy, want)
 		}
+	}
+	// With several targets, the server is numbered.
+	res = cutRun(61000)
+	res.Targets = append(res.Targets, TargetResult{})
+	Verdict(res, nil)
+	if want := "; server 1's lrb was down"; !strings.Contains(res.Summary.LimitedWhy, want) {
+		t.Errorf("two targets: why %q: no %q", res.Summary.LimitedWhy, want)
 	}
 	// No loss and the rate met (the sender held the frames): the verdict
 	// is the usual one.

@@ -431,6 +431,13 @@ func (s *XDPSender) Run(ctx context.Context) (RingCounts, error) {
 // run is over or ctx ends.
 func (s *XDPSender) loop(ctx context.Context, r *ringRun) error {
 	for {
+		if !r.downSince.IsZero() {
+			// The link is down: retry what is queued, queue no more.
+			if over, err := r.retryDown(ctx, s.kick); over || err != nil {
+				return err
+			}
+			continue
+		}
 		want, next, done := r.allowance(time.Now())
 		if done {
 			return nil
@@ -444,9 +451,9 @@ func (s *XDPSender) loop(ctx context.Context, r *ringRun) error {
 		}
 		want = min(want, xdpKickBatch)
 		n := s.fill(r, want)
-		if paused, err := pauseIfDown(ctx, s.kick()); err != nil {
+		if down, err := r.kicked(s.kick()); err != nil {
 			return err
-		} else if paused {
+		} else if down {
 			continue
 		}
 		if n < want {

@@ -1,7 +1,9 @@
 package traffic
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"linerate/wire"
 	"net"
 	"net/netip"
@@ -119,23 +121,122 @@ func TestSilentFloodDoesNotLockOut(t *testing.T) {
 	}
 	defer func() { close(stop); wg.Wait() }()
 	// Wait (bounded) until the flood holds every slot.
-	for i := 0; ; i++ {
-		s.door.mu.Lock()
-		n := len(s.door.pending)
-		s.door.mu.Unlock()
-		if n == maxPending {
-			break
-		}
-		if i == 500 {
-			t.Fatalf("the flood holds %d slots, want %d", n, maxPending)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitPending(t, s, maxPending)
 	for i := range 3 {
 		rc := dialRaw(t, addr)
 		if m := rc.handshake("s3cret"); m == nil || m.Type != wire.MsgWelcome {
 			t.Fatalf("attempt %d during the flood: %+v, want welcome", i, m)
 		}
 		rc.c.Close()
+	}
+}
+
+// pending is how many handshakes s has under way.
+func pending(s *Server) int {
+	s.door.mu.Lock()
+	defer s.door.mu.Unlock()
+	return len(s.door.pending)
+}
+
+// waitPending waits (at most 5 s) until s has n handshakes under way.
+func waitPending(t *testing.T, s *Server, n int) {
+	t.Helper()
+	for i := 0; pending(s) != n; i++ {
+		if i == 1000 {
+			t.Fatalf("%d handshakes under way, want %d", pending(s), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// holdRelay forwards connections to addr; the first one's bytes from the
+// client are held until release is closed, so that its handshake is
+// still under way when a flood comes. It stops with the test.
+func holdRelay(t *testing.T, addr string, release <-chan struct{}) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for first := true; ; first = false {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			held := first
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				if held {
+					<-release
+				}
+				_, _ = io.Copy(s, c)
+				s.Close()
+			}()
+			go func() { defer wg.Done(); _, _ = io.Copy(c, s); c.Close() }()
+			t.Cleanup(func() { c.Close(); s.Close() })
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A client whose handshake slot is given to a newer connection (32 silent
+// ones from as many /24s arrive while its hello is held: it is the oldest
+// of equals) is answered busy; it tries once more a moment later and gets
+// in while the flood still holds every slot. It used to fail with "busy:
+// 32 connections are authenticating; this one's slot went to a newer one".
+func TestClientRetriesWhenItsSlotIsGiven(t *testing.T) {
+	s := &Server{Token: "s3cret", authTimeout: 10 * time.Second}
+	s.init()
+	addr := startServer(t, s)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	relay := holdRelay(t, addr, release)
+	tg := &target{name: "server", addr: netip.MustParseAddrPort(relay)}
+	done := make(chan error, 1)
+	go func() { done <- tg.connect(context.Background(), &Config{Token: "s3cret"}) }()
+	t.Cleanup(func() {
+		if tg.conn != nil {
+			tg.conn.Close()
+		}
+	})
+	waitPending(t, s, 1)
+	// The flood: silent, held open until the test ends.
+	for i := range maxPending {
+		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, byte(i+1), 1)}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	waitPending(t, s, maxPending)
+	free()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("connect during the flood: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("connect did not return")
+	}
+	if tg.serverID == "" {
+		t.Error("no welcome")
+	}
+	// Its second try took the oldest flood connection's slot.
+	if n := pending(s); n != maxPending-1 {
+		t.Errorf("%d handshakes pending after the client got in, want the flood's %d", n, maxPending-1)
 	}
 }

@@ -504,12 +504,23 @@ type ringRun struct {
 	heldBack  uint64
 }
 
+// kicked looks at a kick's error: a link that is down pauses the run
+// (down, and the loop calls retryDown until it is up) instead of ending
+// it; any other error ends the run. The ring and AF_XDP senders share it.
+func (r *ringRun) kicked(err error) (down bool, _ error) {
+	if errors.Is(err, errLinkDown) {
+		r.downSince = time.Now()
+		return true, nil
+	}
+	return false, err
+}
+
 // retryDown waits linkDownRetry and kicks again while the link is down.
 // Once it is up, the pacing resumes from now: the frames the rate
 // allowed meanwhile are held back (measured ones counted), not owed. over
 // is the run's end reached while the link was down.
-func (r *ringRun) retryDown(ctx context.Context) (over bool, err error) {
-	paused, err := pauseIfDown(ctx, r.s.kick())
+func (r *ringRun) retryDown(ctx context.Context, kick func() error) (over bool, err error) {
+	paused, err := pauseIfDown(ctx, kick())
 	if err != nil {
 		return false, err
 	}
@@ -551,7 +562,7 @@ func (r *ringRun) loop(ctx context.Context) error {
 	for {
 		if !r.downSince.IsZero() {
 			// The link is down: retry what is requested, request no more.
-			if over, err := r.retryDown(ctx); over || err != nil {
+			if over, err := r.retryDown(ctx, s.kick); over || err != nil {
 				return err
 			}
 			continue
@@ -570,11 +581,10 @@ func (r *ringRun) loop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := s.kick(); errors.Is(err, errLinkDown) {
-			r.downSince = time.Now()
-			continue
-		} else if err != nil {
+		if down, err := r.kicked(s.kick()); err != nil {
 			return err
+		} else if down {
+			continue
 		}
 		if n < want {
 			// The ring is full: let the kernel free a slot.

@@ -157,6 +157,28 @@ func dialError(t *target, bind netip.Addr, err error) error {
 
 // connect opens the control connection and says hello.
 func (t *target) connect(ctx context.Context, cfg *Config) error {
+	err := t.dial(ctx, cfg)
+	if !errors.Is(err, wire.ErrBusy) {
+		return err
+	}
+	// Busy during the handshake: under a flood of silent connections the
+	// server gives a slot to a newer one (traffic/door.go), this one's
+	// maybe. One more try, a moment later, gets a slot of its own.
+	t.conn.Close()
+	select {
+	case <-ctx.Done():
+		return err
+	case <-time.After(busyRetry):
+	}
+	return t.dial(ctx, cfg)
+}
+
+// busyRetry is how long connect waits before its one more try when the
+// server answered busy.
+const busyRetry = 300 * time.Millisecond
+
+// dial opens the control connection to t and authenticates.
+func (t *target) dial(ctx context.Context, cfg *Config) error {
 	d := net.Dialer{Timeout: cfg.DialTimeout}
 	if d.Timeout == 0 {
 		d.Timeout = 5 * time.Second

@@ -128,3 +128,28 @@ func TestThirdPartyFlow(t *testing.T) {
 	refused("outside --allow", narrow, secret, l.server, "outside this agent's --allow 192.0.2.0/24")
 	refused("no agent there", a, secret, "10.99.0.2:9", "nothing listening on 10.99.0.2:9")
 }
+
+// TestThirdPartyFlowLinkEvent cuts agent a's sending veth for 2 s during
+// a third-party flow a → b: the flow's result, as the controller gets it,
+// holds the event of a's lra (the client end of the flow) with its times,
+// as a bench from this host would.
+func TestThirdPartyFlowLinkEvent(t *testing.T) {
+	const secret = "relay-secret"
+	l := newLab(t, &Server{Token: secret})
+	a := serveAgent(t, l.a, "10.99.0.1", &Server{Token: secret})
+	cut := newLinkCut(t, l.a.Netlink(t), "lra", 2, 2*time.Second)
+	spec := wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(6 * time.Second),
+		Streams: 1, Ports: 1, Threads: 1, Payload: 64, Rate: wire.Rate{PPS: 5000}}
+	start := time.Now()
+	res, err := RunFlow(context.Background(), dialIn(t, l.b, a), secret, Flow{Targets: []string{l.server}, Spec: spec}, cut.interval)
+	down, up := cut.wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent's clock starts a control round trip after ours: a little
+	// more slack than a bench's own.
+	checkEvent(t, findEvent(t, res, results.SideClient, "lra"), -1, "set down", start, down, up, 0.4)
+	if res.Summary.LimitedBy != results.LimitLinkDown {
+		t.Errorf("verdict %q (%s), want link down", res.Summary.LimitedBy, res.Summary.LimitedWhy)
+	}
+}

@@ -22,7 +22,10 @@ type benchView struct {
 	Cards       []card
 	LimitedBy   string
 	LimitedWhy  string
-	Targets     []targetRow
+	// Events are the links that were down and the early stop, a line
+	// each; the per-second charts shade the down times.
+	Events  []string
+	Targets []targetRow
 	// Rates are the whole run's rates per second (the client's intervals).
 	Rates []template.HTML
 	// Warmup says how many warm-up seconds the charts leave out.
@@ -75,6 +78,7 @@ func newBenchView(r *results.Result) *benchView {
 	v := &benchView{res: r, Interrupted: r.Interrupted, Notes: r.Notes, Errors: r.Errors,
 		LimitedBy: string(r.Summary.LimitedBy), LimitedWhy: r.Summary.LimitedWhy}
 	v.What = benchWhat(r)
+	v.events()
 	v.cards()
 	v.targets()
 	v.rates()
@@ -254,6 +258,26 @@ func tcpRTT(r *results.Result, target int, dir wire.Direction) string {
 	return ms(v)
 }
 
+// events lists the link events and the early stop.
+func (v *benchView) events() {
+	r := v.res
+	for _, e := range r.LinkEvents {
+		v.Events = append(v.Events, report.LinkEventLine(e, len(r.Targets) > 1))
+	}
+	if se := r.StoppedEarly; se != nil {
+		v.Events = append(v.Events, fmt.Sprintf("stopped early: the figures cover the run up to %.1f s (noticed at %.1f s): %s", se.At, se.Detected, se.Reason))
+	}
+}
+
+// linkBands are the spans the link events were down, for the charts.
+func linkBands(r *results.Result) []band {
+	var bs []band
+	for _, e := range r.LinkEvents {
+		bs = append(bs, band{From: e.Down, To: e.Down + e.Seconds, Label: report.LinkEventLine(e, len(r.Targets) > 1)})
+	}
+	return bs
+}
+
 // rates charts the client's intervals: packets and bits per second sent
 // and received, and what was in flight apart from what was lost. A side
 // nothing measured in a second (no server report) is a gap.
@@ -298,13 +322,14 @@ func (v *benchView) rates() {
 			bref = append(bref, ref{Y: pc.L2Bps, Label: "ceiling " + ceiling.FormatBps(pc.L2Bps) + " (" + pc.What + ")"})
 		}
 	}
+	down := linkBands(r)
 	v.Rates = append(v.Rates,
-		chart{Title: "packets per second", X: t, Unit: "", Refs: pref, Series: []series{
+		chart{Title: "packets per second", X: t, Unit: "", Refs: pref, Bands: down, Series: []series{
 			{Name: "sent", Color: colour(0), Y: spps}, {Name: "received", Color: colour(1), Y: rpps}}}.Render(),
-		chart{Title: "bits per second", X: t, Unit: "b/s", Refs: bref, Series: []series{
+		chart{Title: "bits per second", X: t, Unit: "b/s", Refs: bref, Bands: down, Series: []series{
 			{Name: "sent", Color: colour(0), Y: sbps}, {Name: "received", Color: colour(1), Y: rbps}}}.Render())
 	if r.Spec.Proto == wire.UDP {
-		v.Rates = append(v.Rates, chart{Title: "in flight (sent − received in each second) and lost (the end totals' loss, mean per second), packets per second", X: t,
+		v.Rates = append(v.Rates, chart{Title: "in flight (sent − received in each second) and lost (the end totals' loss, mean per second), packets per second", X: t, Bands: down,
 			Series: []series{{Name: "in flight: sent − received", Color: colour(3), Y: flight}, {Name: "lost (end totals)", Color: colour(4), Y: lost}}}.Render())
 	}
 }

@@ -46,6 +46,13 @@ type ref struct {
 	Label string
 }
 
+// band shades a span of a chart's X axis: a time some link of the path
+// was down.
+type band struct {
+	From, To float64
+	Label    string
+}
+
 // chart is a time series chart (or an XY chart, such as a CDF).
 type chart struct {
 	Title string
@@ -63,6 +70,8 @@ type chart struct {
 	// XFormat formats the X ticks (seconds by default).
 	XFormat func(float64) string
 	Refs    []ref
+	// Bands are spans of X shaded behind the data, each titled.
+	Bands []band
 	// XLog draws the X axis on a logarithmic scale (for latencies, which
 	// span decades); X values must be positive.
 	XLog bool
@@ -299,6 +308,14 @@ func (c chart) Render() template.HTML {
 		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`, num(x), num(f.h-f.bottom+15), html.EscapeString(xfmt(t)))
 	}
 	fmt.Fprintf(&b, `<line class="axis" x1="%s" x2="%s" y1="%s" y2="%s"/>`, num(f.left), num(f.w-f.right), num(f.h-f.bottom), num(f.h-f.bottom))
+	for _, bd := range c.Bands {
+		x0, x1 := f.px(math.Max(bd.From, f.x0)), f.px(math.Min(bd.To, f.x1))
+		if x1 <= x0 {
+			continue
+		}
+		fmt.Fprintf(&b, `<rect class="band" x="%s" y="%s" width="%s" height="%s"><title>%s</title></rect>`,
+			num(x0), num(f.top), num(x1-x0), num(f.h-f.top-f.bottom), html.EscapeString(bd.Label))
+	}
 	// Data.
 	for _, l := range lines {
 		if c.Stacked {
