@@ -167,6 +167,10 @@ type IRQ struct {
 	HWIRQ  string `json:"hwirq,omitempty"` // "2097152-edge"
 	Name   string `json:"name"`            // action names, "enp4s0-rx-0"
 	NIC    string `json:"nic,omitempty"`
+	// Ref names the interrupt by what it serves, "eth0/TxRx-1" or
+	// "eth0/#0" (procfs.NameIRQs): tune resolves it to whatever number the
+	// interrupt has when a change is applied.
+	Ref string `json:"ref,omitempty"`
 	// SMPAffinity is the hex mask in /proc/irq/N/smp_affinity.
 	SMPAffinity  string `json:"smp_affinity"`
 	AffinityList []int  `json:"affinity_list"`

@@ -78,7 +78,14 @@ func TestRouterPiFixes(t *testing.T) {
 		got[c.Kind.String()+" "+c.Target] = c
 	}
 	// Seed 002: "echo 2 > /proc/irq/41/smp_affinity", RPS on the single
-	// rx queue. IRQ 41 allows CPUs 0-3 (and runs on 0); RPS is off.
+	// rx queue. IRQ 41 allows CPUs 0-3 (and runs on 0); RPS is off. The
+	// fix names IRQ 41 by what it serves, the first of eth0's two vectors
+	// (both named "eth0"): the seed's "The IRQ numbers 41 and 42 can move
+	// around".
+	if c := got["irq-affinity eth0/#0"]; c.IRQ != 41 {
+		t.Errorf("irq-affinity eth0/#0 resolves to IRQ %d, want 41", c.IRQ)
+	}
+	got["irq-affinity 41"] = got["irq-affinity eth0/#0"]
 	for _, k := range []string{"irq-affinity 41", "rps eth0/rx-0", "rps eth1/rx-0"} {
 		c, ok := got[k]
 		if !ok {
@@ -265,7 +272,8 @@ func TestDirChecks(t *testing.T) {
 		{Item{Kind: "irq-affinity", Target: "99", Value: "1"}, "no IRQ 99"},
 		{Item{Kind: "irq-affinity", Target: "41", Value: "7"}, "CPU 7 is not online (online: 0-3)"},
 		{Item{Kind: "irq-affinity", Target: "41", Value: "none"}, "at least one CPU"},
-		{Item{Kind: "irq-affinity", Target: "x", Value: "1"}, "want an IRQ number"},
+		{Item{Kind: "irq-affinity", Target: "x", Value: "1"}, "no interface x"},
+		{Item{Kind: "irq-affinity", Target: "-1", Value: "1"}, "want an IRQ number"},
 		{Item{Kind: "governor", Target: "all", Value: "turbo"}, `no governor "turbo"`},
 		{Item{Kind: "governor", Target: "cpu9", Value: "performance"}, "cpu9 has no cpufreq"},
 		{Item{Kind: "rps", Target: "eth0/rx-1", Value: "1"}, "eth0 has no queue rx-1 (has: rx-0)"},

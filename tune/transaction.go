@@ -193,6 +193,10 @@ type EntryStatus struct {
 	Holds bool   `json:"holds"`
 	// Err is why the live value could not be read.
 	Err string `json:"read_error,omitempty"`
+	// Renumbered says that an interrupt named by what it serves resolves
+	// to another number than when it was applied (a driver reload, a
+	// device probed in another order): Live is then the new number's.
+	Renumbered string `json:"renumbered,omitempty"`
 }
 
 // Check reads, for every entry of a record that may have changed, the
@@ -216,6 +220,9 @@ func Check(sys System, r *Record) []EntryStatus {
 		default:
 			c := acts[0].Describe()
 			st.Live, st.Holds = c.From, c.Unchanged
+			if e.IRQ != 0 && c.IRQ != e.IRQ {
+				st.Renumbered = fmt.Sprintf("%s was IRQ %d when applied, is IRQ %d now", e.Target, e.IRQ, c.IRQ)
+			}
 		}
 		out = append(out, st)
 	}

@@ -59,6 +59,7 @@ type tuneOptions struct {
 	forget   bool
 	rootDir  string
 	binary   string
+	same     bool
 }
 
 func newTuneCmd() *cobra.Command {
@@ -100,6 +101,8 @@ listed as skipped, with the reason; an explicit --set that cannot be done
 is an error.`,
 		Example: `  linerate tune plan --set rps:eth1/rx-0=1-3 --set sysctl:net.core.netdev_max_backlog=4096
   linerate tune plan --set 'coalesce:eth0=rx-usecs=100,rx-frames=10' --set irq-affinity:41=1
+  linerate tune plan --set irq-affinity:eth0=1-3            # each IRQ of eth0 on one of CPUs 1-3, found by name
+  linerate tune plan --set irq-affinity:eth0/rx-0=1 --same --set irq-affinity:eth1=2-3
   linerate tune plan --findings findings.json -o plan.json
   linerate tune plan --netns lab-r1 --set rps:eth0/rx-*=1-3 --json`,
 		Args: argsWith(cobra.NoArgs),
@@ -202,6 +205,7 @@ func (o *tuneOptions) addSubcommands(c *cobra.Command) {
 		f.StringVar(&o.scope, "scope", "", "keep only the items of one interface (IFACE) or the box-wide ones (box)")
 		f.StringVar(&o.netns, "netns", "", "change the named network namespace (/var/run/netns/NAME) instead of the host")
 		f.BoolVar(&o.json, "json", false, "print the result as JSON")
+		f.BoolVar(&o.same, "same", false, "irq-affinity:IFACE=CPUS puts every IRQ of IFACE on all of CPUS (default: one per CPU, in turn)")
 	}
 	plan.Flags().StringVarP(&o.out, "output", "o", "", "also save the plan's items to this file, for 'tune apply --plan'")
 	for _, c := range []*cobra.Command{apply, rollback, status, persist} {
@@ -225,6 +229,9 @@ func (o *tuneOptions) buildPlan(sys tune.System) (*tune.Plan, error) {
 		it, err := tune.ParseItem(s)
 		if err != nil {
 			return nil, usage.Flags(err, map[string]string{"Item": "--set"})
+		}
+		if o.same {
+			it = tune.SameCPUs(it)
 		}
 		set = append(set, it)
 	}
@@ -419,6 +426,15 @@ func (o *tuneOptions) runStatus(cmd *cobra.Command, _ []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if !o.json {
+		for _, st := range sts {
+			for _, e := range st.Entries {
+				if e.Renumbered != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "renumbered: %s\n", e.Renumbered)
+				}
+			}
+		}
 	}
 	// As tuned-adm verify does: a script or a monitor learns from the exit
 	// status that the tuning no longer holds.
