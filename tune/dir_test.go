@@ -567,13 +567,13 @@ func TestPersist(t *testing.T) {
 		t.Errorf("plan file items %v, want %v", planned, want)
 	}
 	box := read("etc/systemd/system/linerate-tune.service")
-	if !strings.Contains(box, "ExecStart=/usr/local/bin/linerate tune apply --plan /etc/linerate/tune-plan.json --state-dir /var/lib/linerate --scope box\n") ||
+	if !strings.Contains(box, "ExecStart=/usr/local/bin/linerate tune reapply --plan /etc/linerate/tune-plan.json --state-dir /var/lib/linerate box\n") ||
 		!strings.Contains(box, "WantedBy=multi-user.target") {
 		t.Errorf("box unit:\n%s", box)
 	}
 	tmpl := read("etc/systemd/system/linerate-tune@.service")
 	for _, want := range []string{"BindsTo=sys-subsystem-net-devices-%i.device", "After=sys-subsystem-net-devices-%i.device",
-		"--scope %I\n", "WantedBy=sys-subsystem-net-devices-%i.device"} {
+		"tune reapply --plan /etc/linerate/tune-plan.json --state-dir /var/lib/linerate %I\n", "WantedBy=sys-subsystem-net-devices-%i.device"} {
 		if !strings.Contains(tmpl, want) {
 			t.Errorf("template unit lacks %q:\n%s", want, tmpl)
 		}
