@@ -99,7 +99,7 @@ func Collect(ctx context.Context, src source.Source, ifaces ...string) (*Box, er
 		}
 		b.NICs = append(b.NICs, nic)
 	}
-	steps := []func() error{c.irqs, c.pcie, c.cpus, c.thermal, c.throttle, c.irqbalance, c.sysctls, c.counters}
+	steps := []func() error{c.irqs, c.pcie, c.cpus, c.thermal, c.throttle, c.irqbalance, c.sysctls, c.counters, c.kernel}
 	for _, step := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"linerate/source/ethtool"
+	"linerate/source/pci"
 )
 
 // SchemaVersion is bumped when a field of the JSON form changes meaning or
@@ -33,9 +34,14 @@ type Box struct {
 	CPUs []CPU `json:"cpus"`
 	// PCIe holds every device on the PCIe paths of the NICs, from each NIC
 	// up to its root port, by address.
-	PCIe     []PCIeDevice  `json:"pcie"`
-	Thermal  []ThermalZone `json:"thermal"`
-	Throttle *Throttle     `json:"throttle,omitempty"`
+	PCIe []PCIeDevice `json:"pcie"`
+	// Unbound are the Ethernet PCI functions no driver is bound to.
+	Unbound []UnboundNIC `json:"unbound_nics,omitempty"`
+	// KernelLog holds the kernel log's lines about BARs without address
+	// space and PCIe links that did not train.
+	KernelLog []pci.KernelEvent `json:"kernel_log,omitempty"`
+	Thermal   []ThermalZone     `json:"thermal"`
+	Throttle  *Throttle         `json:"throttle,omitempty"`
 	// IRQBalance says whether the irqbalance daemon runs; nil when unknown.
 	IRQBalance *bool     `json:"irqbalance_running"`
 	Sysctls    []Sysctl  `json:"sysctls"`
