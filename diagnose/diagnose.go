@@ -135,7 +135,7 @@ func Rules() []Rule {
 		socketBufferOverflow{}, pcieBottleneck{}, linkDegraded{},
 		cpuThrottled{}, irqbalanceConflict{}, generatorLimited{},
 		netfilterDrop{}, conntrackDrop{}, qdiscDrop{}, udpClosedPort{},
-		nicUnbound{}, pciKernelLog{},
+		nicUnbound{}, pciKernelLog{}, offloadOff{}, channelsUnused{}, xpsOff{}, piOverclock{},
 	}
 }
 
