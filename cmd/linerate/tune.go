@@ -61,6 +61,7 @@ type tuneOptions struct {
 	binary   string
 	same     bool
 	target   string
+	boot     bool
 	// persisted is reapply's --plan: the same flag name as plan's and
 	// apply's, with another default.
 	persisted string
@@ -125,6 +126,7 @@ nothing is left changed. 'linerate tune rollback' undoes an apply later;
 'linerate tune persist' makes it survive reboot.`,
 		Example: `  linerate tune apply --set rps:eth1/rx-0=3 --set irq-affinity:41=1
   linerate tune apply --plan plan.json
+  linerate tune apply --boot --set boot:cmdline.txt=pci=pcie_bus_perf   # edit the file, journalled; active after reboot
   linerate tune apply --plan /etc/linerate/tune-plan.json --scope eth1   # what the boot unit runs
   linerate tune apply --netns lab-r1 --set sysctl:net.ipv4.ip_forward=1`,
 		Args: argsWith(cobra.NoArgs),
@@ -236,6 +238,7 @@ func (o *tuneOptions) addSubcommands(c *cobra.Command) {
 		f.StringVar(&o.scope, "scope", "", "keep only the items of one interface (IFACE) or the box-wide ones (box)")
 		f.StringVar(&o.netns, "netns", "", "change the named network namespace (/var/run/netns/NAME) instead of the host")
 		f.BoolVar(&o.json, "json", false, "print the result as JSON")
+		f.BoolVar(&o.boot, "boot", false, "edit the boot files for boot items (cmdline.txt, config.txt, grub: /etc/default/grub), journalled; without it they are printed as advice")
 		f.BoolVar(&o.same, "same", false, "irq-affinity:IFACE=CPUS puts every IRQ of IFACE on all of CPUS (default: one per CPU, in turn)")
 	}
 	plan.Flags().StringVarP(&o.out, "output", "o", "", "also save the plan's items to this file, for 'tune apply --plan'")
@@ -343,8 +346,20 @@ func readTuneFile[T any](flag, name string, parse func(io.Reader) (T, error)) (T
 	return v, nil
 }
 
-func (o *tuneOptions) runPlan(cmd *cobra.Command, _ []string) error {
+// open opens the system the flags name, for boot edits with --boot.
+func (o *tuneOptions) open() (tune.System, error) {
+	if o.boot && o.netns != "" {
+		return nil, usage.Errorf("--boot edits the host's boot files; it does not go with --netns")
+	}
 	sys, err := tune.Open(o.netns)
+	if err != nil || !o.boot {
+		return sys, err
+	}
+	return tune.WithBoot(sys), nil
+}
+
+func (o *tuneOptions) runPlan(cmd *cobra.Command, _ []string) error {
+	sys, err := o.open()
 	if err != nil {
 		return err
 	}
@@ -376,7 +391,7 @@ func (o *tuneOptions) runApply(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer unlock()
-	sys, err := tune.Open(o.netns)
+	sys, err := o.open()
 	if err != nil {
 		return err
 	}
@@ -465,6 +480,9 @@ func (o *tuneOptions) runStatus(cmd *cobra.Command, _ []string) error {
 			for _, e := range st.Entries {
 				if e.Renumbered != "" {
 					fmt.Fprintf(cmd.OutOrStdout(), "renumbered: %s\n", e.Renumbered)
+				}
+				if e.BootState != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "boot %s %s: %s\n", e.Target, e.To, e.BootState)
 				}
 			}
 		}
