@@ -14,7 +14,13 @@ import (
 // evidenceFrom loads a capture from testdata/captures with its samples.
 func evidenceFrom(t *testing.T, name string) *diagnose.Evidence {
 	t.Helper()
-	src, err := source.OpenCapture(filepath.Join("..", "testdata", "captures", name))
+	return evidenceAt(t, filepath.Join("..", "testdata", "captures", name))
+}
+
+// evidenceAt loads the capture at dir with its samples.
+func evidenceAt(t *testing.T, dir string) *diagnose.Evidence {
+	t.Helper()
+	src, err := source.OpenCapture(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,14 @@
 package diagnose_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"linerate/box"
 	"linerate/diagnose"
 	"linerate/internal/testenv"
-	"linerate/source"
 	"linerate/tune"
 )
 
@@ -64,16 +61,7 @@ func beforeIgb(t *testing.T, dmesg, alias string) *diagnose.Evidence {
 		}
 	}
 	testenv.WriteFiles(t, dir, files)
-	src, err := source.OpenCapture(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	b, err := box.Collect(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &diagnose.Evidence{Box: b}
+	return evidenceAt(t, dir)
 }
 
 const piOSAliases = "# Aliases extracted from modules themselves.\nalias pci:v000010ECd00008168sv*sd*bc*sc*i* r8169\n"
@@ -113,8 +101,8 @@ func TestUnboundNIC(t *testing.T) {
 	}
 	// Every fix is one tune can plan (advice, printed).
 	var items []tune.Item
-	for _, fs := range got {
-		items = append(items, tune.ItemsFromFindings(fs)...)
+	for _, id := range []string{"nic-unbound", "pci-kernel-log"} {
+		items = append(items, tune.ItemsFromFindings(got[id])...)
 	}
 	if _, err := tune.PlanFixes(tune.NewDir(t.TempDir()), items); err != nil {
 		t.Errorf("plan the fixes: %v", err)

@@ -55,21 +55,10 @@ func TestBootApply(t *testing.T) {
 					t.Errorf("without --boot, %s %s is not advice", c.Kind, c.Target)
 				}
 			}
-			sys := WithBoot(plain)
-			p, err = NewPlan(sys, bootItems)
-			if err != nil {
-				t.Fatal(err)
-			}
 			store := NewStore(t.TempDir())
-			tx, err := store.Begin(sys, p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tx := applied(t, store, WithBoot(plain), bootItems)
 			if n := len(tx.Record().Entries); n != 3 {
 				t.Fatalf("journal holds %d entries", n)
-			}
-			if err := tx.Apply(context.Background()); err != nil {
-				t.Fatal(err)
 			}
 			got := func(rel string) string { return readRoot(t, root, rel) }
 			if c := got(layout + "/cmdline.txt"); !strings.Contains(c, "fsck.repair=yes pci=pcie_bus_perf rootwait quiet") || strings.Count(c, "\n") != 1 {

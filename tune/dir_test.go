@@ -390,18 +390,8 @@ func TestDirKilledMidApply(t *testing.T) {
 func TestStaleRecordIsDropped(t *testing.T) {
 	root, sys := fakeBox(t)
 	writeFiles(t, root, map[string]string{"proc/sys/kernel/random/boot_id": "aaaa\n"})
-	p, err := NewPlan(sys, fakeItems[:1])
-	if err != nil {
-		t.Fatal(err)
-	}
 	store := NewStore(t.TempDir())
-	tx, err := store.Begin(sys, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Apply(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	applied(t, store, sys, fakeItems[:1])
 	// A reboot: new boot_id, and the kernel's default affinity again.
 	writeFiles(t, root, map[string]string{"proc/sys/kernel/random/boot_id": "bbbb\n", "proc/irq/41/smp_affinity_list": "0-1\n"})
 	recs, _ := store.List()

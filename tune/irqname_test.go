@@ -38,6 +38,24 @@ func irqBox(t *testing.T, root string, other, first int) {
 	writeFiles(t, root, files)
 }
 
+// applied plans items on sys and applies them as one transaction,
+// journalled in store.
+func applied(t *testing.T, store Store, sys System, items []Item) *Transaction {
+	t.Helper()
+	p, err := NewPlan(sys, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := store.Begin(sys, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 func affinity(t *testing.T, root string, n int) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, fmt.Sprintf("proc/irq/%d/smp_affinity_list", n)))
@@ -108,18 +126,8 @@ func TestIRQRenumberedReplay(t *testing.T) {
 		{Kind: "irq-affinity", Target: "eth0/rx-1", Value: "2"},
 		{Kind: "irq-affinity", Target: "eth0/#0", Value: "3"},
 	}
-	p, err := NewPlan(sys, items)
-	if err != nil {
-		t.Fatal(err)
-	}
 	store := NewStore(t.TempDir())
-	tx, err := store.Begin(sys, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Apply(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tx := applied(t, store, sys, items)
 	if a, b := affinity(t, root, 43), affinity(t, root, 41); a != "2" || b != "3" {
 		t.Fatalf("after apply: IRQ 43 %s, IRQ 41 %s", a, b)
 	}
@@ -161,17 +169,7 @@ func TestIRQRenumberedReplay(t *testing.T) {
 			t.Logf("status: %s; live %s", st.Renumbered, st.Live)
 		}
 	}
-	p, err = NewPlan(sys, pf.Items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err = store.Begin(sys, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Apply(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tx = applied(t, store, sys, pf.Items)
 	want := map[int]string{41: "0-3", 50: "3", 51: "0-3", 52: "2", 53: "0-3"}
 	for n, v := range want {
 		if got := affinity(t, root, n); got != v {

@@ -97,12 +97,7 @@ func tunePersist(t *testing.T, bin string) {
 // tuneNetns applies, checks, kills and rolls back through the real
 // binary, inside a namespace the test makes.
 func tuneNetns(t *testing.T, bin string) {
-	testenv.RequireRoot(t)
-	if _, err := exec.LookPath("ethtool"); err != nil {
-		t.Skip("ethtool is not installed: it is the independent check")
-	}
-	ns := testenv.NewNetNS(t)
-	testenv.Veth(t, ns, "a", ns, "b", 4)
+	ns := vethNetns(t)
 	look := nsLook(t, ns, "cat /sys/class/net/a/queues/rx-*/rps_cpus /sys/class/net/a/queues/tx-0/xps_cpus; ethtool -l b; ethtool -k a; ip -o link show dev a; sysctl -n net.ipv4.ip_forward")
 	before := look()
 	state := t.TempDir()
@@ -156,12 +151,7 @@ func tuneNetns(t *testing.T, bin string) {
 // the interface is deleted and made again under the same name, by running
 // what the hooks run (linerate tune reapply); a second run changes nothing.
 func tuneReapply(t *testing.T, bin string) {
-	testenv.RequireRoot(t)
-	if _, err := exec.LookPath("ethtool"); err != nil {
-		t.Skip("ethtool is not installed: it is the independent check")
-	}
-	ns := testenv.NewNetNS(t)
-	testenv.Veth(t, ns, "a", ns, "b", 4)
+	ns := vethNetns(t)
 	look := nsLook(t, ns, "cat /sys/class/net/b/queues/rx-*/rps_cpus /sys/class/net/b/queues/tx-*/xps_cpus; ethtool -l b | tail -5")
 	fresh := look()
 	dir := t.TempDir()
@@ -206,6 +196,18 @@ func tuneReapply(t *testing.T, bin string) {
 		t.Errorf("reapply.log: %v\n%s", err, log)
 	}
 	t.Logf("reapply.log:\n%s", log)
+}
+
+// vethNetns is a namespace the test makes, with a veth pair a/b of four
+// queues; ethtool is the independent check of what tune changes.
+func vethNetns(t *testing.T) *testenv.NetNS {
+	testenv.RequireRoot(t)
+	if _, err := exec.LookPath("ethtool"); err != nil {
+		t.Skip("ethtool is not installed: it is the independent check")
+	}
+	ns := testenv.NewNetNS(t)
+	testenv.Veth(t, ns, "a", ns, "b", 4)
+	return ns
 }
 
 // nsLook returns a function printing what script shows inside ns: the

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -20,15 +21,23 @@ type Alias struct {
 // pci: aliases. Lines that are not aliases are skipped.
 func ParseModulesAlias(r io.Reader) ([]Alias, error) {
 	var out []Alias
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	err := eachLine(r, func(line string) {
+		f := strings.Fields(line)
 		if len(f) == 3 && f[0] == "alias" && strings.HasPrefix(f[1], "pci:") {
 			out = append(out, Alias{Pattern: f[1], Module: f[2]})
 		}
+	})
+	return out, err
+}
+
+// eachLine calls fn with each line of r (up to 1 MiB long).
+func eachLine(r io.Reader, fn func(string)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		fn(sc.Text())
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 // ModulesFor lists the modules whose alias matches a device's modalias,
@@ -36,20 +45,11 @@ func ParseModulesAlias(r io.Reader) ([]Alias, error) {
 func ModulesFor(aliases []Alias, modalias string) []string {
 	var out []string
 	for _, a := range aliases {
-		if ok, err := path.Match(a.Pattern, modalias); err == nil && ok && !contains(out, a.Module) {
+		if ok, err := path.Match(a.Pattern, modalias); err == nil && ok && !slices.Contains(out, a.Module) {
 			out = append(out, a.Module)
 		}
 	}
 	return out
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // KernelEvent is a kernel log line that says a PCI function or link
@@ -84,10 +84,8 @@ var (
 // /dev/kmsg's messages one a line), in order.
 func ParseKernelLog(r io.Reader) ([]KernelEvent, error) {
 	var out []KernelEvent
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	err := eachLine(r, func(line string) {
+		line = strings.TrimSpace(line)
 		kind := ""
 		switch {
 		case barFail.MatchString(line):
@@ -95,13 +93,13 @@ func ParseKernelLog(r io.Reader) ([]KernelEvent, error) {
 		case linkFail.MatchString(line):
 			kind = "link"
 		default:
-			continue
+			return
 		}
 		ev := KernelEvent{Kind: kind, Line: line}
 		if m := devicePrefix.FindStringSubmatch(line); m != nil {
 			ev.Device = m[1]
 		}
 		out = append(out, ev)
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
