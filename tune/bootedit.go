@@ -139,17 +139,19 @@ func editBoot(target string, old []byte, value string) (string, error) {
 	return "", fmt.Errorf("boot target %q", target)
 }
 
-// bootAction writes a boot file.
-type bootAction struct {
-	sys  System
-	c    Change
-	file string
-	data string
+// fileEditAction writes a whole configuration file (a boot file, the
+// irqbalance defaults), then runs after, if set (a service restart).
+type fileEditAction struct {
+	sys   System
+	c     Change
+	file  string
+	data  string
+	after func() error
 }
 
-func (a *bootAction) Describe() Change { return a.c }
+func (a *fileEditAction) Describe() Change { return a.c }
 
-func (a *bootAction) Apply(ctx context.Context) (Undo, error) {
+func (a *fileEditAction) Apply(ctx context.Context) (Undo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -171,6 +173,11 @@ func (a *bootAction) Apply(ctx context.Context) (Undo, error) {
 	if string(got) != a.data {
 		return undo, fmt.Errorf("%s reads back different from what was written", display(a.file))
 	}
+	if a.after != nil {
+		if err := a.after(); err != nil {
+			return undo, err
+		}
+	}
 	return undo, nil
 }
 
@@ -180,6 +187,23 @@ func buildBootEdit(sys System, it Item) ([]Action, error) {
 	if err != nil {
 		return nil, err
 	}
+	a, err := wholeFileEdit(sys, it, file, old, func(old []byte) (string, error) { return editBoot(it.Target, old, it.Value) },
+		func(b []byte) string { return bootSummary(it.Target, b) })
+	if err != nil {
+		return nil, err
+	}
+	a.c.Boot = true
+	a.c.Note = joinNote(a.c.Note, "edits "+display(file)+"; takes effect at the next boot")
+	if it.Target == "grub" {
+		a.c.Note = joinNote(a.c.Note, "run update-grub (grub2-mkconfig -o /boot/grub2/grub.cfg on Fedora) before rebooting")
+	}
+	return []Action{a}, nil
+}
+
+// wholeFileEdit builds the change of a configuration file by edit, whose
+// restore item holds the whole old file; an item whose value is such a
+// restore writes it back. summary says what a plan shows of the file.
+func wholeFileEdit(sys System, it Item, file string, old []byte, edit func([]byte) (string, error), summary func([]byte) string) (*fileEditAction, error) {
 	var data string
 	if enc, ok := strings.CutPrefix(it.Value, restoreFile); ok {
 		b, err := base64.StdEncoding.DecodeString(enc)
@@ -187,20 +211,18 @@ func buildBootEdit(sys System, it Item) ([]Action, error) {
 			return nil, usage.Errorf("restore value of %s: %w", it.Target, err)
 		}
 		data = string(b)
-	} else if data, err = editBoot(it.Target, old, it.Value); err != nil {
-		return nil, err
+	} else {
+		var err error
+		if data, err = edit(old); err != nil {
+			return nil, err
+		}
 	}
-	c := Change{Kind: it.Kind, Target: it.Target, From: bootSummary(it.Target, old), To: it.Value, Note: it.Note,
-		Boot: true, Unchanged: string(old) == data}
+	c := Change{Kind: it.Kind, Target: it.Target, From: summary(old), To: it.Value, Note: it.Note, Unchanged: string(old) == data}
 	if strings.HasPrefix(it.Value, restoreFile) {
-		c.To = bootSummary(it.Target, []byte(data))
-	}
-	c.Note = joinNote(c.Note, "edits "+display(file)+"; takes effect at the next boot")
-	if it.Target == "grub" {
-		c.Note = joinNote(c.Note, "run update-grub (grub2-mkconfig -o /boot/grub2/grub.cfg on Fedora) before rebooting")
+		c.To = summary([]byte(data))
 	}
 	c.Restore = &Item{Kind: it.Kind, Target: it.Target, Value: restoreFile + base64.StdEncoding.EncodeToString(old)}
-	return []Action{&bootAction{sys: sys, c: c, file: file, data: data}}, nil
+	return &fileEditAction{sys: sys, c: c, file: file, data: data}, nil
 }
 
 // bootSummary is what a plan shows as a boot file's value: the command

@@ -45,6 +45,7 @@ var tunedNet = []struct {
 	{"channels", diagnose.FixChannels, []string{"rx", "tx", "other", "combined"}},
 	{"features", diagnose.FixFeature, nil},
 	{"mtu", diagnose.FixMTU, nil},
+	{"txqueuelen", diagnose.FixTxQueueLen, nil},
 }
 
 // tunedPairs turns an item into PARAM VALUE pairs of the net plugin's
@@ -56,7 +57,7 @@ func tunedPairs(it Item) (option string, pairs []string, ok bool) {
 			continue
 		}
 		switch it.Kind {
-		case diagnose.FixMTU:
+		case diagnose.FixMTU, diagnose.FixTxQueueLen:
 			return n.option, []string{it.Value}, true
 		case diagnose.FixFeature:
 			if _, name, one := strings.Cut(it.Target, "/"); one {
@@ -240,7 +241,7 @@ func parseTunedConf(b []byte) ([]Item, error) {
 				if !ok {
 					continue
 				}
-				if n.kind == diagnose.FixMTU {
+				if n.kind == diagnose.FixMTU || n.kind == diagnose.FixTxQueueLen {
 					items = append(items, Item{Kind: n.kind, Target: iface, Value: v})
 					continue
 				}

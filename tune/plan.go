@@ -238,7 +238,8 @@ func ItemIface(it Item) string {
 	case diagnose.FixRPS, diagnose.FixRPSFlow, diagnose.FixXPS, diagnose.FixFlowHash, diagnose.FixFeature:
 		iface, _, _ := strings.Cut(it.Target, "/")
 		return iface
-	case diagnose.FixCoalesce, diagnose.FixRings, diagnose.FixChannels, diagnose.FixRSSEqual, diagnose.FixRSSTable, diagnose.FixMTU:
+	case diagnose.FixCoalesce, diagnose.FixRings, diagnose.FixChannels, diagnose.FixRSSEqual, diagnose.FixRSSTable, diagnose.FixMTU,
+		diagnose.FixTxQueueLen:
 		return it.Target
 	}
 	return ""
