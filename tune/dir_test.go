@@ -647,21 +647,7 @@ func TestRollbackAllAndStatusAll(t *testing.T) {
 	root, sys := fakeBox(t)
 	before := readFiles(t, root, fakeFiles)
 	store := NewStore(t.TempDir())
-	apply := func(items []Item) *Record {
-		t.Helper()
-		p, err := NewPlan(sys, items)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx, err := store.Begin(sys, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Apply(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return tx.Record()
-	}
+	apply := func(items []Item) *Record { return applied(t, store, sys, items).Record() }
 	apply(fakeItems[:2])
 	// A second transaction changes IRQ 41 again: rolling back newest first
 	// ends at the original value.
