@@ -39,7 +39,7 @@ func (res *PersistResult) writeOpenWrt(w *writer, opt PersistOptions) {
 	if len(res.Items) > 0 {
 		w.script(openwrtInit, fmt.Sprintf(`#!/bin/sh /etc/rc.common
 %s
-# Re-applies the persisted tuning once at boot, after the network (START=20).
+# Re-applies the persisted tuning once at boot, after the network (which starts at 20).
 START=99
 USE_PROCD=1
 
