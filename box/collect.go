@@ -99,7 +99,7 @@ func Collect(ctx context.Context, src source.Source, ifaces ...string) (*Box, er
 		}
 		b.NICs = append(b.NICs, nic)
 	}
-	steps := []func() error{c.irqs, c.pcie, c.cpus, c.thermal, c.throttle, c.irqbalance, c.sysctls, c.counters}
+	steps := []func() error{c.irqs, c.pcie, c.cpus, c.thermal, c.throttle, c.irqbalance, c.sysctls, c.counters, c.kernel}
 	for _, step := range steps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -537,19 +537,8 @@ func (c *collector) nicIRQs(n *NIC, nd sysfs.NetDevice) {
 // actionsName reports whether one of the comma-separated actions of an
 // interrupt belongs to iface.
 func actionsName(actions, iface string) bool {
-	for _, a := range strings.Split(actions, ",") {
-		a = strings.TrimSpace(a)
-		if a == iface {
-			return true
-		}
-		if len(a) > len(iface) && strings.HasPrefix(a, iface) {
-			switch a[len(iface)] {
-			case '-', '_', ':', '@':
-				return true
-			}
-		}
-	}
-	return false
+	_, ok := procfs.ActionLabel(actions, iface)
+	return ok
 }
 
 // irqs describes every interrupt of the NICs.
@@ -561,14 +550,22 @@ func (c *collector) irqs() error {
 			rows[r.Number] = r
 		}
 	}
+	actions := make(map[int]string, len(rows))
+	for n, r := range rows {
+		actions[n] = r.Actions
+	}
 	seen := map[int]bool{}
 	for _, n := range c.box.NICs {
+		refs := map[int]string{}
+		for _, q := range procfs.NameIRQs(n.Name, n.IRQs, actions) {
+			refs[q.Number] = q.Ref
+		}
 		for _, num := range n.IRQs {
 			if seen[num] {
 				continue
 			}
 			seen[num] = true
-			q := IRQ{Number: num, NIC: n.Name, AffinityList: []int{}, Unsupported: map[string]string{}}
+			q := IRQ{Number: num, NIC: n.Name, Ref: refs[num], AffinityList: []int{}, Unsupported: map[string]string{}}
 			if r, ok := rows[num]; ok {
 				q.Chip, q.HWIRQ, q.Name, q.PerCPU = r.Chip, r.HWIRQ, r.Actions, r.Counts
 			} else {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"linerate/source/ethtool"
+	"linerate/source/pci"
 )
 
 // SchemaVersion is bumped when a field of the JSON form changes meaning or
@@ -33,9 +34,14 @@ type Box struct {
 	CPUs []CPU `json:"cpus"`
 	// PCIe holds every device on the PCIe paths of the NICs, from each NIC
 	// up to its root port, by address.
-	PCIe     []PCIeDevice  `json:"pcie"`
-	Thermal  []ThermalZone `json:"thermal"`
-	Throttle *Throttle     `json:"throttle,omitempty"`
+	PCIe []PCIeDevice `json:"pcie"`
+	// Unbound are the Ethernet PCI functions no driver is bound to.
+	Unbound []UnboundNIC `json:"unbound_nics,omitempty"`
+	// KernelLog holds the kernel log's lines about BARs without address
+	// space and PCIe links that did not train.
+	KernelLog []pci.KernelEvent `json:"kernel_log,omitempty"`
+	Thermal   []ThermalZone     `json:"thermal"`
+	Throttle  *Throttle         `json:"throttle,omitempty"`
 	// IRQBalance says whether the irqbalance daemon runs; nil when unknown.
 	IRQBalance *bool     `json:"irqbalance_running"`
 	Sysctls    []Sysctl  `json:"sysctls"`
@@ -167,6 +173,10 @@ type IRQ struct {
 	HWIRQ  string `json:"hwirq,omitempty"` // "2097152-edge"
 	Name   string `json:"name"`            // action names, "enp4s0-rx-0"
 	NIC    string `json:"nic,omitempty"`
+	// Ref names the interrupt by what it serves, "eth0/TxRx-1" or
+	// "eth0/#0" (procfs.NameIRQs): tune resolves it to whatever number the
+	// interrupt has when a change is applied.
+	Ref string `json:"ref,omitempty"`
 	// SMPAffinity is the hex mask in /proc/irq/N/smp_affinity.
 	SMPAffinity  string `json:"smp_affinity"`
 	AffinityList []int  `json:"affinity_list"`

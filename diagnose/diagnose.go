@@ -56,7 +56,7 @@ type Finding struct {
 // value.
 //
 //	Kind          Target                         Value
-//	irq-affinity  "41" (IRQ number)              CPU list "1" or "1-3"
+//	irq-affinity  "eth0/rx-0", "eth0/#0", "41"   CPU list "1" or "1-3"
 //	rps           "eth1/rx-0"                    CPU list "1-3"
 //	rps-flow      "eth1/rx-0"                    "4096" (rps_flow_cnt)
 //	xps           "eth1/tx-0"                    CPU list
@@ -135,6 +135,7 @@ func Rules() []Rule {
 		socketBufferOverflow{}, pcieBottleneck{}, linkDegraded{},
 		cpuThrottled{}, irqbalanceConflict{}, generatorLimited{},
 		netfilterDrop{}, conntrackDrop{}, qdiscDrop{}, udpClosedPort{},
+		nicUnbound{}, pciKernelLog{}, offloadOff{}, channelsUnused{}, xpsOff{}, piOverclock{},
 	}
 }
 

@@ -135,7 +135,7 @@ func TestQdiscDrop(t *testing.T) {
 	if sh == nil || !strings.Contains(sh.Summary, "shaper") || !strings.Contains(sh.Summary, "10 Mb/s") || !strings.Contains(sh.Fixes[0].Value, "is the limit") {
 		t.Errorf("shaper: %+v", sh)
 	}
-	if ff == nil || ff.Fixes[0].Value != "ip link set dev r0 txqueuelen 2000" {
+	if ff == nil || ff.Fixes[0].Kind != FixTxQueueLen || ff.Fixes[0].Target != "r0" || ff.Fixes[0].Value != "2000" {
 		t.Errorf("fifo: %+v", ff)
 	}
 	bf := rtnl.Qdisc{Node: rtnl.Node{Iface: "r0", Kind: "bfifo", Parent: 0xFFFFFFFF}, Limit: 30000, LimitUnit: "bytes", Stats: rtnl.QdiscStats{Drops: 5}}

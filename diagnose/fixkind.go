@@ -23,6 +23,11 @@ const (
 	FixFeature    FixKind = "feature"
 	FixMTU        FixKind = "mtu"
 	FixIRQBalance FixKind = "irqbalance"
+	// FixIRQBalanceBanned sets the CPUs irqbalance leaves alone
+	// (IRQBALANCE_BANNED_CPULIST): "box", a CPU list.
+	FixIRQBalanceBanned FixKind = "irqbalance-banned"
+	// FixTxQueueLen sets an interface's txqueuelen: "eth0", a length.
+	FixTxQueueLen FixKind = "txqueuelen"
 	FixGovernor   FixKind = "governor"
 	// FixBoot is a kernel command line or firmware edit, or work on the
 	// hardware ("hardware", "cable", "firewall", "qdisc"): advice, printed
@@ -38,7 +43,8 @@ func FixKinds() []FixKind {
 	return []FixKind{
 		FixIRQAffinity, FixRPS, FixRPSFlow, FixXPS, FixSysctl,
 		FixCoalesce, FixRings, FixChannels, FixRSSEqual, FixRSSTable,
-		FixFlowHash, FixFeature, FixMTU, FixIRQBalance, FixGovernor,
+		FixFlowHash, FixFeature, FixMTU, FixIRQBalance, FixIRQBalanceBanned,
+		FixTxQueueLen, FixGovernor,
 		FixBoot, FixBench,
 	}
 }

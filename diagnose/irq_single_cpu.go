@@ -68,8 +68,8 @@ func (irqSingleCPU) Check(ev *Evidence) []Finding {
 			if len(per) > hot && m.Interrupts[fmt.Sprint(irq)] != nil && sum(m.Interrupts[fmt.Sprint(irq)]) < 1 {
 				continue // an idle vector: not worth moving
 			}
-			f.Fixes = append(f.Fixes, Fix{Kind: FixIRQAffinity, Target: fmt.Sprint(irq), Value: one(pick()),
-				Note: fmt.Sprintf("move %s off CPU%d", q.Name, hot)})
+			f.Fixes = append(f.Fixes, Fix{Kind: FixIRQAffinity, Target: irqTarget(q), Value: one(pick()),
+				Note: fmt.Sprintf("move %s (IRQ %d) off CPU%d", q.Name, q.Number, hot)})
 		}
 		if rxQueueCount(n) <= 1 && !rpsOn(n) {
 			f.Fixes = append(f.Fixes, Fix{Kind: FixRPS, Target: n.Name + "/rx-0", Value: one(pick()),
@@ -125,6 +125,17 @@ func unmovableWhy(q *box.IRQ, m box.Rates) string {
 func knownUnmovableChip(chip string) bool {
 	c := strings.ToUpper(chip)
 	return strings.Contains(c, "BRCM") && strings.Contains(c, "MSI")
+}
+
+// irqTarget is the target of an irq-affinity fix: the interrupt named by
+// what it serves ("eth0/TxRx-1"), which tune resolves to whatever number it
+// has when the fix is applied or replayed at boot; the number only for an
+// interrupt box could not name.
+func irqTarget(q *box.IRQ) string {
+	if q.Ref != "" {
+		return q.Ref
+	}
+	return fmt.Sprint(q.Number)
 }
 
 // cpusWord names a set of CPUs: "CPU 1", "CPUs 1-3".

@@ -51,10 +51,18 @@ func (qdiscDrop) Check(ev *Evidence) []Finding {
 				fix.Value = fmt.Sprintf("tc qdisc change dev %s root %s limit %d", q.Iface, q.Kind, 2*q.Limit)
 			default:
 				// pfifo_fast, mq's children and the like take their length
-				// from the interface's txqueuelen.
-				fix.Value = fmt.Sprintf("ip link set dev %s txqueuelen %d", q.Iface, max(2*l.TxQueueLen, 2000))
+				// from the interface's txqueuelen: a change tune makes.
+				fix = Fix{Kind: FixTxQueueLen, Target: q.Iface, Value: fmt.Sprint(max(2*l.TxQueueLen, 2000)), Note: fix.Note}
 			}
 			f.Fixes = []Fix{fix}
+			if q.Kind == "pfifo_fast" || q.Kind == "pfifo" || q.Kind == "bfifo" {
+				// A FIFO that drops under load also holds a full queue of
+				// delay for every flow: on a router's egress the fair
+				// queueing AQMs keep both down.
+				f.Fixes = append(f.Fixes, Fix{Kind: FixBoot, Target: "qdisc",
+					Value: fmt.Sprintf("tc qdisc replace dev %s root fq_codel (or, on a WAN slower than the LAN: tc qdisc replace dev %s root cake bandwidth RATE)", q.Iface, q.Iface),
+					Note:  "a FIFO's drops come with a full queue of delay; fq_codel and cake drop early and per flow"})
+			}
 		}
 		out = append(out, f)
 	}

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"linerate/source/pci"
 	"linerate/source/tree"
 )
 
@@ -251,7 +252,63 @@ func (cw *captureWriter) write(ctx context.Context) error {
 	if err := cw.ipLink(); err != nil {
 		return err
 	}
+	if err := cw.kernel(); err != nil {
+		return err
+	}
 	return cw.samples(ctx, ifaces)
+}
+
+// kernel records the Ethernet PCI functions no driver is bound to, the
+// modules.alias lines that match them (so that a capture says which
+// module would bind them without carrying the whole file), and the kernel
+// log's lines about PCI (kernel/dmesg.txt; the rest of the log is not the
+// capture's business).
+func (cw *captureWriter) kernel() error {
+	unbound, err := cw.src.Sys().UnboundNICs()
+	if err != nil && !skippable(err) {
+		return fmt.Errorf("unbound PCI functions: %w", err)
+	}
+	for _, u := range unbound {
+		if err := cw.pciDevice(u.Addr); err != nil {
+			return err
+		}
+		if err := cw.copySys("bus/pci/devices/" + u.Addr + "/modalias"); err != nil {
+			return err
+		}
+	}
+	k, ok := cw.src.(Kernel)
+	if !ok {
+		return nil
+	}
+	if len(unbound) > 0 {
+		if b, err := k.ModulesAlias(); err == nil {
+			aliases, _ := pci.ParseModulesAlias(bytes.NewReader(b))
+			var keep strings.Builder
+			keep.WriteString("# modules.alias lines matching the unbound Ethernet functions (linerate capture)\n")
+			for _, a := range aliases {
+				for _, u := range unbound {
+					if pci.ModulesFor([]pci.Alias{a}, u.Modalias) != nil {
+						fmt.Fprintf(&keep, "alias %s %s\n", a.Pattern, a.Module)
+						break
+					}
+				}
+			}
+			if err := cw.w.WriteFile("kernel/modules.alias", []byte(keep.String())); err != nil {
+				return err
+			}
+		}
+	}
+	b, err := k.KernelLog()
+	if err != nil {
+		return nil // not readable here (no /dev/kmsg, dmesg_restrict): absent
+	}
+	var keep bytes.Buffer
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if strings.Contains(strings.ToLower(l), "pci") {
+			keep.WriteString(l)
+		}
+	}
+	return cw.w.WriteFile("kernel/dmesg.txt", keep.Bytes())
 }
 
 // ifaces lists the interfaces to record, checking the ones asked for.

@@ -47,6 +47,9 @@ func buildBoot(sys System, it Item) ([]Action, error) {
 	if it.Value == "" {
 		return nil, usage.Errorf("empty value")
 	}
+	if strings.HasPrefix(it.Value, restoreFile) || bootEdits(sys) && (it.Target == "cmdline.txt" || it.Target == "config.txt" || it.Target == "grub") {
+		return buildBootEdit(sys, it)
+	}
 	c := Change{Kind: it.Kind, Target: it.Target, To: it.Value, Note: it.Note, Boot: true, Manual: true}
 	switch it.Target {
 	case "cmdline.txt":

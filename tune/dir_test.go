@@ -78,7 +78,14 @@ func TestRouterPiFixes(t *testing.T) {
 		got[c.Kind.String()+" "+c.Target] = c
 	}
 	// Seed 002: "echo 2 > /proc/irq/41/smp_affinity", RPS on the single
-	// rx queue. IRQ 41 allows CPUs 0-3 (and runs on 0); RPS is off.
+	// rx queue. IRQ 41 allows CPUs 0-3 (and runs on 0); RPS is off. The
+	// fix names IRQ 41 by what it serves, the first of eth0's two vectors
+	// (both named "eth0"): the seed's "The IRQ numbers 41 and 42 can move
+	// around".
+	if c := got["irq-affinity eth0/#0"]; c.IRQ != 41 {
+		t.Errorf("irq-affinity eth0/#0 resolves to IRQ %d, want 41", c.IRQ)
+	}
+	got["irq-affinity 41"] = got["irq-affinity eth0/#0"]
 	for _, k := range []string{"irq-affinity 41", "rps eth0/rx-0", "rps eth1/rx-0"} {
 		c, ok := got[k]
 		if !ok {
@@ -265,7 +272,8 @@ func TestDirChecks(t *testing.T) {
 		{Item{Kind: "irq-affinity", Target: "99", Value: "1"}, "no IRQ 99"},
 		{Item{Kind: "irq-affinity", Target: "41", Value: "7"}, "CPU 7 is not online (online: 0-3)"},
 		{Item{Kind: "irq-affinity", Target: "41", Value: "none"}, "at least one CPU"},
-		{Item{Kind: "irq-affinity", Target: "x", Value: "1"}, "want an IRQ number"},
+		{Item{Kind: "irq-affinity", Target: "x", Value: "1"}, "no interface x"},
+		{Item{Kind: "irq-affinity", Target: "-1", Value: "1"}, "want an IRQ number"},
 		{Item{Kind: "governor", Target: "all", Value: "turbo"}, `no governor "turbo"`},
 		{Item{Kind: "governor", Target: "cpu9", Value: "performance"}, "cpu9 has no cpufreq"},
 		{Item{Kind: "rps", Target: "eth0/rx-1", Value: "1"}, "eth0 has no queue rx-1 (has: rx-0)"},
@@ -382,18 +390,8 @@ func TestDirKilledMidApply(t *testing.T) {
 func TestStaleRecordIsDropped(t *testing.T) {
 	root, sys := fakeBox(t)
 	writeFiles(t, root, map[string]string{"proc/sys/kernel/random/boot_id": "aaaa\n"})
-	p, err := NewPlan(sys, fakeItems[:1])
-	if err != nil {
-		t.Fatal(err)
-	}
 	store := NewStore(t.TempDir())
-	tx, err := store.Begin(sys, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Apply(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	applied(t, store, sys, fakeItems[:1])
 	// A reboot: new boot_id, and the kernel's default affinity again.
 	writeFiles(t, root, map[string]string{"proc/sys/kernel/random/boot_id": "bbbb\n", "proc/irq/41/smp_affinity_list": "0-1\n"})
 	recs, _ := store.List()
@@ -559,13 +557,13 @@ func TestPersist(t *testing.T) {
 		t.Errorf("plan file items %v, want %v", planned, want)
 	}
 	box := read("etc/systemd/system/linerate-tune.service")
-	if !strings.Contains(box, "ExecStart=/usr/local/bin/linerate tune apply --plan /etc/linerate/tune-plan.json --state-dir /var/lib/linerate --scope box\n") ||
+	if !strings.Contains(box, "ExecStart=/usr/local/bin/linerate tune reapply --plan /etc/linerate/tune-plan.json --state-dir /var/lib/linerate box\n") ||
 		!strings.Contains(box, "WantedBy=multi-user.target") {
 		t.Errorf("box unit:\n%s", box)
 	}
 	tmpl := read("etc/systemd/system/linerate-tune@.service")
 	for _, want := range []string{"BindsTo=sys-subsystem-net-devices-%i.device", "After=sys-subsystem-net-devices-%i.device",
-		"--scope %I\n", "WantedBy=sys-subsystem-net-devices-%i.device"} {
+		"tune reapply --plan /etc/linerate/tune-plan.json --state-dir /var/lib/linerate %I\n", "WantedBy=sys-subsystem-net-devices-%i.device"} {
 		if !strings.Contains(tmpl, want) {
 			t.Errorf("template unit lacks %q:\n%s", want, tmpl)
 		}
@@ -649,21 +647,7 @@ func TestRollbackAllAndStatusAll(t *testing.T) {
 	root, sys := fakeBox(t)
 	before := readFiles(t, root, fakeFiles)
 	store := NewStore(t.TempDir())
-	apply := func(items []Item) *Record {
-		t.Helper()
-		p, err := NewPlan(sys, items)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx, err := store.Begin(sys, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Apply(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return tx.Record()
-	}
+	apply := func(items []Item) *Record { return applied(t, store, sys, items).Record() }
 	apply(fakeItems[:2])
 	// A second transaction changes IRQ 41 again: rolling back newest first
 	// ends at the original value.

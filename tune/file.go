@@ -286,16 +286,15 @@ func buildRPSFlow(sys System, it Item) ([]Action, error) {
 }
 
 // buildIRQAffinity: proc/irq/N/smp_affinity_list (or smp_affinity, as a
-// mask, on kernels without the list file).
+// mask, on kernels without the list file). The target is a number, or an
+// interrupt named by what it serves (irqname.go), resolved now: the change
+// and its restore item keep the name, the change also the number.
 func buildIRQAffinity(sys System, it Item) ([]Action, error) {
-	n, err := strconv.Atoi(it.Target)
-	if err != nil || n < 0 {
-		return nil, usage.Errorf("target %q: want an IRQ number", it.Target)
-	}
 	if sys.Netns() != "" {
 		return nil, usage.Errorf("IRQs are the host's; not changed inside netns %s", sys.Netns())
 	}
-	want, err := cpuValue(it.Value)
+	val, same := strings.CutPrefix(it.Value, sameIRQPrefix)
+	want, err := cpuValue(val)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +304,29 @@ func buildIRQAffinity(sys System, it Item) ([]Action, error) {
 	if err := checkOnline(sys, want); err != nil {
 		return nil, err
 	}
-	dir := "proc/irq/" + it.Target
+	irqs, whole, err := resolveIRQs(sys, it.Target)
+	if err != nil {
+		return nil, err
+	}
+	var acts []Action
+	for i, q := range irqs {
+		cpus := want
+		if whole && !same {
+			cpus = []int{want[i%len(want)]}
+		}
+		a, err := irqAction(sys, it, q, cpus)
+		if err != nil {
+			return nil, err
+		}
+		acts = append(acts, a)
+	}
+	return acts, nil
+}
+
+// irqAction sets one interrupt's affinity to want.
+func irqAction(sys System, it Item, q procfs.IRQName, want []int) (Action, error) {
+	n := q.Number
+	dir := fmt.Sprintf("proc/irq/%d", n)
 	list, mask := dir+"/smp_affinity_list", dir+"/smp_affinity"
 	a := &fileAction{sys: sys}
 	var from []int
@@ -324,9 +345,12 @@ func buildIRQAffinity(sys System, it Item) ([]Action, error) {
 	} else {
 		return nil, fileErr(list, err)
 	}
-	a.c = Change{Kind: it.Kind, Target: it.Target, From: listString(from), To: listString(want),
+	a.c = Change{Kind: it.Kind, Target: q.Ref, IRQ: n, From: listString(from), To: listString(want),
 		Note: it.Note, Unchanged: sameSet(from, want)}
-	a.c.Restore = &Item{Kind: it.Kind, Target: it.Target, Value: a.c.From}
+	if q.Ref != strconv.Itoa(n) {
+		a.c.Note = joinNote(a.c.Note, fmt.Sprintf("IRQ %d now", n))
+	}
+	a.c.Restore = &Item{Kind: it.Kind, Target: q.Ref, Value: a.c.From}
 	a.refused = func(err error) error {
 		// An interrupt whose chip cannot move it answers EIO (the CM4's PCIe
 		// MSI, for one: kernel/irq/proc.c write_irq_affinity).
@@ -336,7 +360,7 @@ func buildIRQAffinity(sys System, it Item) ([]Action, error) {
 		}
 		return nil
 	}
-	return []Action{a}, nil
+	return a, nil
 }
 
 // sysctlFile maps a sysctl name to its file under proc/sys, as

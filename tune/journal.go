@@ -257,8 +257,14 @@ func Elsewhere(sys System, r *Record) error {
 }
 
 // Stale reports whether the record was made before the system's last
-// boot: its changes did not survive the reboot.
+// boot: its changes did not survive the reboot. A record that edited a
+// boot file is never stale: the edit is on disk, and rollback restores it.
 func Stale(sys System, r *Record) bool {
+	for _, e := range r.Entries {
+		if e.Boot && e.mayHaveChanged() {
+			return false
+		}
+	}
 	now := bootID(sys)
 	return r.BootID != "" && now != "" && now != r.BootID
 }

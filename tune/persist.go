@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"linerate/diagnose"
+	"linerate/internal/usage"
 )
 
 // Where Persist writes, relative to the root ("/" on a live machine). The
@@ -26,6 +28,34 @@ const (
 	persistMark  = "# Written by 'linerate tune persist'; 'linerate tune unpersist' removes it."
 )
 
+// Persistence targets: how the machine re-applies at boot.
+const (
+	// TargetSystemd: a sysctl.d file, linerate-tune.service for the
+	// box-wide items and linerate-tune@.service bound to each tuned
+	// interface's device.
+	TargetSystemd = "systemd"
+	// TargetOpenWrt: a procd init script and hotplug.d scripts for
+	// interfaces that appear (net) or come up (iface).
+	TargetOpenWrt = "openwrt"
+	// TargetTuned: a tuned profile directory.
+	TargetTuned = "tuned"
+)
+
+// Targets lists the persistence targets.
+func Targets() []string { return []string{TargetSystemd, TargetOpenWrt, TargetTuned} }
+
+// openwrtRelease marks an OpenWrt root.
+const openwrtRelease = "etc/openwrt_release"
+
+// DefaultTarget is the target for a root: openwrt where
+// /etc/openwrt_release exists, else systemd.
+func DefaultTarget(root string) string {
+	if _, err := os.Stat(filepath.Join(root, openwrtRelease)); err == nil {
+		return TargetOpenWrt
+	}
+	return TargetSystemd
+}
+
 // PersistOptions says where and how to persist.
 type PersistOptions struct {
 	// Root is the directory standing for / ("/" on a live machine; a
@@ -36,10 +66,14 @@ type PersistOptions struct {
 	Binary string
 	// StateDir is the state directory the boot-time apply journals in.
 	StateDir string
+	// Target is one of Targets(); "" is DefaultTarget(Root).
+	Target string
 }
 
 // PersistResult says what Persist did.
 type PersistResult struct {
+	// Target is the persistence target written.
+	Target string
 	// Written lists the files and links written, as paths on the target.
 	Written []string
 	// Items are the items the units re-apply (sysctls excluded: they are
@@ -54,14 +88,20 @@ type PersistResult struct {
 	Advice []Change
 	// Skipped says which records were left out, and why.
 	Skipped []string
+	// Conflicts name what on the target would undo the persisted items
+	// (OpenWrt's packet steering), with the command that turns it off.
+	Conflicts []string
+	// Next says what is left to do for the target to take the files
+	// (activate a tuned profile).
+	Next []string
 }
 
-// Persist makes the applied set survive reboot the way systemd machines
-// expect: a sysctl.d file for the sysctls; a plan file with everything
-// else; linerate-tune.service, which re-applies the box-wide items at boot;
-// and linerate-tune@.service, instantiated for each tuned interface and
-// bound to its device unit, so that the interface's items are applied
-// again whenever it appears. Earlier persisted files are replaced.
+// Persist makes the applied set survive reboot the way the target
+// expects (see the Target constants). The items go to a plan file, the
+// sysctls to a sysctl.d file (a tuned profile holds both itself), and the
+// hooks run `linerate tune reapply`, which applies the plan's items of
+// the box or of one interface again. Earlier persisted files of every
+// target are replaced.
 func Persist(recs []*Record, opt PersistOptions) (*PersistResult, error) {
 	if opt.Root == "" || opt.Binary == "" || opt.StateDir == "" {
 		return nil, errors.New("persist: root, binary and state directory are required")
@@ -69,7 +109,49 @@ func Persist(recs []*Record, opt PersistOptions) (*PersistResult, error) {
 	if !filepath.IsAbs(opt.Binary) {
 		return nil, fmt.Errorf("persist: binary %q: want an absolute path", opt.Binary)
 	}
-	res := &PersistResult{}
+	if opt.Target == "" {
+		opt.Target = DefaultTarget(opt.Root)
+	}
+	if !slices.Contains(Targets(), opt.Target) {
+		return nil, usage.Field("Target", "%q: want one of %s", opt.Target, strings.Join(Targets(), ", "))
+	}
+	res := &PersistResult{Target: opt.Target}
+	ifaces, box := res.collect(recs)
+	if _, err := Unpersist(opt.Root); err != nil {
+		return nil, err
+	}
+	w := &writer{root: opt.Root}
+	switch opt.Target {
+	case TargetSystemd:
+		res.writeCommon(w)
+		writeSystemd(w, opt, ifaces, box)
+	case TargetOpenWrt:
+		res.writeCommon(w)
+		res.writeOpenWrt(w, opt)
+	case TargetTuned:
+		res.writeTuned(w, opt)
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	res.Written = w.written
+	if len(res.Boot) > 0 {
+		if p, err := PlanFixes(NewDir(opt.Root), res.Boot); err == nil {
+			res.Advice = p.Changes()
+		}
+	}
+	if opt.Target == TargetSystemd {
+		if err := daemonReload(opt.Root); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// collect keeps the latest item for each target of the applied host
+// records, sorted into sysctls, boot advice and the rest; it returns the
+// interfaces the rest changes, and whether some of it is box-wide.
+func (res *PersistResult) collect(recs []*Record) (ifaces []string, box bool) {
 	// Later records win over earlier ones for the same target.
 	var order []string
 	latest := map[string]Item{}
@@ -89,8 +171,7 @@ func Persist(recs []*Record, opt PersistOptions) (*PersistResult, error) {
 			latest[it.key()] = it
 		}
 	}
-	ifaces := map[string]bool{}
-	box := false
+	seen := map[string]bool{}
 	for _, k := range order {
 		it := latest[k]
 		switch k := diagnose.FixKind(it.Kind); {
@@ -100,28 +181,37 @@ func Persist(recs []*Record, opt PersistOptions) (*PersistResult, error) {
 			res.Sysctls = append(res.Sysctls, it.Target+" = "+it.Value)
 		default:
 			res.Items = append(res.Items, it)
-			if iface := ItemIface(it); iface != "" {
-				ifaces[iface] = true
-			} else {
+			if iface := ItemIface(it); iface == "" {
 				box = true
+			} else if !seen[iface] {
+				seen[iface] = true
+				ifaces = append(ifaces, iface)
 			}
 		}
 	}
-	if _, err := Unpersist(opt.Root); err != nil {
-		return nil, err
-	}
-	w := &writer{root: opt.Root}
+	sort.Strings(ifaces)
+	return ifaces, box
+}
+
+// writeCommon writes the sysctl.d file and the plan file.
+func (res *PersistResult) writeCommon(w *writer) {
 	if len(res.Sysctls) > 0 {
 		w.file(sysctlDPath, persistMark+"\n"+strings.Join(res.Sysctls, "\n")+"\n")
 	}
-	if len(res.Items) > 0 {
-		var b bytes.Buffer
-		if err := WritePlanFile(&b, PlanFile{Items: res.Items}); err != nil {
-			return nil, err
-		}
-		w.file(planPath, b.String())
-	}
-	apply := fmt.Sprintf("%s tune apply --plan /%s --state-dir %s", opt.Binary, planPath, opt.StateDir)
+	w.plan(planPath, res.Items)
+}
+
+// reapplyCmd is the command the hooks run, without its scope.
+func reapplyCmd(opt PersistOptions, plan string) string {
+	return fmt.Sprintf("%s tune reapply --plan /%s --state-dir %s", opt.Binary, plan, opt.StateDir)
+}
+
+// writeSystemd writes linerate-tune.service (box-wide items, at boot) and
+// linerate-tune@.service, instantiated for each tuned interface and bound
+// to its device unit, so that the interface's items are applied again
+// whenever it appears.
+func writeSystemd(w *writer, opt PersistOptions, ifaces []string, box bool) {
+	reapply := reapplyCmd(opt, planPath)
 	if box {
 		w.file(unitDir+"/"+boxUnit, fmt.Sprintf(`%s
 [Unit]
@@ -131,17 +221,19 @@ After=systemd-sysctl.service irqbalance.service
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=%s --scope box
+ExecStart=%s box
 
 [Install]
 WantedBy=multi-user.target
-`, persistMark, apply))
+`, persistMark, reapply))
 		w.link(multiUserDir+"/"+boxUnit, "/"+unitDir+"/"+boxUnit)
 	}
-	if len(ifaces) > 0 {
-		// %i is the escaped instance (right for a unit name), %I the
-		// interface name itself (systemd.unit(5), "Specifiers").
-		w.file(unitDir+"/"+ifaceUnit, fmt.Sprintf(`%s
+	if len(ifaces) == 0 {
+		return
+	}
+	// %i is the escaped instance (right for a unit name), %I the
+	// interface name itself (systemd.unit(5), "Specifiers").
+	w.file(unitDir+"/"+ifaceUnit, fmt.Sprintf(`%s
 [Unit]
 Description=linerate: re-apply network tuning of %%I
 BindsTo=sys-subsystem-net-devices-%%i.device
@@ -150,35 +242,16 @@ After=sys-subsystem-net-devices-%%i.device
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=%s --scope %%I
+ExecStart=%s %%I
 
 [Install]
 WantedBy=sys-subsystem-net-devices-%%i.device
-`, persistMark, apply))
-		names := make([]string, 0, len(ifaces))
-		for n := range ifaces {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			e := unitEscape(n)
-			w.link(fmt.Sprintf("%s/sys-subsystem-net-devices-%s.device.wants/linerate-tune@%s.service", unitDir, e, e),
-				"/"+unitDir+"/"+ifaceUnit)
-		}
+`, persistMark, reapply))
+	for _, n := range ifaces {
+		e := unitEscape(n)
+		w.link(fmt.Sprintf("%s/sys-subsystem-net-devices-%s.device.wants/linerate-tune@%s.service", unitDir, e, e),
+			"/"+unitDir+"/"+ifaceUnit)
 	}
-	if w.err != nil {
-		return nil, w.err
-	}
-	res.Written = w.written
-	if len(res.Boot) > 0 {
-		if p, err := PlanFixes(NewDir(opt.Root), res.Boot); err == nil {
-			res.Advice = p.Changes()
-		}
-	}
-	if err := daemonReload(opt.Root); err != nil {
-		return res, err
-	}
-	return res, nil
 }
 
 // Unpersist removes what Persist wrote and returns the paths removed. The
@@ -194,9 +267,11 @@ func Unpersist(root string) ([]string, error) {
 			errs = append(errs, err)
 		}
 	}
-	for _, rel := range []string{multiUserDir + "/" + boxUnit, unitDir + "/" + boxUnit, planPath, sysctlDPath} {
+	for _, rel := range append([]string{multiUserDir + "/" + boxUnit, unitDir + "/" + boxUnit, planPath, sysctlDPath},
+		append(openwrtFiles, tunedFiles...)...) {
 		rm(rel)
 	}
+	os.Remove(filepath.Join(root, filepath.FromSlash(tunedDir)))
 	wants, _ := filepath.Glob(filepath.Join(root, unitDir, "sys-subsystem-net-devices-*.device.wants", "linerate-tune@*.service"))
 	for _, p := range wants {
 		rel, _ := filepath.Rel(root, p)
@@ -208,7 +283,7 @@ func Unpersist(root string) ([]string, error) {
 	if err := errors.Join(errs...); err != nil {
 		return removed, fmt.Errorf("unpersist: %w", err)
 	}
-	if len(removed) > 0 {
+	if slices.ContainsFunc(removed, func(p string) bool { return strings.HasPrefix(p, "/"+unitDir) }) {
 		if err := daemonReload(root); err != nil {
 			return removed, err
 		}
@@ -254,6 +329,25 @@ func (w *writer) file(rel, content string) {
 		return
 	}
 	w.written = append(w.written, "/"+rel)
+}
+
+// plan writes a plan file of items, if there are any.
+func (w *writer) plan(rel string, items []Item) {
+	if len(items) == 0 || w.err != nil {
+		return
+	}
+	var b bytes.Buffer
+	if w.err = WritePlanFile(&b, PlanFile{Items: items}); w.err == nil {
+		w.file(rel, b.String())
+	}
+}
+
+// script writes an executable file.
+func (w *writer) script(rel, content string) {
+	w.file(rel, content)
+	if w.err == nil {
+		w.err = os.Chmod(filepath.Join(w.root, filepath.FromSlash(rel)), 0o755)
+	}
 }
 
 func (w *writer) link(rel, target string) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"linerate/diagnose"
@@ -223,13 +224,22 @@ func WritePlanFile(w io.Writer, pf PlanFile) error {
 }
 
 // ItemIface is the interface an item changes, "" for a box-wide item
-// (IRQs, sysctls, irqbalance, governors, boot).
+// (IRQs by number, sysctls, irqbalance, governors, boot). An IRQ named by
+// what it serves ("eth0/rx-0") is its interface's: it is resolved, and
+// applied again, when the interface appears.
 func ItemIface(it Item) string {
 	switch diagnose.FixKind(it.Kind) {
+	case diagnose.FixIRQAffinity:
+		if _, err := strconv.Atoi(it.Target); err == nil {
+			return ""
+		}
+		iface, _, _ := strings.Cut(it.Target, "/")
+		return iface
 	case diagnose.FixRPS, diagnose.FixRPSFlow, diagnose.FixXPS, diagnose.FixFlowHash, diagnose.FixFeature:
 		iface, _, _ := strings.Cut(it.Target, "/")
 		return iface
-	case diagnose.FixCoalesce, diagnose.FixRings, diagnose.FixChannels, diagnose.FixRSSEqual, diagnose.FixRSSTable, diagnose.FixMTU:
+	case diagnose.FixCoalesce, diagnose.FixRings, diagnose.FixChannels, diagnose.FixRSSEqual, diagnose.FixRSSTable, diagnose.FixMTU,
+		diagnose.FixTxQueueLen:
 		return it.Target
 	}
 	return ""

@@ -151,13 +151,19 @@ func (s Store) Rollback(ctx context.Context, sys System, r *Record) (restored in
 func (s Store) restore(ctx context.Context, sys System, r *Record) (int, []error) {
 	n := 0
 	var errs []error
+	now := bootID(sys)
+	earlier := r.BootID != "" && now != "" && now != r.BootID
 	for i := len(r.Entries) - 1; i >= 0; i-- {
 		e := &r.Entries[i]
 		if !e.mayHaveChanged() {
 			continue
 		}
 		err := ctx.Err()
-		if err == nil {
+		switch {
+		case err != nil:
+		case earlier && !e.Boot:
+			// Gone with the reboot; only boot files outlive it.
+		default:
 			err = undoWith(sys, *e.Restore)(ctx)
 		}
 		if err != nil {
@@ -193,18 +199,32 @@ type EntryStatus struct {
 	Holds bool   `json:"holds"`
 	// Err is why the live value could not be read.
 	Err string `json:"read_error,omitempty"`
+	// Renumbered says that an interrupt named by what it serves resolves
+	// to another number than when it was applied (a driver reload, a
+	// device probed in another order): Live is then the new number's.
+	Renumbered string `json:"renumbered,omitempty"`
+	// Boot says whether an edit of a boot file is in effect: "active" or
+	// "pending until reboot" (BootState).
+	BootState string `json:"boot_state,omitempty"`
 }
 
 // Check reads, for every entry of a record that may have changed, the
 // value the system holds now.
 func Check(sys System, r *Record) []EntryStatus {
 	var out []EntryStatus
+	now := bootID(sys)
+	earlier := r.BootID != "" && now != "" && now != r.BootID
 	for _, e := range r.Entries {
 		st := EntryStatus{Entry: e}
-		if !e.mayHaveChanged() {
+		if !e.mayHaveChanged() || earlier && !e.Boot {
 			continue
 		}
-		acts, err := Build(sys, e.Change.Item())
+		on := sys
+		if e.Boot {
+			on = WithBoot(sys)
+			st.BootState = BootState(sys, r, e)
+		}
+		acts, err := Build(on, e.Change.Item())
 		switch {
 		case err != nil:
 			st.Err = err.Error()
@@ -216,6 +236,9 @@ func Check(sys System, r *Record) []EntryStatus {
 		default:
 			c := acts[0].Describe()
 			st.Live, st.Holds = c.From, c.Unchanged
+			if e.IRQ != 0 && c.IRQ != e.IRQ {
+				st.Renumbered = fmt.Sprintf("%s was IRQ %d when applied, is IRQ %d now", e.Target, e.IRQ, c.IRQ)
+			}
 		}
 		out = append(out, st)
 	}

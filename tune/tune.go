@@ -31,7 +31,7 @@ import (
 // new value. The table of kinds is the one of diagnose.Fix, plus rss-table
 // (a whole indirection table) which restores what rss-equal replaced:
 //
-//	irq-affinity  "41"                            CPU list "1-3"
+//	irq-affinity  "41", "eth0/rx-0", "eth0"        CPU list "1-3" ("same:1-3": every IRQ of eth0 to the set)
 //	rps           "eth1/rx-0" ("eth1/rx-*": all)  CPU list "1-3", "none"
 //	rps-flow      "eth1/rx-0" ("eth1/rx-*")       "4096" (a power of two, or 0)
 //	xps           "eth1/tx-0" ("eth1/tx-*")       CPU list
@@ -91,8 +91,11 @@ func ParseItem(s string) (Item, error) {
 type Change struct {
 	Kind   diagnose.FixKind `json:"kind"`
 	Target string           `json:"target"`
-	From   string           `json:"from"`
-	To     string           `json:"to"`
+	// IRQ is the number an irq-affinity target named by what it serves
+	// ("eth0/TxRx-1") resolved to when the change was built.
+	IRQ  int    `json:"irq,omitempty"`
+	From string `json:"from"`
+	To   string `json:"to"`
 	// Unchanged is true when the system already holds To.
 	Unchanged bool `json:"unchanged,omitempty"`
 	// ResetsLink marks a change that takes the link down for a moment

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"linerate/lab"
 	"strings"
 
@@ -89,7 +90,31 @@ func (o *inspectOptions) run(cmd *cobra.Command, args []string) error {
 	if o.json {
 		return report.JSON(cmd.OutOrStdout(), b)
 	}
-	return report.Inspect(cmd.OutOrStdout(), b)
+	if err := report.Inspect(cmd.OutOrStdout(), b); err != nil {
+		return err
+	}
+	inspectKernel(cmd.OutOrStdout(), b)
+	return nil
+}
+
+// inspectKernel lists what stops a NIC from existing at all: Ethernet PCI
+// functions with no driver (and the module that would bind them) and the
+// kernel log's BAR and link failures.
+func inspectKernel(w io.Writer, b *box.Box) {
+	for _, u := range b.Unbound {
+		mods := "no module of this kernel matches it"
+		switch {
+		case !u.ModulesChecked:
+			mods = "modules.alias unread"
+		case len(u.Modules) > 0:
+			mods = "module " + strings.Join(u.Modules, ", ") + " would bind it"
+		}
+		fmt.Fprintf(w, "unbound Ethernet function %s (%s:%s): no driver, no interface; %s\n",
+			u.Addr, strings.TrimPrefix(u.Vendor, "0x"), strings.TrimPrefix(u.Device, "0x"), mods)
+	}
+	for _, e := range b.KernelLog {
+		fmt.Fprintf(w, "kernel log, %s failure: %s\n", e.Kind, e.Line)
+	}
 }
 
 // inspectSource opens the source the --root and --netns flags name: a

@@ -59,6 +59,12 @@ type tuneOptions struct {
 	forget   bool
 	rootDir  string
 	binary   string
+	same     bool
+	target   string
+	boot     bool
+	// persisted is reapply's --plan: the same flag name as plan's and
+	// apply's, with another default.
+	persisted string
 }
 
 func newTuneCmd() *cobra.Command {
@@ -100,6 +106,8 @@ listed as skipped, with the reason; an explicit --set that cannot be done
 is an error.`,
 		Example: `  linerate tune plan --set rps:eth1/rx-0=1-3 --set sysctl:net.core.netdev_max_backlog=4096
   linerate tune plan --set 'coalesce:eth0=rx-usecs=100,rx-frames=10' --set irq-affinity:41=1
+  linerate tune plan --set irq-affinity:eth0=1-3            # each IRQ of eth0 on one of CPUs 1-3, found by name
+  linerate tune plan --set irq-affinity:eth0/rx-0=1 --same --set irq-affinity:eth1=2-3
   linerate tune plan --findings findings.json -o plan.json
   linerate tune plan --netns lab-r1 --set rps:eth0/rx-*=1-3 --json`,
 		Args: argsWith(cobra.NoArgs),
@@ -118,6 +126,7 @@ nothing is left changed. 'linerate tune rollback' undoes an apply later;
 'linerate tune persist' makes it survive reboot.`,
 		Example: `  linerate tune apply --set rps:eth1/rx-0=3 --set irq-affinity:41=1
   linerate tune apply --plan plan.json
+  linerate tune apply --boot --set boot:cmdline.txt=pci=pcie_bus_perf   # edit the file, journalled; active after reboot
   linerate tune apply --plan /etc/linerate/tune-plan.json --scope eth1   # what the boot unit runs
   linerate tune apply --netns lab-r1 --set sysctl:net.ipv4.ip_forward=1`,
 		Args: argsWith(cobra.NoArgs),
@@ -176,6 +185,29 @@ inside a network namespace are not persisted.`,
 	}
 }
 
+func newTuneReapplyCmd(o *tuneOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reapply [IFACE|box]",
+		Short: "Apply the persisted settings of an interface (or the box) again; what the hooks run",
+		Long: `reapply applies again the items tune persist wrote: those of IFACE (its
+offloads, rings, channels, coalescing, then its queues' RPS/XPS masks and
+its IRQs by name), of the box (box-wide items), or, with no argument, the
+box's and those of every interface present. Drivers forget rings,
+coalescing and channels when they reset, and a re-created interface
+starts with no RPS/XPS masks: the udev/systemd unit, OpenWrt's hotplug
+scripts and tuned's script run this when an interface appears or comes
+up. Values that hold are not touched, so it is safe to run again; each
+change is journalled (tune rollback undoes it) and every run is logged to
+reapply.log in the state directory.`,
+		Example: `  linerate tune reapply eth0
+  linerate tune reapply               # the box and every interface present
+  linerate tune reapply --plan /etc/tuned/linerate/linerate-plan.json
+  linerate tune reapply --netns lab-r1 --plan plan.json veth0`,
+		Args: argsWith(cobra.MaximumNArgs(1)),
+		RunE: o.runReapply,
+	}
+}
+
 func newTuneUnpersistCmd(o *tuneOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "unpersist",
@@ -192,6 +224,10 @@ func newTuneUnpersistCmd(o *tuneOptions) *cobra.Command {
 func (o *tuneOptions) addSubcommands(c *cobra.Command) {
 	plan, apply, rollback := newTunePlanCmd(o), newTuneApplyCmd(o), newTuneRollbackCmd(o)
 	status, persist, unpersist := newTuneStatusCmd(o), newTunePersistCmd(o), newTuneUnpersistCmd(o)
+	reapply := newTuneReapplyCmd(o)
+	reapply.Flags().StringVar(&o.persisted, "plan", "/etc/linerate/tune-plan.json", "the persisted plan file")
+	reapply.Flags().StringVar(&o.netns, "netns", "", "re-apply in the named network namespace (/var/run/netns/NAME)")
+	reapply.Flags().BoolVar(&o.json, "json", false, "print what was done as JSON")
 	defState := defaultTuneStateDir()
 	for _, c := range []*cobra.Command{plan, apply} {
 		f := c.Flags()
@@ -202,19 +238,23 @@ func (o *tuneOptions) addSubcommands(c *cobra.Command) {
 		f.StringVar(&o.scope, "scope", "", "keep only the items of one interface (IFACE) or the box-wide ones (box)")
 		f.StringVar(&o.netns, "netns", "", "change the named network namespace (/var/run/netns/NAME) instead of the host")
 		f.BoolVar(&o.json, "json", false, "print the result as JSON")
+		f.BoolVar(&o.boot, "boot", false, "edit the boot files for boot items (cmdline.txt, config.txt, grub: /etc/default/grub), journalled; without it they are printed as advice")
+		f.BoolVar(&o.same, "same", false, "irq-affinity:IFACE=CPUS puts every IRQ of IFACE on all of CPUS (default: one per CPU, in turn)")
 	}
 	plan.Flags().StringVarP(&o.out, "output", "o", "", "also save the plan's items to this file, for 'tune apply --plan'")
-	for _, c := range []*cobra.Command{apply, rollback, status, persist} {
+	for _, c := range []*cobra.Command{apply, rollback, status, persist, reapply} {
 		c.Flags().StringVar(&o.stateDir, "state-dir", defState, "where the journal lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
 	}
 	status.Flags().BoolVar(&o.json, "json", false, "print the status as JSON")
 	rollback.Flags().BoolVar(&o.last, "last", false, "restore only the newest transaction")
 	rollback.Flags().BoolVar(&o.forget, "forget", false, "remove the journal without restoring anything")
-	for _, c := range []*cobra.Command{persist, unpersist} {
+	for _, c := range []*cobra.Command{persist, unpersist, status} {
 		c.Flags().StringVar(&o.rootDir, "root-dir", "/", "the directory standing for / (systemctl daemon-reload runs only for /)")
 	}
+	persist.Flags().StringVar(&o.target, "target", "", "how the box re-applies: "+strings.Join(tune.Targets(), ", ")+" (default: openwrt where /etc/openwrt_release exists, else systemd)")
+	status.Flags().StringVar(&o.target, "target", "", "also check the items persisted for this target under --root-dir (default: every target that has files there)")
 	persist.Flags().StringVar(&o.binary, "binary", "", "the linerate the boot units run (default: this executable)")
-	c.AddCommand(plan, apply, rollback, status, persist, unpersist, newTuneAutoCmd())
+	c.AddCommand(plan, apply, rollback, status, persist, unpersist, reapply, newTuneAutoCmd())
 }
 
 // buildPlan builds the plan the --set, --findings, --plan and --scope flags
@@ -225,6 +265,9 @@ func (o *tuneOptions) buildPlan(sys tune.System) (*tune.Plan, error) {
 		it, err := tune.ParseItem(s)
 		if err != nil {
 			return nil, usage.Flags(err, map[string]string{"Item": "--set"})
+		}
+		if o.same {
+			it = tune.SameCPUs(it)
 		}
 		set = append(set, it)
 	}
@@ -303,8 +346,20 @@ func readTuneFile[T any](flag, name string, parse func(io.Reader) (T, error)) (T
 	return v, nil
 }
 
-func (o *tuneOptions) runPlan(cmd *cobra.Command, _ []string) error {
+// open opens the system the flags name, for boot edits with --boot.
+func (o *tuneOptions) open() (tune.System, error) {
+	if o.boot && o.netns != "" {
+		return nil, usage.Errorf("--boot edits the host's boot files; it does not go with --netns")
+	}
 	sys, err := tune.Open(o.netns)
+	if err != nil || !o.boot {
+		return sys, err
+	}
+	return tune.WithBoot(sys), nil
+}
+
+func (o *tuneOptions) runPlan(cmd *cobra.Command, _ []string) error {
+	sys, err := o.open()
 	if err != nil {
 		return err
 	}
@@ -336,7 +391,7 @@ func (o *tuneOptions) runApply(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer unlock()
-	sys, err := tune.Open(o.netns)
+	sys, err := o.open()
 	if err != nil {
 		return err
 	}
@@ -420,6 +475,21 @@ func (o *tuneOptions) runStatus(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if !o.json {
+		for _, st := range sts {
+			for _, e := range st.Entries {
+				if e.Renumbered != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "renumbered: %s\n", e.Renumbered)
+				}
+				if e.BootState != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "boot %s %s: %s\n", e.Target, e.To, e.BootState)
+				}
+			}
+		}
+		if err := o.printPersisted(cmd.OutOrStdout()); err != nil {
+			return err
+		}
+	}
 	// As tuned-adm verify does: a script or a monitor learns from the exit
 	// status that the tuning no longer holds.
 	if n := tune.Drifted(sts); n > 0 {
@@ -452,11 +522,98 @@ func (o *tuneOptions) runPersist(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return usage.Errorf("--state-dir: %w", err)
 	}
-	res, err := tune.Persist(recs, tune.PersistOptions{Root: o.rootDir, Binary: bin, StateDir: stateDir})
+	res, err := tune.Persist(recs, tune.PersistOptions{Root: o.rootDir, Binary: bin, StateDir: stateDir, Target: o.target})
+	if err != nil {
+		return usage.Flags(err, map[string]string{"Target": "--target"})
+	}
+	out := cmd.OutOrStdout()
+	report.TunePersisted(out, res)
+	for _, c := range res.Conflicts {
+		fmt.Fprintf(out, "CONFLICT: %s\n", c)
+	}
+	for _, n := range res.Next {
+		fmt.Fprintf(out, "next: %s\n", n)
+	}
+	return nil
+}
+
+func (o *tuneOptions) runReapply(cmd *cobra.Command, args []string) error {
+	scope := ""
+	if len(args) == 1 {
+		scope = args[0]
+	}
+	pf, err := readTuneFile("--plan", o.persisted, tune.ReadPlanFile)
 	if err != nil {
 		return err
 	}
-	report.TunePersisted(cmd.OutOrStdout(), res)
+	store := tune.NewStore(o.stateDir)
+	unlock, err := store.Lock(tuneLockWait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sys, err := tune.Open(o.netns)
+	if err != nil {
+		return err
+	}
+	defer sys.Close()
+	if _, err := store.DropStale(sys); err != nil {
+		return err
+	}
+	steps, err := tune.Reapply(cmd.Context(), store, sys, pf.Items, scope)
+	lines := make([]string, 0, len(steps)+1)
+	for _, st := range steps {
+		lines = append(lines, st.String())
+	}
+	if err != nil {
+		lines = append(lines, err.Error())
+	}
+	if len(steps) == 0 && err == nil {
+		lines = append(lines, "reapply "+scope+": nothing persisted for it in "+o.persisted)
+	}
+	if lerr := store.Log(lines...); lerr != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "linerate: reapply.log: %v\n", lerr)
+	}
+	if o.json {
+		if jerr := report.TuneJSON(cmd.OutOrStdout(), steps); jerr != nil {
+			return jerr
+		}
+	} else {
+		for _, l := range lines[:len(steps)] {
+			fmt.Fprintln(cmd.OutOrStdout(), l)
+		}
+	}
+	return err
+}
+
+// printPersisted checks the items persisted under --root-dir against the
+// live host, for tune status: what the next boot or re-apply would do.
+func (o *tuneOptions) printPersisted(w io.Writer) error {
+	targets := tune.Targets()
+	if o.target != "" {
+		targets = []string{o.target}
+	}
+	sys, err := tune.Open("")
+	if err != nil {
+		return err
+	}
+	defer sys.Close()
+	for _, t := range targets {
+		items, err := tune.Persisted(o.rootDir, t)
+		if err != nil {
+			return usage.Flags(err, map[string]string{"Target": "--target"})
+		}
+		if t == tune.TargetOpenWrt && o.target == "" {
+			continue // the same files as systemd's, but for the hooks
+		}
+		if len(items) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "persisted (%s, under %s):\n", t, o.rootDir)
+		for _, st := range tune.CheckItems(sys, items) {
+			fmt.Fprintf(w, "  %s\n", st)
+		}
+	}
 	return nil
 }
 

@@ -19,6 +19,7 @@ func TestTuneCommand(t *testing.T) {
 	t.Run("help", func(t *testing.T) { tuneHelp(t, bin) })
 	t.Run("persist", func(t *testing.T) { tunePersist(t, bin) })
 	t.Run("netns", func(t *testing.T) { tuneNetns(t, bin) })
+	t.Run("reapply a re-created interface", func(t *testing.T) { tuneReapply(t, bin) })
 	t.Run("killed at any moment", func(t *testing.T) { tuneKilled(t, bin) })
 	t.Run("journal belongs where it was made", func(t *testing.T) { tuneWhere(t, bin) })
 }
@@ -85,7 +86,7 @@ func tunePersist(t *testing.T, bin string) {
 		}
 	}
 	unit, err := os.ReadFile(filepath.Join(root, "etc/systemd/system/linerate-tune@.service"))
-	if err != nil || !strings.Contains(string(unit), "ExecStart=/usr/bin/linerate tune apply --plan /etc/linerate/tune-plan.json --state-dir "+state+" --scope %I") {
+	if err != nil || !strings.Contains(string(unit), "ExecStart=/usr/bin/linerate tune reapply --plan /etc/linerate/tune-plan.json --state-dir "+state+" %I") {
 		t.Errorf("unit: %v\n%s", err, unit)
 	}
 	if r := run(t, bin, "tune", "unpersist", "--root-dir", root); r.code != 0 || strings.Count(r.stdout, "removed ") != 4 {
@@ -96,12 +97,7 @@ func tunePersist(t *testing.T, bin string) {
 // tuneNetns applies, checks, kills and rolls back through the real
 // binary, inside a namespace the test makes.
 func tuneNetns(t *testing.T, bin string) {
-	testenv.RequireRoot(t)
-	if _, err := exec.LookPath("ethtool"); err != nil {
-		t.Skip("ethtool is not installed: it is the independent check")
-	}
-	ns := testenv.NewNetNS(t)
-	testenv.Veth(t, ns, "a", ns, "b", 4)
+	ns := vethNetns(t)
 	look := nsLook(t, ns, "cat /sys/class/net/a/queues/rx-*/rps_cpus /sys/class/net/a/queues/tx-0/xps_cpus; ethtool -l b; ethtool -k a; ip -o link show dev a; sysctl -n net.ipv4.ip_forward")
 	before := look()
 	state := t.TempDir()
@@ -149,6 +145,69 @@ func tuneNetns(t *testing.T, bin string) {
 	if got := look(); got != before {
 		t.Errorf("after kill and rollback:\n%s\nwant:\n%s", got, before)
 	}
+}
+
+// tuneReapply: a persisted plan's NIC and queue settings come back when
+// the interface is deleted and made again under the same name, by running
+// what the hooks run (linerate tune reapply); a second run changes nothing.
+func tuneReapply(t *testing.T, bin string) {
+	ns := vethNetns(t)
+	look := nsLook(t, ns, "cat /sys/class/net/b/queues/rx-*/rps_cpus /sys/class/net/b/queues/tx-*/xps_cpus; ethtool -l b | tail -5")
+	fresh := look()
+	dir := t.TempDir()
+	state, plan := filepath.Join(dir, "state"), filepath.Join(dir, "tune-plan.json")
+	// The channels decide which queues exist: reapply sets them first.
+	if err := os.WriteFile(plan, []byte(`{"schema":1,"items":[
+  {"kind":"rps","target":"b/rx-*","value":"0"},
+  {"kind":"xps","target":"b/tx-*","value":"0"},
+  {"kind":"channels","target":"b","value":"rx=2,tx=2"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reapply := []string{"tune", "reapply", "--netns", ns.Name, "--plan", plan, "--state-dir", state}
+	r := run(t, bin, append(reapply, "b")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "reapply b: 1 changed") || !strings.Contains(r.stdout, "reapply b: 4 changed") {
+		t.Fatalf("reapply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	tuned := look()
+	if tuned == fresh || strings.Count(tuned, "\n1\n")+strings.Count(tuned, "00000001") == 0 {
+		t.Fatalf("reapply changed nothing:\n%s", tuned)
+	}
+	if r := run(t, bin, append(reapply, "b")...); r.code != 0 || strings.Count(r.stdout, "everything holds") != 2 {
+		t.Errorf("second reapply: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// The interface goes away and comes back with its driver's defaults.
+	if out, err := exec.Command("ip", "-n", ns.Name, "link", "del", "dev", "a").CombinedOutput(); err != nil {
+		t.Fatalf("delete veth: %v\n%s", err, out)
+	}
+	testenv.Veth(t, ns, "a", ns, "b", 4)
+	if got := look(); got != fresh {
+		t.Fatalf("a re-created b is not fresh:\n%s\nwant\n%s", got, fresh)
+	}
+	r = run(t, bin, reapply...) // as at boot: the box and every interface present
+	if r.code != 0 {
+		t.Fatalf("reapply after re-creation: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := look(); got != tuned {
+		t.Errorf("after re-creation and reapply:\n%s\nwant\n%s\n%s", got, tuned, r.stdout)
+	}
+	log, err := os.ReadFile(filepath.Join(state, "reapply.log"))
+	if err != nil || strings.Count(string(log), "reapply b: ") != 6 {
+		t.Errorf("reapply.log: %v\n%s", err, log)
+	}
+	t.Logf("reapply.log:\n%s", log)
+}
+
+// vethNetns is a namespace the test makes, with a veth pair a/b of four
+// queues; ethtool is the independent check of what tune changes.
+func vethNetns(t *testing.T) *testenv.NetNS {
+	testenv.RequireRoot(t)
+	if _, err := exec.LookPath("ethtool"); err != nil {
+		t.Skip("ethtool is not installed: it is the independent check")
+	}
+	ns := testenv.NewNetNS(t)
+	testenv.Veth(t, ns, "a", ns, "b", 4)
+	return ns
 }
 
 // nsLook returns a function printing what script shows inside ns: the

@@ -691,3 +691,48 @@ func ParseThrottled(s string) (uint32, error) {
 	}
 	return uint32(v), nil
 }
+
+// UnboundNIC is an Ethernet PCI function (class 0x0200xx) that no driver
+// is bound to: the kernel sees the card, and no interface exists for it.
+type UnboundNIC struct {
+	PCIDevice
+	// Modalias is bus/pci/devices/ADDR/modalias, what modprobe matches
+	// against modules.alias.
+	Modalias string
+}
+
+// UnboundNICs lists the Ethernet PCI functions without a driver, by
+// address.
+func (fs FS) UnboundNICs() ([]UnboundNIC, error) {
+	ents, err := fs.entries("bus/pci/devices")
+	if err != nil {
+		if absent(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []UnboundNIC
+	for _, e := range ents {
+		addr := e.Name()
+		if !pciAddr.MatchString(addr) {
+			continue
+		}
+		class, _, err := fs.optional(pciRel(addr) + "/class")
+		if err != nil || !strings.HasPrefix(class, "0x0200") {
+			continue
+		}
+		d, err := fs.PCIDevice(addr)
+		if err != nil {
+			return out, err
+		}
+		if d.Driver != "" {
+			continue
+		}
+		u := UnboundNIC{PCIDevice: d}
+		if u.Modalias, _, err = fs.optional(pciRel(addr) + "/modalias"); err != nil {
+			return out, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}

@@ -1,0 +1,58 @@
+package diagnose
+
+import (
+	"fmt"
+)
+
+// piOverclock: a Raspberry Pi whose CPU is the limit (one core saturated at
+// its full clock) and that is cool and not throttled: overclocking is
+// the remaining lever. Seed 001: the CM4 went from 3.06 to 3.4 Gb/s at
+// 2.147 GHz with over_voltage=6. Advice only: a config.txt edit, never
+// applied by linerate.
+type piOverclock struct{}
+
+func (piOverclock) ID() string { return "pi-overclock" }
+func (piOverclock) Explain() string {
+	return "a Raspberry Pi CPU-bound at full clock and cool: overclocking is the lever left"
+}
+
+// coolEnough is the SoC temperature under which a Pi has headroom (the
+// firmware throttles at 80 °C, soft-limits from 60 °C on some boards; an
+// overclock adds some 10 °C).
+const coolEnough = 65.0
+
+func (piOverclock) Check(ev *Evidence) []Finding {
+	t := ev.Box.Throttle
+	if t == nil || t.Throttled || t.FreqCapped || t.UnderVoltage || t.SoftTempLimit ||
+		t.ThrottledOccurred || t.UnderVoltageOccurred {
+		return nil // not a Pi, or already at a limit an overclock makes worse
+	}
+	m, ok := ev.Mean()
+	if !ok {
+		return nil
+	}
+	hot := 0.0
+	for _, z := range ev.Box.Thermal {
+		hot = max(hot, z.Celsius)
+	}
+	if hot == 0 || hot >= coolEnough {
+		return nil
+	}
+	for _, c := range ev.Box.CPUs {
+		u, ok := cpuUse(m, c.ID)
+		if !ok || u.Busy < saturated || c.MaxKHz == 0 || c.CurKHz < c.MaxKHz {
+			continue
+		}
+		return []Finding{{Severity: Info, Subject: "box",
+			Summary: fmt.Sprintf("CPU%d is %s busy at its full %.2f GHz, the SoC is at %.0f °C and not throttled: an overclock is the lever left",
+				c.ID, pct(u.Busy), float64(c.MaxKHz)/1e6, hot),
+			Evidence: []string{
+				fmt.Sprintf("CPU%d: busy %s at %d kHz (maximum %d kHz)", c.ID, pct(u.Busy), c.CurKHz, c.MaxKHz),
+				fmt.Sprintf("hottest thermal zone %.1f °C; get_throttled 0x%x", hot, t.Raw),
+				"seed 001: 3.06 → 3.4 Gb/s on a CM4 at 2.147 GHz (over_voltage=6); needs cooling, and not every board is stable",
+			},
+			Fixes: []Fix{{Kind: FixBoot, Target: "config.txt", Value: "over_voltage=6,arm_freq=2147",
+				Note: "advice: edit config.txt by hand, reboot, watch vcgencmd get_throttled and the temperature under load"}}}}
+	}
+	return nil
+}

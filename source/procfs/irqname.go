@@ -1,0 +1,116 @@
+package procfs
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// An interrupt's number is whatever the kernel handed out at probe time:
+// it moves when another device probes first, when a driver is reloaded,
+// when a USB NIC is replugged. What an interrupt serves is in its action
+// name ("eth0-TxRx-1", "enp4s0-rx-0") and in the device's msi_irqs, and
+// survives all three. The functions below name a NIC's interrupts that
+// way, so that a tuning can be stored by name and resolved to a number
+// whenever it is applied. box names the IRQs it collects and tune resolves
+// names with the same functions, so diagnose's proposals and tune's
+// targets agree.
+
+// ActionLabel reports whether one of the comma-separated actions of an
+// interrupt belongs to iface ("eth0", "eth0-rx-0", "eth0-TxRx-1",
+// "eth0@pci:..."), and the part that follows the interface's name and its
+// separator ("rx-0", "TxRx-1"; "" for an action that is the name itself).
+func ActionLabel(actions, iface string) (label string, ok bool) {
+	for _, a := range strings.Split(actions, ",") {
+		a = strings.TrimSpace(a)
+		if a == iface {
+			return "", true
+		}
+		if len(a) > len(iface) && strings.HasPrefix(a, iface) {
+			switch a[len(iface)] {
+			case '-', '_', ':', '@':
+				return a[len(iface)+1:], true
+			}
+		}
+	}
+	return "", false
+}
+
+// IRQName is one interrupt of a NIC, named by what it serves.
+type IRQName struct {
+	// Ref is "IFACE/LABEL" ("eth0/TxRx-1") when the action's label tells
+	// this vector apart from the NIC's others; else "IFACE/#K", the K-th of
+	// the NIC's interrupts in ascending number (a controller that names
+	// every vector after the interface, as the Pi's GENET does, or after
+	// something else, as mlx5 does).
+	Ref    string
+	Number int
+}
+
+// NameIRQs names the interrupts of iface: numbers are its vectors
+// (device/msi_irqs, or the /proc/interrupts lines that name it), actions
+// maps a number to its action names in /proc/interrupts. The result is in
+// ascending number.
+func NameIRQs(iface string, numbers []int, actions map[int]string) []IRQName {
+	nums := append([]int(nil), numbers...)
+	sort.Ints(nums)
+	labels := make([]string, len(nums))
+	count := map[string]int{}
+	for i, n := range nums {
+		if l, ok := ActionLabel(actions[n], iface); ok && l != "" {
+			labels[i] = l
+			count[strings.ToLower(l)]++
+		}
+	}
+	out := make([]IRQName, len(nums))
+	for i, n := range nums {
+		ref := fmt.Sprintf("%s/#%d", iface, i)
+		if l := labels[i]; l != "" && count[strings.ToLower(l)] == 1 && !strings.HasPrefix(l, "#") {
+			ref = iface + "/" + l
+		}
+		out[i] = IRQName{Ref: ref, Number: n}
+	}
+	return out
+}
+
+// MatchIRQ finds the interrupt a queue name stands for among a NIC's named
+// interrupts: the exact label ("TxRx-1", "#0", case aside), or a queue
+// written as rx-N or tx-N, which matches the one label that is that queue
+// in the driver's words: rx-N, rxN, TxRx-N, rxtx-N, combined-N, queue-N
+// (tx-N: tx-N, TxRx-N, ...). The bool is false when none, or more than one,
+// matches.
+func MatchIRQ(named []IRQName, iface, queue string) (IRQName, bool) {
+	for _, q := range named {
+		if strings.EqualFold(q.Ref, iface+"/"+queue) {
+			return q, true
+		}
+	}
+	dir, idx, ok := strings.Cut(strings.ToLower(queue), "-")
+	if _, err := strconv.Atoi(idx); !ok || err != nil || dir != "rx" && dir != "tx" {
+		return IRQName{}, false
+	}
+	want := map[string]bool{dir + idx: true, "txrx" + idx: true, "rxtx" + idx: true, "combined" + idx: true, "queue" + idx: true}
+	var found []IRQName
+	for _, q := range named {
+		label := strings.TrimPrefix(q.Ref, iface+"/")
+		if want[squash(label)] {
+			found = append(found, q)
+		}
+	}
+	if len(found) != 1 {
+		return IRQName{}, false
+	}
+	return found[0], true
+}
+
+// squash lowercases s and drops everything but letters and digits.
+func squash(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

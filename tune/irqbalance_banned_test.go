@@ -1,0 +1,66 @@
+package tune
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An /etc/default/irqbalance in the form Debian's package ships it (its
+// comment abridged), with the old mask variable commented out.
+const debianIRQBalance = `# irqbalance is a daemon process that distributes interrupts across
+# CPUS on SMP systems. The default is to rebalance once every 10
+# seconds. This is the environment file that is specified to systemd via the
+# EnvironmentFile key in the service unit file (or via /etc/default in
+# SysV init scripts).
+#
+# IRQBALANCE_BANNED_CPUS
+#     64 bit bitmask which allows you to indicate which cpu's should
+#     be skipped when reblancing irqs. Cpu numbers which have their
+#     corresponding bits set to one in this mask will not have any
+#     irq's assigned to them on rebalance
+#
+#IRQBALANCE_BANNED_CPUS=
+`
+
+// irqbalance-banned edits the defaults file, restarts a running
+// irqbalance to read it, reads back, and rollback puts the file back to
+// the byte; txqueuelen is a sysfs file like the others.
+func TestIRQBalanceBannedAndTxQueueLen(t *testing.T) {
+	root, sys := fakeBox(t)
+	writeFiles(t, root, map[string]string{"etc/default/irqbalance": debianIRQBalance, "sys/class/net/eth0/tx_queue_len": "1000\n"})
+	svc := fakeSystemctl(t, "active")
+	sys.SetServices(svc)
+	store := NewStore(t.TempDir())
+	tx := applied(t, store, sys, []Item{
+		{Kind: "irqbalance-banned", Target: "box", Value: "1-2"},
+		{Kind: "txqueuelen", Target: "eth0", Value: "2000"},
+	})
+	got := readRoot(t, root, "etc/default/irqbalance")
+	if !strings.HasSuffix(got, "#IRQBALANCE_BANNED_CPUS=\nIRQBALANCE_BANNED_CPULIST=1-2\n") {
+		t.Errorf("defaults file:\n%s", got)
+	}
+	if l := readRoot(t, root, "sys/class/net/eth0/tx_queue_len"); strings.TrimSpace(l) != "2000" {
+		t.Errorf("tx_queue_len %q", l)
+	}
+	log, _ := os.ReadFile(filepath.Join(filepath.Dir(svc.Path), "log"))
+	if !strings.Contains(string(log), "stop irqbalance.service\nstart irqbalance.service\n") {
+		t.Errorf("irqbalance not restarted:\n%s", log)
+	}
+	for _, st := range Check(sys, tx.Record()) {
+		if !st.Holds {
+			t.Errorf("status: %s %s live %q", st.Kind, st.Target, st.Live)
+		}
+	}
+	if err := tx.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := readRoot(t, root, "etc/default/irqbalance"); got != debianIRQBalance {
+		t.Errorf("after rollback:\n%q", got)
+	}
+	if l := readRoot(t, root, "sys/class/net/eth0/tx_queue_len"); strings.TrimSpace(l) != "1000" {
+		t.Errorf("tx_queue_len after rollback %q", l)
+	}
+}

@@ -1,0 +1,114 @@
+package tune
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+
+	"linerate/diagnose"
+	"linerate/internal/usage"
+	"linerate/source/procfs"
+)
+
+// sameIRQPrefix marks the value of an irq-affinity item whose target is a
+// whole interface and whose IRQs all go to the set ("same:1-3", what
+// --same asks for); without it they are spread one per CPU of the set.
+const sameIRQPrefix = "same:"
+
+// resolveIRQs turns an irq-affinity target into interrupts: "41" is IRQ 41;
+// "eth0/rx-0" (or "eth0/TxRx-0", "eth0/#2", procfs.MatchIRQ) the one
+// interrupt of eth0 that serves that queue; "eth0" every interrupt of eth0
+// that the kernel lists in /proc/interrupts (whole is then true). The
+// interrupts of an interface are its device's msi_irqs, else the
+// /proc/interrupts lines whose action names it, as box finds them.
+func resolveIRQs(sys System, target string) (irqs []procfs.IRQName, whole bool, err error) {
+	if n, err := strconv.Atoi(target); err == nil {
+		if n < 0 {
+			return nil, false, usage.Errorf("target %q: want an IRQ number or IFACE[/QUEUE]", target)
+		}
+		return []procfs.IRQName{{Ref: target, Number: n}}, false, nil
+	}
+	iface, queue, _ := strings.Cut(target, "/")
+	if err := checkIface(sys, iface); err != nil {
+		return nil, false, err
+	}
+	named, rows, err := ifaceIRQs(sys, iface)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(named) == 0 {
+		return nil, false, usage.Errorf("%s has no interrupts (no device/msi_irqs, and no /proc/interrupts line names it)", iface)
+	}
+	if queue == "" {
+		for _, q := range named {
+			if rows[q.Number] {
+				irqs = append(irqs, q)
+			}
+		}
+		return irqs, true, nil
+	}
+	q, ok := procfs.MatchIRQ(named, iface, queue)
+	if !ok {
+		have := make([]string, len(named))
+		for i, q := range named {
+			have[i] = fmt.Sprintf("%s (IRQ %d)", q.Ref, q.Number)
+		}
+		return nil, false, usage.Errorf("no interrupt of %s serves %s (has: %s)", iface, queue, strings.Join(have, ", "))
+	}
+	return []procfs.IRQName{q}, false, nil
+}
+
+// ifaceIRQs names the interrupts of iface, and says which of them
+// /proc/interrupts lists (a vector with a handler).
+func ifaceIRQs(sys System, iface string) ([]procfs.IRQName, map[int]bool, error) {
+	const procInterrupts = "proc/interrupts"
+	b, err := sys.ReadFile(procInterrupts)
+	if err != nil {
+		return nil, nil, fileErr(procInterrupts, err)
+	}
+	in, err := procfs.ParseInterrupts(bytes.NewReader(b))
+	if err != nil {
+		return nil, nil, fileErr(procInterrupts, err)
+	}
+	actions, listed := map[int]string{}, map[int]bool{}
+	for _, r := range in.Rows {
+		if r.Number >= 0 {
+			actions[r.Number], listed[r.Number] = r.Actions, true
+		}
+	}
+	var nums []int
+	msi := "sys/class/net/" + iface + "/device/msi_irqs"
+	names, err := sys.ReadDir(msi)
+	switch {
+	case err == nil:
+		for _, n := range names {
+			if v, err := strconv.Atoi(n); err == nil {
+				nums = append(nums, v)
+			}
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, nil, fileErr(msi, err)
+	}
+	if len(nums) == 0 {
+		for n, a := range actions {
+			if _, ok := procfs.ActionLabel(a, iface); ok {
+				nums = append(nums, n)
+			}
+		}
+	}
+	return procfs.NameIRQs(iface, nums, actions), listed, nil
+}
+
+// SameCPUs marks an irq-affinity item whose target is a whole interface
+// ("eth0") to put every IRQ on the whole set; other items come back as
+// they are.
+func SameCPUs(it Item) Item {
+	if it.Kind == diagnose.FixIRQAffinity && ItemIface(it) != "" && !strings.Contains(it.Target, "/") &&
+		!strings.HasPrefix(it.Value, sameIRQPrefix) {
+		it.Value = sameIRQPrefix + it.Value
+	}
+	return it
+}
