@@ -67,11 +67,14 @@ var Sizes = map[string]Size{
 // Limit is how many bytes and values a message of size z may have after
 // seconds of waiting in a test of flows flows, within the caps.
 func (z Size) Limit(seconds, flows int) (bytes, values int) {
-	grow := func(base, perSecond, perFlow int) int {
-		return base + min(seconds*perSecond+flows*perFlow, 1<<40)
+	// In 64 bits, so that a long test's growth neither overflows a 32-bit
+	// int (linerate runs on ARMv7) nor wraps below the caps.
+	grow := func(base, perSecond, perFlow, limit int) int {
+		n := int64(base) + int64(max(seconds, 0))*int64(perSecond) + int64(max(flows, 0))*int64(perFlow)
+		return int(min(n, int64(limit)))
 	}
-	return min(grow(z.Bytes, z.PerSecond.Bytes, z.PerFlow.Bytes), MaxMessage),
-		min(grow(z.Values, z.PerSecond.Values, z.PerFlow.Values), MaxValues)
+	return grow(z.Bytes, z.PerSecond.Bytes, z.PerFlow.Bytes, MaxMessage),
+		grow(z.Values, z.PerSecond.Values, z.PerFlow.Values, MaxValues)
 }
 
 // Flows is the number of UDP flows (or TCP connections) per direction.
