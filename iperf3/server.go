@@ -483,6 +483,7 @@ func (sr *serverRun) measure(ctx context.Context) (*results.Result, error) {
 	udpDone.Wait()
 	stopTick()
 	samples, sampleErr := t.wrapUp(stopSampling)
+	sr.closeStreams()
 	switch {
 	case ctx.Err() != nil:
 		_ = c.writeState(ServerTerminate)
@@ -504,6 +505,22 @@ func (sr *serverRun) measure(ctx context.Context) (*results.Result, error) {
 		}
 	}
 	return t.result(peer, "client", samples, sampleErr), err
+}
+
+// closeStreams closes the test's TCP data connections once the data
+// stopped, before anything else goes on the control connection, as
+// iperf3 -s does on TEST_END. A reverse-mode iperf3 client goes on
+// draining its streams after its TEST_END, with the sockets made blocking
+// again and each read wanting a whole block (iperf_run_client,
+// iperf_recv, Nread): only the end of the stream returns a read this end
+// stopped feeding midway, and until then the client reads no
+// EXCHANGE_RESULTS. What the sockets still hold is sent before the FIN.
+func (sr *serverRun) closeStreams() {
+	for _, st := range sr.t.streams {
+		if st.tcp != nil {
+			_ = st.tcp.Close()
+		}
+	}
 }
 
 // exchange trades results once the test ended.

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"math"
 	"net"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"linerate/box"
+	"linerate/internal/testenv"
 	"linerate/results"
 )
 
@@ -75,7 +78,7 @@ func fakeSampling(each func(box.Rates)) func() ([]box.Rates, error) {
 // serveOne runs one `iperf3 -c ARGS -J` against the Server in a new pair:
 // iperf3's JSON, the client veth's counters over the run, the server's
 // result.
-func serveOne(t *testing.T, args ...string) (map[string]any, counters, *results.Result) {
+func serveOne(t *testing.T, args ...string) (*pair, map[string]any, counters, *results.Result) {
 	t.Helper()
 	p, done := serverPair(t, &Server{Sampling: fakeSampling})
 	before := readCounters(t, p.a, "ia")
@@ -84,7 +87,23 @@ func serveOne(t *testing.T, args ...string) (map[string]any, counters, *results.
 	if e, ok := js["error"]; ok {
 		t.Fatalf("iperf3: %v\n%s", e, out)
 	}
-	return js, veth, <-done
+	return p, js, veth, <-done
+}
+
+// rmemMax is the most a TCP socket's receive buffer grows to in ns: the
+// last of net.ipv4.tcp_rmem's figures.
+func rmemMax(t *testing.T, ns *testenv.NetNS) uint64 {
+	t.Helper()
+	b, err := runIn(ns, func() ([]byte, error) { return os.ReadFile("/proc/sys/net/ipv4/tcp_rmem") })
+	f := strings.Fields(string(b))
+	if err != nil || len(f) != 3 {
+		t.Fatalf("tcp_rmem: %q %v", b, err)
+	}
+	n, err := strconv.ParseUint(f[2], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestServerTCP(t *testing.T) {
@@ -95,7 +114,7 @@ func TestServerTCP(t *testing.T) {
 		streams          int
 	}{{"P4", []string{"-P", "4"}, true, false, 4}, {"R", []string{"-R"}, false, true, 1}, {"bidir", []string{"--bidir"}, true, true, 1}} {
 		t.Run(c.name, func(t *testing.T) {
-			js, veth, res := serveOne(t, append([]string{"-t", "2"}, c.args...)...)
+			p, js, veth, res := serveOne(t, append([]string{"-t", "2"}, c.args...)...)
 			tr := res.Targets[0]
 			t.Logf("iperf3 end: %s", jsonOf(js["end"]))
 			t.Logf("veth %+v; linerate forward %s reverse %s", veth, jsonOf(tr.Forward), jsonOf(tr.Reverse))
@@ -117,10 +136,12 @@ func TestServerTCP(t *testing.T) {
 				sent, got := num(js, "end", rev, "bytes"), num(js, "end", recv, "bytes")
 				// What the veth carried: what this server wrote (less what its
 				// socket held at the end), and what iperf3 read, or more by what
-				// its socket held unread at TEST_END (6 MiB each, tcp_rmem's
-				// default most).
+				// it did not count: what its sockets held unread at its TEST_END
+				// (tcp_rmem's most each) and what this server sent until it had
+				// the TEST_END (the two ends' measured times apart, and 10 ms).
 				wrote(t, "reverse: linerate sent vs veth", uint64(sent), veth.rxBytes-veth.rxPackets*66, c.streams)
-				if onWire := veth.rxBytes - veth.rxPackets*66; uint64(got) > onWire || onWire-uint64(got) > uint64(c.streams)*6<<20 {
+				late := sent / num(js, "end", rev, "seconds") * (max(0, num(js, "end", rev, "seconds")-num(js, "end", recv, "seconds")) + 0.01)
+				if onWire := veth.rxBytes - veth.rxPackets*66; uint64(got) > onWire || onWire-uint64(got) > uint64(c.streams)*rmemMax(t, p.a)+uint64(late) {
 					within(t, "reverse: iperf3 received vs veth", uint64(got), onWire)
 				}
 				received(t, "reverse: iperf3", uint64(got), uint64(sent))
@@ -138,7 +159,7 @@ func TestServerUDP(t *testing.T) {
 		args []string
 	}{{"forward", nil}, {"reverse", []string{"-R"}}} {
 		t.Run(c.name, func(t *testing.T) {
-			js, veth, res := serveOne(t, append([]string{"-u", "-b", "50M", "-l", "1000", "-t", "2"}, c.args...)...)
+			_, js, veth, res := serveOne(t, append([]string{"-u", "-b", "50M", "-l", "1000", "-t", "2"}, c.args...)...)
 			tr := res.Targets[0]
 			t.Logf("iperf3 end: %s", jsonOf(js["end"]))
 			t.Logf("veth %+v; linerate forward %s reverse %s; iperf3 view %s", veth, jsonOf(tr.Forward), jsonOf(tr.Reverse), jsonOf(tr.IPerf3))
