@@ -1,0 +1,65 @@
+package traffic
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"linerate/wire"
+)
+
+// probeRounds bounds how often ProbePathMTU sends: each round that learns
+// a smaller MTU from a hop (ICMP fragmentation needed, packet too big) is
+// followed by one more at the new size.
+const probeRounds = 4
+
+// ProbePathMTU finds the path MTU toward peer: it sends datagrams that may
+// not be fragmented (IP_PMTUDISC_DO), each as large as the path allows so
+// far, from local (any address when invalid), waits for a hop to object,
+// and returns the MTU the kernel settled on (IP_MTU). It starts at this
+// end's MTU toward peer, so it never finds more than this end sends. A far
+// end whose own MTU is smaller drops oversized frames without a word: the
+// peer's MTU is evidence of its own (diagnose.PathMTU.PeerMaxMTU).
+func ProbePathMTU(local netip.Addr, peer netip.AddrPort, wait time.Duration) (int, error) {
+	from := netip.AddrPortFrom(local, 0)
+	if !local.IsValid() {
+		from = netip.AddrPort{}
+	}
+	fd, err := dialUDP(from, peer, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer closeFD(fd)
+	v4 := peer.Addr().Unmap().Is4()
+	hdr := wire.UDPOverhead(v4) - wire.EthOverhead
+	mtu, err := pathMTU(fd, v4)
+	if err != nil {
+		return 0, fmt.Errorf("path MTU to %s: %w", peer, err)
+	}
+	for range probeRounds {
+		_, err := unix.Write(fd, make([]byte, max(mtu-hdr, 0)))
+		if errors.Is(err, unix.ECONNREFUSED) {
+			// the peer's port unreachable for an earlier datagram, reported
+			// instead of sending this one
+			_, err = unix.Write(fd, make([]byte, max(mtu-hdr, 0)))
+		}
+		if err != nil && !errors.Is(err, unix.EMSGSIZE) && !errors.Is(err, unix.ECONNREFUSED) {
+			return 0, fmt.Errorf("probe %s with %d bytes: %w", peer, mtu, err)
+		}
+		if err == nil {
+			time.Sleep(wait) // for a hop's ICMP to arrive
+		}
+		now, err := pathMTU(fd, v4)
+		if err != nil {
+			return 0, fmt.Errorf("path MTU to %s: %w", peer, err)
+		}
+		if now == mtu {
+			return mtu, nil
+		}
+		mtu = now
+	}
+	return mtu, nil
+}
