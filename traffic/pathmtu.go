@@ -3,6 +3,7 @@ package traffic
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
@@ -24,20 +25,73 @@ const probeRounds = 4
 // end whose own MTU is smaller drops oversized frames without a word: the
 // peer's MTU is evidence of its own (diagnose.PathMTU.PeerMaxMTU).
 func ProbePathMTU(local netip.Addr, peer netip.AddrPort, wait time.Duration) (int, error) {
+	p, err := ProbePath(local, peer, wait)
+	return p.MTU, err
+}
+
+// Path is what ProbePath found: the path MTU toward a peer and this end's
+// interface and address on the way.
+type Path struct {
+	MTU   int
+	Iface string
+	Local netip.Addr
+}
+
+// ProbePath is ProbePathMTU that also says which of this end's
+// interfaces (in the calling thread's namespace) the probe left by.
+func ProbePath(local netip.Addr, peer netip.AddrPort, wait time.Duration) (Path, error) {
+	var p Path
+	var err error
+	p.MTU, p.Local, err = probe(local, peer, wait)
+	if err != nil {
+		return Path{}, err
+	}
+	p.Iface = ifaceOf(p.Local)
+	return p, nil
+}
+
+// ifaceOf names the interface that has address a, "" when none has.
+func ifaceOf(a netip.Addr) string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	for _, i := range ifs {
+		addrs, err := i.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, x := range addrs {
+			if n, ok := x.(*net.IPNet); ok {
+				if b, ok := netip.AddrFromSlice(n.IP); ok && b.Unmap() == a.Unmap() {
+					return i.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func probe(local netip.Addr, peer netip.AddrPort, wait time.Duration) (int, netip.Addr, error) {
 	from := netip.AddrPortFrom(local, 0)
 	if !local.IsValid() {
 		from = netip.AddrPort{}
 	}
 	fd, err := dialUDP(from, peer, 0)
 	if err != nil {
-		return 0, err
+		return 0, netip.Addr{}, err
 	}
 	defer closeFD(fd)
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return 0, netip.Addr{}, fmt.Errorf("probe %s: %w", peer, err)
+	}
+	at := addrPortOf(sa).Addr()
 	v4 := peer.Addr().Unmap().Is4()
 	hdr := wire.UDPOverhead(v4) - wire.EthOverhead
 	mtu, err := pathMTU(fd, v4)
 	if err != nil {
-		return 0, fmt.Errorf("path MTU to %s: %w", peer, err)
+		return 0, at, fmt.Errorf("path MTU to %s: %w", peer, err)
 	}
 	for range probeRounds {
 		_, err := unix.Write(fd, make([]byte, max(mtu-hdr, 0)))
@@ -47,19 +101,19 @@ func ProbePathMTU(local netip.Addr, peer netip.AddrPort, wait time.Duration) (in
 			_, err = unix.Write(fd, make([]byte, max(mtu-hdr, 0)))
 		}
 		if err != nil && !errors.Is(err, unix.EMSGSIZE) && !errors.Is(err, unix.ECONNREFUSED) {
-			return 0, fmt.Errorf("probe %s with %d bytes: %w", peer, mtu, err)
+			return 0, at, fmt.Errorf("probe %s with %d bytes: %w", peer, mtu, err)
 		}
 		if err == nil {
 			time.Sleep(wait) // for a hop's ICMP to arrive
 		}
 		now, err := pathMTU(fd, v4)
 		if err != nil {
-			return 0, fmt.Errorf("path MTU to %s: %w", peer, err)
+			return 0, at, fmt.Errorf("path MTU to %s: %w", peer, err)
 		}
 		if now == mtu {
-			return mtu, nil
+			return mtu, at, nil
 		}
 		mtu = now
 	}
-	return mtu, nil
+	return mtu, at, nil
 }

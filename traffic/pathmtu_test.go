@@ -65,6 +65,15 @@ func TestProbePathMTU(t *testing.T) {
 		}
 	}
 	probe(9000)
+	if err := a.Do(func() error {
+		p, err := ProbePath(netip.Addr{}, peer, 100*time.Millisecond)
+		if err != nil || p.Iface != "a0" || p.Local != netip.MustParseAddr("10.77.1.1") {
+			t.Errorf("ProbePath: %+v, %v; want a0 10.77.1.1", p, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	setMTU(r, "r1", 1500) // a hop narrower than both ends
 	probe(1500)
 	setMTU(a, "a0", 1500) // this end
