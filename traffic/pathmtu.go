@@ -3,7 +3,6 @@ package traffic
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"time"
 
@@ -46,30 +45,8 @@ func ProbePath(local netip.Addr, peer netip.AddrPort, wait time.Duration) (Path,
 	if err != nil {
 		return Path{}, err
 	}
-	p.Iface = ifaceOf(p.Local)
+	p.Iface, _, _ = interfaceOf(p.Local) // "" when none holds it
 	return p, nil
-}
-
-// ifaceOf names the interface that has address a, "" when none has.
-func ifaceOf(a netip.Addr) string {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return ""
-	}
-	for _, i := range ifs {
-		addrs, err := i.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, x := range addrs {
-			if n, ok := x.(*net.IPNet); ok {
-				if b, ok := netip.AddrFromSlice(n.IP); ok && b.Unmap() == a.Unmap() {
-					return i.Name
-				}
-			}
-		}
-	}
-	return ""
 }
 
 func probe(local netip.Addr, peer netip.AddrPort, wait time.Duration) (int, netip.Addr, error) {

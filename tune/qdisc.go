@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -132,12 +132,7 @@ func qdiscValue(qs []tcQdisc, iface string) (string, error) {
 // qdiscValueOf writes an explicit root qdisc's options as a value.
 func qdiscValueOf(q *tcQdisc) (string, error) {
 	parts := []string{q.Kind}
-	names := make([]string, 0, len(q.Options))
-	for k := range q.Options {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(q.Options)) {
 		raw := q.Options[k]
 		switch {
 		case q.Kind == "fq_codel" && k == "ecn":

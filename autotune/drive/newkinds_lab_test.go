@@ -89,15 +89,7 @@ func TestAutoTriesJumboAndQdisc(t *testing.T) {
 	if tr := tried["mtu:router"]; tr.Item.Value != "9000" {
 		t.Errorf("jumbo-frames proposed %s, want 9000", tr.Item)
 	}
-	if _, err := store.RollbackAll(ctx, tune.Open, false, false); err != nil {
-		t.Fatal(err)
-	}
-	after := routerTunables(t, ctx, lan.Netns)
-	for k, was := range before {
-		if after[k] != was {
-			t.Errorf("after rollback %s is %s, was %s", k, after[k], was)
-		}
-	}
+	rollbackRestores(t, ctx, store, lan.Netns, before)
 	if got := rootQdisc(); got != qdisc {
 		t.Errorf("after rollback lan's root qdisc is %s, was %s", got, qdisc)
 	}
