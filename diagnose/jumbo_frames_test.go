@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"linerate/box"
+	"linerate/results"
 )
 
 func TestJumboFrames(t *testing.T) {
@@ -52,5 +53,28 @@ func TestJumboFrames(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A bench result holds both ends' interfaces on the path with their
+// largest MTU: diagnosing the client end from it has the far end's.
+func TestJumboFramesFromResult(t *testing.T) {
+	r := &results.Result{Schema: 1,
+		Samples: []results.Sample{{Side: results.SideClient, Rates: box.Rates{Seconds: 1}}},
+		Drops: []results.EndDrops{
+			{Side: results.SideClient, Target: -1, Path: []box.PathIface{{Iface: "lo", Loopback: true}, {Iface: "eth1", MTU: 1500, MaxMTU: 9216}}},
+			{Side: results.SideServer, Target: 0, Path: []box.PathIface{{Iface: "enp1s0", MTU: 1500, MaxMTU: 9000}}},
+		}}
+	b := &box.Box{NICs: []box.NIC{{Name: "eth1", MTU: 1500, MaxMTU: 9216}}}
+	ev := FromResult(r, results.SideClient, b)
+	if ev.Path == nil || ev.Path.Iface != "eth1" || ev.Path.PeerMaxMTU != 9000 {
+		t.Fatalf("path from the result: %+v", ev.Path)
+	}
+	fs := jumboFrames{}.Check(ev)
+	if len(fs) != 1 || fs[0].Fixes[0].Value != "9000" || !strings.Contains(strings.Join(fs[0].Evidence, "\n"), "enp1s0 of the server: its interface allows up to 9000") {
+		t.Fatalf("findings %+v", fs)
+	}
+	if ev := FromResult(r, results.SideServer, b); ev.Path != nil {
+		t.Errorf("the server end got the client's path: %+v", ev.Path)
 	}
 }
