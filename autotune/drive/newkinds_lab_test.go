@@ -84,7 +84,7 @@ func TestAutoTriesJumboAndQdisc(t *testing.T) {
 		default:
 			t.Errorf("%s: outcome %q (%s)", k, tr.Outcome, tr.Why)
 		}
-		t.Logf("%s (%s): %s, %s", tr.Item, tr.Source, tr.Outcome, tr.Why)
+		t.Logf("%s (%s): %s, %s; note: %s", tr.Item, tr.Source, tr.Outcome, tr.Why, tr.Item.Note)
 	}
 	if tr := tried["mtu:router"]; tr.Item.Value != "9000" {
 		t.Errorf("jumbo-frames proposed %s, want 9000", tr.Item)
