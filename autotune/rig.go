@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/diagnose"
 	"linerate/results"
 	"linerate/sample"
 	"linerate/tune"
@@ -36,6 +37,10 @@ type Rig struct {
 	Sample sample.Reader
 	// Driver runs the traffic; Close closes it.
 	Driver Driver
+	// Path probes the path from the device under test toward the far end
+	// (nil: nobody can), for the rules that need the far end's evidence
+	// (jumbo-frames).
+	Path func(ctx context.Context) (*diagnose.PathMTU, error)
 	// Release frees what the rig holds of the device under test (nil:
 	// nothing); Close calls it after closing the driver.
 	Release func() error

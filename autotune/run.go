@@ -415,6 +415,13 @@ func (a *auto) diagnose(ctx context.Context, pass int) ([]tune.Item, map[string]
 		}
 	}
 	ev := a.evidence(b)
+	if a.rig.Path != nil {
+		if p, err := a.rig.Path(ctx); err != nil {
+			a.logf("  no path probe: %v", err)
+		} else {
+			ev.Path = p
+		}
+	}
 	fs, err := diagnose.Run(ev)
 	if err != nil {
 		return nil, nil, err

@@ -13,6 +13,10 @@ type PathIface struct {
 	// Kind is the link type ("veth", "bridge", ...); "" for a physical NIC.
 	Kind     string `json:"kind,omitempty"`
 	Loopback bool   `json:"loopback,omitempty"`
+	// MTU is the interface's MTU, MaxMTU the largest its driver accepts
+	// (0 when unknown): the far end's evidence for jumbo-frames.
+	MTU    int `json:"mtu,omitempty"`
+	MaxMTU int `json:"max_mtu,omitempty"`
 	// SpeedMbps is the link speed sysfs reports; 0 when unknown (link
 	// down, no carrier, a driver that does not say).
 	SpeedMbps int `json:"speed_mbps,omitempty"`

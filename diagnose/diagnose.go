@@ -114,6 +114,9 @@ type Evidence struct {
 	// Drops are the drop counters over the same window (box.DropDelta);
 	// nil when they were not read.
 	Drops *box.Drops
+	// Path is what is known of the far end and the path to it (its NIC's
+	// largest MTU, what a DF probe carried); nil when nobody looked.
+	Path *PathMTU
 
 	// mean caches Mean for the rules of one Run.
 	mean *box.Rates
@@ -136,6 +139,7 @@ func Rules() []Rule {
 		cpuThrottled{}, irqbalanceConflict{}, generatorLimited{},
 		netfilterDrop{}, conntrackDrop{}, qdiscDrop{}, udpClosedPort{},
 		nicUnbound{}, pciKernelLog{}, offloadOff{}, channelsUnused{}, xpsOff{}, piOverclock{},
+		jumboFrames{},
 	}
 }
 

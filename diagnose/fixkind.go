@@ -28,7 +28,10 @@ const (
 	FixIRQBalanceBanned FixKind = "irqbalance-banned"
 	// FixTxQueueLen sets an interface's txqueuelen: "eth0", a length.
 	FixTxQueueLen FixKind = "txqueuelen"
-	FixGovernor   FixKind = "governor"
+	// FixQdisc replaces an interface's root qdisc: "eth0", "fq_codel" or
+	// "cake" (options after commas), "default" for the kernel's own.
+	FixQdisc    FixKind = "qdisc"
+	FixGovernor FixKind = "governor"
 	// FixBoot is a kernel command line or firmware edit, or work on the
 	// hardware ("hardware", "cable", "firewall", "qdisc"): advice, printed
 	// and never applied.
@@ -44,7 +47,7 @@ func FixKinds() []FixKind {
 		FixIRQAffinity, FixRPS, FixRPSFlow, FixXPS, FixSysctl,
 		FixCoalesce, FixRings, FixChannels, FixRSSEqual, FixRSSTable,
 		FixFlowHash, FixFeature, FixMTU, FixIRQBalance, FixIRQBalanceBanned,
-		FixTxQueueLen, FixGovernor,
+		FixTxQueueLen, FixQdisc, FixGovernor,
 		FixBoot, FixBench,
 	}
 }

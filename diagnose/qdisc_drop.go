@@ -59,9 +59,11 @@ func (qdiscDrop) Check(ev *Evidence) []Finding {
 				// A FIFO that drops under load also holds a full queue of
 				// delay for every flow: on a router's egress the fair
 				// queueing AQMs keep both down.
-				f.Fixes = append(f.Fixes, Fix{Kind: FixBoot, Target: "qdisc",
-					Value: fmt.Sprintf("tc qdisc replace dev %s root fq_codel (or, on a WAN slower than the LAN: tc qdisc replace dev %s root cake bandwidth RATE)", q.Iface, q.Iface),
-					Note:  "a FIFO's drops come with a full queue of delay; fq_codel and cake drop early and per flow"})
+				f.Fixes = append(f.Fixes, Fix{Kind: FixQdisc, Target: q.Iface, Value: "fq_codel",
+					Note: "a FIFO's drops come with a full queue of delay; fq_codel drops early and per flow"},
+					Fix{Kind: FixBoot, Target: "qdisc",
+						Value: fmt.Sprintf("on a WAN slower than the LAN: tc qdisc replace dev %s root cake bandwidth RATE (tune: qdisc:%s=cake,bandwidth=RATE)", q.Iface, q.Iface),
+						Note:  "cake shapes to the WAN's rate, so the queue forms where it can manage it"})
 			}
 		}
 		out = append(out, f)

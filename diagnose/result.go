@@ -43,5 +43,30 @@ func FromResult(r *results.Result, side results.Side, b *box.Box) *Evidence {
 			break
 		}
 	}
+	if side == results.SideClient {
+		ev.Path = resultPath(r)
+	}
 	return ev
+}
+
+// resultPath is what a result says of the far end of the client's path:
+// the first server's interface on the test's path and the largest MTU its
+// driver accepts; nil when the result does not say.
+func resultPath(r *results.Result) *PathMTU {
+	var p PathMTU
+	for _, d := range r.Drops {
+		for _, i := range d.Path {
+			switch {
+			case i.Loopback:
+			case d.Side == results.SideClient && p.Iface == "":
+				p.Iface = i.Iface
+			case d.Side == results.SideServer && p.PeerMaxMTU == 0 && i.MaxMTU > 0:
+				p.PeerMaxMTU, p.Peer = i.MaxMTU, i.Iface+" of the server"
+			}
+		}
+	}
+	if p.Iface == "" || p.PeerMaxMTU == 0 {
+		return nil
+	}
+	return &p
 }

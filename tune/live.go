@@ -1,11 +1,13 @@
 package tune
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -164,6 +166,32 @@ func (l *Live) Ethtool() (Ethtool, error) {
 
 // Links speaks rtnetlink in the system's namespace.
 func (l *Live) Links() (Links, error) { return liveLinks{l}, nil }
+
+// Tc runs tc in the system's namespace: for a namespace, forked from the
+// namespace's thread, so that the child is born in its namespaces (a
+// child inherits the namespaces of the thread that forks it).
+func (l *Live) Tc(args ...string) (out []byte, err error) {
+	if _, lerr := exec.LookPath("tc"); lerr != nil {
+		return nil, errNone("tc (iproute2)", l.name)
+	}
+	var stderr bytes.Buffer
+	rerr := l.run(func() {
+		c := exec.Command("tc", args...)
+		c.Stderr = &stderr
+		out, err = c.Output()
+	})
+	if rerr != nil {
+		return nil, rerr
+	}
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		return out, fmt.Errorf("tc %s: %w: %s", strings.Join(args, " "), err, msg)
+	}
+	return out, nil
+}
 
 // Services is systemd through systemctl. Services are the host's: inside
 // a network namespace there are none of its own.

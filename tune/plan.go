@@ -239,7 +239,7 @@ func ItemIface(it Item) string {
 		iface, _, _ := strings.Cut(it.Target, "/")
 		return iface
 	case diagnose.FixCoalesce, diagnose.FixRings, diagnose.FixChannels, diagnose.FixRSSEqual, diagnose.FixRSSTable, diagnose.FixMTU,
-		diagnose.FixTxQueueLen:
+		diagnose.FixTxQueueLen, diagnose.FixQdisc:
 		return it.Target
 	}
 	return ""

@@ -35,6 +35,10 @@ type System interface {
 	// Services returns the service manager, or an error wrapping
 	// ethtool.ErrNotSupported when there is none.
 	Services() (Services, error)
+	// Tc runs iproute2's tc with args in the system's network namespace
+	// and returns what it printed, or an error wrapping
+	// ethtool.ErrNotSupported when the system has no tc.
+	Tc(args ...string) ([]byte, error)
 	Close() error
 }
 
@@ -151,6 +155,8 @@ func (d *Dir) Ethtool() (Ethtool, error) {
 	return d.et, nil
 }
 func (d *Dir) Links() (Links, error) { return nil, errNone("netlink", d.Name()) }
+
+func (d *Dir) Tc(...string) ([]byte, error) { return nil, errNone("tc", d.Name()) }
 
 func (d *Dir) Services() (Services, error) {
 	if d.svc == nil {

@@ -46,6 +46,8 @@ import (
 //	feature       "eth0"                          "rx-gro=on,tx-checksum-ipv4=off"
 //	mtu           "eth1"                          "9000"
 //	irqbalance    "box"                           "stop" / "start"
+//	txqueuelen    "eth0"                          "2000"
+//	qdisc         "eth0"                          "fq_codel", "cake,bandwidth=100mbit", "default"
 //	governor      "all", "cpu0-3", "2"            "performance"
 //	boot          "cmdline.txt", "config.txt"     "pci=pcie_bus_perf", "arm_freq=2000"
 //

@@ -145,17 +145,24 @@ func TestAutoRouterLab(t *testing.T) {
 		}
 	}
 	// Rolling the kept changes back restores the router exactly.
+	rollbackRestores(t, ctx, store, router.Netns, before)
+	t.Logf("%s: %s → %s, %d of %d kept", rep.Metric, rep.Metric.Format(rep.Before.ReceivedPPS),
+		rep.Metric.Format(rep.After.ReceivedPPS), len(rep.Kept()), len(rep.Trials))
+}
+
+// rollbackRestores rolls back every record of store and checks that the
+// node in netns has every tunable of before again.
+func rollbackRestores(t *testing.T, ctx context.Context, store tune.Store, netns string, before map[string]string) {
+	t.Helper()
 	if _, err := store.RollbackAll(ctx, tune.Open, false, false); err != nil {
 		t.Fatal(err)
 	}
-	restored := routerTunables(t, ctx, router.Netns)
+	restored := routerTunables(t, ctx, netns)
 	for k, was := range before {
 		if restored[k] != was {
 			t.Errorf("after rollback %s is %s, was %s", k, restored[k], was)
 		}
 	}
-	t.Logf("%s: %s → %s, %d of %d kept", rep.Metric, rep.Metric.Format(rep.Before.ReceivedPPS),
-		rep.Metric.Format(rep.After.ReceivedPPS), len(rep.Kept()), len(rep.Trials))
 }
 
 // autoLab builds a router lab with a unique name, removed when the test

@@ -11,6 +11,7 @@ import (
 
 	"linerate/autotune"
 	"linerate/box"
+	"linerate/diagnose"
 	"linerate/internal/usage"
 	nslab "linerate/lab"
 	"linerate/remote"
@@ -117,6 +118,9 @@ func LabRig(l *nslab.Lab, nodes LabNodes, bench traffic.Config) (rig *autotune.R
 	rig.Driver, rig.Name = d, d.Label
 	rig.DUT = fmt.Sprintf("%s (netns %s)", nodes.DUT, dut.Netns)
 	rig.Local = d.ClientIsDUT
+	if d.ClientIsDUT {
+		rig.Path = d.probePath
+	}
 	return rig, nil
 }
 
@@ -199,6 +203,9 @@ func HostRig(d autotune.Driver, local bool) (*autotune.Rig, error) {
 	rig := hostRig(tune.NewLive(), src)
 	rig.Driver, rig.Name = d, d.Name()
 	rig.DUT, rig.Local = "this host", local
+	if b, ok := d.(*Bench); ok && b.ClientIsDUT {
+		rig.Path = b.probePath
+	}
 	return rig, nil
 }
 
@@ -222,4 +229,39 @@ func hostRig(sys tune.System, src source.Source) *autotune.Rig {
 		Sample:  sample.Live(src.Proc(), src.Ethtool(), nil),
 		Release: func() error { return errors.Join(sys.Close(), src.Close()) },
 	}
+}
+
+// discardPort is where the path probe's datagrams go: the far end drops
+// them (or answers port unreachable), whatever listens on its other ports.
+const discardPort = 9
+
+// probePath probes the path from the bench's client, the device under
+// test, toward its first target (traffic.ProbePath), in the client's
+// namespace.
+func (b *Bench) probePath(ctx context.Context) (*diagnose.PathMTU, error) {
+	if len(b.Config.Targets) == 0 {
+		return nil, errors.New("no target")
+	}
+	host, _, err := net.SplitHostPort(b.Config.Targets[0])
+	if err != nil {
+		host = b.Config.Targets[0]
+	}
+	var p traffic.Path
+	run := func() error {
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil || len(ips) == 0 {
+			return fmt.Errorf("resolve %s: %v", host, err)
+		}
+		p, err = traffic.ProbePath(netip.Addr{}, netip.AddrPortFrom(ips[0].Unmap(), discardPort), 100*time.Millisecond)
+		return err
+	}
+	if b.Config.Setup != nil {
+		err = b.Config.Setup(run)
+	} else {
+		err = run()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &diagnose.PathMTU{Iface: p.Iface, Peer: host, ProbedMTU: p.MTU}, nil
 }

@@ -28,7 +28,7 @@ func (r *Reader) Path(host string, ifaces ...string) ([]box.PathIface, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: no interface %s", r.src.Name(), name)
 		}
-		p := box.PathIface{Host: host, Iface: name, Kind: l.Kind, Loopback: l.Loopback}
+		p := box.PathIface{Host: host, Iface: name, Kind: l.Kind, Loopback: l.Loopback, MTU: l.MTU, MaxMTU: l.MaxMTU}
 		if dev, err := r.src.Sys().NetDevice(name); err == nil && dev.SpeedMbps != nil && *dev.SpeedMbps > 0 {
 			p.SpeedMbps = *dev.SpeedMbps
 		}

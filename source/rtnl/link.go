@@ -10,6 +10,9 @@ type Link struct {
 	// "dummy", ...); "" for a physical NIC and for loopback.
 	Kind string `json:"kind,omitempty"`
 	MTU  int    `json:"mtu"`
+	// MaxMTU is the largest MTU the driver accepts (IFLA_MAX_MTU); 0 when
+	// the kernel does not say.
+	MaxMTU int `json:"max_mtu,omitempty"`
 	// Qdisc is the root qdisc's kind ("noqueue", "mq", "pfifo_fast", ...).
 	Qdisc      string `json:"qdisc,omitempty"`
 	TxQueueLen int    `json:"txqueuelen"`

@@ -34,6 +34,7 @@ func TestDecodeLink(t *testing.T) {
 	msg := append(hdr, attrs(t,
 		netlink.Attribute{Type: unix.IFLA_IFNAME, Data: []byte("veth0\x00")},
 		netlink.Attribute{Type: unix.IFLA_MTU, Data: u32(1500)},
+		netlink.Attribute{Type: unix.IFLA_MAX_MTU, Data: u32(65535)},
 		netlink.Attribute{Type: unix.IFLA_TXQLEN, Data: u32(1000)},
 		netlink.Attribute{Type: unix.IFLA_QDISC, Data: []byte("noqueue\x00")},
 		netlink.Attribute{Type: unix.IFLA_LINK, Data: u32(9)},
@@ -44,7 +45,7 @@ func TestDecodeLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Index != 7 || l.Name != "veth0" || l.Kind != "veth" || l.MTU != 1500 || l.TxQueueLen != 1000 || l.Qdisc != "noqueue" || l.Peer != 9 {
+	if l.Index != 7 || l.Name != "veth0" || l.Kind != "veth" || l.MTU != 1500 || l.MaxMTU != 65535 || l.TxQueueLen != 1000 || l.Qdisc != "noqueue" || l.Peer != 9 {
 		t.Errorf("link = %+v", l)
 	}
 	s := l.Stats

@@ -51,6 +51,8 @@ func decodeLink(b []byte) (rtnl.Link, error) {
 			l.Name = ad.String()
 		case unix.IFLA_MTU:
 			l.MTU = int(ad.Uint32())
+		case unix.IFLA_MAX_MTU:
+			l.MaxMTU = int(ad.Uint32())
 		case unix.IFLA_TXQLEN:
 			l.TxQueueLen = int(ad.Uint32())
 		case unix.IFLA_QDISC:
