@@ -585,7 +585,7 @@ func TestPersist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed) != 7 {
+	if len(removed) != 9 { // the units, links, plan, sysctl.d file and the two link-up hooks
 		t.Errorf("unpersist removed %d files: %v", len(removed), removed)
 	}
 	var left []string

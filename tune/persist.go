@@ -252,6 +252,37 @@ WantedBy=sys-subsystem-net-devices-%%i.device
 		w.link(fmt.Sprintf("%s/sys-subsystem-net-devices-%s.device.wants/linerate-tune@%s.service", unitDir, e, e),
 			"/"+unitDir+"/"+ifaceUnit)
 	}
+	writeLinkUpHooks(w, reapply, ifaces)
+}
+
+// The link-up hooks of a systemd box: a device unit runs when an
+// interface appears, not when an existing one comes back up after its
+// driver reset it (link down/up, which loses rings, coalescing and
+// channels on some drivers). The network manager in charge says that:
+// networkd-dispatcher runs carrier.d scripts with IFACE set when a link
+// gains carrier; NetworkManager runs dispatcher.d scripts with the
+// interface and the action ("up") as arguments. Only the one installed
+// runs its script.
+const (
+	networkdHook = "etc/networkd-dispatcher/carrier.d/50-linerate-reapply"
+	nmHook       = "etc/NetworkManager/dispatcher.d/50-linerate-reapply"
+)
+
+var linkUpHooks = []string{networkdHook, nmHook}
+
+func writeLinkUpHooks(w *writer, reapply string, ifaces []string) {
+	list := strings.Join(ifaces, " ")
+	w.script(networkdHook, fmt.Sprintf(`#!/bin/sh
+%s
+# networkd-dispatcher: $IFACE gained carrier.
+case " %s " in *" $IFACE "*) exec %s "$IFACE" ;; esac
+`, persistMark, list, reapply))
+	w.script(nmHook, fmt.Sprintf(`#!/bin/sh
+%s
+# NetworkManager dispatcher: $1 is the interface, $2 the action.
+[ "$2" = up ] || exit 0
+case " %s " in *" $1 "*) exec %s "$1" ;; esac
+`, persistMark, list, reapply))
 }
 
 // Unpersist removes what Persist wrote and returns the paths removed. The
@@ -268,7 +299,7 @@ func Unpersist(root string) ([]string, error) {
 		}
 	}
 	for _, rel := range append([]string{multiUserDir + "/" + boxUnit, unitDir + "/" + boxUnit, planPath, sysctlDPath},
-		append(openwrtFiles, tunedFiles...)...) {
+		append(append(openwrtFiles, tunedFiles...), linkUpHooks...)...) {
 		rm(rel)
 	}
 	os.Remove(filepath.Join(root, filepath.FromSlash(tunedDir)))

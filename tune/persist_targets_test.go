@@ -284,3 +284,50 @@ func TestPersistTuned(t *testing.T) {
 		t.Errorf("%s left after unpersist", tunedDir)
 	}
 }
+
+// TestPersistSystemdLinkUp: on a systemd box the interface's items come
+// back when its link comes up again, not only when it appears: the
+// networkd-dispatcher and NetworkManager hooks run linerate tune reapply
+// for a tuned interface (and for nothing else), and unpersist removes them.
+func TestPersistSystemdLinkUp(t *testing.T) {
+	tmp := t.TempDir()
+	calls := filepath.Join(tmp, "calls")
+	stub := filepath.Join(tmp, "linerate")
+	if err := os.WriteFile(stub, []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if _, err := Persist(persistRecs, PersistOptions{Root: root, Binary: stub, StateDir: "/var/lib/linerate", Target: TargetSystemd}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(hook string, env []string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("sh", append([]string{filepath.Join(root, hook)}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", hook, args, err, out)
+		}
+	}
+	run(networkdHook, []string{"IFACE=eth1", "STATE=carrier"})
+	run(networkdHook, []string{"IFACE=lo", "STATE=carrier"})
+	run(nmHook, nil, "eth1", "up")
+	run(nmHook, nil, "eth1", "down")
+	run(nmHook, nil, "wlan0", "up")
+	b, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "tune reapply --plan /" + planPath + " --state-dir /var/lib/linerate eth1\n"
+	if got := string(b); got != want+want {
+		t.Errorf("the hooks ran:\n%swant twice:\n%s", got, want)
+	}
+	removed, err := Unpersist(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range linkUpHooks {
+		if !slices.Contains(removed, "/"+h) {
+			t.Errorf("unpersist left %s (removed %q)", h, removed)
+		}
+	}
+}
