@@ -33,7 +33,7 @@ type tcpKnobs struct {
 }
 
 func tcpKnobsOf(s *wire.Spec) tcpKnobs {
-	return tcpKnobs{mss: s.MSS, dscp: s.DSCP, window: s.Window, congestion: s.Congestion, fqRate: s.FQRate, noDelay: s.NoDelay}
+	return tcpKnobs{mss: s.MSS, dscp: s.DSCP, window: s.Window, congestion: s.Congestion, fqRate: s.FQRate, noDelay: !s.Nagle}
 }
 
 // set sets every knob but TCP_MAXSEG and TCP_NODELAY on fd.
@@ -81,8 +81,8 @@ func (k tcpKnobs) control(dial bool) func(network, address string, c syscall.Raw
 }
 
 // conn sets the knobs on a connected socket. Go turns Nagle off on every
-// TCP connection; it is turned back on unless the test asks for
-// TCP_NODELAY or writes one segment at a time (mss: a write of one full
+// TCP connection; it is turned back on only when the test asks for Nagle
+// and does not write one segment at a time (mss: a write of one full
 // segment leaves at once either way, but a short last one would wait).
 func (k tcpKnobs) conn(c *net.TCPConn) error {
 	if err := c.SetNoDelay(k.noDelay || k.mss > 0); err != nil {

@@ -152,7 +152,7 @@ func TestTCPKnobs(t *testing.T) {
 	l := newLab(t, &Server{})
 	const window, fq = 256 << 10, 80e6
 	sp := wire.Spec{Proto: wire.TCP, Direction: wire.Bidir, Duration: wire.Seconds(time.Second), Warmup: wire.Seconds(300 * time.Millisecond),
-		Streams: 2, Ports: 1, Threads: 1, Window: window, Congestion: "reno", FQRate: fq, NoDelay: true}
+		Streams: 2, Ports: 1, Threads: 1, Window: window, Congestion: "reno", FQRate: fq}
 	res, err := Run(context.Background(), l.config(sp))
 	if err != nil {
 		t.Fatal(err)

@@ -131,9 +131,12 @@ type Spec struct {
 	// second (0: none): the kernel paces each connection (fq or TCP's own
 	// pacing) to it.
 	FQRate uint64 `json:"fq_rate,omitempty"`
-	// NoDelay sets TCP_NODELAY on the TCP data sockets (Nagle off), as it
-	// is with MSS.
-	NoDelay bool `json:"nodelay,omitempty"`
+	// Nagle leaves Nagle's algorithm on on the TCP data sockets, as the
+	// kernel and iperf3 (without -N) do. By default they set TCP_NODELAY:
+	// a sender of large blocks gains nothing from Nagle, and a 1-stream
+	// sendfile test lost 15-20 % to it on a veth pair (docs/bench.md).
+	// With MSS Nagle is always off (a short last write would wait).
+	Nagle bool `json:"nagle,omitempty"`
 	// Punch says the client punches its NAT for the server's UDP (see
 	// nat.go): the server waits for the punches before it sends.
 	Punch bool `json:"punch,omitempty"`
@@ -233,8 +236,8 @@ func (s *Spec) Check() error {
 		return usage.Field("congestion", "is for tcp, not udp")
 	case s.FQRate != 0:
 		return usage.Field("fq_rate", "is for tcp, not udp")
-	case s.NoDelay:
-		return usage.Field("nodelay", "is for tcp, not udp")
+	case s.Nagle:
+		return usage.Field("nagle", "is for tcp, not udp")
 	}
 	return nil
 }

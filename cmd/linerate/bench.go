@@ -71,6 +71,7 @@ type benchOptions struct {
 	congestion string
 	fqRate     string
 	noDelay    bool
+	nagle      bool
 	history    historyFlags
 	// warnings found while reading the flags, for stderr
 	warnings []string
@@ -84,7 +85,7 @@ var benchFlags = map[string]string{
 	// wire.Spec's fields, by their JSON names.
 	"duration": "--duration", "warmup": "--warmup", "streams": "--streams", "ports": "--ports", "threads": "--threads",
 	"rcvbuf": "--rcvbuf", "probe_interval": "--probe-interval", "payload": "--payload", "write_size": "--write-size", "mss": "--mss",
-	"dscp": "--dscp", "window": "--window", "congestion": "--congestion", "fq_rate": "--fq-rate", "nodelay": "--no-delay",
+	"dscp": "--dscp", "window": "--window", "congestion": "--congestion", "fq_rate": "--fq-rate", "nagle": "--nagle",
 }
 
 func newBenchCmd() *cobra.Command { return (&benchOptions{}).command() }
@@ -201,7 +202,8 @@ func (o *benchOptions) protoCmd(proto wire.Proto) *cobra.Command {
 		f.StringVarP(&o.window, "window", "w", "", "SO_SNDBUF and SO_RCVBUF of every data socket on both ends: 416K, 4M (iperf3's -w; default: the kernel's autotuning)")
 		f.StringVarP(&o.congestion, "congestion", "C", "", "TCP congestion control on both ends (TCP_CONGESTION): cubic, bbr, reno... one the kernels have (iperf3's -C)")
 		f.StringVar(&o.fqRate, "fq-rate", "", "cap each connection's pacing rate on both ends (SO_MAX_PACING_RATE): 500M, 1G (bits/s)")
-		f.BoolVar(&o.noDelay, "no-delay", false, "turn Nagle off on the data sockets (TCP_NODELAY; always so with --mss; iperf3's -N)")
+		f.BoolVar(&o.noDelay, "no-delay", true, "Nagle off on the data sockets (TCP_NODELAY; iperf3's -N): the default, as large writes gain nothing from Nagle")
+		f.BoolVar(&o.nagle, "nagle", false, "leave Nagle on on the data sockets, as the kernel and iperf3 without -N do (not with --mss)")
 	}
 	return c
 }
@@ -370,7 +372,11 @@ func (o *benchOptions) tcpSpec(sp *wire.Spec) error {
 	// sendfile as fast as possible (where the sender's copy costs);
 	// a paced stream writes from user memory unless --zerocopy.
 	sp.MSS, sp.ZeroCopy, sp.Payload = o.mss, o.zerocopy || (!o.copy && sp.Rate.Unlimited()), o.writeSize
-	sp.Congestion, sp.NoDelay = o.congestion, o.noDelay
+	nagle := o.nagle || !o.noDelay // --no-delay=false is --nagle
+	if nagle && o.mss > 0 {
+		return usage.Errorf("--nagle and --mss: --mss writes one segment at a time, with Nagle off")
+	}
+	sp.Congestion, sp.Nagle = o.congestion, nagle
 	if o.window != "" {
 		w, err := units.ParseBytes(o.window)
 		if err != nil {
