@@ -11,7 +11,7 @@
 // them. Every engine is a flow, a type with its own config behind one
 // small interface; a new UDP send engine is a flow type and an entry in
 // udpEngines (engine.go). The client (client.go, target.go, assemble.go)
-// and the server (server.go, servertest.go) only say which flows a test
+// and the server (server.go, served.go: one test as the server runs it) only say which flows a test
 // has and what to do with their counts.
 //
 // What travels (Spec, Accept, the datagram header) is package wire; what a

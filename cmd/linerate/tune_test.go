@@ -89,7 +89,7 @@ func tunePersist(t *testing.T, bin string) {
 	if err != nil || !strings.Contains(string(unit), "ExecStart=/usr/bin/linerate tune reapply --plan /etc/linerate/tune-plan.json --state-dir "+state+" %I") {
 		t.Errorf("unit: %v\n%s", err, unit)
 	}
-	if r := run(t, bin, "tune", "unpersist", "--root-dir", root); r.code != 0 || strings.Count(r.stdout, "removed ") != 4 {
+	if r := run(t, bin, "tune", "unpersist", "--root-dir", root); r.code != 0 || strings.Count(r.stdout, "removed ") != 6 { // plan, sysctl.d, the two link-up hooks, the device link, the unit
 		t.Errorf("unpersist: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
