@@ -579,13 +579,8 @@ func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
 		}
 		tr.Outcome, tr.Why = Refused, "the system refused it: "+err.Error()
 		a.logf("  %s", tr.Why)
-		if diagnose.FixKind(c.Item.Kind) == diagnose.FixIRQAffinity {
-			if n, perr := strconv.Atoi(c.Item.Target); perr == nil {
-				if a.refusedIRQs == nil {
-					a.refusedIRQs = map[int]string{}
-				}
-				a.refusedIRQs[n] = err.Error()
-			}
+		if c.Item.Kind == diagnose.FixIRQAffinity {
+			a.refuseIRQs(c.Item.Target, tr.Changes, err)
 		}
 		return tr, a.mustHold(tr)
 	}
@@ -801,3 +796,21 @@ func plural(n int) string {
 // itemKey names what an item changes (its kind and target), so a fix and
 // a --try for the same thing count once.
 func itemKey(it tune.Item) string { return it.Kind.String() + ":" + it.Target }
+
+// refuseIRQs remembers the interrupts an irq-affinity change was refused
+// for, so that later passes do not propose them again: the number a
+// target names, or, for a target named by what it serves (eth0/rx-0), the
+// numbers its changes resolved it to.
+func (a *auto) refuseIRQs(target string, changes []tune.Change, err error) {
+	if a.refusedIRQs == nil {
+		a.refusedIRQs = map[int]string{}
+	}
+	if n, perr := strconv.Atoi(target); perr == nil {
+		a.refusedIRQs[n] = err.Error()
+	}
+	for _, c := range changes {
+		if c.IRQ > 0 {
+			a.refusedIRQs[c.IRQ] = err.Error()
+		}
+	}
+}

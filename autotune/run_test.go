@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/diagnose"
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
 	"linerate/results"
@@ -388,5 +389,18 @@ func TestJudgeLossAtOfferedLoad(t *testing.T) {
 	v = a.judge([]Round{r(103e3, 0.001), r(102e3, 0.001), r(104e3, 0.001)})
 	if !v.Keep || v.Note != "" {
 		t.Errorf("less loss at the same load: keep %v, %q, note %q", v.Keep, v.Why, v.Note)
+	}
+}
+
+// TestRefuseIRQsByName: a refused irq-affinity change of an IRQ named by
+// what it serves is remembered by the number it resolved to, as one
+// named by number is, so that the next pass does not propose it again.
+func TestRefuseIRQsByName(t *testing.T) {
+	a := &auto{}
+	refused := errors.New("write error: input/output error")
+	a.refuseIRQs("eth0/TxRx-1", []tune.Change{{Kind: diagnose.FixIRQAffinity, Target: "eth0/TxRx-1", IRQ: 52}}, refused)
+	a.refuseIRQs("41", []tune.Change{{Kind: diagnose.FixIRQAffinity, Target: "41"}}, refused)
+	if len(a.refusedIRQs) != 2 || a.refusedIRQs[52] == "" || a.refusedIRQs[41] == "" {
+		t.Errorf("refused IRQs %v, want 41 and 52", a.refusedIRQs)
 	}
 }

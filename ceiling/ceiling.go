@@ -11,10 +11,11 @@ package ceiling
 
 import (
 	"fmt"
-	"linerate/internal/units"
 	"math"
 	"strconv"
 	"strings"
+
+	"linerate/internal/units"
 )
 
 // ParseSpeed reads a link speed in bits per second: "100M", "1G", "2.5G",

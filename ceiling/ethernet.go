@@ -3,6 +3,8 @@ package ceiling
 import (
 	"fmt"
 	"strings"
+
+	"linerate/wire"
 )
 
 // Sizes of what surrounds a payload on Ethernet, in bytes.
@@ -31,22 +33,22 @@ const (
 // packet of 65535 bytes in a VLAN-tagged frame. No NIC sends larger.
 const MaxFrameBytes = 65535 + HeaderBytes + VLANTagBytes + FCSBytes
 
-// Proto is the L4 protocol of a payload.
-type Proto string
+// Proto is the L4 protocol of a payload: the test's protocol.
+type Proto = wire.Proto
 
 // The protocols a payload can ride on.
 const (
-	TCP Proto = "tcp"
-	UDP Proto = "udp"
+	TCP = wire.TCP
+	UDP = wire.UDP
 )
 
-// ParseProto reads "tcp" or "udp".
+// ParseProto reads "tcp" or "udp", in any case, as a user writes them.
 func ParseProto(s string) (Proto, error) {
-	switch p := Proto(strings.ToLower(strings.TrimSpace(s))); p {
-	case TCP, UDP:
-		return p, nil
+	p, err := wire.ParseProto(strings.ToLower(strings.TrimSpace(s)))
+	if err != nil {
+		return "", fmt.Errorf("bad protocol %q: want tcp or udp", s)
 	}
-	return "", fmt.Errorf("bad protocol %q: want tcp or udp", s)
+	return p, nil
 }
 
 // Headers says what wraps an L4 payload in a frame.

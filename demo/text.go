@@ -3,9 +3,6 @@ package demo
 import (
 	"fmt"
 	"io"
-	"linerate/internal/units"
-	"linerate/report"
-	"linerate/results"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +10,9 @@ import (
 	"linerate/autotune"
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/internal/units"
+	"linerate/report"
+	"linerate/results"
 )
 
 // cpusPerRow is how many CPUs one row of the CPU table holds; bigger

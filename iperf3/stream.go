@@ -67,12 +67,16 @@ func (r *udpRx) add(seq uint64, sent, arrival float64) {
 	r.jitter += (d - r.jitter) / 16
 }
 
-// monotonic is the time of CLOCK_MONOTONIC, the clock iperf3 stamps its
-// datagrams with (only differences between two of an end's times count).
+// epoch is where this process's datagram clock starts.
+var epoch = time.Now()
+
+// monotonic is a monotonic time, as iperf3 stamps its datagrams with
+// CLOCK_MONOTONIC: only differences between two of an end's times count,
+// so any start will do. time.Since reads the monotonic clock through the
+// vDSO; unix.ClockGettime is a system call, once per datagram.
 func monotonic() (sec, usec uint32, f float64) {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return uint32(ts.Sec), uint32(ts.Nsec / 1000), float64(ts.Sec) + float64(ts.Nsec)/1e9
+	d := time.Since(epoch)
+	return uint32(d / time.Second), uint32(d % time.Second / time.Microsecond), d.Seconds()
 }
 
 // flow is how one test's streams move data: datagram or byte stream, the

@@ -12,13 +12,13 @@ package lab
 
 import (
 	"fmt"
-	"linerate/ceiling"
 	"net/netip"
 	"os"
 	"regexp"
 	"strings"
 	"time"
 
+	"linerate/ceiling"
 	"linerate/internal/usage"
 )
 

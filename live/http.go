@@ -48,7 +48,7 @@ func Handler(h *Hub) http.Handler {
 		}
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		s, ok := h.Latest()
+		s, ok := h.Metrics()
 		if !ok {
 			http.Error(w, "no interval sampled yet", http.StatusServiceUnavailable)
 			return

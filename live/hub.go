@@ -65,7 +65,6 @@ func (h *Hub) publish(s Snapshot) Snapshot {
 	}
 	h.seq++
 	s.Seq = h.seq
-	s.Totals = h.totals.clone()
 	h.latest = &s
 	for ch := range h.subs {
 		select {
@@ -86,6 +85,20 @@ func (h *Hub) Latest() (s Snapshot, ok bool) {
 		return Snapshot{}, false
 	}
 	return *h.latest, true
+}
+
+// Metrics is the last snapshot published with a copy of the counters so
+// far, for /metrics: the counters are copied when scraped, not on every
+// publish. ok is false before the first snapshot.
+func (h *Hub) Metrics() (s Snapshot, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.latest == nil {
+		return Snapshot{}, false
+	}
+	s = *h.latest
+	s.Totals = h.totals.clone()
+	return s, true
 }
 
 // Subscribe returns a channel that receives every snapshot published from

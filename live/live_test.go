@@ -127,7 +127,7 @@ func metricsText(t *testing.T, irqs map[string]IRQInfo) string {
 	h.Rates(rates())
 	h.Bench(results.IntervalStats{T: 1, SentPPS: 1000, ReceivedPPS: 990, SentBPS: 1000 * 84 * 8, ReceivedBPS: 990 * 84 * 8})
 	h.Bench(results.IntervalStats{T: 2, SentPPS: 1000, ReceivedPPS: 990, SentBPS: 1000 * 84 * 8, ReceivedBPS: 990 * 84 * 8})
-	s, ok := h.Latest()
+	s, ok := h.Metrics()
 	if !ok || s.Seq != 4 || s.Bench == nil || len(s.CPUs) != 2 {
 		t.Fatalf("latest %+v %v: want the rates with the bench second", s, ok)
 	}

@@ -2,7 +2,6 @@ package live
 
 import (
 	"context"
-	"linerate/results"
 	"net"
 	"os/exec"
 	"regexp"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"linerate/results"
 )
 
 // TestPageInChromium loads the page in headless Chromium while snapshots

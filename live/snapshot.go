@@ -26,7 +26,7 @@ type Snapshot struct {
 	IRQs []IRQ `json:"irqs"`
 	// Bench is the last second of a running bench, nil outside one.
 	Bench *results.IntervalStats `json:"bench,omitempty"`
-	// Totals are the counters so far (a Hub's; nil from Build): what
+	// Totals are the counters so far (Hub.Metrics; nil otherwise): what
 	// /metrics exports.
 	Totals *Totals `json:"-"`
 }

@@ -18,8 +18,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-
-	"linerate/source/tree"
 	"strings"
 	"time"
 
@@ -27,6 +25,7 @@ import (
 
 	"linerate/ceiling"
 	"linerate/remote"
+	"linerate/source/tree"
 	"linerate/wire"
 )
 

@@ -3,11 +3,12 @@ package remote
 import (
 	"encoding/binary"
 	"errors"
-	"linerate/wire"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"linerate/wire"
 )
 
 func TestDefaultPortIsTraffics(t *testing.T) {

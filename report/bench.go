@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"linerate/results"
-	"linerate/wire"
 	"strings"
 	"text/tabwriter"
 
 	"linerate/internal/units"
+	"linerate/results"
+	"linerate/wire"
 )
 
 // BenchInterval writes one interval line of a bench run. live rewrites the

@@ -2,12 +2,11 @@ package report
 
 import (
 	"cmp"
-	"os"
-
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"

@@ -61,9 +61,9 @@ func Sysctl(src Source, name string) (string, error) {
 	return src.Proc().Sysctl(name)
 }
 
-// dumpLinks asks rtnetlink for every interface of the calling thread's
-// network namespace (RTM_GETLINK dump).
-func dumpLinks() (map[string]Link, error) {
+// DumpLinks asks rtnetlink for every interface of the calling thread's
+// network namespace (RTM_GETLINK dump), with the standard library alone.
+func DumpLinks() (map[string]Link, error) {
 	b, err := syscall.NetlinkRIB(unix.RTM_GETLINK, unix.AF_UNSPEC)
 	if err != nil {
 		return nil, fmt.Errorf("rtnetlink link dump: %w", err)

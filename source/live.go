@@ -180,9 +180,9 @@ func (l *Live) Sysctl(name string) (v string, err error) {
 // Links lists the interfaces with rtnetlink, in the source's namespace.
 func (l *Live) Links() (links map[string]Link, err error) {
 	if l.ns == nil {
-		return dumpLinks()
+		return DumpLinks()
 	}
-	err = l.ns.Do(func() (err error) { links, err = dumpLinks(); return err })
+	err = l.ns.Do(func() (err error) { links, err = DumpLinks(); return err })
 	return links, err
 }
 

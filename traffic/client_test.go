@@ -2,11 +2,12 @@ package traffic
 
 import (
 	"context"
-	"linerate/results"
-	"linerate/wire"
 	"math"
 	"testing"
 	"time"
+
+	"linerate/results"
+	"linerate/wire"
 )
 
 // fakeRun is a client run over fake flows on a fake clock: no sockets, no

@@ -2,11 +2,12 @@ package traffic
 
 import (
 	"fmt"
-	"linerate/wire"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"linerate/wire"
 )
 
 // door admits control connections to a Server. Until a client has proved it

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"linerate/wire"
 	"net"
 	"net/netip"
 	"sync"
 	"testing"
 	"time"
+
+	"linerate/wire"
 )
 
 // fillDoor enters n handshakes from addrs (round robin) and fails the test

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"linerate/wire"
 	"net"
 	"os"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"linerate/wire"
 )
 
 // dialFrom connects to addr from the loopback address from (127.0.0.0/8

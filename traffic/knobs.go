@@ -80,23 +80,18 @@ func (k tcpKnobs) control(dial bool) func(network, address string, c syscall.Raw
 	}
 }
 
-// conn sets the knobs on a connected socket. Go turns Nagle off on every
-// TCP connection; it is turned back on only when the test asks for Nagle
-// and does not write one segment at a time (mss: a write of one full
-// segment leaves at once either way, but a short last one would wait).
+// conn sets TCP_NODELAY on a connected socket; the other knobs are set
+// before it connects (a dialer's Control) or on the listener it was
+// accepted from, whose options an accepted socket inherits. Go turns Nagle
+// off on every TCP connection; it is turned back on only when the test
+// asks for Nagle and does not write one segment at a time (mss: a write of
+// one full segment leaves at once either way, but a short last one would
+// wait).
 func (k tcpKnobs) conn(c *net.TCPConn) error {
 	if err := c.SetNoDelay(k.noDelay || k.mss > 0); err != nil {
 		return fmt.Errorf("TCP_NODELAY: %w", err)
 	}
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = k.set(int(fd)) }); err != nil {
-		return err
-	}
-	return serr
+	return nil
 }
 
 // setDSCP marks what fd sends with the code point dscp (0: left as it

@@ -32,7 +32,7 @@ func (m *mixer) payload(n uint64) int { return m.sizes[m.pattern[n%uint64(len(m.
 // count adds a flow's datagrams first to first+n-1 to c's per-size counts
 // (nil: none, in the warmup) and returns their payload bytes.
 func (m *mixer) count(c *results.Count, first uint64, n int) uint64 {
-	var per [16]uint64 // wire's limit on parts
+	var per [wire.MaxSizeParts]uint64
 	for i := range uint64(n) {
 		per[m.pattern[(first+i)%uint64(len(m.pattern))]]++
 	}

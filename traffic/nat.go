@@ -6,11 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"linerate/wire"
 	"net/netip"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"linerate/wire"
 )
 
 // UDP from the server to the client (reverse, bidir) through a NAT: the

@@ -2,11 +2,12 @@ package traffic
 
 import (
 	"context"
-	"linerate/results"
-	"linerate/wire"
 	"math"
 	"testing"
 	"time"
+
+	"linerate/results"
+	"linerate/wire"
 )
 
 // TestUDPCountsMatchRxCounter: with and without warmup, what the server

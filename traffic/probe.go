@@ -1,12 +1,13 @@
 package traffic
 
 import (
-	"linerate/results"
-	"linerate/wire"
 	"net"
 	"net/netip"
 	"sync"
 	"time"
+
+	"linerate/results"
+	"linerate/wire"
 )
 
 // echo answers latency probes on a UDP socket, only from the address of

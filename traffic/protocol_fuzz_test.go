@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"linerate/wire"
 	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"linerate/wire"
 )
 
 // fuzzConn is a net.Conn that reads from a fixed input and discards what

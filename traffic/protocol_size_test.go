@@ -3,14 +3,15 @@ package traffic
 import (
 	"bytes"
 	"encoding/json"
-	"linerate/box"
-	"linerate/results"
-	"linerate/wire"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"linerate/box"
+	"linerate/results"
+	"linerate/wire"
 )
 
 // hostile is a message of type typ whose field holds n empty objects: 3

@@ -1,10 +1,11 @@
 package traffic
 
 import (
-	"linerate/wire"
 	"math"
 	"testing"
 	"time"
+
+	"linerate/wire"
 )
 
 func TestPacer(t *testing.T) {

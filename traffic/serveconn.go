@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"linerate/wire"
 	"net"
 	"time"
+
+	"linerate/wire"
 )
 
 // ServeConn speaks the control protocol on one connection that is already

@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"linerate/results"
-	"linerate/wire"
 	"net"
 	"net/netip"
 	"slices"
 	"sync"
 	"time"
+
+	"linerate/results"
+	"linerate/wire"
 )
 
 // serverTest is one test on the server: its spec as run, its flows in a

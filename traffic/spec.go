@@ -1,8 +1,9 @@
 package traffic
 
 import (
-	"linerate/wire"
 	"net/netip"
+
+	"linerate/wire"
 )
 
 // tcpSender is how this test's TCP senders write.

@@ -3,8 +3,6 @@ package traffic
 import (
 	"errors"
 	"fmt"
-	"linerate/results"
-	"linerate/wire"
 	"net"
 	"os"
 	"slices"
@@ -14,6 +12,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"linerate/results"
+	"linerate/wire"
 )
 
 // tcpWrite is the size of each TCP write when neither --payload nor --mss

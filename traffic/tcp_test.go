@@ -2,10 +2,11 @@ package traffic
 
 import (
 	"io"
-	"linerate/wire"
 	"net"
 	"testing"
 	"time"
+
+	"linerate/wire"
 )
 
 // tcpPair connects two TCP sockets over loopback: the first dialled (with

@@ -2,7 +2,6 @@ package traffic
 
 import (
 	"fmt"
-	"linerate/results"
 	"runtime"
 	"sync"
 	"syscall"
@@ -10,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"linerate/results"
 )
 
 // TCP streams are moved by loops, as iperf3 (up to 3.15) moves all of its

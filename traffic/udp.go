@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"linerate/results"
-	"linerate/wire"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -13,6 +11,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"linerate/results"
+	"linerate/wire"
 )
 
 // Batch sizes: one sendmmsg/recvmmsg moves up to this many datagrams.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"linerate/source/procfs"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"linerate/diagnose"
 	"linerate/internal/usage"
 	"linerate/source/cpuset"
+	"linerate/source/procfs"
 )
 
 // fileAction changes one value in one proc or sys file: the kinds

@@ -162,6 +162,9 @@ func TestIRQRenumberedReplay(t *testing.T) {
 
 	// Renumber: the USB controller now has 41, eth0 has 50-54.
 	irqBox(t, root, 41, 50)
+	if sts := Check(sys, rec); len(sts) != 2 {
+		t.Errorf("%d statuses after renumbering, want the 2 items'", len(sts))
+	}
 	for _, st := range Check(sys, rec) {
 		if st.Renumbered == "" || st.Holds {
 			t.Errorf("status of %s after renumbering: %+v", st.Target, st)
@@ -175,6 +178,9 @@ func TestIRQRenumberedReplay(t *testing.T) {
 		if got := affinity(t, root, n); got != v {
 			t.Errorf("after replay: IRQ %d = %s, want %s", n, got, v)
 		}
+	}
+	if sts := Check(sys, tx.Record()); len(sts) != 2 {
+		t.Errorf("%d statuses after replay, want the 2 items'", len(sts))
 	}
 	for _, st := range Check(sys, tx.Record()) {
 		if !st.Holds || st.Renumbered != "" {

@@ -2,21 +2,19 @@ package tune
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"linerate/internal/nsthread"
 	"linerate/internal/usage"
+	"linerate/source"
 	"linerate/source/ethtool"
 )
 
@@ -238,53 +236,20 @@ func (k liveLinks) SetMTU(name string, mtu int) (err error) {
 	return err
 }
 
-// linkMTU reads an interface's MTU and the range its driver accepts
-// (IFLA_MTU, IFLA_MIN_MTU, IFLA_MAX_MTU) from the standard library's dump
-// of the routing netlink's links (syscall.NetlinkRIB): tune needs no
-// netlink library for one request, and the packages that read tune's
-// types (report) link none.
+// linkMTU reads an interface's MTU and the range its driver accepts from
+// the routing netlink's link dump of the calling thread's namespace
+// (source.DumpLinks: the standard library, no netlink library, so the
+// packages that read tune's types link none).
 func linkMTU(name string) (Link, error) {
-	ifi, err := net.InterfaceByName(name)
+	links, err := source.DumpLinks()
 	if err != nil {
+		return Link{}, fmt.Errorf("%s: %w", name, err)
+	}
+	l, ok := links[name]
+	if !ok {
 		return Link{}, usage.Errorf("no interface %s", name)
 	}
-	tab, err := syscall.NetlinkRIB(syscall.RTM_GETLINK, syscall.AF_UNSPEC)
-	if err != nil {
-		return Link{}, fmt.Errorf("%s: rtnetlink: %w", name, err)
-	}
-	msgs, err := syscall.ParseNetlinkMessage(tab)
-	if err != nil {
-		return Link{}, fmt.Errorf("%s: rtnetlink: %w", name, err)
-	}
-	for i := range msgs {
-		m := &msgs[i]
-		// struct ifinfomsg: family, pad, type (u16), index (s32), ...
-		if m.Header.Type != syscall.RTM_NEWLINK || len(m.Data) < syscall.SizeofIfInfomsg ||
-			int(int32(binary.NativeEndian.Uint32(m.Data[4:8]))) != ifi.Index {
-			continue
-		}
-		attrs, err := syscall.ParseNetlinkRouteAttr(m)
-		if err != nil {
-			return Link{}, fmt.Errorf("%s: rtnetlink: %w", name, err)
-		}
-		lk := Link{Name: name}
-		for _, a := range attrs {
-			if len(a.Value) < 4 {
-				continue
-			}
-			v := int(binary.NativeEndian.Uint32(a.Value[:4]))
-			switch a.Attr.Type {
-			case unix.IFLA_MTU:
-				lk.MTU = v
-			case unix.IFLA_MIN_MTU:
-				lk.MinMTU = v
-			case unix.IFLA_MAX_MTU:
-				lk.MaxMTU = v
-			}
-		}
-		return lk, nil
-	}
-	return Link{}, usage.Errorf("no interface %s", name)
+	return Link{Name: name, MTU: l.MTU, MinMTU: l.MinMTU, MaxMTU: l.MaxMTU}, nil
 }
 
 // setMTU sets an interface's MTU with SIOCSIFMTU, as ip link set mtu does

@@ -174,7 +174,7 @@ func (res *PersistResult) collect(recs []*Record) (ifaces []string, box bool) {
 	seen := map[string]bool{}
 	for _, k := range order {
 		it := latest[k]
-		switch k := diagnose.FixKind(it.Kind); {
+		switch k := it.Kind; {
 		case k.Advice():
 			res.Boot = append(res.Boot, it)
 		case k == diagnose.FixSysctl:

@@ -90,14 +90,14 @@ func newPlan(sys System, items []Item, lenient bool) (*Plan, error) {
 func queueConflicts(acts []Action) []string {
 	channels := map[string]bool{}
 	for _, a := range acts {
-		if c := a.Describe(); diagnose.FixKind(c.Kind) == diagnose.FixChannels {
+		if c := a.Describe(); c.Kind == diagnose.FixChannels {
 			channels[c.Target] = true
 		}
 	}
 	var out []string
 	for _, a := range acts {
 		c := a.Describe()
-		switch diagnose.FixKind(c.Kind) {
+		switch c.Kind {
 		case diagnose.FixRPS, diagnose.FixRPSFlow, diagnose.FixXPS:
 			iface, _, _ := strings.Cut(c.Target, "/")
 			if channels[iface] {
@@ -228,7 +228,7 @@ func WritePlanFile(w io.Writer, pf PlanFile) error {
 // what it serves ("eth0/rx-0") is its interface's: it is resolved, and
 // applied again, when the interface appears.
 func ItemIface(it Item) string {
-	switch diagnose.FixKind(it.Kind) {
+	switch it.Kind {
 	case diagnose.FixIRQAffinity:
 		if _, err := strconv.Atoi(it.Target); err == nil {
 			return ""

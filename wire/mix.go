@@ -21,7 +21,7 @@ var ErrNoMix = errors.New("the server does not know mixes of sizes (Spec.Sizes):
 // Limits of a mix: few parts, and a pattern (one datagram per unit of
 // weight) short enough to hold in every sender.
 const (
-	maxSizeParts  = 16
+	MaxSizeParts  = 16 // parts of a mix
 	maxMixPattern = 4096
 )
 
@@ -34,8 +34,8 @@ func (s *Spec) checkSizes() error {
 	if s.Proto != UDP {
 		return usage.Field("sizes", "a mix of sizes is for udp, not %s", s.Proto)
 	}
-	if len(s.Sizes) > maxSizeParts {
-		return usage.Field("sizes", "%d parts: want at most %d", len(s.Sizes), maxSizeParts)
+	if len(s.Sizes) > MaxSizeParts {
+		return usage.Field("sizes", "%d parts: want at most %d", len(s.Sizes), MaxSizeParts)
 	}
 	sum, largest := 0, 0
 	for _, p := range s.Sizes {

@@ -27,8 +27,8 @@ type Growth struct{ Bytes, Values int }
 // What a flow's count adds with a mix of sizes (Spec.Sizes): an array of
 // a count per part, each `{"payload":65507,"packets":18446744073709551615},`.
 const (
-	mixBytes  = maxSizeParts * 48
-	mixValues = 1 + maxSizeParts
+	mixBytes  = MaxSizeParts * 48
+	mixValues = 1 + MaxSizeParts
 )
 
 // Caps over every type however long the test: no message is longer or
@@ -76,6 +76,3 @@ func (z Size) Limit(seconds, flows int) (bytes, values int) {
 	return grow(z.Bytes, z.PerSecond.Bytes, z.PerFlow.Bytes, MaxMessage),
 		grow(z.Values, z.PerSecond.Values, z.PerFlow.Values, MaxValues)
 }
-
-// Flows is the number of UDP flows (or TCP connections) per direction.
-func (s *Spec) Flows() int { return s.flows() }

@@ -3,9 +3,10 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
-	"linerate/internal/usage"
 	"strconv"
 	"time"
+
+	"linerate/internal/usage"
 )
 
 // DefaultPort is the TCP port `linerate serve` listens on for control
@@ -170,15 +171,11 @@ const MinUDPPayload = MinFrameSize - EthOverhead - ipv4Header - udpHeader
 // Check reports the first thing wrong with s, as one line; a field's error
 // is a *usage.FieldError named by the field's JSON name ("streams", "mss").
 func (s *Spec) Check() error {
-	switch s.Proto {
-	case "udp", "tcp":
-	default:
-		return fmt.Errorf("proto %q: want udp or tcp", s.Proto)
+	if _, err := ParseProto(string(s.Proto)); err != nil {
+		return err
 	}
-	switch s.Direction {
-	case Forward, Reverse, Bidir:
-	default:
-		return fmt.Errorf("direction %q: want forward, reverse or bidir", s.Direction)
+	if _, err := ParseDirection(string(s.Direction)); err != nil {
+		return err
 	}
 	switch {
 	case s.Duration <= 0:
@@ -262,8 +259,8 @@ func (s *Spec) ClientSends() bool { return s.Direction != Reverse }
 
 func (s *Spec) ServerSends() bool { return s.Direction != Forward }
 
-// flows is the number of UDP flows (or TCP connections) per direction.
-func (s *Spec) flows() int {
+// Flows is the number of UDP flows (or TCP connections) per direction.
+func (s *Spec) Flows() int {
 	if s.Proto == TCP {
 		return s.Streams
 	}

@@ -39,7 +39,7 @@ func realMetrics(t *testing.T) string {
 	hub := live.NewHub(liveView(nil))
 	hub.Rates(box.Delta(a, b))
 	hub.Bench(results.IntervalStats{T: 1, SentPPS: 10, ReceivedPPS: 10, SentBPS: 6720, ReceivedBPS: 6720})
-	s, _ := hub.Latest()
+	s, _ := hub.Metrics()
 	var buf bytes.Buffer
 	if err := live.WriteMetrics(&buf, s); err != nil {
 		t.Fatal(err)

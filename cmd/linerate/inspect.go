@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"linerate/lab"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"linerate/box"
 	"linerate/internal/usage"
+	"linerate/lab"
 	"linerate/report"
 	"linerate/source"
 )

@@ -14,16 +14,10 @@ import (
 	"linerate/internal/version"
 )
 
-// packageFilesOptions are the flags of the hidden `linerate package-files`.
-type packageFilesOptions struct {
-	date string
-}
-
 // newPackageFilesCmd writes what a package installs beside the binary and
 // makes from the commands themselves: a man page per command and the
 // shell completions. Hidden: packaging/deb.sh runs it, users do not.
 func newPackageFilesCmd() *cobra.Command {
-	o := &packageFilesOptions{}
 	c := &cobra.Command{
 		Use:    "package-files DIR",
 		Short:  "Write the man pages (DIR/man1) and bash, zsh and fish completions (DIR/completions) of every command",
@@ -31,12 +25,14 @@ func newPackageFilesCmd() *cobra.Command {
 		Example: `  linerate package-files build/pkgfiles
   SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) linerate package-files out   # dated by the last commit`,
 		Args: argsWith(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Root(), args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error { return writePackageFiles(cmd.Root(), args[0]) },
 	}
 	return c
 }
 
-func (o *packageFilesOptions) run(root *cobra.Command, dir string) error {
+// writePackageFiles writes the man pages and completions of root's
+// commands under dir.
+func writePackageFiles(root *cobra.Command, dir string) error {
 	// A reproducible build dates its pages by SOURCE_DATE_EPOCH
 	// (reproducible-builds.org), not by the clock.
 	date := time.Now().UTC()

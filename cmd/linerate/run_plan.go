@@ -9,15 +9,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"linerate/fleet"
-	"linerate/results"
-	"linerate/wire"
-
 	"linerate/history"
 	"linerate/internal/version"
 	"linerate/plan"
 	"linerate/remote"
 	"linerate/report"
+	"linerate/results"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 // runPlan runs a checked plan: every round, each flow's sender agent runs
@@ -60,7 +59,6 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 	}
 	res.Interrupted = ctx.Err() != nil
 	o.history.save(cmd, history.KindPlan, res)
-	err = nil
 	switch {
 	case o.json:
 		err = report.TuneJSON(cmd.OutOrStdout(), res)
@@ -78,7 +76,6 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 	if res.Interrupted {
 		return errInterrupted
 	}
-	err = nil
 	if len(res.Errors) > 0 {
 		err = fmt.Errorf("%s", res.Errors[0])
 	}

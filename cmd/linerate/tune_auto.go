@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"linerate/autotune/drive"
-	"linerate/remote"
-	"linerate/wire"
 	"net"
 	"os"
 	"strings"
@@ -14,12 +11,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"linerate/autotune"
+	"linerate/autotune/drive"
 	"linerate/history"
 	"linerate/internal/usage"
 	"linerate/lab"
+	"linerate/remote"
 	"linerate/report"
 	"linerate/traffic"
 	"linerate/tune"
+	"linerate/wire"
 )
 
 // tuneAutoOptions are the flags of tune auto.

@@ -62,7 +62,14 @@ func TestChartsEndInTheWindow(t *testing.T) {
 			t.Fatalf("no interface chart for %s", end)
 		}
 		for _, name := range []string{"router rx", "router tx"} {
-			for _, pts := range polylines(t, fig, name) {
+			lines := polylines(t, fig, name)
+			if len(lines) == 0 {
+				t.Fatalf("%s: no %q line in the chart", end, name)
+			}
+			for _, pts := range lines {
+				if len(pts) < 2 {
+					t.Fatalf("%s %s: %d points, want a line", end, name, len(pts))
+				}
 				last, prev := pts[len(pts)-1], pts[len(pts)-2]
 				// A fall to zero ends at the baseline; the window's last
 				// second carries about as much as the one before it.
