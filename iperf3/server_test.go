@@ -124,7 +124,7 @@ func TestServerTCP(t *testing.T) {
 			rev := "sum_sent"
 			if c.forward {
 				sent, got := num(js, "end", "sum_sent", "bytes"), num(js, "end", "sum_received", "bytes")
-				wrote(t, "forward: iperf3 sent vs veth", uint64(sent), veth.txBytes-veth.txPackets*66, c.streams)
+				wrote(t, "forward: iperf3 sent vs veth", uint64(sent), veth.txBytes-veth.txPackets*66, uint64(num(js, "end", "sum_sent", "retransmits")), c.streams)
 				received(t, "forward: iperf3", uint64(got), uint64(sent))
 				if tr.Forward == nil || float64(tr.Forward.ReceivedBytes) != got || float64(tr.Forward.SentBytes) != sent {
 					t.Errorf("forward: linerate %+v, iperf3 sent %.0f received %.0f", tr.Forward, sent, got)
@@ -139,7 +139,7 @@ func TestServerTCP(t *testing.T) {
 				// it did not count: what its sockets held unread at its TEST_END
 				// (tcp_rmem's most each) and what this server sent until it had
 				// the TEST_END (the two ends' measured times apart, and 10 ms).
-				wrote(t, "reverse: linerate sent vs veth", uint64(sent), veth.rxBytes-veth.rxPackets*66, c.streams)
+				wrote(t, "reverse: linerate sent vs veth", uint64(sent), veth.rxBytes-veth.rxPackets*66, uint64(num(js, "end", rev, "retransmits")), c.streams)
 				late := sent / num(js, "end", rev, "seconds") * (max(0, num(js, "end", rev, "seconds")-num(js, "end", recv, "seconds")) + 0.01)
 				if onWire := veth.rxBytes - veth.rxPackets*66; uint64(got) > onWire || onWire-uint64(got) > uint64(c.streams)*rmemMax(t, p.a)+uint64(late) {
 					within(t, "reverse: iperf3 received vs veth", uint64(got), onWire)
