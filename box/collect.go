@@ -500,45 +500,17 @@ func parseQueueStat(name string) (dir byte, q int, field string, ok bool) {
 	return 0, 0, "", false
 }
 
-// nicIRQs finds a NIC's interrupts: the device's msi_irqs; else the
-// /proc/interrupts lines whose action is the interface's name or starts with
-// it ("eth0", "eth0-rx-0", "eth0-TxRx-1"); else, for a PCI device, the
-// lines whose chip names its PCI address ("PCI-MSIX-0000:00:03.0", as
-// virtio's "virtio2-input.0" vectors are).
+// nicIRQs finds a NIC's interrupts (procfs.NICIRQs: msi_irqs, else the
+// /proc/interrupts lines that name it, else those whose chip names its PCI
+// address).
 func (c *collector) nicIRQs(n *NIC, nd sysfs.NetDevice) {
-	if len(nd.MSIIRQs) > 0 {
-		n.IRQs = append(n.IRQs, nd.MSIIRQs...)
-		n.IRQSource = "msi_irqs"
-	} else {
-		for _, r := range c.interrupts.Rows {
-			if r.Number >= 0 && actionsName(r.Actions, n.Name) {
-				n.IRQs = append(n.IRQs, r.Number)
-			}
-		}
-		if len(n.IRQs) > 0 {
-			n.IRQSource = "proc/interrupts"
-		} else if n.PCIAddr != "" {
-			for _, r := range c.interrupts.Rows {
-				if r.Number >= 0 && strings.Contains(r.Chip, n.PCIAddr) {
-					n.IRQs = append(n.IRQs, r.Number)
-				}
-			}
-			if len(n.IRQs) > 0 {
-				n.IRQSource = "proc/interrupts chip"
-			}
-		}
-	}
+	var irqs []int
+	irqs, n.IRQSource = procfs.NICIRQs(n.Name, n.PCIAddr, nd.MSIIRQs, &c.interrupts)
+	n.IRQs = append(n.IRQs, irqs...)
 	sort.Ints(n.IRQs)
 	if len(n.IRQs) == 0 && n.Kind == "physical" {
 		n.Unsupported["irqs"] = "no msi_irqs and no /proc/interrupts line names " + n.Name
 	}
-}
-
-// actionsName reports whether one of the comma-separated actions of an
-// interrupt belongs to iface.
-func actionsName(actions, iface string) bool {
-	_, ok := procfs.ActionLabel(actions, iface)
-	return ok
 }
 
 // irqs describes every interrupt of the NICs.

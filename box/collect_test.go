@@ -12,6 +12,7 @@ import (
 	"linerate/internal/usage"
 	"linerate/source"
 	"linerate/source/ethtool"
+	"linerate/source/procfs"
 	"linerate/source/sysfs"
 )
 
@@ -82,8 +83,8 @@ func TestActionsName(t *testing.T) {
 		{"eth0:lsc", "eth0", true},
 	}
 	for _, c := range cases {
-		if got := actionsName(c.actions, c.iface); got != c.want {
-			t.Errorf("actionsName(%q, %q) = %v", c.actions, c.iface, got)
+		if _, got := procfs.ActionLabel(c.actions, c.iface); got != c.want {
+			t.Errorf("procfs.ActionLabel(%q, %q) = %v", c.actions, c.iface, got)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"linerate/diagnose"
 	"linerate/internal/usage"
 	"linerate/source/procfs"
+	"linerate/source/sysfs"
 )
 
 // sameIRQPrefix marks the value of an irq-affinity item whose target is a
@@ -22,8 +23,10 @@ const sameIRQPrefix = "same:"
 // "eth0/rx-0" (or "eth0/TxRx-0", "eth0/#2", procfs.MatchIRQ) the one
 // interrupt of eth0 that serves that queue; "eth0" every interrupt of eth0
 // that the kernel lists in /proc/interrupts (whole is then true). The
-// interrupts of an interface are its device's msi_irqs, else the
-// /proc/interrupts lines whose action names it, as box finds them.
+// interrupts of an interface are found as box finds them
+// (procfs.NICIRQs): its device's msi_irqs (a virtio NIC's are its PCI
+// function's), else the /proc/interrupts lines whose action names it, else
+// those whose chip names its PCI address.
 func resolveIRQs(sys System, target string) (irqs []procfs.IRQName, whole bool, err error) {
 	if n, err := strconv.Atoi(target); err == nil {
 		if n < 0 {
@@ -40,7 +43,7 @@ func resolveIRQs(sys System, target string) (irqs []procfs.IRQName, whole bool, 
 		return nil, false, err
 	}
 	if len(named) == 0 {
-		return nil, false, usage.Errorf("%s has no interrupts (no device/msi_irqs, and no /proc/interrupts line names it)", iface)
+		return nil, false, usage.Errorf("%s has no interrupts (no msi_irqs, and no /proc/interrupts line names it or its PCI address)", iface)
 	}
 	if queue == "" {
 		for _, q := range named {
@@ -79,26 +82,16 @@ func ifaceIRQs(sys System, iface string) ([]procfs.IRQName, map[int]bool, error)
 			actions[r.Number], listed[r.Number] = r.Actions, true
 		}
 	}
-	var nums []int
-	msi := "sys/class/net/" + iface + "/device/msi_irqs"
-	names, err := sys.ReadDir(msi)
-	switch {
-	case err == nil:
-		for _, n := range names {
-			if v, err := strconv.Atoi(n); err == nil {
-				nums = append(nums, v)
-			}
-		}
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, nil, fileErr(msi, err)
+	var pci string
+	var msi []int
+	err = sys.SysFS(func(s sysfs.FS) (err error) {
+		pci, msi, err = s.DeviceIRQs(iface)
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("%s's device: %w", iface, err)
 	}
-	if len(nums) == 0 {
-		for n, a := range actions {
-			if _, ok := procfs.ActionLabel(a, iface); ok {
-				nums = append(nums, n)
-			}
-		}
-	}
+	nums, _ := procfs.NICIRQs(iface, pci, msi, &in)
 	return procfs.NameIRQs(iface, nums, actions), listed, nil
 }
 

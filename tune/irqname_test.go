@@ -3,6 +3,8 @@ package tune
 import (
 	"context"
 	"fmt"
+	"linerate/box"
+	"linerate/source"
 	"os"
 	"path/filepath"
 	"slices"
@@ -186,5 +188,43 @@ func TestIRQRenumberedReplay(t *testing.T) {
 		if !st.Holds || st.Renumbered != "" {
 			t.Errorf("status after replay: %+v", st)
 		}
+	}
+}
+
+// TestIRQVirtioAsBoxNamesThem resolves the interrupts of this machine's
+// virtio NIC (captured): its vectors are in the msi_irqs of the PCI
+// function above the virtio device, and no action names eth0. Every name
+// box gives one resolves to the same number, and eth0 as a whole is the
+// three of them.
+func TestIRQVirtioAsBoxNamesThem(t *testing.T) {
+	const capture = "../testdata/captures/this-machine"
+	src, err := source.OpenCapture(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	b, err := box.Collect(context.Background(), src, "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := NewDir(capture)
+	var all []int
+	for _, q := range b.IRQs {
+		all = append(all, q.Number)
+		got, whole, err := resolveIRQs(sys, q.Ref)
+		if err != nil || whole || len(got) != 1 || got[0].Number != q.Number {
+			t.Errorf("%s (box: IRQ %d): %v %v %v", q.Ref, q.Number, got, whole, err)
+		}
+	}
+	if !slices.Equal(all, []int{37, 38, 39}) {
+		t.Fatalf("box found %v for the virtio NIC, want 37-39", all)
+	}
+	got, whole, err := resolveIRQs(sys, "eth0")
+	var nums []int
+	for _, q := range got {
+		nums = append(nums, q.Number)
+	}
+	if err != nil || !whole || !slices.Equal(nums, all) {
+		t.Errorf("eth0: %v %v %v, want %v", nums, whole, err, all)
 	}
 }

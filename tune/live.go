@@ -16,6 +16,7 @@ import (
 	"linerate/internal/usage"
 	"linerate/source"
 	"linerate/source/ethtool"
+	"linerate/source/sysfs"
 )
 
 // The live machine's root. This is the only place package tune names it.
@@ -130,6 +131,14 @@ func (l *Live) WriteFile(name string, data []byte) (err error) {
 		return err
 	}
 	if rerr := l.run(func() { err = writeExisting(p, data) }); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// SysFS calls fn on the system's thread, where /sys is its namespace's.
+func (l *Live) SysFS(fn func(sysfs.FS) error) (err error) {
+	if rerr := l.run(func() { err = fn(sysfs.NewFS(filepath.Join(hostRoot, "sys"))) }); rerr != nil {
 		return rerr
 	}
 	return err

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"linerate/source/ethtool"
+	"linerate/source/sysfs"
 )
 
 // System is the machine tune reads and changes. File names are
@@ -26,6 +27,9 @@ type System interface {
 	WriteFile(name string, data []byte) error
 	// ReadDir lists the names in a directory, sorted.
 	ReadDir(name string) ([]string, error)
+	// SysFS calls fn with the system's /sys, where its links are followed
+	// (a device's parent is found as the kernel links it).
+	SysFS(fn func(sysfs.FS) error) error
 	// Ethtool returns the ethtool client of the system's namespace, or an
 	// error wrapping ethtool.ErrNotSupported when there is none.
 	Ethtool() (Ethtool, error)
@@ -146,6 +150,10 @@ func (d *Dir) ReadDir(name string) ([]string, error) {
 		return nil, err
 	}
 	return readDirNames(p)
+}
+
+func (d *Dir) SysFS(fn func(sysfs.FS) error) error {
+	return fn(sysfs.NewFS(filepath.Join(d.root, "sys")))
 }
 
 func (d *Dir) Ethtool() (Ethtool, error) {

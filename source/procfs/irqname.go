@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,4 +114,39 @@ func squash(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// NICIRQs finds the interrupts of iface, in ascending number, and says
+// where they were found: the device's MSI vectors when it has any (pci and
+// msi as sysfs.FS.DeviceIRQs reads them; source "msi_irqs"); else the rows
+// of in whose action is the interface's name or starts with it ("eth0",
+// "eth0-rx-0", "eth0-TxRx-1"; "proc/interrupts"); else, for a PCI device,
+// the rows whose chip names its PCI address ("PCI-MSIX-0000:00:03.0", as
+// virtio's "virtio2-input.0" vectors are; "proc/interrupts chip"). None
+// found is nil and "".
+func NICIRQs(iface, pci string, msi []int, in *Interrupts) (irqs []int, source string) {
+	if len(msi) > 0 {
+		irqs = append(irqs, msi...)
+		sort.Ints(irqs)
+		return irqs, "msi_irqs"
+	}
+	match := func(r InterruptRow) bool {
+		_, ok := ActionLabel(r.Actions, iface)
+		return ok
+	}
+	source = "proc/interrupts"
+	if pci != "" && !slices.ContainsFunc(in.Rows, func(r InterruptRow) bool { return r.Number >= 0 && match(r) }) {
+		match = func(r InterruptRow) bool { return strings.Contains(r.Chip, pci) }
+		source = "proc/interrupts chip"
+	}
+	for _, r := range in.Rows {
+		if r.Number >= 0 && match(r) {
+			irqs = append(irqs, r.Number)
+		}
+	}
+	if len(irqs) == 0 {
+		return nil, ""
+	}
+	sort.Ints(irqs)
+	return irqs, source
 }

@@ -332,25 +332,7 @@ func (fs FS) NetDevice(name string) (NetDevice, error) {
 	if d.Driver, err = fs.linkBase(at("device/driver")); err != nil {
 		return d, err
 	}
-	dev, err := fs.resolve(at("device"))
-	switch {
-	case err == nil:
-		if c := pciChain(dev); len(c) > 0 {
-			d.PCIAddr = c[0]
-		}
-		if d.MSIIRQs, err = fs.msiIRQs(dev); err != nil {
-			return d, err
-		}
-		if parent := path.Dir(dev); d.MSIIRQs == nil && pciAddr.MatchString(path.Base(parent)) {
-			if d.MSIIRQs, err = fs.msiIRQs(parent); err != nil {
-				return d, err
-			}
-		}
-	case absent(err):
-		if c := pciChain(dir); len(c) > 0 {
-			d.PCIAddr = c[0]
-		}
-	default:
+	if d.PCIAddr, d.MSIIRQs, err = fs.deviceIRQs(dir); err != nil {
 		return d, err
 	}
 
@@ -358,6 +340,46 @@ func (fs FS) NetDevice(name string) (NetDevice, error) {
 		return d, err
 	}
 	return d, nil
+}
+
+// DeviceIRQs reads what the interrupts of the interface name hang on: its
+// device's PCI address ("" when it is not on PCI) and its MSI vectors (nil
+// when it has none), as NetDevice fills PCIAddr and MSIIRQs.
+func (fs FS) DeviceIRQs(name string) (pci string, msi []int, err error) {
+	if !validName(name) {
+		return "", nil, fmt.Errorf("%s: %q is not an interface name: %w", fs.host("class/net"), name, iofs.ErrNotExist)
+	}
+	dir, err := fs.resolve("class/net/" + name)
+	if err != nil {
+		return "", nil, err
+	}
+	return fs.deviceIRQs(dir)
+}
+
+// deviceIRQs is DeviceIRQs of the resolved class/net directory dir.
+func (fs FS) deviceIRQs(dir string) (pci string, msi []int, err error) {
+	dev, err := fs.resolve(dir + "/device")
+	switch {
+	case err == nil:
+		if c := pciChain(dev); len(c) > 0 {
+			pci = c[0]
+		}
+		if msi, err = fs.msiIRQs(dev); err != nil {
+			return pci, nil, err
+		}
+		if parent := path.Dir(dev); msi == nil && pciAddr.MatchString(path.Base(parent)) {
+			if msi, err = fs.msiIRQs(parent); err != nil {
+				return pci, nil, err
+			}
+		}
+	case absent(err):
+		if c := pciChain(dir); len(c) > 0 {
+			pci = c[0]
+		}
+	default:
+		return "", nil, err
+	}
+	return pci, msi, nil
 }
 
 // msiIRQs lists dir/msi_irqs, nil when absent.
