@@ -1,7 +1,6 @@
 package tune
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -139,48 +138,6 @@ func editBoot(target string, old []byte, value string) (string, error) {
 	return "", fmt.Errorf("boot target %q", target)
 }
 
-// fileEditAction writes a whole configuration file (a boot file, the
-// irqbalance defaults), then runs after, if set (a service restart).
-type fileEditAction struct {
-	sys   System
-	c     Change
-	file  string
-	data  string
-	after func() error
-}
-
-func (a *fileEditAction) Describe() Change { return a.c }
-
-func (a *fileEditAction) Apply(ctx context.Context) (Undo, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	cur, err := a.sys.ReadFile(a.file)
-	if err != nil {
-		return nil, fileErr(a.file, err)
-	}
-	if string(cur) == a.data {
-		return noUndo, nil
-	}
-	undo := undoWith(a.sys, *a.c.Restore)
-	if err := a.sys.WriteFile(a.file, []byte(a.data)); err != nil {
-		return nil, fmt.Errorf("write %s: %w", display(a.file), err)
-	}
-	got, err := a.sys.ReadFile(a.file)
-	if err != nil {
-		return undo, fmt.Errorf("read back: %w", fileErr(a.file, err))
-	}
-	if string(got) != a.data {
-		return undo, fmt.Errorf("%s reads back different from what was written", display(a.file))
-	}
-	if a.after != nil {
-		if err := a.after(); err != nil {
-			return undo, err
-		}
-	}
-	return undo, nil
-}
-
 // buildBootEdit is buildBoot on a system opened for boot edits.
 func buildBootEdit(sys System, it Item) ([]Action, error) {
 	file, old, err := bootFile(sys, it.Target)
@@ -203,7 +160,7 @@ func buildBootEdit(sys System, it Item) ([]Action, error) {
 // wholeFileEdit builds the change of a configuration file by edit, whose
 // restore item holds the whole old file; an item whose value is such a
 // restore writes it back. summary says what a plan shows of the file.
-func wholeFileEdit(sys System, it Item, file string, old []byte, edit func([]byte) (string, error), summary func([]byte) string) (*fileEditAction, error) {
+func wholeFileEdit(sys System, it Item, file string, old []byte, edit func([]byte) (string, error), summary func([]byte) string) (*fileAction, error) {
 	var data string
 	if enc, ok := strings.CutPrefix(it.Value, restoreFile); ok {
 		b, err := base64.StdEncoding.DecodeString(enc)
@@ -222,7 +179,7 @@ func wholeFileEdit(sys System, it Item, file string, old []byte, edit func([]byt
 		c.To = summary([]byte(data))
 	}
 	c.Restore = &Item{Kind: it.Kind, Target: it.Target, Value: restoreFile + base64.StdEncoding.EncodeToString(old)}
-	return &fileEditAction{sys: sys, c: c, file: file, data: data}, nil
+	return &fileAction{sys: sys, c: c, file: file, data: data, whole: true}, nil
 }
 
 // bootSummary is what a plan shows as a boot file's value: the command

@@ -16,17 +16,40 @@ import (
 	"linerate/source/procfs"
 )
 
-// fileAction changes one value in one proc or sys file: the kinds
-// irq-affinity, rps, rps-flow, xps, sysctl and governor.
+// fileAction changes one value in one proc or sys file (the kinds
+// irq-affinity, rps, rps-flow, xps, sysctl and governor), or writes a whole
+// configuration file (a boot file, the irqbalance defaults: whole).
 type fileAction struct {
 	sys  System
 	c    Change
 	file string // root-relative
 	data string // what is written
-	// match reports whether a value read from file is the new value.
+	// match reports whether a value read from file is the new value; nil
+	// with whole.
 	match func(got string) bool
+	// whole compares the file's every byte with data, not its trimmed value.
+	whole bool
 	// refused words an error of the write itself, when the kernel says no.
 	refused func(err error) error
+	// after runs once the new value reads back (a service restart).
+	after func() error
+}
+
+// read is the file's value as match and whole compare it.
+func (a *fileAction) read() (string, error) {
+	if !a.whole {
+		return readTrim(a.sys, a.file)
+	}
+	b, err := a.sys.ReadFile(a.file)
+	return string(b), err
+}
+
+// holds reports whether got is the new value.
+func (a *fileAction) holds(got string) bool {
+	if a.whole {
+		return got == a.data
+	}
+	return a.match(got)
 }
 
 func (a *fileAction) Describe() Change { return a.c }
@@ -35,11 +58,11 @@ func (a *fileAction) Apply(ctx context.Context) (Undo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cur, err := readTrim(a.sys, a.file)
+	cur, err := a.read()
 	if err != nil {
 		return nil, fileErr(a.file, err)
 	}
-	if a.match(cur) {
+	if a.holds(cur) {
 		return noUndo, nil
 	}
 	undo := undoWith(a.sys, *a.c.Restore)
@@ -51,14 +74,22 @@ func (a *fileAction) Apply(ctx context.Context) (Undo, error) {
 				return nil, e
 			}
 		}
+		if a.whole {
+			return nil, fmt.Errorf("write %s: %w", display(a.file), err)
+		}
 		return nil, fmt.Errorf("write %q to %s: %w", a.data, display(a.file), err)
 	}
-	got, err := readTrim(a.sys, a.file)
+	got, err := a.read()
 	if err != nil {
 		return undo, fmt.Errorf("read back: %w", fileErr(a.file, err))
 	}
-	if !a.match(got) {
+	switch {
+	case a.whole && !a.holds(got):
+		return undo, fmt.Errorf("%s reads back different from what was written", display(a.file))
+	case !a.holds(got):
 		return undo, fmt.Errorf("%s reads %q after writing %q", display(a.file), got, a.data)
+	case a.after != nil:
+		return undo, a.after()
 	}
 	return undo, nil
 }

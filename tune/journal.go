@@ -265,6 +265,12 @@ func Stale(sys System, r *Record) bool {
 			return false
 		}
 	}
+	return rebootedSince(sys, r)
+}
+
+// rebootedSince reports whether sys booted again after r was made (both
+// boot ids known and different).
+func rebootedSince(sys System, r *Record) bool {
 	now := bootID(sys)
 	return r.BootID != "" && now != "" && now != r.BootID
 }

@@ -151,8 +151,7 @@ func (s Store) Rollback(ctx context.Context, sys System, r *Record) (restored in
 func (s Store) restore(ctx context.Context, sys System, r *Record) (int, []error) {
 	n := 0
 	var errs []error
-	now := bootID(sys)
-	earlier := r.BootID != "" && now != "" && now != r.BootID
+	earlier := rebootedSince(sys, r)
 	for i := len(r.Entries) - 1; i >= 0; i-- {
 		e := &r.Entries[i]
 		if !e.mayHaveChanged() {
@@ -212,8 +211,7 @@ type EntryStatus struct {
 // value the system holds now.
 func Check(sys System, r *Record) []EntryStatus {
 	var out []EntryStatus
-	now := bootID(sys)
-	earlier := r.BootID != "" && now != "" && now != r.BootID
+	earlier := rebootedSince(sys, r)
 	for _, e := range r.Entries {
 		st := EntryStatus{Entry: e}
 		if !e.mayHaveChanged() || earlier && !e.Boot {
