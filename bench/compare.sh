@@ -23,8 +23,10 @@
 # in the window. Below the table, the CPU cost as linerate (its result's
 # summary) and iperf3 (-J cpu_utilization_percent) report it themselves.
 #
-# The sending veth uses 2 TX queues (ethtool -L tx 2; veth starts with 1):
-# the AF_XDP engine binds one socket per queue, one per port.
+# The sending veth uses TXQ TX queues (2 by default: ethtool -L tx 2; veth
+# starts with 1): the AF_XDP engine binds one socket per queue, one per
+# port. TXQ=1 is a single-queue NIC (run it with TOOLS that do not ask for
+# 2 AF_XDP ports, e.g. TOOLS="linerate-default iperf3 trafgen").
 #
 # Environment:
 #   ROUNDS=3        rounds (each runs every tool once)
@@ -37,6 +39,7 @@
 #                   linerate-tcpNcopy iperf3-tcpN iperf2-tcpN nuttcp-tcpN
 #                   (all copying from user memory) (default: all)
 #   JSON=FILE       also write the medians and every round as JSON
+#   TXQ=2           TX queues of the sending veth, 1 to 8
 #   LINERATE=PATH   the linerate binary (default bin/linerate, built if missing)
 #   SINK=PATH       the bench/sink binary (default: built into a temporary dir)
 #   LINERATE_UDP_FLAGS="--threads 2 --ports 2"
@@ -50,6 +53,7 @@ set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 WARM=${WARM:-1}
+TXQ=${TXQ:-2}
 JSON=${JSON:-}
 LINERATE_UDP_FLAGS=${LINERATE_UDP_FLAGS:---threads 2 --ports 2}
 ALL_TOOLS="linerate-default linerate-socket linerate-ring linerate-afxdp iperf3 sockperf trafgen trafgen-xdp linerate-ring-xdp linerate-afxdp-xdp linerate-tcp1 iperf3-tcp1z linerate-tcp1copy iperf3-tcp1 iperf2-tcp1 nuttcp-tcp1 linerate-tcp4 iperf3-tcp4z linerate-tcp4copy iperf3-tcp4 iperf2-tcp4 nuttcp-tcp4 linerate-tcp8 iperf3-tcp8z linerate-tcp8copy iperf3-tcp8 iperf2-tcp8 nuttcp-tcp8 linerate-tcp16 iperf3-tcp16z linerate-tcp16copy iperf3-tcp16 iperf2-tcp16 nuttcp-tcp16"
@@ -60,6 +64,7 @@ die() { echo "compare.sh: $*" >&2; exit 2; }
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS=$ROUNDS: want a whole number of rounds ≥ 1"
 [[ $DURATION =~ ^[1-9][0-9]*$ && $DURATION -le 600 ]] || die "DURATION=$DURATION: want whole seconds, 1 to 600"
 [[ $WARM =~ ^[0-9]+$ && $WARM -le 60 ]] || die "WARM=$WARM: want whole seconds, 0 to 60"
+[[ $TXQ =~ ^[1-8]$ ]] || die "TXQ=$TXQ: want a number of TX queues, 1 to 8"
 for t in $TOOLS; do
 	[[ " $ALL_TOOLS " == *" $t "* ]] || die "TOOLS: unknown tool '$t' (known: $ALL_TOOLS)"
 done
@@ -112,7 +117,7 @@ if [[ -z ${SINK:-} ]]; then
 fi
 
 # One AF_XDP socket per TX queue: two, for linerate's --ports 2.
-netns_pair "$NS_TX" "$NS_RX" "$IF_TX" "$IF_RX" "$IP_TX" "$IP_RX" 2
+netns_pair "$NS_TX" "$NS_RX" "$IF_TX" "$IF_RX" "$IP_TX" "$IP_RX" "$TXQ"
 MAC_TX=$(ip netns exec "$NS_TX" cat "/sys/class/net/$IF_TX/address")
 MAC_RX=$(ip netns exec "$NS_RX" cat "/sys/class/net/$IF_RX/address")
 
@@ -495,7 +500,7 @@ done
 
 # ---- the rounds ----------------------------------------------------------
 
-echo "linerate side-by-side benchmark: $(nproc) CPUs, kernel $(uname -r), veth $NS_TX/$IF_TX → $NS_RX/$IF_RX"
+echo "linerate side-by-side benchmark: $(nproc) CPUs, kernel $(uname -r), veth $NS_TX/$IF_TX ($TXQ TX queues) → $NS_RX/$IF_RX"
 echo "$ROUNDS rounds × ${DURATION}s measured (+${WARM}s warm-up) per tool; 64-byte UDP frames"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average before: $LOAD_BEFORE (other work on the machine moves these figures)"
