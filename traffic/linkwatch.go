@@ -76,7 +76,16 @@ func newLinkWatch(side results.Side, clk clock, locals []netip.Addr, setup func(
 	return w
 }
 
+// fail records the subscription's first error. One that comes after stop
+// is stop's doing: closing the socket under a receive that waits ends it
+// with EAGAIN (vishvananda/netlink v1.3.1 returns the last try's error),
+// which says nothing about the run.
 func (w *linkWatch) fail(err error) {
+	select {
+	case <-w.done:
+		return
+	default:
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {
