@@ -85,9 +85,10 @@ type ConntrackUse struct {
 }
 
 // Full says whether the table filled or the tracker dropped: the count
-// reached its max, or drop or insert_failed grew.
+// reached its max, the tracker evicted entries to make room (early_drop:
+// only a table at its max does), or drop or insert_failed grew.
 func (c ConntrackUse) Full() bool {
-	return c.Max > 0 && c.Peak >= c.Max || c.Drop > 0 || c.InsertFailed > 0
+	return c.Max > 0 && c.Peak >= c.Max || c.EarlyDrop > 0 || c.Drop > 0 || c.InsertFailed > 0
 }
 
 // Conntrack is the connection tracker of host over samples (in time

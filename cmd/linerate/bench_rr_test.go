@@ -121,7 +121,9 @@ func TestBenchRRConntrackFull(t *testing.T) {
 		t.Fatalf("no conntrack of the router in the result: %+v", res.RR)
 	}
 	m := res.RR.Middle[0]
-	if m.Max != limit || m.Peak < m.Max || m.Drop+m.InsertFailed+m.EarlyDrop == 0 {
+	// A new connection at the max evicts an entry first (early_drop), so
+	// the count hovers at the max and one or two below it.
+	if m.Max != limit || m.Peak < m.Max-m.Max/100 || m.Drop+m.InsertFailed+m.EarlyDrop == 0 || !m.Full() {
 		t.Errorf("router's conntrack %+v: want the peak at max %d and entries dropped or evicted", m, limit)
 	}
 	d := run(t, l.bin, "diagnose", out, "--side", "dut", "--rule", "conntrack-drop")
