@@ -1,10 +1,11 @@
 package box
 
 import (
-	"linerate/source/tree"
 	"time"
 
+	"linerate/source/netfilter"
 	"linerate/source/procfs"
+	"linerate/source/tree"
 )
 
 // Counters is one snapshot of every counter linerate watches during a run.
@@ -35,6 +36,9 @@ type Counters struct {
 	Celsius map[string]float64 `json:"celsius,omitempty"`
 	// CurKHz is each CPU's current frequency (instantaneous), by CPU id.
 	CurKHz map[int]int64 `json:"cur_khz,omitempty"`
+	// Conntrack is net/stat/nf_conntrack with nf_conntrack_max; nil when
+	// nf_conntrack is not loaded.
+	Conntrack *netfilter.ConntrackStat `json:"conntrack,omitempty"`
 	// Skipped holds the lines of the files read that a parser left out
 	// (an IRQ, a CPU, an interface): what they said is missing above.
 	Skipped []*tree.ParseError `json:"-"`
@@ -67,6 +71,9 @@ type Rates struct {
 	// Celsius and CurKHz are the values at End.
 	Celsius map[string]float64 `json:"celsius,omitempty"`
 	CurKHz  map[int]int64      `json:"cur_khz,omitempty"`
+	// Conntrack is the connection tracker over the interval; nil when
+	// nf_conntrack is not loaded.
+	Conntrack *ConntrackRate `json:"conntrack,omitempty"`
 }
 
 // CPUUse is one CPU's time split, in percent.

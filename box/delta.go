@@ -5,7 +5,7 @@ package box
 // tick deltas and do not depend on the clock; when b is not later than a,
 // every per-second rate is zero.
 func Delta(a, b Counters) Rates {
-	r := Rates{Start: a.Time, End: b.Time, Celsius: b.Celsius, CurKHz: b.CurKHz}
+	r := Rates{Start: a.Time, End: b.Time, Celsius: b.Celsius, CurKHz: b.CurKHz, Conntrack: conntrackDelta(a.Conntrack, b.Conntrack)}
 	r.Seconds = b.Time.Sub(a.Time).Seconds()
 	per := 0.0
 	if r.Seconds > 0 {

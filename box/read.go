@@ -62,6 +62,7 @@ func ReadCounters(proc procfs.FS, et ethtool.Client, ifaces []string) (Counters,
 		return c, err
 	}
 	c.UDP, c.TCP = snmp["Udp"], snmp["Tcp"]
+	c.Conntrack = readConntrack(proc)
 	if et != nil {
 		names := ifaces
 		if len(names) == 0 {

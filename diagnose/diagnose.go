@@ -117,6 +117,9 @@ type Evidence struct {
 	// Path is what is known of the far end and the path to it (its NIC's
 	// largest MTU, what a DF probe carried); nil when nobody looked.
 	Path *PathMTU
+	// Host names the machine the evidence is of, when it is not this one
+	// (a device in the middle sampled by its agent); "" otherwise.
+	Host string
 
 	// mean caches Mean for the rules of one Run.
 	mean *box.Rates

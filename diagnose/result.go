@@ -25,6 +25,9 @@ func FromResult(r *results.Result, side results.Side, b *box.Box) *Evidence {
 			}
 		}
 		ev.Rates = append(ev.Rates, s.Rates)
+		if ev.Host == "" {
+			ev.Host = s.Host
+		}
 	}
 	sum := r.Summary
 	l := &Load{
@@ -45,6 +48,19 @@ func FromResult(r *results.Result, side results.Side, b *box.Box) *Evidence {
 	}
 	if side == results.SideClient {
 		ev.Path = resultPath(r)
+	}
+	return ev
+}
+
+// FromResultHost builds evidence from the samples of one device in the
+// middle of a result (side dut, its Host host): what its counters said
+// while the test ran. Its Host names it in the findings.
+func FromResultHost(r *results.Result, host string) *Evidence {
+	ev := &Evidence{Host: host}
+	for _, s := range r.Samples {
+		if s.Side == results.SideDUT && s.Host == host {
+			ev.Rates = append(ev.Rates, s.Rates)
+		}
 	}
 	return ev
 }

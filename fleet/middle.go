@@ -25,7 +25,7 @@ type middle struct {
 // window's: this host, and the agents of the others (reached now, asked to
 // sample when the window opens).
 func (r *Run) startMiddle(ctx context.Context) (*middle, error) {
-	others, err := startSampling(ctx, r.Sample, r.Secret, r.Lead)
+	others, err := SampleHosts(ctx, r.Sample, r.Secret, r.Lead)
 	if err != nil {
 		return nil, err
 	}
@@ -77,10 +77,10 @@ func (m *middle) finish(ctx context.Context, set *results.FlowSet) {
 	set.Interrupted = set.Interrupted || ctx.Err() != nil
 }
 
-// startSampling asks each host's agent to sample its counters until the
+// SampleHosts asks each host's agent to sample its counters until the
 // returned stop, which gives their samples (side dut, Host its name) and
 // a note for each host whose samples could not be had.
-func startSampling(ctx context.Context, hosts []Host, secret string, lead time.Duration) (stop func() ([]results.Sample, []string), err error) {
+func SampleHosts(ctx context.Context, hosts []Host, secret string, lead time.Duration) (stop func() ([]results.Sample, []string), err error) {
 	type agent struct {
 		name string
 		s    *traffic.AgentSampler

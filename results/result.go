@@ -49,6 +49,9 @@ type Result struct {
 	// Search is the zero-loss search per frame size (bench --search;
 	// docs/search.md); the other figures are then empty.
 	Search []SizeSearch `json:"search,omitempty"`
+	// RR is a transaction test's figures (bench rr; docs/rr.md); the
+	// throughput figures are then empty.
+	RR *RR `json:"rr,omitempty"`
 	// Drops are both ends' drop counters over the measured window and
 	// their interfaces on the path (client first, then each server).
 	Drops  []EndDrops `json:"drops,omitempty"`
@@ -211,6 +214,9 @@ type IntervalStats struct {
 	ReceivedUnknown bool `json:"received_unknown,omitempty"`
 	// CPU is the client's per-CPU use in the interval, when sampled.
 	CPU []box.CPUUse `json:"cpu,omitempty"`
+	// TPS is the transactions the client completed per second (bench rr);
+	// SentPPS is then the same and ReceivedPPS the server's answers.
+	TPS float64 `json:"tps,omitempty"`
 }
 
 // ClearUnknown zeroes the rates of the sides that are unknown.

@@ -33,6 +33,9 @@ type ServerResult struct {
 	// the run (at most MaxLinkEvents), times since the server's start;
 	// the client sets their Target.
 	LinkEvents []LinkEvent `json:"link_events,omitempty"`
+	// RR is what the server of a transaction test counted besides the
+	// transactions it answered (in Received).
+	RR *RRServed `json:"rr,omitempty"`
 }
 
 // XDPStat is what an XDP counter on the receiving interface counted in the

@@ -13,7 +13,7 @@ import (
 // figure.
 func (r *clientRun) newResult(start time.Time) *results.Result {
 	res := &results.Result{Schema: results.ResultSchema, Linerate: version.Version, Time: start.UTC(), Spec: r.spec, Engine: r.cfg.Engine}
-	if r.spec.Proto == wire.UDP {
+	if r.spec.Proto == wire.UDP && r.spec.RR == nil {
 		res.FrameSize = r.spec.Payload + r.overhead
 		res.Spec.ClientPorts = nil
 		res.Spec.Punch = false
@@ -34,6 +34,10 @@ func (r *clientRun) assemble(res *results.Result) {
 		res.Samples = append(res.Samples, results.Sample{Side: results.SideClient, Target: -1, Rates: rt})
 	}
 	res.Targets = make([]results.TargetResult, len(r.targets))
+	if r.spec.RR != nil {
+		r.assembleRR(res)
+		return
+	}
 	for i := range r.targets {
 		r.assembleTarget(res, i, r.targetWindow(res, i))
 	}

@@ -71,6 +71,9 @@ func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	if len(c.Targets) == 0 {
 		return wire.Spec{}, nil, usage.Field("Targets", "is missing: give HOST")
 	}
+	if c.Spec.RR != nil {
+		return c.checkRR()
+	}
 	eng, err := engineNamed(c.Engine)
 	if err != nil {
 		return wire.Spec{}, nil, err
@@ -216,7 +219,13 @@ func eachTarget(ts []*target, fn func(*target) error) error {
 
 // open makes the client's senders (and TCP receivers) for every target.
 func (r *clientRun) open() error {
-	if r.spec.Proto == wire.TCP {
+	if r.spec.RR != nil {
+		for _, t := range r.targets {
+			if err := t.openRR(r); err != nil {
+				return err
+			}
+		}
+	} else if r.spec.Proto == wire.TCP {
 		for _, t := range r.targets {
 			if err := t.openTCP(r); err != nil {
 				return err
@@ -363,6 +372,9 @@ func (r *clientRun) interval(res *results.Result, now time.Time, prev *progress)
 		iv.SentBPS = (sb + sp*float64(r.overhead)) * 8
 		iv.ReceivedBPS = (rb + rp*float64(r.overhead)) * 8
 		iv.ClearUnknown()
+		if r.spec.RR != nil {
+			iv.TPS = perSecond(cur.sentPkts, prev.sentPkts, dt)
+		}
 	}
 	r.mu.Lock()
 	if r.lastSample != nil {

@@ -29,7 +29,8 @@ type serverTest struct {
 	udpPorts    []uint16 // the UDP receiver's ports
 	probePort   uint16   // the probe echo's port
 	xdp         *xdpMeter
-	aimer       *aimer // UDP senders waiting for the client's punches
+	aimer       *aimer    // UDP senders waiting for the client's punches
+	rr          *rrServer // the answering side of a transaction test
 
 	// TCP: the data listener and the connections the client opens.
 	tcpLn    *net.TCPListener
@@ -72,6 +73,18 @@ func (t *serverTest) open() error {
 		}
 		t.sess.add(receiving, "", e)
 		t.probePort = e.port()
+	}
+	if sp.RR != nil {
+		rr, err := newRRServer(sp, t.local, t.peer, t.cookie)
+		if err != nil {
+			return err
+		}
+		t.rr = rr
+		t.sess.add(receiving, "", rr)
+		if sp.Proto == wire.UDP {
+			t.udpPorts = []uint16{rr.port()}
+		}
+		return nil
 	}
 	if sp.Proto == wire.TCP {
 		ln, err := (&net.ListenConfig{Control: tcpKnobsOf(sp).control(false)}).Listen(context.Background(), "tcp", netip.AddrPortFrom(t.local, 0).String())
@@ -198,6 +211,9 @@ func (t *serverTest) accept(c *ctl) error {
 		}
 		acc.Punch = p
 	}
+	if t.rr != nil && sp.Proto == wire.TCP {
+		acc.TCPPort = t.rr.port()
+	}
 	if t.tcpLn != nil {
 		acc.TCPPort = uint16(t.tcpLn.Addr().(*net.TCPAddr).Port)
 		if sp.ClientSends() {
@@ -253,6 +269,9 @@ func (t *serverTest) result() *results.ServerResult {
 			res.Sent = append(res.Sent, e.res.counts...)
 		}
 		res.TCP = append(res.TCP, e.res.tcp...)
+		if rr := e.res.rr; rr != nil {
+			res.RR = &results.RRServed{Connections: rr.connections}
+		}
 	}
 	for _, err := range t.sess.errs() {
 		res.Errors = append(res.Errors, err.Error())

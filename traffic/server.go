@@ -336,7 +336,9 @@ func (s *Server) capSpec(sp *wire.Spec) (notes []string) {
 		sp.Duration = d - sp.Warmup
 		notes = append(notes, fmt.Sprintf("server caps a test at %s: %s asked", d.D(), total.D()))
 	}
-	if r := s.Limits.MaxRate; !r.Unlimited() {
+	if r := s.Limits.MaxRate; !r.Unlimited() && sp.RR == nil {
+		// A transaction test has one transaction in flight per stream:
+		// it paces itself.
 		frame := sp.Payload + wire.UDPOverhead(true)
 		if sp.Proto == wire.TCP {
 			frame = max(sp.Payload, 1)

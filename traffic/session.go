@@ -63,7 +63,9 @@ type flowResult struct {
 	// held is the measured datagrams a paced sender did not send while its
 	// link was down (the ring and AF_XDP engines): not counted as sent.
 	held uint64
-	err  error
+	// rr is what a transaction flow counted besides counts.
+	rr  *rrOutcome
+	err error
 }
 
 // role says which way a flow's traffic goes on its end: the session stops

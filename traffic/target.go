@@ -253,6 +253,9 @@ func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 	if m.Accept == nil {
 		return fmt.Errorf("%s: %w: accept without details", t.name, wire.ErrProtocol)
 	}
+	if sp.RR != nil && m.Accept.Spec.RR == nil {
+		return usage.Errorf("%s: %w", t.name, wire.ErrNoRR)
+	}
 	if len(sp.Sizes) > 0 && len(m.Accept.Spec.Sizes) == 0 {
 		return usage.Errorf("%s: %w", t.name, wire.ErrNoMix)
 	}

@@ -141,6 +141,11 @@ type Spec struct {
 	// Punch says the client punches its NAT for the server's UDP (see
 	// nat.go): the server waits for the punches before it sends.
 	Punch bool `json:"punch,omitempty"`
+	// RR, when set, makes the test a transaction test (bench rr): Streams
+	// request/response loops over Proto (rr.go). A server that does not
+	// know the field answers without it, and the client refuses the test
+	// (ErrNoRR).
+	RR *RR `json:"rr,omitempty"`
 }
 
 // Limits a server puts on what it runs.
@@ -201,7 +206,12 @@ func (s *Spec) Check() error {
 	case s.ProbeInterval > 0 && s.ProbeInterval.D() < time.Millisecond:
 		return usage.Field("probe_interval", "%s: under 1ms", s.ProbeInterval.D())
 	}
-	if s.Proto == UDP {
+	if s.RR != nil {
+		if err := s.RR.check(s); err != nil {
+			return err
+		}
+	}
+	if s.Proto == UDP && s.RR == nil {
 		if s.Payload < HeaderLen || s.Payload > maxPayload {
 			return usage.Field("payload", "%d bytes: want %d to %d for udp", s.Payload, HeaderLen, maxPayload)
 		}
@@ -211,7 +221,7 @@ func (s *Spec) Check() error {
 		if s.Direction != Forward && len(s.ClientPorts) != s.Ports {
 			return fmt.Errorf("%d client ports for %d ports", len(s.ClientPorts), s.Ports)
 		}
-	} else {
+	} else if s.Proto == TCP {
 		if s.Payload < 0 || s.Payload > 16<<20 {
 			return usage.Field("write_size", "%d bytes: want 0 to 16 MiB for tcp", s.Payload)
 		}

@@ -94,7 +94,7 @@ func newBenchCmd() *cobra.Command { return (&benchOptions{}).command() }
 // bound to o.
 func (o *benchOptions) command() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "bench udp|tcp --to HOST[:PORT] [--to ...]",
+		Use:   "bench udp|tcp|rr --to HOST[:PORT] [--to ...]",
 		Short: "Measure throughput, packet rate, loss and latency against 'linerate serve'",
 		Long: `bench runs one test against every --to target at once (each running
 'linerate serve') and reports per stream, per target and in total: packets
@@ -106,7 +106,8 @@ what limited the run (the link, the sender, the receiver, a device in the
 middle or the path) and, for UDP, where the lost packets died: each end
 reads its namespace's drop counters around the measured window (and the
 kernel's drop reasons where it can: docs/ledger.md). 'bench udp --search'
-finds the zero-loss rate per frame size instead (docs/search.md).
+finds the zero-loss rate per frame size instead (docs/search.md); 'bench rr'
+measures transactions per second and their round trips (docs/rr.md).
 
 An interval line is printed every second (-i changes that; one live line on
 a terminal). --json prints the final result as JSON, --json-stream one JSON
@@ -140,7 +141,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	p := c.PersistentFlags()
 	p.StringArrayVarP(&o.to, "to", "c", nil, "target HOST[:PORT] running 'linerate serve' (repeatable; iperf3's -c), or one iperf3://HOST[:PORT] running a plain 'iperf3 -s' (docs/iperf3.md)")
 	p.StringArrayVar(&o.from, "from", nil, "agent that sends instead of this host: HOST[:PORT] running 'linerate serve', or ssh://[user@]host (repeatable: the i-th --from sends to the i-th --to; one --from with several --to fans out; several --from with one --to fans in)")
-	p.StringArrayVar(&o.sample, "sample", nil, "with --from: also record this host's counters once a second (HOST[:PORT] of its agent, or ssh://), as the device in the middle (repeatable)")
+	p.StringArrayVar(&o.sample, "sample", nil, "with --from, or with rr: also record this host's counters once a second (HOST[:PORT] of its agent, or ssh://), as the device in the middle (repeatable)")
 	p.IntVarP(&o.port, "port", "p", wire.DefaultPort, "control port of targets given without one")
 	secondsVarP(p, &o.duration, "duration", "t", 10*time.Second, "measured time: 10, 1.5 (seconds) or 500ms")
 	secondsVarP(p, &o.warmup, "warmup", "", time.Second, "time sent before the measured window, excluded from the results")
@@ -163,7 +164,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	secondsVarP(p, &o.idle, "idle", "", 500*time.Millisecond, "how long to probe latency before the load starts")
 	p.StringVar(&o.dscp, "dscp", "", "mark what both ends send with this DSCP: a name (CS0-CS7, AF11-AF43, EF, BE, LE) or a number 0-63 (IP_TOS, IPV6_TCLASS; the socket engine and TCP)")
 	o.history.add(p, true)
-	c.AddCommand(o.protoCmd(wire.UDP), o.protoCmd(wire.TCP))
+	c.AddCommand(o.protoCmd(wire.UDP), o.protoCmd(wire.TCP), o.rrCmd())
 	return c
 }
 

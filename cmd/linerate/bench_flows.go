@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync"
 
@@ -129,12 +130,8 @@ func (o *benchOptions) fleetRun(cmd *cobra.Command, proto wire.Proto) (*fleet.Ru
 	stderr := cmd.ErrOrStderr()
 	warn(stderr, o.warnings)
 	run := &fleet.Run{Secret: cfg.Token, Lead: fleet.Lead(cfg.Spec, cfg.Idle), Sampling: liveSampling()}
-	for _, spec := range o.sample {
-		h, err := remote.Parse(spec)
-		if err != nil {
-			return nil, usage.Errorf("--sample %q: %w", spec, err)
-		}
-		run.Sample = append(run.Sample, fleet.Host{Name: h.String(), Reach: h, Options: remote.Options{Stderr: stderr}})
+	if run.Sample, err = sampleHosts(o.sample, stderr); err != nil {
+		return nil, err
 	}
 	var mu sync.Mutex // one flow's line at a time
 	for _, p := range plans {
@@ -180,4 +177,18 @@ func saveJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// sampleHosts are the hosts of --sample: agents (HOST[:PORT]) or ssh://,
+// each named by its address.
+func sampleHosts(specs []string, stderr io.Writer) ([]fleet.Host, error) {
+	var hosts []fleet.Host
+	for _, spec := range specs {
+		h, err := remote.Parse(spec)
+		if err != nil {
+			return nil, usage.Errorf("--sample %q: %w", spec, err)
+		}
+		hosts = append(hosts, fleet.Host{Name: h.String(), Reach: h, Options: remote.Options{Stderr: stderr}})
+	}
+	return hosts, nil
 }

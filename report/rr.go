@@ -1,0 +1,108 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"linerate/internal/units"
+	"linerate/results"
+	"linerate/wire"
+)
+
+// RRInterval writes one interval line of a transaction test: the
+// transactions the client completed and the server answered per second.
+func RRInterval(w io.Writer, iv results.IntervalStats, live bool) {
+	line := fmt.Sprintf("%6.1fs  %12s  answered %12s", iv.T, units.Fixed.Unit(iv.TPS, "tps"), rrRate(iv.ReceivedPPS, iv.ReceivedUnknown))
+	if live {
+		fmt.Fprintf(w, "\r%s\x1b[K", line)
+		return
+	}
+	fmt.Fprintln(w, line)
+}
+
+func rrRate(v float64, unknown bool) string {
+	if unknown {
+		return "?"
+	}
+	return units.Fixed.Unit(v, "tps")
+}
+
+// RRText writes a transaction test's result: what was run, the
+// transactions and their round trips, each stream, the failures, and the
+// connection tracker of each sampled device in the middle.
+func RRText(w io.Writer, r *results.Result) {
+	rr, sp := r.RR, r.Spec
+	if rr == nil || sp.RR == nil {
+		return
+	}
+	kind := strings.ToUpper(sp.Proto.String()) + "_RR"
+	if sp.RR.Connect {
+		kind = "TCP_CRR (a connection per transaction)"
+	}
+	what := fmt.Sprintf("%s, %d-byte requests, %d-byte responses, %d streams, %s, timeout %s", kind, sp.RR.Request, sp.RR.Response,
+		sp.Streams, sp.Duration.D(), sp.RR.Timeout.D())
+	if r.Interrupted {
+		what += " — INTERRUPTED, partial result"
+	}
+	if se := r.StoppedEarly; se != nil {
+		what += fmt.Sprintf(" — STOPPED EARLY at %.1f s by the error below, partial result", se.At)
+	}
+	fmt.Fprintln(w, what)
+	l := rr.Latency
+	fmt.Fprintf(w, "%d transactions in %.2f s: %s; the server answered %d", rr.Transactions, rr.Seconds, units.Fixed.Unit(rr.TPS, "tps"), rr.Answered)
+	if sp.Proto == wire.TCP {
+		fmt.Fprintf(w, " over %d connections", rr.Connections)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "round trip µs: min %.0f  p50 %.0f  p90 %.0f  p99 %.0f  p99.9 %.0f  max %.0f  (mean %.0f)\n", l.Min, l.P50, l.P90, l.P99, l.P999, l.Max, l.Mean)
+	fmt.Fprintf(w, "lost: %d timed out, %d connects failed, %d other errors\n", rr.Timeouts, rr.ConnectFailures, rr.Errors)
+	if len(rr.Streams) > 1 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "stream\ttransactions\ttps\tp50 µs\tp99 µs\ttimeouts\tfailures\t")
+		for _, s := range rr.Streams {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%.0f\t%.0f\t%d\t%d\t\n", s.Stream, s.Transactions, units.Fixed.Format(s.TPS), s.P50, s.P99, s.Timeouts, s.Failures)
+		}
+		tw.Flush()
+	}
+	for _, m := range rr.Middle {
+		fmt.Fprintf(w, "conntrack on %s: %d entries at the start, %d at the peak, %d at the end, of %d; drop %d, insert_failed %d, early_drop %d\n",
+			m.Host, m.Start, m.Peak, m.End, m.Max, m.Drop, m.InsertFailed, m.EarlyDrop)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
+	for _, p := range r.Problems() {
+		fmt.Fprintln(w, "error: "+p)
+	}
+}
+
+// rrHeader are the columns of a transaction test's CSV.
+var rrHeader = []string{"target", "proto", "connect", "request", "response", "streams", "seconds", "transactions", "tps",
+	"server_answered", "timeouts", "connect_failures", "errors", "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us"}
+
+// RRCSV writes a transaction test as CSV: a header row and one row for
+// the test.
+func RRCSV(w io.Writer, r *results.Result) error {
+	rr, sp := r.RR, r.Spec
+	if rr == nil || sp.RR == nil {
+		return fmt.Errorf("not a transaction test")
+	}
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	var targets []string
+	for _, t := range r.Targets {
+		targets = append(targets, t.Target)
+	}
+	l := rr.Latency
+	cw := csv.NewWriter(w)
+	cw.Write(rrHeader)
+	cw.Write([]string{strings.Join(targets, " "), sp.Proto.String(), strconv.FormatBool(sp.RR.Connect), strconv.Itoa(sp.RR.Request),
+		strconv.Itoa(sp.RR.Response), strconv.Itoa(sp.Streams), f(rr.Seconds), u(rr.Transactions), f(rr.TPS), u(rr.Answered),
+		u(rr.Timeouts), u(rr.ConnectFailures), u(rr.Errors), f(l.P50), f(l.P90), f(l.P99), f(l.P999), f(l.Max)})
+	cw.Flush()
+	return cw.Error()
+}

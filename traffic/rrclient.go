@@ -1,0 +1,116 @@
+package traffic
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"linerate/internal/usage"
+	"linerate/results"
+	"linerate/wire"
+)
+
+// DefaultRRTimeout bounds one transaction when the test names no timeout:
+// past a lost SYN's first retransmission (1 s).
+const DefaultRRTimeout = 2 * time.Second
+
+// checkRR checks a transaction test before any connection; it has no send
+// engine to choose (the result names the socket engine).
+func (c *Config) checkRR() (wire.Spec, *udpEngine, error) {
+	sp := c.Spec
+	rr := *sp.RR
+	if rr.Timeout == 0 {
+		rr.Timeout = wire.Seconds(DefaultRRTimeout)
+	}
+	sp.RR = &rr
+	if c.Engine != "" && c.Engine != "auto" && c.Engine != udpEngines[0].name {
+		return wire.Spec{}, nil, usage.Field("Engine", "%s: a transaction test sends with sockets", c.Engine)
+	}
+	c.Engine = udpEngines[0].name
+	if err := sp.Check(); err != nil {
+		return wire.Spec{}, nil, usage.Wrap(err)
+	}
+	if err := c.setup(func() error { return checkCongestion(sp.Congestion) }); err != nil {
+		return wire.Spec{}, nil, err
+	}
+	return sp, udpEngines[0], nil
+}
+
+// openRR makes this target's transaction streams toward its data port.
+func (t *target) openRR(r *clientRun) error {
+	sp := &t.spec
+	port := t.acc.TCPPort
+	if sp.Proto == wire.UDP {
+		if len(t.acc.UDPPorts) != 1 {
+			return fmt.Errorf("%s: %w: %d transaction ports", t.name, wire.ErrProtocol, len(t.acc.UDPPorts))
+		}
+		port = t.acc.UDPPorts[0]
+	}
+	if port == 0 {
+		return fmt.Errorf("%s: %w: no transaction port", t.name, wire.ErrProtocol)
+	}
+	cookie, err := wire.ParseCookie(t.acc.Cookie)
+	if err != nil {
+		return err
+	}
+	c, err := newRRClient(sp, t.local, netip.AddrPortFrom(t.addr.Addr(), port), cookie, r.cfg.setup)
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	t.fwd = append(t.fwd, share{e: r.sess.add(sending, t.name, c)})
+	return nil
+}
+
+// assembleRR puts together a transaction test: per target what the
+// server answered and its samples, then the transactions, their latency
+// and failures over every target's streams.
+func (r *clientRun) assembleRR(res *results.Result) {
+	rr := &results.RR{Seconds: r.sess.seconds()}
+	var all results.Histogram
+	for i, t := range r.targets {
+		tr := &res.Targets[i]
+		tr.Target, tr.Address, tr.Local, tr.ServerID = t.name, t.addr.String(), t.local.String(), t.serverID
+		sr, errs, _ := t.serverResult()
+		tr.Errors = append(append(tr.Errors, errs...), sr.Errors...)
+		tr.Machine = sr.Machine
+		for _, c := range sr.Received {
+			rr.Answered += c.Packets
+		}
+		if sr.RR != nil {
+			rr.Connections += sr.RR.Connections
+		}
+		for _, s := range sr.Samples {
+			res.Samples = append(res.Samples, results.Sample{Side: results.SideServer, Target: i, Rates: s})
+		}
+		if sr.SampleError != "" {
+			tr.Notes = append(tr.Notes, "server samples: "+sr.SampleError)
+		}
+		for _, sh := range t.fwd {
+			if sh.e.res.rr == nil {
+				continue
+			}
+			for _, s := range sh.e.res.rr.streams {
+				st := results.RRStream{Stream: len(rr.Streams), Transactions: s.done.Load(),
+					Timeouts: s.timeouts.Load(), Failures: s.connFail.Load() + s.other.Load()}
+				if rr.Seconds > 0 {
+					st.TPS = float64(st.Transactions) / rr.Seconds
+				}
+				lat := s.hist.Latency()
+				st.P50, st.P99 = lat.P50, lat.P99
+				rr.Streams = append(rr.Streams, st)
+				rr.Transactions += st.Transactions
+				rr.Timeouts += s.timeouts.Load()
+				rr.ConnectFailures += s.connFail.Load()
+				rr.Errors += s.other.Load()
+				all.Merge(&s.hist)
+			}
+		}
+	}
+	if rr.Seconds > 0 {
+		rr.TPS = float64(rr.Transactions) / rr.Seconds
+	}
+	rr.Latency = all.Latency()
+	res.RR = rr
+	r.linkEvents(res)
+	results.OrderSamples(res.Samples)
+}
