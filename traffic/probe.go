@@ -78,6 +78,7 @@ type prober struct {
 	phase    int // index into rtts
 	rtts     [2][]time.Duration
 	sent     [2]int
+	replies  []probeReply // every answered probe, in the order answered
 	seq      uint32
 	quiet    chan struct{} // closed: send no more probes
 	done     chan struct{} // closed: stop reading
@@ -91,6 +92,13 @@ const (
 	phaseIdle = 0
 	phaseLoad = 1
 )
+
+// probeReply is one answered probe: when it was sent and its round trip.
+type probeReply struct {
+	sent time.Time
+	rtt  time.Duration
+	idle bool
+}
 
 func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration) (*prober, error) {
 	var laddr *net.UDPAddr
@@ -161,8 +169,10 @@ func (p *prober) recv() {
 		if !ok || h.Flags != wire.FlagReply || h.Stream > phaseLoad {
 			continue
 		}
+		rtt := now.Sub(h.SentTime())
 		p.mu.Lock()
-		p.rtts[h.Stream] = append(p.rtts[h.Stream], now.Sub(h.SentTime()))
+		p.rtts[h.Stream] = append(p.rtts[h.Stream], rtt)
+		p.replies = append(p.replies, probeReply{sent: h.SentTime(), rtt: rtt, idle: h.Stream == phaseIdle})
 		p.mu.Unlock()
 	}
 }
@@ -210,4 +220,16 @@ func (p *prober) latency() (idle, load *results.Latency) {
 		load = results.Summarize(p.rtts[phaseLoad], p.sent[phaseLoad])
 	}
 	return idle, load
+}
+
+// overTime is every answered probe's round trip by when it was sent, in
+// seconds since start (negative: before it, idle), for target; valid
+// after finish.
+func (p *prober) overTime(start time.Time, target int) []results.ProbeSample {
+	out := make([]results.ProbeSample, 0, len(p.replies))
+	for _, r := range p.replies {
+		out = append(out, results.ProbeSample{Target: target, T: r.sent.Sub(start).Round(time.Millisecond).Seconds(),
+			RTT: float64(r.rtt.Microseconds()) / 1000, Idle: r.idle})
+	}
+	return out
 }

@@ -75,6 +75,8 @@ type benchOptions struct {
 	history    historyFlags
 	// warnings found while reading the flags, for stderr
 	warnings []string
+	// extra sets what a subcommand of its own adds to the run (bench rrul).
+	extra func(*traffic.Config)
 }
 
 // benchFlags names the flag behind each field the traffic package names in
@@ -164,6 +166,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	p.StringVar(&o.dscp, "dscp", "", "mark what both ends send with this DSCP: a name (CS0-CS7, AF11-AF43, EF, BE, LE) or a number 0-63 (IP_TOS, IPV6_TCLASS; the socket engine and TCP)")
 	o.history.add(p, true)
 	c.AddCommand(o.protoCmd(wire.UDP), o.protoCmd(wire.TCP))
+	c.AddCommand(o.rrulCmd())
 	return c
 }
 
@@ -417,6 +420,9 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 		return o.runSearch(cmd, proto)
 	}
 	cfg, err := o.config(proto, cmd.Flags().Changed)
+	if err == nil && o.extra != nil {
+		o.extra(&cfg)
+	}
 	stdout := cmd.OutOrStdout()
 	var stream *report.BenchStream
 	if o.jsonStream {
