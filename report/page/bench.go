@@ -32,9 +32,13 @@ type benchView struct {
 	Warmup  int
 	Latency []latencyRow
 	CDF     template.HTML
-	Ends    []*endView
-	Ledger  *ledgerView
-	Search  []searchRow
+	// RRUL is the figure of an RRUL test (bench rrul).
+	RRUL *rrulView
+	// TCPOverTime charts each TCP stream's TCP_INFO once a second.
+	TCPOverTime []template.HTML
+	Ends        []*endView
+	Ledger      *ledgerView
+	Search      []searchRow
 	// SearchCharts show each size's trials: rate against loss.
 	SearchCharts []template.HTML
 	Notes        []string
@@ -83,6 +87,8 @@ func newBenchView(r *results.Result) *benchView {
 	v.targets()
 	v.rates()
 	v.latency()
+	v.rrul()
+	v.tcpOverTime()
 	v.ends()
 	if r.Ledger != nil {
 		v.Ledger = newLedgerView(*r.Ledger)
