@@ -285,7 +285,8 @@ func TestParseDSCP(t *testing.T) {
 }
 
 // TestTCPOverTime: each sending stream of a TCP bench, on both ends,
-// carries its TCP_INFO once a second with sane values.
+// carries its TCP_INFO once a second with sane values, the bytes its
+// receiver acknowledged growing.
 func TestTCPOverTime(t *testing.T) {
 	l := newLab(t, &Server{})
 	sp := wire.Spec{Proto: wire.TCP, Direction: wire.Bidir, Duration: wire.Seconds(2 * time.Second), Warmup: wire.Seconds(300 * time.Millisecond),
@@ -306,6 +307,11 @@ func TestTCPOverTime(t *testing.T) {
 		for k, s := range ot {
 			if s.T < float64(k)+0.9 || s.T > float64(k)+1.1 || s.Cwnd == 0 || s.RTTMicros == 0 || s.RTTMicros > 1e6 || s.PacingRate == 0 {
 				t.Errorf("stream %d %s: sample %d %+v", st.Stream, st.Direction, k, s)
+			}
+			// As fast as possible: the receiver acknowledges more every
+			// second.
+			if s.Acked == 0 || k > 0 && s.Acked <= ot[k-1].Acked {
+				t.Errorf("stream %d %s: sample %d acknowledged %d bytes so far", st.Stream, st.Direction, k, s.Acked)
 			}
 		}
 	}

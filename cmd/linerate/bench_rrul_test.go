@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,7 +40,8 @@ func TestBenchRRULBadInput(t *testing.T) {
 // the text output's figures.
 func TestBenchRRUL(t *testing.T) {
 	l := upAgentLab(t, "rl-", "pair", "--rate", "100M")
-	out := l.exec("a", "linerate", "bench", "rrul", "--to", "b", "-t", "3", "--warmup", "500ms", "--idle", "1s", "--no-save", "--json")
+	saved := filepath.Join(t.TempDir(), "rrul.json")
+	out := l.exec("a", "linerate", "bench", "rrul", "--to", "b", "-t", "3", "--warmup", "500ms", "--idle", "1s", "--no-save", "--json", "-o", saved)
 	if out.code != 0 {
 		t.Fatalf("bench rrul: %d\n%s%s", out.code, out.stdout, out.stderr)
 	}
@@ -84,6 +87,21 @@ func TestBenchRRUL(t *testing.T) {
 	for _, st := range res.Streams {
 		if st.TCP == nil || st.TCP.TOS != wire.TOS(res.Spec.StreamDSCP[st.Stream]) {
 			t.Errorf("stream %d %s: TOS read back %+v", st.Stream, st.Direction, st.TCP)
+		}
+	}
+	// The page of the saved result draws the RRUL figure and TCP over
+	// time (report/page's tests open such a page in chromium).
+	html := filepath.Join(t.TempDir(), "rrul.html")
+	if rep := run(t, l.bin, "report", saved, "-o", html); rep.code != 0 {
+		t.Fatalf("report: %d %s", rep.code, rep.stderr)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"RRUL: latency under load", "goodput per stream up", "round trip of each probe", "congestion window, segments"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page lacks %q", want)
 		}
 	}
 }
