@@ -226,6 +226,7 @@ func (v *benchView) figures() []figure {
 		out = append(out, figure{Name: "latency p50 under load", Value: l.P50, Format: ms},
 			figure{Name: "latency p99 under load", Value: l.P99, Format: ms})
 	}
+	out = append(out, rrulFigures(r.RRUL)...)
 	cpu := func(f float64) string { return fmt.Sprintf("%.3f s/Mpkt", f) }
 	if c := s.CPUSecondsPerMpkt.Server; c != nil {
 		out = append(out, figure{Name: "server CPU per Mpkt", Value: *c, Format: cpu})

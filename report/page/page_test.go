@@ -140,6 +140,9 @@ func TestBenchRRUL(t *testing.T) {
 	if n := strings.Count(page, `<title>up 0 BE</title>`); n != 4 {
 		t.Errorf("%d lines of stream up 0 BE in the TCP charts, want 4", n)
 	}
+	// Side by side with itself: the RRUL figures are compared too.
+	twice := render(t, fixture(t, "bench-rrul"), fixture(t, "bench-rrul"))
+	contains(t, twice, "latency induced by the load, p50", "latency induced by the load, p95", "goodput up", "goodput down")
 	old := fixturePage(t, "bench-tcp-bidir", history.KindBench)
 	for _, s := range []string{"RRUL", "TCP over time"} {
 		if strings.Contains(old, s) {

@@ -201,3 +201,20 @@ func (v *benchView) tcpOverTime() {
 		}
 	}
 }
+
+// rrulFigures are an RRUL test's headline figures for a comparison (a
+// queue before and after cake, say): the induced latency and the goodput
+// each way; none for another result.
+func rrulFigures(r *results.RRUL) []figure {
+	if r == nil {
+		return nil
+	}
+	var out []figure
+	if r.InducedP50 != nil && r.InducedP95 != nil {
+		plus := func(f float64) string { return fmt.Sprintf("%+.3f ms", f) }
+		out = append(out, figure{Name: "latency induced by the load, p50", Value: *r.InducedP50, Format: plus},
+			figure{Name: "latency induced by the load, p95", Value: *r.InducedP95, Format: plus})
+	}
+	return append(out, figure{Name: "goodput up", Value: r.UpBPS, Format: ceiling.FormatBps, Higher: true},
+		figure{Name: "goodput down", Value: r.DownBPS, Format: ceiling.FormatBps, Higher: true})
+}
