@@ -303,7 +303,7 @@ func (r *clientRun) idle(ctx context.Context) error {
 		}
 		err := r.cfg.setup(func() error {
 			var err error
-			t.prober, err = newProber(t.local, netip.AddrPortFrom(t.addr.Addr(), t.acc.ProbePort), r.spec.ProbeInterval.D())
+			t.prober, err = newProber(t.local, netip.AddrPortFrom(t.addr.Addr(), t.acc.ProbePort), r.spec.ProbeInterval.D(), r.cfg.RRUL)
 			return err
 		})
 		if err != nil {

@@ -78,7 +78,8 @@ type prober struct {
 	phase    int // index into rtts
 	rtts     [2][]time.Duration
 	sent     [2]int
-	replies  []probeReply // every answered probe, in the order answered
+	keep     bool         // keep every reply (replies), not only the round trips
+	replies  []probeReply // every answered probe, in the order answered, with keep
 	seq      uint32
 	quiet    chan struct{} // closed: send no more probes
 	done     chan struct{} // closed: stop reading
@@ -100,7 +101,7 @@ type probeReply struct {
 	idle bool
 }
 
-func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration) (*prober, error) {
+func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration, keep bool) (*prober, error) {
 	var laddr *net.UDPAddr
 	if local.IsValid() {
 		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0))
@@ -109,7 +110,7 @@ func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration) (*pr
 	if err != nil {
 		return nil, err
 	}
-	p := &prober{conn: c, interval: interval, quiet: make(chan struct{}), done: make(chan struct{}), halt: make(chan struct{})}
+	p := &prober{conn: c, interval: interval, keep: keep, quiet: make(chan struct{}), done: make(chan struct{}), halt: make(chan struct{})}
 	p.wg.Add(2)
 	go p.send()
 	go p.recv()
@@ -172,7 +173,9 @@ func (p *prober) recv() {
 		rtt := now.Sub(h.SentTime())
 		p.mu.Lock()
 		p.rtts[h.Stream] = append(p.rtts[h.Stream], rtt)
-		p.replies = append(p.replies, probeReply{sent: h.SentTime(), rtt: rtt, idle: h.Stream == phaseIdle})
+		if p.keep {
+			p.replies = append(p.replies, probeReply{sent: h.SentTime(), rtt: rtt, idle: h.Stream == phaseIdle})
+		}
 		p.mu.Unlock()
 	}
 }
@@ -224,7 +227,7 @@ func (p *prober) latency() (idle, load *results.Latency) {
 
 // overTime is every answered probe's round trip by when it was sent, in
 // seconds since start (negative: before it, idle), for target; valid
-// after finish.
+// after finish, empty unless the prober keeps its replies.
 func (p *prober) overTime(start time.Time, target int) []results.ProbeSample {
 	out := make([]results.ProbeSample, 0, len(p.replies))
 	for _, r := range p.replies {
