@@ -110,7 +110,9 @@ func BenchText(w io.Writer, r *results.Result) {
 		row("total", "", &r.Summary.Totals, "")
 	}
 	tw.Flush()
-	if sp.Proto == wire.TCP && len(r.Streams) > 1 {
+	if r.RRUL != nil {
+		rrulFlows(w, r.RRUL)
+	} else if sp.Proto == wire.TCP && len(r.Streams) > 1 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "stream\tdirection\tgoodput\tretrans\trtt\t")
 		for _, s := range r.Streams {
@@ -134,6 +136,9 @@ func BenchText(w io.Writer, r *results.Result) {
 	sum := r.Summary
 	if sum.LatencyIdle != nil || sum.LatencyLoad != nil {
 		fmt.Fprintf(w, "latency   idle %s\n          load %s\n", benchLatency(sum.LatencyIdle), benchLatency(sum.LatencyLoad))
+	}
+	if r.RRUL != nil {
+		rrulSummary(w, r.RRUL)
 	}
 	fmt.Fprintf(w, "cpu       client %s   server %s\n", benchCost(sum.CPUSeconds.Client, sum.CPUSecondsPerMpkt.Client, sum.CPUSecondsPerGbit.Client),
 		benchCost(sum.CPUSeconds.Server, sum.CPUSecondsPerMpkt.Server, sum.CPUSecondsPerGbit.Server))

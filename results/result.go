@@ -54,9 +54,13 @@ type Result struct {
 	RR *RR `json:"rr,omitempty"`
 	// Drops are both ends' drop counters over the measured window and
 	// their interfaces on the path (client first, then each server).
-	Drops  []EndDrops `json:"drops,omitempty"`
-	Notes  []string   `json:"notes,omitempty"`
-	Errors []string   `json:"errors,omitempty"`
+	Drops []EndDrops `json:"drops,omitempty"`
+	// RRUL is the figures of a Realtime Response Under Load test (bench
+	// rrul; docs/rrul.md): latency idle and under load, goodput per
+	// direction and per stream with its mark, the probes over time.
+	RRUL   *RRUL    `json:"rrul,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
+	Errors []string `json:"errors,omitempty"`
 }
 
 // Totals are the figures of a set of streams in the measured window.

@@ -75,4 +75,7 @@ type TCPSample struct {
 	RTTMicros  uint32  `json:"rtt_us"`
 	Retrans    uint32  `json:"retrans"`     // tcpi_total_retrans so far
 	PacingRate uint64  `json:"pacing_rate"` // bits/s
+	// Acked is tcpi_bytes_acked so far: the bytes the receiver has, whose
+	// change over a second is the stream's goodput in it.
+	Acked uint64 `json:"bytes_acked,omitempty"`
 }

@@ -52,6 +52,15 @@ func (r *clientRun) assemble(res *results.Result) {
 	results.Cost(res, s.samples, r.cfg.Machine)
 	r.dropLedger(res)
 	results.Verdict(res, s.threads())
+	if r.cfg.RRUL {
+		var probes []results.ProbeSample
+		for i, t := range r.targets {
+			if t.prober != nil {
+				probes = append(probes, t.prober.overTime(s.tm.Start, i)...)
+			}
+		}
+		res.RRUL = results.NewRRUL(res, probes)
+	}
 }
 
 // targetWindow is the seconds target i's figures cover. A run a dead

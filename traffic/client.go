@@ -55,6 +55,10 @@ type Config struct {
 	// Machine identifies the client's kernel (its boot id): a server on
 	// the same machine shares its CPUs.
 	Machine string
+	// RRUL adds the figures of a Realtime Response Under Load test to
+	// the result (results.RRUL: latency idle and under load, goodput per
+	// stream and mark, every probe's round trip over time): bench rrul.
+	RRUL bool
 }
 
 func (c *Config) setup(fn func() error) error {
@@ -308,7 +312,7 @@ func (r *clientRun) idle(ctx context.Context) error {
 		}
 		err := r.cfg.setup(func() error {
 			var err error
-			t.prober, err = newProber(t.local, netip.AddrPortFrom(t.addr.Addr(), t.acc.ProbePort), r.spec.ProbeInterval.D())
+			t.prober, err = newProber(t.local, netip.AddrPortFrom(t.addr.Addr(), t.acc.ProbePort), r.spec.ProbeInterval.D(), r.cfg.RRUL)
 			return err
 		})
 		if err != nil {

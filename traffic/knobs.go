@@ -36,6 +36,13 @@ func tcpKnobsOf(s *wire.Spec) tcpKnobs {
 	return tcpKnobs{mss: s.MSS, dscp: s.DSCP, window: s.Window, congestion: s.Congestion, fqRate: s.FQRate, noDelay: !s.Nagle}
 }
 
+// forStream is the knobs of stream i: its own mark when the test marks
+// each stream on its own (Spec.StreamDSCP).
+func (k tcpKnobs) forStream(s *wire.Spec, i int) tcpKnobs {
+	k.dscp = s.DSCPOf(i)
+	return k
+}
+
 // set sets every knob but TCP_MAXSEG and TCP_NODELAY on fd.
 func (k tcpKnobs) set(fd int) error {
 	if err := setDSCP(fd, k.dscp); err != nil {
@@ -80,7 +87,9 @@ func (k tcpKnobs) control(dial bool) func(network, address string, c syscall.Raw
 	}
 }
 
-// conn sets TCP_NODELAY on a connected socket; the other knobs are set
+// conn sets TCP_NODELAY on a connected socket, and its mark again (an
+// accepted socket inherits the listener's, which is the test's and not
+// its stream's when each stream has its own); the other knobs are set
 // before it connects (a dialer's Control) or on the listener it was
 // accepted from, whose options an accepted socket inherits. Go turns Nagle
 // off on every TCP connection; it is turned back on only when the test
@@ -91,7 +100,18 @@ func (k tcpKnobs) conn(c *net.TCPConn) error {
 	if err := c.SetNoDelay(k.noDelay || k.mss > 0); err != nil {
 		return fmt.Errorf("TCP_NODELAY: %w", err)
 	}
-	return nil
+	if k.dscp == 0 {
+		return nil
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = setDSCP(int(fd), k.dscp) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // setDSCP marks what fd sends with the code point dscp (0: left as it

@@ -22,6 +22,14 @@ import (
 type tosCount struct {
 	mu          sync.Mutex
 	all, marked uint64
+	byTOS       map[uint8]uint64 // every packet, by its TOS byte
+}
+
+// of is the packets seen with the TOS byte tos.
+func (c *tosCount) of(tos int) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byTOS[uint8(tos)]
 }
 
 func (c *tosCount) counts() (all, marked uint64) {
@@ -55,7 +63,7 @@ func countTOS(t *testing.T, ns *testenv.NetNS, iface string, from netip.Addr, pr
 	if err != nil {
 		t.Fatalf("packet socket on %s: %v", iface, err)
 	}
-	c := &tosCount{}
+	c := &tosCount{byTOS: map[uint8]uint64{}}
 	var stop sync.WaitGroup
 	var done bool
 	var mu sync.Mutex
@@ -80,6 +88,7 @@ func countTOS(t *testing.T, ns *testenv.NetNS, iface string, from netip.Addr, pr
 			}
 			c.mu.Lock()
 			c.all++
+			c.byTOS[buf[1]]++
 			if int(buf[1]) == tos {
 				c.marked++
 			}
@@ -141,6 +150,55 @@ func TestDSCPOnTheWire(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStreamDSCPOnTheWire runs TCP both ways with RRUL's marks, one per
+// stream (BE, CS1, CS5, EF), and reads the TOS byte of what arrives at
+// each end: every mark is on the wire in both directions, and each
+// stream's socket, on the end that sends it, carries its own.
+func TestStreamDSCPOnTheWire(t *testing.T) {
+	l := newLab(t, &Server{})
+	a, b := mustAddr("10.99.0.1"), mustAddr("10.99.0.2")
+	marks := []int{0, 8, 40, 46}
+	sp := wire.Spec{Proto: wire.TCP, Direction: wire.Bidir, Duration: wire.Seconds(700 * time.Millisecond),
+		Rate: wire.Rate{BPS: 200e6}, Streams: len(marks), Ports: 1, Threads: 1, StreamDSCP: marks}
+	atB := countTOS(t, l.b, "lrb", a, unix.IPPROTO_TCP, 0)
+	atA := countTOS(t, l.a, "lra", b, unix.IPPROTO_TCP, 0)
+	res, err := Run(context.Background(), l.config(sp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Spec.StreamDSCP; len(got) != len(marks) {
+		t.Errorf("the result's spec has marks %v, want %v", got, marks)
+	}
+	time.Sleep(100 * time.Millisecond) // the last packets read
+	for _, c := range []struct {
+		name string
+		n    *tosCount
+	}{{"client to server", atB}, {"server to client", atA}} {
+		for _, m := range marks {
+			n := c.n.of(wire.TOS(m))
+			t.Logf("%s: %d packets marked %s (0x%02x)", c.name, n, wire.DSCPName(m), wire.TOS(m))
+			// BE's are the control connection's too; each stream sends
+			// 50 Mbit/s for 0.7 s: about 3000 segments, which pass the
+			// veth in GSO batches of up to 64 KiB (at least 60 packets).
+			if n < 30 {
+				t.Errorf("%s: %d packets marked %s", c.name, n, wire.DSCPName(m))
+			}
+		}
+		all, _ := c.n.counts()
+		if other := all - c.n.of(0) - c.n.of(32) - c.n.of(160) - c.n.of(184); other > 0 {
+			t.Errorf("%s: %d packets with a mark of no stream", c.name, other)
+		}
+	}
+	if len(res.Streams) != 2*len(marks) {
+		t.Fatalf("%d streams, want %d each way", len(res.Streams), len(marks))
+	}
+	for _, st := range res.Streams {
+		if st.TCP == nil || st.TCP.TOS != wire.TOS(marks[st.Stream]) {
+			t.Errorf("stream %d %s: TOS read back %+v, want 0x%02x", st.Stream, st.Direction, st.TCP, wire.TOS(marks[st.Stream]))
+		}
 	}
 }
 
@@ -214,7 +272,7 @@ func TestDSCPEngines(t *testing.T) {
 }
 
 func TestParseDSCP(t *testing.T) {
-	for in, want := range map[string]int{"EF": 46, "af41": 34, "CS6": 48, "be": 0, "LE": 1, "10": 10, "63": 63} {
+	for in, want := range map[string]int{"EF": 46, "bk": 8, "af41": 34, "CS6": 48, "be": 0, "LE": 1, "10": 10, "63": 63} {
 		if got, err := wire.ParseDSCP(in); err != nil || got != want {
 			t.Errorf("ParseDSCP(%q) = %d, %v; want %d", in, got, err, want)
 		}
@@ -227,7 +285,8 @@ func TestParseDSCP(t *testing.T) {
 }
 
 // TestTCPOverTime: each sending stream of a TCP bench, on both ends,
-// carries its TCP_INFO once a second with sane values.
+// carries its TCP_INFO once a second with sane values, the bytes its
+// receiver acknowledged growing.
 func TestTCPOverTime(t *testing.T) {
 	l := newLab(t, &Server{})
 	sp := wire.Spec{Proto: wire.TCP, Direction: wire.Bidir, Duration: wire.Seconds(2 * time.Second), Warmup: wire.Seconds(300 * time.Millisecond),
@@ -248,6 +307,11 @@ func TestTCPOverTime(t *testing.T) {
 		for k, s := range ot {
 			if s.T < float64(k)+0.9 || s.T > float64(k)+1.1 || s.Cwnd == 0 || s.RTTMicros == 0 || s.RTTMicros > 1e6 || s.PacingRate == 0 {
 				t.Errorf("stream %d %s: sample %d %+v", st.Stream, st.Direction, k, s)
+			}
+			// As fast as possible: the receiver acknowledges more every
+			// second.
+			if s.Acked == 0 || k > 0 && s.Acked <= ot[k-1].Acked {
+				t.Errorf("stream %d %s: sample %d acknowledged %d bytes so far", st.Stream, st.Direction, k, s.Acked)
 			}
 		}
 	}

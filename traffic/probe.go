@@ -78,6 +78,8 @@ type prober struct {
 	phase    int // index into rtts
 	rtts     [2][]time.Duration
 	sent     [2]int
+	keep     bool         // keep every reply (replies), not only the round trips
+	replies  []probeReply // every answered probe, in the order answered, with keep
 	seq      uint32
 	quiet    chan struct{} // closed: send no more probes
 	done     chan struct{} // closed: stop reading
@@ -92,7 +94,14 @@ const (
 	phaseLoad = 1
 )
 
-func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration) (*prober, error) {
+// probeReply is one answered probe: when it was sent and its round trip.
+type probeReply struct {
+	sent time.Time
+	rtt  time.Duration
+	idle bool
+}
+
+func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration, keep bool) (*prober, error) {
 	var laddr *net.UDPAddr
 	if local.IsValid() {
 		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0))
@@ -101,7 +110,7 @@ func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration) (*pr
 	if err != nil {
 		return nil, err
 	}
-	p := &prober{conn: c, interval: interval, quiet: make(chan struct{}), done: make(chan struct{}), halt: make(chan struct{})}
+	p := &prober{conn: c, interval: interval, keep: keep, quiet: make(chan struct{}), done: make(chan struct{}), halt: make(chan struct{})}
 	p.wg.Add(2)
 	go p.send()
 	go p.recv()
@@ -161,8 +170,12 @@ func (p *prober) recv() {
 		if !ok || h.Flags != wire.FlagReply || h.Stream > phaseLoad {
 			continue
 		}
+		rtt := now.Sub(h.SentTime())
 		p.mu.Lock()
-		p.rtts[h.Stream] = append(p.rtts[h.Stream], now.Sub(h.SentTime()))
+		p.rtts[h.Stream] = append(p.rtts[h.Stream], rtt)
+		if p.keep {
+			p.replies = append(p.replies, probeReply{sent: h.SentTime(), rtt: rtt, idle: h.Stream == phaseIdle})
+		}
 		p.mu.Unlock()
 	}
 }
@@ -210,4 +223,16 @@ func (p *prober) latency() (idle, load *results.Latency) {
 		load = results.Summarize(p.rtts[phaseLoad], p.sent[phaseLoad])
 	}
 	return idle, load
+}
+
+// overTime is every answered probe's round trip by when it was sent, in
+// seconds since start (negative: before it, idle), for target; valid
+// after finish, empty unless the prober keeps its replies.
+func (p *prober) overTime(start time.Time, target int) []results.ProbeSample {
+	out := make([]results.ProbeSample, 0, len(p.replies))
+	for _, r := range p.replies {
+		out = append(out, results.ProbeSample{Target: target, T: r.sent.Sub(start).Round(time.Millisecond).Seconds(),
+			RTT: float64(r.rtt.Microseconds()) / 1000, Idle: r.idle})
+	}
+	return out
 }

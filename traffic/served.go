@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -305,9 +304,11 @@ func (t *serverTest) openTCP() error {
 	t.connMu.Lock()
 	defer t.connMu.Unlock()
 	knobs := tcpKnobsOf(&t.spec)
-	for _, c := range slices.Concat(t.fwdConns, t.revConns) {
-		if err := knobs.conn(c); err != nil {
-			return fmt.Errorf("tcp data connection: %w", err)
+	for _, conns := range [][]*net.TCPConn{t.fwdConns, t.revConns} {
+		for i, c := range conns {
+			if err := knobs.forStream(&t.spec, i).conn(c); err != nil {
+				return fmt.Errorf("tcp data connection: %w", err)
+			}
 		}
 	}
 	if len(t.fwdConns) > 0 {

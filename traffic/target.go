@@ -259,6 +259,9 @@ func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 	if len(sp.Sizes) > 0 && len(m.Accept.Spec.Sizes) == 0 {
 		return usage.Errorf("%s: %w", t.name, wire.ErrNoMix)
 	}
+	if len(sp.StreamDSCP) > 0 && len(m.Accept.Spec.StreamDSCP) != len(sp.StreamDSCP) {
+		return usage.Errorf("%s: %w", t.name, wire.ErrNoStreamDSCP)
+	}
 	t.acc = m.Accept
 	t.spec = m.Accept.Spec
 	t.spec.ClientPorts = sp.ClientPorts
@@ -343,9 +346,6 @@ func (t *target) openTCP(r *clientRun) error {
 // dialData opens the data connections of one direction.
 func (t *target) dialData(cfg *Config, dir byte) ([]*net.TCPConn, error) {
 	sp := &t.spec
-	knobs := tcpKnobsOf(sp)
-	d := net.Dialer{Timeout: 5 * time.Second, Control: knobs.control(true)}
-	d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(t.local, 0))
 	cookie, err := wire.ParseCookie(t.acc.Cookie)
 	if err != nil {
 		return nil, err
@@ -353,6 +353,9 @@ func (t *target) dialData(cfg *Config, dir byte) ([]*net.TCPConn, error) {
 	to := netip.AddrPortFrom(t.addr.Addr(), t.acc.TCPPort).String()
 	var conns []*net.TCPConn
 	for i := range sp.Streams {
+		knobs := tcpKnobsOf(sp).forStream(sp, i)
+		d := net.Dialer{Timeout: 5 * time.Second, Control: knobs.control(true)}
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(t.local, 0))
 		var c net.Conn
 		err := cfg.setup(func() error {
 			var err error

@@ -343,7 +343,8 @@ func (t *tcpSender) sampleOverTime(tm Timing, done <-chan struct{}) {
 			for i, c := range t.conns {
 				if info, err := c.info(); err == nil {
 					t.over[i] = append(t.over[i], results.TCPSample{T: now.Sub(tm.Start).Round(time.Millisecond).Seconds(),
-						Cwnd: info.Snd_cwnd, RTTMicros: info.Rtt, Retrans: info.Total_retrans, PacingRate: bitsPerSecond(info.Pacing_rate)})
+						Cwnd: info.Snd_cwnd, RTTMicros: info.Rtt, Retrans: info.Total_retrans, PacingRate: bitsPerSecond(info.Pacing_rate),
+						Acked: info.Bytes_acked})
 				}
 			}
 			t.overMu.Unlock()

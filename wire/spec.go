@@ -122,6 +122,12 @@ type Spec struct {
 	// DSCP marks what each end sends (IP_TOS, IPV6_TCLASS), UDP and TCP:
 	// the code point, 0 to 63 (0: unmarked).
 	DSCP int `json:"dscp,omitempty"`
+	// StreamDSCP, when set, marks each TCP stream with its own code
+	// point, stream i with StreamDSCP[i], in both directions (RRUL's
+	// BE, BK, CS5, EF); it has one entry per stream and goes without
+	// DSCP. A server that does not know the field answers without it,
+	// and the client refuses the test (ErrNoStreamDSCP).
+	StreamDSCP []int `json:"stream_dscp,omitempty"`
 	// Window is SO_SNDBUF and SO_RCVBUF of every TCP data socket on both
 	// ends in bytes, as iperf3's -w (0: the kernel's autotuning).
 	Window int `json:"window,omitempty"`
@@ -201,6 +207,12 @@ func (s *Spec) Check() error {
 		return usage.Field("rcvbuf", "%d: want 0 to %d", s.RecvBuf, maxRecvBuf)
 	case s.DSCP < 0 || s.DSCP > MaxDSCP:
 		return usage.Field("dscp", "%d: want 0 to %d", s.DSCP, MaxDSCP)
+	case len(s.StreamDSCP) > 0 && s.DSCP != 0:
+		return usage.Field("stream_dscp", "goes without dscp: give one mark for every stream or a mark per stream")
+	case len(s.StreamDSCP) > 0 && len(s.StreamDSCP) != s.Streams:
+		return usage.Field("stream_dscp", "%d marks for %d streams: want one per stream", len(s.StreamDSCP), s.Streams)
+	case len(s.StreamDSCP) > 0 && s.Proto != TCP:
+		return usage.Field("stream_dscp", "is for tcp, not %s", s.Proto)
 	case s.ProbeInterval < 0:
 		return usage.Field("probe_interval", "%s: negative", s.ProbeInterval.D())
 	case s.ProbeInterval > 0 && s.ProbeInterval.D() < time.Millisecond:
@@ -209,6 +221,11 @@ func (s *Spec) Check() error {
 	if s.RR != nil {
 		if err := s.RR.check(s); err != nil {
 			return err
+		}
+	}
+	for i, d := range s.StreamDSCP {
+		if d < 0 || d > MaxDSCP {
+			return usage.Field("stream_dscp", "stream %d: %d: want 0 to %d", i, d, MaxDSCP)
 		}
 	}
 	if s.Proto == UDP && s.RR == nil {
@@ -262,6 +279,14 @@ func congestionName(s string) bool {
 		}
 	}
 	return true
+}
+
+// DSCPOf is the code point stream i is marked with (0: unmarked).
+func (s *Spec) DSCPOf(stream int) int {
+	if stream >= 0 && stream < len(s.StreamDSCP) {
+		return s.StreamDSCP[stream]
+	}
+	return s.DSCP
 }
 
 // sends and receives say which directions an end takes part in.

@@ -80,6 +80,10 @@ func TestSpecCheck(t *testing.T) {
 		{func(s *Spec) { s.Direction = Reverse }, "client ports"},
 		{func(s *Spec) { s.Proto = "tcp"; s.MSS = 40 }, "mss 40"},
 		{func(s *Spec) { s.ProbeInterval = Seconds(time.Microsecond) }, "under 1ms"},
+		{func(s *Spec) { s.Proto = "tcp"; s.StreamDSCP = []int{0, 8} }, "2 marks for 1 streams"},
+		{func(s *Spec) { s.Proto = "tcp"; s.StreamDSCP = []int{64} }, "stream 0: 64"},
+		{func(s *Spec) { s.Proto = "tcp"; s.StreamDSCP = []int{46}; s.DSCP = 8 }, "goes without dscp"},
+		{func(s *Spec) { s.StreamDSCP = []int{46} }, "is for tcp, not udp"},
 	}
 	for _, b := range bad {
 		s := ok
@@ -173,5 +177,30 @@ func TestSpecSizes(t *testing.T) {
 	// (IPv4) the payloads mean 311.83.
 	if got, want := s.UDPPacketsPerSecond(42), 1e9/(353.8333333*8); got < want*0.9999 || got > want*1.0001 {
 		t.Errorf("1 Gb/s of imix: %.1f pps, want %.1f", got, want)
+	}
+}
+
+func TestStreamDSCP(t *testing.T) {
+	s := Spec{Proto: TCP, Direction: Bidir, Duration: Seconds(time.Second), Streams: 4, Ports: 1, Threads: 1,
+		StreamDSCP: []int{0, 8, 40, 46}}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{0, 8, 40, 46, 0} {
+		if got := s.DSCPOf(i); got != want {
+			t.Errorf("DSCPOf(%d) = %d, want %d", i, got, want)
+		}
+	}
+	one := Spec{DSCP: 34}
+	if one.DSCPOf(3) != 34 {
+		t.Errorf("DSCPOf without marks per stream = %d, want the test's 34", one.DSCPOf(3))
+	}
+	for d, want := range map[int]string{0: "BE", 8: "CS1", 40: "CS5", 46: "EF", 34: "AF41", 1: "LE", 5: "5"} {
+		if got := DSCPName(d); got != want {
+			t.Errorf("DSCPName(%d) = %q, want %q", d, got, want)
+		}
+	}
+	if v, err := ParseDSCP("bk"); err != nil || v != 8 {
+		t.Errorf("ParseDSCP(bk) = %d, %v; want 8 (CS1)", v, err)
 	}
 }

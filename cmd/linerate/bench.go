@@ -26,7 +26,7 @@ import (
 	"linerate/wire"
 )
 
-// benchOptions are the flags of `linerate bench udp|tcp`.
+// benchOptions are the flags of `linerate bench udp|tcp|rr|rrul`.
 type benchOptions struct {
 	to         []string
 	from       []string
@@ -75,6 +75,8 @@ type benchOptions struct {
 	history    historyFlags
 	// warnings found while reading the flags, for stderr
 	warnings []string
+	// extra sets what a subcommand of its own adds to the run (bench rrul).
+	extra func(*traffic.Config)
 }
 
 // benchFlags names the flag behind each field the traffic package names in
@@ -90,11 +92,11 @@ var benchFlags = map[string]string{
 
 func newBenchCmd() *cobra.Command { return (&benchOptions{}).command() }
 
-// command builds `bench` with its udp and tcp subcommands, their flags
+// command builds `bench` with its udp, tcp, rr and rrul subcommands, their flags
 // bound to o.
 func (o *benchOptions) command() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "bench udp|tcp|rr --to HOST[:PORT] [--to ...]",
+		Use:   "bench udp|tcp|rr|rrul --to HOST[:PORT] [--to ...]",
 		Short: "Measure throughput, packet rate, loss and latency against 'linerate serve'",
 		Long: `bench runs one test against every --to target at once (each running
 'linerate serve') and reports per stream, per target and in total: packets
@@ -107,7 +109,9 @@ middle or the path) and, for UDP, where the lost packets died: each end
 reads its namespace's drop counters around the measured window (and the
 kernel's drop reasons where it can: docs/ledger.md). 'bench udp --search'
 finds the zero-loss rate per frame size instead (docs/search.md); 'bench rr'
-measures transactions per second and their round trips (docs/rr.md).
+measures transactions per second and their round trips (docs/rr.md);
+'bench rrul' loads the link 4 streams each way, marked, and measures the
+latency the load adds (docs/rrul.md).
 
 An interval line is printed every second (-i changes that; one live line on
 a terminal). --json prints the final result as JSON, --json-stream one JSON
@@ -129,11 +133,13 @@ path MTU), 130 interrupted (the partial result was printed).`,
   linerate bench tcp --to 10.0.0.2 --mss 88             # really small segments
   linerate bench tcp -c 10.0.0.2 -t 30 -P 8 -R -J       # as with iperf3
   linerate bench udp --to iperf3://10.0.0.2 -b 50M -l 1000 -t 5   # against a plain iperf3 -s
-  linerate bench udp --to 10.0.0.2 --engine ring --warmup 1s --duration 10s`,
+  linerate bench udp --to 10.0.0.2 --engine ring --warmup 1s --duration 10s
+  linerate bench rr --to 10.0.0.2 --connect --sample router   # connections per second through a router
+  linerate bench rrul --to 10.0.0.2                     # latency under load, as flent's RRUL`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usage.Errorf("bench %q: want udp or tcp", args[0])
+				return usage.Errorf("bench %q: want udp, tcp, rr or rrul", args[0])
 			}
 			return cmd.Help()
 		},
@@ -164,7 +170,7 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	secondsVarP(p, &o.idle, "idle", "", 500*time.Millisecond, "how long to probe latency before the load starts")
 	p.StringVar(&o.dscp, "dscp", "", "mark what both ends send with this DSCP: a name (CS0-CS7, AF11-AF43, EF, BE, LE) or a number 0-63 (IP_TOS, IPV6_TCLASS; the socket engine and TCP)")
 	o.history.add(p, true)
-	c.AddCommand(o.protoCmd(wire.UDP), o.protoCmd(wire.TCP), o.rrCmd())
+	c.AddCommand(o.protoCmd(wire.UDP), o.protoCmd(wire.TCP), o.rrCmd(), o.rrulCmd())
 	return c
 }
 
@@ -418,6 +424,9 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 		return o.runSearch(cmd, proto)
 	}
 	cfg, err := o.config(proto, cmd.Flags().Changed)
+	if err == nil && o.extra != nil {
+		o.extra(&cfg)
+	}
 	stdout := cmd.OutOrStdout()
 	var stream *report.BenchStream
 	if o.jsonStream {

@@ -21,7 +21,7 @@ func TestBenchBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"bench", "udp"}, "no target"},
-		{[]string{"bench", "sctp"}, "want udp or tcp"},
+		{[]string{"bench", "sctp"}, "want udp, tcp, rr or rrul"},
 		{[]string{"bench", "udp", "--to", "127.0.0.1", "--duration", "0s"}, "--duration 0s"},
 		{[]string{"bench", "udp", "--to", "127.0.0.1", "--size", "0"}, "--size 0"},
 		{[]string{"bench", "udp", "--to", "127.0.0.1", "--payload", "8"}, "--payload 8"},

@@ -32,9 +32,13 @@ type benchView struct {
 	Warmup  int
 	Latency []latencyRow
 	CDF     template.HTML
-	Ends    []*endView
-	Ledger  *ledgerView
-	Search  []searchRow
+	// RRUL is the figure of an RRUL test (bench rrul).
+	RRUL *rrulView
+	// TCPOverTime charts each TCP stream's TCP_INFO once a second.
+	TCPOverTime []template.HTML
+	Ends        []*endView
+	Ledger      *ledgerView
+	Search      []searchRow
 	// SearchCharts show each size's trials: rate against loss.
 	SearchCharts []template.HTML
 	Notes        []string
@@ -83,6 +87,8 @@ func newBenchView(r *results.Result) *benchView {
 	v.targets()
 	v.rates()
 	v.latency()
+	v.rrul()
+	v.tcpOverTime()
 	v.ends()
 	if r.Ledger != nil {
 		v.Ledger = newLedgerView(*r.Ledger)
@@ -220,6 +226,7 @@ func (v *benchView) figures() []figure {
 		out = append(out, figure{Name: "latency p50 under load", Value: l.P50, Format: ms},
 			figure{Name: "latency p99 under load", Value: l.P99, Format: ms})
 	}
+	out = append(out, rrulFigures(r.RRUL)...)
 	cpu := func(f float64) string { return fmt.Sprintf("%.3f s/Mpkt", f) }
 	if c := s.CPUSecondsPerMpkt.Server; c != nil {
 		out = append(out, figure{Name: "server CPU per Mpkt", Value: *c, Format: cpu})

@@ -56,7 +56,7 @@ func TestInChromium(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "report.html")
 	page := render(t, fixture(t, "bench-udp"), fixture(t, "bench-udp-1thread"), fixture(t, "bench-udp-1518"),
-		fixture(t, "bench-tcp-bidir"), fixture(t, "search"), fixture(t, "diagnose"), fixture(t, "tune-auto"))
+		fixture(t, "bench-tcp-bidir"), fixture(t, "bench-rrul"), fixture(t, "search"), fixture(t, "diagnose"), fixture(t, "tune-auto"))
 	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestInChromium(t *testing.T) {
 	if got.Figures < 20 || got.Drawn != got.Figures || got.Shapes < 100 {
 		t.Errorf("the browser drew %d of %d charts with %d shapes", got.Drawn, got.Figures, got.Shapes)
 	}
-	if got.Title != "linerate report: 7 runs" {
+	if got.Title != "linerate report: 8 runs" {
 		t.Errorf("title %q", got.Title)
 	}
 

@@ -125,6 +125,32 @@ func TestBenchTCP(t *testing.T) {
 	contains(t, page, "tcp bidir", "goodput", "381.9 Mb/s", "s/Gbit", "retransmits", ">reverse<", ">forward<")
 }
 
+// TestBenchRRUL: an RRUL result's page has flent's figure (the latency
+// idle, under load and induced, the goodput each way and per stream with
+// its mark, both over time) and each stream's TCP_INFO over time; a TCP
+// result from before the samples has neither.
+func TestBenchRRUL(t *testing.T) {
+	page := fixturePage(t, "bench-rrul", history.KindBench)
+	contains(t, page, "RRUL: latency under load", "latency the load induced, p50", "+19.279 ms", "p95 +30.032 ms",
+		"0.174 ms", "19.453 ms", "94.4 Mb/s", "95 Mb/s", "4 streams, client → server", ">CS5 (40)<", ">EF (46)<", ">BE (0)<",
+		"goodput per stream up (client → server)", "goodput per stream down (server → client)", "goodput up and down",
+		"round trip of each probe", "idle p50 0.174 ms", "TCP over time", "congestion window, segments", "smoothed RTT, ms",
+		"retransmitted segments in each second", "pacing rate, bits per second", "up 2 CS5", "down 3 EF")
+	// 4 RRUL charts and 4 of TCP over time, a line per stream in each.
+	if n := strings.Count(page, `<title>up 0 BE</title>`); n != 4 {
+		t.Errorf("%d lines of stream up 0 BE in the TCP charts, want 4", n)
+	}
+	// Side by side with itself: the RRUL figures are compared too.
+	twice := render(t, fixture(t, "bench-rrul"), fixture(t, "bench-rrul"))
+	contains(t, twice, "latency induced by the load, p50", "latency induced by the load, p95", "goodput up", "goodput down")
+	old := fixturePage(t, "bench-tcp-bidir", history.KindBench)
+	for _, s := range []string{"RRUL", "TCP over time"} {
+		if strings.Contains(old, s) {
+			t.Errorf("a TCP result without rrul or samples over time has %q", s)
+		}
+	}
+}
+
 func TestSearch(t *testing.T) {
 	page := fixturePage(t, "search", history.KindSearch)
 	contains(t, page, "Zero-loss search", "NDR 1518 B", "16.71k pps", "16.51k pps (NDR 101.2 %)", "at 1.67k pps: p50 129µs, p99 397µs",
