@@ -14,7 +14,35 @@ type Result struct {
 	Rounds   []results.FlowSet `json:"rounds"`
 	// Matrix holds each cell of a plan with a matrix: (then Rounds is
 	// empty), in the order the matrix makes them.
-	Matrix      []CellResult `json:"matrix,omitempty"`
-	Interrupted bool         `json:"interrupted"`
-	Errors      []string     `json:"errors,omitempty"`
+	Matrix []CellResult `json:"matrix,omitempty"`
+	// Controller is what the run cost the process that coordinated it.
+	Controller  *Usage   `json:"controller,omitempty"`
+	Interrupted bool     `json:"interrupted"`
+	Errors      []string `json:"errors,omitempty"`
+}
+
+// Usage is the resources a process used (getrusage(2) of itself): its
+// CPU time in user and kernel mode and its peak resident memory.
+type Usage struct {
+	UserSeconds float64 `json:"user_seconds"`
+	SysSeconds  float64 `json:"sys_seconds"`
+	MaxRSSBytes int64   `json:"max_rss_bytes"`
+}
+
+// MaxStartSpreadMS is the widest spread of window starts over every round
+// the plan ran (its matrix's cells' included); ok is false when no round
+// has one.
+func (r *Result) MaxStartSpreadMS() (ms float64, ok bool) {
+	each := func(sets []results.FlowSet) {
+		for _, s := range sets {
+			if s.StartSpreadMS != nil {
+				ms, ok = max(ms, *s.StartSpreadMS), true
+			}
+		}
+	}
+	each(r.Rounds)
+	for _, c := range r.Matrix {
+		each(c.Rounds)
+	}
+	return ms, ok
 }

@@ -36,6 +36,9 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 		}
 		fmt.Fprintln(ew)
 		planHosts(ew, pl, &set)
+		if s := set.StartSpreadMS; s != nil {
+			fmt.Fprintf(ew, "the %d flows' measured windows opened within %.1f ms of each other\n", len(set.Flows), *s)
+		}
 		for _, n := range set.Notes {
 			fmt.Fprintln(ew, "note:", n)
 		}
@@ -49,6 +52,13 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 		slices.Sort(bps)
 		fmt.Fprintf(ew, "over %d rounds: total received %s median, %s to %s\n", len(bps),
 			units.Fixed.Unit(bps[len(bps)/2], "b/s"), units.Fixed.Unit(bps[0], "b/s"), units.Fixed.Unit(bps[len(bps)-1], "b/s"))
+	}
+	if u := r.Controller; u != nil {
+		fmt.Fprintf(ew, "controller: %.2f s user, %.2f s system CPU, %.1f MB max resident", u.UserSeconds, u.SysSeconds, float64(u.MaxRSSBytes)/1e6)
+		if ms, ok := r.MaxStartSpreadMS(); ok {
+			fmt.Fprintf(ew, "; windows opened within %.1f ms (the widest round)", ms)
+		}
+		fmt.Fprintln(ew)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintln(ew, "error:", e)

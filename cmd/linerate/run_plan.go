@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"linerate/fleet"
 	"linerate/history"
@@ -58,6 +59,7 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 		}
 	}
 	res.Interrupted = ctx.Err() != nil
+	res.Controller = selfUsage()
 	o.history.save(cmd, history.KindPlan, res)
 	switch {
 	case o.json:
@@ -95,6 +97,18 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 		}
 	}
 	return failure(err, nil, !o.json && !o.csv)
+}
+
+// selfUsage is what this process used so far (getrusage(2)): the cost
+// of coordinating the plan; nil if the kernel would not say.
+func selfUsage() *plan.Usage {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return nil
+	}
+	secs := func(tv unix.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
+	// Linux gives ru_maxrss in KiB.
+	return &plan.Usage{UserSeconds: secs(ru.Utime), SysSeconds: secs(ru.Stime), MaxRSSBytes: ru.Maxrss * 1024}
 }
 
 // runRounds runs a plan's rounds, one after the other until one fails or
