@@ -91,7 +91,17 @@ func (l *tuneLab) checkRestored(t *testing.T, res *plan.Result) {
 // after.
 func TestRunMatrixTune(t *testing.T) {
 	l := newTuneLab(t, 2)
-	r := l.exec("box", "linerate", "run", l.plan, "--json", "--no-save", "--state-dir", l.state)
+	// --check lists both halves and the change, and makes none.
+	r := l.exec("box", "linerate", "run", l.plan, "--check")
+	for _, s := range []string{"4  set peer2-box size 128 tune on", `applied before the "tune on" half`, "sysctl  net.core.somaxconn  " + l.before + "  →  " + l.tuned} {
+		if r.code != 0 || !strings.Contains(r.stdout, s) {
+			t.Errorf("run --check: exit %d, lacks %q:\n%s%s", r.code, s, r.stdout, r.stderr)
+		}
+	}
+	if got := l.somaxconn(t); got != l.before {
+		t.Errorf("run --check changed somaxconn to %s", got)
+	}
+	r = l.exec("box", "linerate", "run", l.plan, "--json", "--no-save", "--state-dir", l.state)
 	if r.code != 0 {
 		t.Fatalf("run: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
