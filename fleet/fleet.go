@@ -109,6 +109,10 @@ func (r *Run) Do(ctx context.Context) (*results.FlowSet, error) {
 		})
 	}
 	wg.Wait()
+	if d, ok := startSpread(set); ok {
+		ms := float64(d) / float64(time.Millisecond)
+		set.StartSpreadMS = &ms
+	}
 	if d := path(); d != nil && set.Flows[0].Result != nil {
 		set.Flows[0].Result.AddPathDrops(*d)
 	}
@@ -202,4 +206,27 @@ func Lead(sp wire.Spec, idle time.Duration) time.Duration {
 		return idle + sp.Warmup.D()
 	}
 	return sp.Warmup.D()
+}
+
+// startSpread is how far apart the measured windows of set's flows opened:
+// each window starts at its result's start plus its warmup, by the
+// sending agent's clock. ok is false with fewer than two flows that have a
+// result.
+func startSpread(set *results.FlowSet) (spread time.Duration, ok bool) {
+	var first, last time.Time
+	n := 0
+	for _, f := range set.Flows {
+		if f.Result == nil || f.Result.Time.IsZero() {
+			continue
+		}
+		at := f.Result.Time.Add(f.Result.Spec.Warmup.D())
+		if n == 0 || at.Before(first) {
+			first = at
+		}
+		if n == 0 || at.After(last) {
+			last = at
+		}
+		n++
+	}
+	return last.Sub(first), n >= 2
 }

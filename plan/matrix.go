@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,21 @@ type Matrix struct {
 	Rates []Rate
 	// Rounds is how many times each cell runs (default: the plan's).
 	Rounds int
-	Line   int
+	// Tune is a tune plan file (`linerate tune plan -o`, an absolute
+	// path; the caller reads it): with it every cell runs twice, first
+	// all of them as the system is ("tune off"), then all of them again
+	// with the plan applied ("tune on"), rolled back after. TuneLine is
+	// where the file names it.
+	Tune     string
+	TuneLine int
+	Line     int
 }
+
+// The halves of a matrix with a tune plan: a cell's Tune.
+const (
+	TuneOff = "off"
+	TuneOn  = "on"
+)
 
 // Rate is a rate as a matrix names it: the text it was given as (a
 // cell's key) and its value.
@@ -48,9 +62,11 @@ type Cell struct {
 	Size  int
 	MSS   int
 	Rate  *Rate
+	// Tune is TuneOff or TuneOn in a matrix with a tune plan, else "".
+	Tune string
 }
 
-var matrixKeys = []string{"combinations", "sets", "sizes", "mss", "rates", "rounds"}
+var matrixKeys = []string{"combinations", "sets", "sizes", "mss", "rates", "rounds", "tune"}
 
 // maxCells bounds a matrix: combinations: all over many flows grows as 2^n.
 const maxCells = 4096
@@ -130,6 +146,12 @@ func (p *parser) matrix(f *field, pl *Plan) (*Matrix, error) {
 				}
 				m.Rates = append(m.Rates, Rate{Text: s, Rate: r})
 			}
+		case "tune":
+			s, err := p.scalar(mf.v, "matrix: tune")
+			if err != nil {
+				return nil, err
+			}
+			m.Tune, m.TuneLine = absPath(filepath.Dir(p.file), s), mf.v.Line
 		case "rounds":
 			if m.Rounds, err = p.integer(mf.v, "matrix: rounds"); err != nil {
 				return nil, err
@@ -299,8 +321,26 @@ func (p *parser) integers(n *yaml.Node, what string, low int) ([]int, error) {
 }
 
 // Cells are the matrix's combinations: every set at every size, MSS and
-// rate, in that order of nesting.
+// rate, in that order of nesting; with a tune plan, all of them without
+// it, then all of them again with it.
 func (m *Matrix) Cells() []Cell {
+	cells := m.cells()
+	if m.Tune == "" {
+		return cells
+	}
+	out := make([]Cell, 0, 2*len(cells))
+	for _, half := range []string{TuneOff, TuneOn} {
+		for _, c := range cells {
+			c.Tune = half
+			c.Key = c.key()
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// cells are the combinations of one half.
+func (m *Matrix) cells() []Cell {
 	sizes, msss := orZero(m.Sizes), orZero(m.MSS)
 	rates := []*Rate{nil}
 	if len(m.Rates) > 0 {
@@ -336,19 +376,19 @@ func (c *Cell) key() string {
 	if c.Rate != nil {
 		rate = c.Rate.Text
 	}
-	return cellKey(c.Flows, c.Size, c.MSS, rate)
+	return cellKey(c.Flows, c.Size, c.MSS, rate, c.Tune)
 }
 
 // cellKey is a cell's key: its set and, when it has one, its variant.
-func cellKey(flows []string, size, mss int, rate string) string {
-	return strings.TrimSpace(setKey(flows) + " " + variantKey(size, mss, rate))
+func cellKey(flows []string, size, mss int, rate, tune string) string {
+	return strings.TrimSpace(setKey(flows) + " " + variantKey(size, mss, rate, tune))
 }
 
 func setKey(flows []string) string { return "set " + strings.Join(flows, "+") }
 
 // variantKey is what a cell sweeps besides its set: "size 64 mss 88 rate
-// 1G", the parts swept only.
-func variantKey(size, mss int, rate string) string {
+// 1G tune on", the parts swept only.
+func variantKey(size, mss int, rate, tune string) string {
 	var parts []string
 	if size > 0 {
 		parts = append(parts, "size "+strconv.Itoa(size))
@@ -358,6 +398,9 @@ func variantKey(size, mss int, rate string) string {
 	}
 	if rate != "" {
 		parts = append(parts, "rate "+rate)
+	}
+	if tune != "" {
+		parts = append(parts, "tune "+tune)
 	}
 	return strings.Join(parts, " ")
 }
@@ -391,11 +434,13 @@ func (pl *Plan) CellPlan(c Cell) *Plan {
 
 // CellResult is what one cell of a matrix measured.
 type CellResult struct {
-	Key    string            `json:"key"`
-	Flows  []string          `json:"flows"`
-	Size   int               `json:"size,omitempty"`
-	MSS    int               `json:"mss,omitempty"`
-	Rate   string            `json:"rate,omitempty"`
+	Key   string   `json:"key"`
+	Flows []string `json:"flows"`
+	Size  int      `json:"size,omitempty"`
+	MSS   int      `json:"mss,omitempty"`
+	Rate  string   `json:"rate,omitempty"`
+	// Tune is "off" or "on" in a matrix with a tune plan.
+	Tune   string            `json:"tune,omitempty"`
 	Rounds []results.FlowSet `json:"rounds"`
 	// Received is the total received bit rate over the rounds: the mean
 	// and its 95 % confidence interval.
@@ -482,7 +527,7 @@ func NewGrid(cells []CellResult) *Grid {
 	where := map[*CellResult]pos{}
 	for i := range cells {
 		c := &cells[i]
-		row, col := strings.Join(c.Flows, "+"), variantKey(c.Size, c.MSS, c.Rate)
+		row, col := strings.Join(c.Flows, "+"), variantKey(c.Size, c.MSS, c.Rate, c.Tune)
 		r := slices.Index(g.Rows, row)
 		if r < 0 {
 			r, g.Rows = len(g.Rows), append(g.Rows, row)
@@ -511,4 +556,64 @@ func (g *Grid) Share(c *CellResult) float64 {
 		return 0
 	}
 	return c.Received.Mean / g.Max
+}
+
+// TunePair is a cell of a matrix with a tune plan, without and with it.
+type TunePair struct {
+	// Key is the cell's key without its half: "set a size 64".
+	Key     string
+	Off, On *CellResult
+}
+
+// TunePairs pairs each "tune off" cell with its "tune on" cell, in the
+// order of the off half; a cell whose other half did not run (the run was
+// interrupted, the tune plan failed to apply) has nil there. None when
+// the matrix had no tune plan.
+func TunePairs(cells []CellResult) []TunePair {
+	var out []TunePair
+	at := map[string]int{}
+	for i := range cells {
+		c := &cells[i]
+		if c.Tune == "" {
+			continue
+		}
+		key := cellKey(c.Flows, c.Size, c.MSS, c.Rate, "")
+		j, ok := at[key]
+		if !ok {
+			j, at[key] = len(out), len(out)
+			out = append(out, TunePair{Key: key})
+		}
+		if c.Tune == TuneOn {
+			out[j].On = c
+		} else {
+			out[j].Off = c
+		}
+	}
+	return out
+}
+
+// Beyond judges the change from a to b: beyond the noise when the means
+// are further apart than their two 95 % half-widths added; not judged
+// without an interval on both sides.
+func Beyond(a, b Estimate) string {
+	if !a.HasInterval() || !b.HasInterval() {
+		return "not judged: one round (no interval)"
+	}
+	d := b.Mean - a.Mean
+	switch {
+	case math.Abs(d) <= a.Half+b.Half:
+		return "within the intervals"
+	case d > 0:
+		return "higher, beyond the intervals"
+	}
+	return "lower, beyond the intervals"
+}
+
+// Change is b's mean against a's in percent, "+4.2 %"; "-" when a's
+// mean is 0.
+func Change(a, b Estimate) string {
+	if a.Mean <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f %%", (b.Mean-a.Mean)/a.Mean*100)
 }

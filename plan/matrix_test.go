@@ -32,6 +32,10 @@ func TestMatrixForms(t *testing.T) {
 		{"{sets: [a-box], mss: 536, rates: [10Mbps, 0]}", []string{"set a-box mss 536 rate 10Mbps", "set a-box mss 536 rate 0"}, 2},
 		{"{combinations: 1, sets: [[a-box], [a-box, bee]]}", []string{"set a-box", "set bee", "set c-box", "set a-box+bee"}, 2},
 		{"{sizes: 128}", []string{"set a-box+bee+c-box size 128"}, 2},
+		// With a tune plan: every cell without it, then every cell with it.
+		{"{combinations: 1, sizes: [64, 1518], tune: tuned.json}", []string{
+			"set a-box size 64 tune off", "set a-box size 1518 tune off", "set bee size 64 tune off", "set bee size 1518 tune off", "set c-box size 64 tune off", "set c-box size 1518 tune off",
+			"set a-box size 64 tune on", "set a-box size 1518 tune on", "set bee size 64 tune on", "set bee size 1518 tune on", "set c-box size 64 tune on", "set c-box size 1518 tune on"}, 2},
 	} {
 		pl, err := Parse("m.yaml", []byte(matrixHosts+"matrix: "+tc.matrix+"\n"))
 		if err != nil {
@@ -62,6 +66,7 @@ func TestMatrixErrors(t *testing.T) {
 		{"{rounds: 0}", "m.yaml:11: matrix: rounds 0: want 1 to 1000"},
 		{"{colour: red}", `m.yaml:11: matrix: unknown key "colour"`},
 		{"\n  sets: 3", `m.yaml:12: matrix: sets: want a list, not "3"`},
+		{"{tune: [a, b]}", `m.yaml:11: matrix: tune: want a value, not a list`},
 	} {
 		_, err := Parse("m.yaml", []byte(matrixHosts+"matrix: "+tc.matrix+"\n"))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
@@ -123,5 +128,64 @@ func TestMean95(t *testing.T) {
 	}
 	if one := Mean95([]float64{5}); one.Mean != 5 || one.Half != 0 || one.HasInterval() {
 		t.Errorf("one round: %+v", one)
+	}
+}
+
+// A matrix's tune plan is a path relative to the plan; its cells pair up
+// without and with it, by the rest of their key.
+func TestMatrixTune(t *testing.T) {
+	pl, err := Parse("/etc/lr/m.yaml", []byte(matrixHosts+"matrix: {combinations: 1, tune: ../tuned.json}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Matrix.Tune != "/etc/tuned.json" || pl.Matrix.TuneLine != 11 {
+		t.Errorf("tune %q at line %d, want /etc/tuned.json at 11", pl.Matrix.Tune, pl.Matrix.TuneLine)
+	}
+	var res []CellResult
+	for i, c := range pl.Matrix.Cells() {
+		cr := CellResult{Key: c.Key, Flows: c.Flows, Tune: c.Tune, Received: Estimate{Mean: float64(i), N: 1}}
+		// The last cell did not run (the run was interrupted).
+		if i < 5 {
+			res = append(res, cr)
+		}
+	}
+	pairs := TunePairs(res)
+	if len(pairs) != 3 {
+		t.Fatalf("%d pairs, want 3: %+v", len(pairs), pairs)
+	}
+	for i, p := range pairs {
+		if p.Off == nil || p.Off.Tune != TuneOff || p.Off.Received.Mean != float64(i) {
+			t.Errorf("pair %s: off %+v", p.Key, p.Off)
+		}
+		if i < 2 && (p.On == nil || p.On.Tune != TuneOn || p.On.Received.Mean != float64(i+3)) {
+			t.Errorf("pair %s: on %+v", p.Key, p.On)
+		}
+	}
+	if pairs[0].Key != "set a-box" || pairs[2].On != nil {
+		t.Errorf("pairs %q, last on %+v", pairs[0].Key, pairs[2].On)
+	}
+	if got := TunePairs(res[:0]); got != nil {
+		t.Errorf("no cells: %+v", got)
+	}
+}
+
+func TestBeyond(t *testing.T) {
+	a, b := Estimate{Mean: 100, Half: 5, N: 3}, Estimate{Mean: 120, Half: 5, N: 3}
+	for _, tc := range []struct {
+		a, b       Estimate
+		want, diff string
+	}{
+		{a, b, "higher, beyond the intervals", "+20.0 %"},
+		{b, a, "lower, beyond the intervals", "-16.7 %"},
+		{a, Estimate{Mean: 109, Half: 5, N: 3}, "within the intervals", "+9.0 %"},
+		{a, Estimate{Mean: 300, N: 1}, "not judged: one round (no interval)", "+200.0 %"},
+		{Estimate{}, a, "not judged: one round (no interval)", "-"},
+	} {
+		if got := Beyond(tc.a, tc.b); got != tc.want {
+			t.Errorf("%v → %v: %q, want %q", tc.a, tc.b, got, tc.want)
+		}
+		if got := Change(tc.a, tc.b); got != tc.diff {
+			t.Errorf("%v → %v: change %q, want %q", tc.a, tc.b, got, tc.diff)
+		}
 	}
 }

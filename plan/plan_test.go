@@ -367,6 +367,12 @@ func TestExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			near(t, f+" all five", all.LimitedBps, 3.08e9+941.5e6, 0.03e9)
+		case "lab-star32.yaml":
+			// 32 peers of a star lab, each a paced 2 kpps to the box.
+			if len(pl.Hosts) != 33 || len(pl.Flows) != 32 {
+				t.Fatalf("%s: %d hosts, %d flows", f, len(pl.Hosts), len(pl.Flows))
+			}
+			near(t, f+" pps", e.Total.PPS, 32*2000, 1)
 		default:
 			t.Errorf("%s: an example the test does not know: add what it models here", f)
 		}

@@ -37,6 +37,10 @@ func Matrix(w io.Writer, cells []plan.CellResult) error {
 	tw.Flush()
 	fmt.Fprintln(ew)
 	MatrixHeat(ew, plan.NewGrid(cells))
+	if len(plan.TunePairs(cells)) > 0 {
+		fmt.Fprintln(ew)
+		MatrixTune(ew, cells)
+	}
 	return ew.err
 }
 
@@ -87,39 +91,82 @@ func MatrixHeat(w io.Writer, g *plan.Grid) {
 // each one's mean, the change, and whether the change is beyond both
 // cells' 95 % intervals taken together.
 func MatrixCompare(w io.Writer, a, b []plan.CellResult) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CELL\tA\tB\tCHANGE\t")
-	matched := 0
-	for _, x := range a {
-		var y *plan.CellResult
-		for i := range b {
-			if b[i].Key == x.Key {
-				y = &b[i]
+	var pairs []cellPair
+	for i := range a {
+		p := cellPair{key: a[i].Key, a: &a[i]}
+		for j := range b {
+			if b[j].Key == a[i].Key {
+				p.b = &b[j]
 			}
 		}
-		if y == nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t\tonly in A\n", x.Key, bps(x.Received.Mean))
-			continue
-		}
-		matched++
-		change := "-"
-		if x.Received.Mean > 0 {
-			change = fmt.Sprintf("%+.1f %%", (y.Received.Mean-x.Received.Mean)/x.Received.Mean*100)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.Key, bps(x.Received.Mean), bps(y.Received.Mean), change, beyond(x.Received, y.Received))
+		pairs = append(pairs, p)
 	}
-	for _, y := range b {
-		if !containsKey(a, y.Key) {
-			fmt.Fprintf(tw, "%s\t-\t%s\t\tonly in B\n", y.Key, bps(y.Received.Mean))
+	for j := range b {
+		if !containsKey(a, b[j].Key) {
+			pairs = append(pairs, cellPair{key: b[j].Key, b: &b[j]})
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	matched, err := writePairs(w, [2]string{"A", "B"}, [2]string{"only in A", "only in B"}, pairs)
+	if err == nil && matched == 0 {
+		err = fmt.Errorf("compare: the two matrices have no cell in common")
+	}
+	return err
+}
+
+// MatrixTune writes a matrix with a tune plan cell by cell: each cell
+// without the plan and with it, the change, and whether it is beyond the
+// two 95 % intervals. Nothing for a matrix without a tune plan.
+func MatrixTune(w io.Writer, cells []plan.CellResult) error {
+	tp := plan.TunePairs(cells)
+	if len(tp) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(w, "tune: each cell without the tune plan and with it"); err != nil {
 		return err
 	}
-	if matched == 0 {
-		return fmt.Errorf("compare: the two matrices have no cell in common")
+	pairs := make([]cellPair, len(tp))
+	for i, p := range tp {
+		pairs[i] = cellPair{key: p.Key, a: p.Off, b: p.On}
 	}
-	return nil
+	_, err := writePairs(w, [2]string{"TUNE OFF", "TUNE ON"}, [2]string{"not run with the tune plan", "not run without the tune plan"}, pairs)
+	return err
+}
+
+// cellPair is one row of a comparison: a cell in two results, nil where
+// one has none.
+type cellPair struct {
+	key  string
+	a, b *plan.CellResult
+}
+
+// writePairs writes a row per pair under the column names: both means,
+// the change and whether it is beyond the intervals, or what only says
+// of a pair with one cell only; matched counts the pairs with both.
+func writePairs(w io.Writer, names, only [2]string, pairs []cellPair) (matched int, err error) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "CELL\t%s\t%s\tCHANGE\t\n", names[0], names[1])
+	for _, p := range pairs {
+		switch {
+		case p.b == nil:
+			fmt.Fprintf(tw, "%s\t%s\t-\t\t%s\n", p.key, cellMean(p.a), only[0])
+		case p.a == nil:
+			fmt.Fprintf(tw, "%s\t-\t%s\t\t%s\n", p.key, cellMean(p.b), only[1])
+		default:
+			matched++
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.key, cellMean(p.a), cellMean(p.b),
+				plan.Change(p.a.Received, p.b.Received), plan.Beyond(p.a.Received, p.b.Received))
+		}
+	}
+	return matched, tw.Flush()
+}
+
+// cellMean is a cell's mean received rate, "-" for a cell that measured
+// nothing.
+func cellMean(c *plan.CellResult) string {
+	if len(c.Rounds) == 0 && c.Received.N == 0 {
+		return "-"
+	}
+	return bps(c.Received.Mean)
 }
 
 func containsKey(cells []plan.CellResult, key string) bool {
@@ -129,22 +176,6 @@ func containsKey(cells []plan.CellResult, key string) bool {
 		}
 	}
 	return false
-}
-
-// beyond judges a change between two estimates: beyond the noise when the
-// means are further apart than the two 95 % half-widths added.
-func beyond(a, b plan.Estimate) string {
-	if !a.HasInterval() || !b.HasInterval() {
-		return "not judged: one round (no interval)"
-	}
-	d := b.Mean - a.Mean
-	switch {
-	case math.Abs(d) <= a.Half+b.Half:
-		return "within the intervals"
-	case d > 0:
-		return "higher, beyond the intervals"
-	}
-	return "lower, beyond the intervals"
 }
 
 // MatrixPlan writes what a plan's matrix will run (run --check): how many

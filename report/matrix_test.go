@@ -54,6 +54,36 @@ func TestMatrixCompare(t *testing.T) {
 	}
 }
 
+// A matrix with a tune plan: its table and heat map show both halves,
+// then a row per cell with the change from off to on.
+func TestMatrixTuneText(t *testing.T) {
+	off, on := matrixCells(1), matrixCells(0.5)
+	var cells []plan.CellResult
+	for _, half := range []struct {
+		name  string
+		cells []plan.CellResult
+	}{{plan.TuneOff, off}, {plan.TuneOn, on}} {
+		for _, c := range half.cells {
+			c.Tune, c.Key = half.name, c.Key+" tune "+half.name
+			cells = append(cells, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := Matrix(&b, cells); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"set a-box tune on", "TUNE OFF        TUNE ON", "tune: each cell without the tune plan and with it",
+		"set a-box+b-box  1.80 Gb/s    900.00 Mb/s  -50.0 %  lower, beyond the intervals"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := Matrix(&b, off); err != nil || strings.Contains(b.String(), "TUNE") {
+		t.Errorf("a matrix without a tune plan: %v\n%s", err, b.String())
+	}
+}
+
 // TestPlanCSV: one row per cell, round and flow, read back by encoding/csv.
 func TestPlanCSV(t *testing.T) {
 	pl, err := plan.Parse("m.yaml", []byte("hosts: {box: 10.0.0.1, a: 10.0.0.2, b: 10.0.0.3}\nflows:\n  - {from: a, to: box, proto: udp}\n  - {from: b, to: box, proto: udp}\nmatrix: {sets: [[a-box], [a-box, b-box]]}\n"))

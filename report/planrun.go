@@ -36,6 +36,9 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 		}
 		fmt.Fprintln(ew)
 		planHosts(ew, pl, &set)
+		if s := set.StartSpreadMS; s != nil {
+			fmt.Fprintf(ew, "the %d flows' measured windows opened within %.1f ms of each other\n", len(set.Flows), *s)
+		}
 		for _, n := range set.Notes {
 			fmt.Fprintln(ew, "note:", n)
 		}
@@ -65,6 +68,41 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 	}
 	if r.Interrupted {
 		fmt.Fprintln(ew, "INTERRUPTED: the figures cover the part that ran")
+	}
+	return ew.err
+}
+
+// PlanEnd writes what follows a plan's figures (and its matrix): what a
+// matrix's tune plan changed and whether it was put back, and what the run
+// cost the controller, with the widest spread of window starts.
+func PlanEnd(w io.Writer, r *plan.Result) error {
+	ew := &ceilErrWriter{w: w}
+	if t := r.Tune; t != nil {
+		fmt.Fprintf(ew, "tune plan %s", t.File)
+		if t.Netns != "" {
+			fmt.Fprintf(ew, " (netns %s)", t.Netns)
+		}
+		switch {
+		case !t.Applied:
+			fmt.Fprintln(ew, ": not applied")
+		case t.RolledBack:
+			fmt.Fprintf(ew, ": %d changes applied for the \"tune on\" half, rolled back after\n", len(t.Changes))
+		default:
+			fmt.Fprintf(ew, ": %d changes applied, NOT all rolled back\n", len(t.Changes))
+		}
+		for _, c := range t.Changes {
+			fmt.Fprintf(ew, "  %s %s: %s → %s\n", c.Kind, c.Target, c.From, c.To)
+		}
+		for _, e := range t.Errors {
+			fmt.Fprintln(ew, "error: tune:", e)
+		}
+	}
+	if u := r.Controller; u != nil {
+		fmt.Fprintf(ew, "controller: %.2f s user, %.2f s system CPU, %.1f MB max resident", u.UserSeconds, u.SysSeconds, float64(u.MaxRSSBytes)/1e6)
+		if ms, ok := r.MaxStartSpreadMS(); ok {
+			fmt.Fprintf(ew, "; windows opened within %.1f ms (the widest round)", ms)
+		}
+		fmt.Fprintln(ew)
 	}
 	return ew.err
 }

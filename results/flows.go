@@ -19,6 +19,11 @@ type FlowSet struct {
 	// Total adds up every flow's measured window (the longest window; the
 	// flows start within a control round trip of each other).
 	Total Totals `json:"total"`
+	// StartSpreadMS is how far apart, in milliseconds, the flows' measured
+	// windows opened: the latest window start less the earliest, each by
+	// its sender's clock (hosts' clocks differ by their NTP error). Absent
+	// with fewer than two flows that measured.
+	StartSpreadMS *float64 `json:"start_spread_ms,omitempty"`
 	// Samples are the controller's counters once a second while the flows
 	// ran (side "dut"), and those of hosts added with --sample.
 	Samples     []Sample `json:"samples,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"text/tabwriter"
 
@@ -120,6 +121,10 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
 				}
 				s.Serve = &lab.Serve{Port: wire.DefaultPort, CPUs: cpus, Command: func(_, secretFile string) *exec.Cmd {
 					args := []string{"serve", "--token-file", secretFile}
+					if s.Ports > serveMaxClients {
+						// A star's box receives a flow from every peer at once.
+						args = append(args, "--max-clients", strconv.Itoa(s.Ports))
+					}
 					if len(cpus) > 0 {
 						args = append(args, "--cpus", o.cpus)
 					}

@@ -39,6 +39,8 @@ type runOptions struct {
 	history    historyFlags
 	// promTargets is --prometheus-targets FILE.
 	promTargets string
+	// stateDir holds the journal of a matrix's tune plan.
+	stateDir string
 }
 
 func newRunCmd() *cobra.Command {
@@ -78,10 +80,16 @@ combination of k, or in listed sets, across sizes, MSS and rates, each
 cell for the matrix's rounds; it prints a table of the cells (the mean
 total received over the rounds ± a Student-t 95 % interval) and a heat
 map, a row per set and a column per size, MSS or rate. --csv prints one
-row per cell, round and flow.`,
+row per cell, round and flow. With tune: FILE in the matrix (a 'tune plan
+-o' file), every cell runs without it, then again with it applied as one
+journalled transaction here (or in the namespace the file names), rolled
+back at the end, on failure and on Ctrl-C; the output pairs each cell's
+two halves.`,
 		Example: `  linerate run plan.yaml                                # run it: every flow at once, every round
   linerate run plan.yaml --json > result.json
   linerate run examples/cm4-matrix.yaml --csv > cells.csv   # a matrix: each port alone, in pairs ..., all at once
+  linerate run ab.yaml --state-dir /var/lib/linerate   # a matrix with tune: rps.json, without it and with it
+  linerate lab exec s32 box -- linerate run examples/lab-star32.yaml   # 32 peers of 'lab up star --ports 32 --serve'
   linerate run examples/cm4-fan-in.yaml --check        # five hosts into a CM4's four-port NIC
   linerate run examples/routerpi-bidir.yaml --check     # a NAT router, both directions at once
   linerate run examples/apu4-mars-venus.yaml --check    # mars to four addresses of venus
@@ -107,6 +115,7 @@ row per cell, round and flow.`,
 	f.BoolVar(&o.json, "json", false, "print the run's result as JSON: every round's flows, as bench --from prints them, and what the plan expected")
 	f.StringVar(&o.promTargets, "prometheus-targets", "", "also write the plan's agents' /metrics addresses (serve --web; a host's web: key) to FILE as a Prometheus file_sd target list")
 	f.BoolVar(&o.csv, "csv", false, "print the run's result as CSV: a header row, then one row per cell (of a matrix), round and flow")
+	f.StringVar(&o.stateDir, "state-dir", defaultTuneStateDir(), "where the journal of a matrix's tune plan lives (its journal/ subdirectory); $"+tuneStateDirEnv+" sets the default")
 	o.history.add(f, true)
 	return cmd
 }
@@ -155,14 +164,34 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
+	var ab *abTune
+	if pl.Matrix != nil && pl.Matrix.Tune != "" {
+		if !o.check {
+			if err := requireRootFor("matrix: tune"); err != nil {
+				return err
+			}
+		}
+		if ab, err = openABTune(pl, o.stateDir); err != nil {
+			return err
+		}
+	}
 	if !o.check {
-		return o.runPlan(cmd, pl, e)
+		return o.runPlan(cmd, pl, e, ab)
+	}
+	if ab != nil {
+		defer ab.sys.Close()
 	}
 	if err := report.Plan(cmd.OutOrStdout(), pl, e); err != nil {
 		return err
 	}
 	if pl.Matrix != nil {
 		if err := report.MatrixPlan(cmd.OutOrStdout(), pl); err != nil {
+			return err
+		}
+	}
+	if ab != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "\nthe tune plan %s, applied before the \"tune on\" half and rolled back after:\n", pl.Matrix.Tune)
+		if err := report.TunePlan(cmd.OutOrStdout(), ab.plan); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"linerate/fleet"
 	"linerate/history"
@@ -22,7 +23,7 @@ import (
 // runPlan runs a checked plan: every round, each flow's sender agent runs
 // its flow to the receiver's agent, all flows at once, while the hosts
 // under sample: record their counters and this host samples itself.
-func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectation) error {
+func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectation, ab *abTune) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	var base remote.Options
@@ -42,22 +43,10 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 			return errors.New(res.Errors[0])
 		}
 	} else {
-		cells := pl.Matrix.Cells()
-		for i, c := range cells {
-			if ctx.Err() != nil {
-				break
-			}
-			cp := pl.CellPlan(c)
-			cr := plan.CellResult{Key: c.Key, Flows: c.Flows, Size: c.Size, MSS: c.MSS}
-			if c.Rate != nil {
-				cr.Rate = c.Rate.Text
-			}
-			cr.Rounds, cr.Errors = runRounds(cmd, planFleet(cp, ports, base, o.token), cp, fmt.Sprintf("cell %d of %d (%s): ", i+1, len(cells), c.Key))
-			cr.Summarize()
-			res.Matrix = append(res.Matrix, cr)
-		}
+		res.Matrix, res.Tune = runMatrix(cmd, pl, ab, func(cp *plan.Plan) *fleet.Run { return planFleet(cp, ports, base, o.token) })
 	}
 	res.Interrupted = ctx.Err() != nil
+	res.Controller = selfUsage()
 	o.history.save(cmd, history.KindPlan, res)
 	switch {
 	case o.json:
@@ -67,7 +56,12 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 	default:
 		err = report.PlanResult(cmd.OutOrStdout(), pl, res)
 		if err == nil && res.Matrix != nil {
-			err = report.Matrix(cmd.OutOrStdout(), res.Matrix)
+			if err = report.Matrix(cmd.OutOrStdout(), res.Matrix); err == nil {
+				fmt.Fprintln(cmd.OutOrStdout())
+			}
+		}
+		if err == nil {
+			err = report.PlanEnd(cmd.OutOrStdout(), res)
 		}
 	}
 	if err != nil {
@@ -84,6 +78,9 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 			err = fleet.Failed(&r)
 		}
 	}
+	if t := res.Tune; t != nil && len(t.Errors) > 0 && err == nil {
+		err = fmt.Errorf("tune plan %s: %s", t.File, t.Errors[0])
+	}
 	for _, c := range res.Matrix {
 		if err == nil && len(c.Errors) > 0 {
 			err = fmt.Errorf("cell %s: %s", c.Key, c.Errors[0])
@@ -95,6 +92,58 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 		}
 	}
 	return failure(err, nil, !o.json && !o.csv)
+}
+
+// selfUsage is what this process used so far (getrusage(2)): the cost
+// of coordinating the plan; nil if the kernel would not say.
+func selfUsage() *plan.Usage {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return nil
+	}
+	secs := func(tv unix.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
+	// Linux gives ru_maxrss in KiB.
+	return &plan.Usage{UserSeconds: secs(ru.Utime), SysSeconds: secs(ru.Stime), MaxRSSBytes: ru.Maxrss * 1024}
+}
+
+// runMatrix runs every cell of pl's matrix, each for the matrix's rounds
+// (a fleet run that fails goes in its cell's errors, and the next cell
+// runs). With a tune plan (ab), the "tune on" half runs after ab applied
+// it, and ab rolls it back when the last cell ends or the run is
+// interrupted; if it cannot be applied, those cells say so and do not run.
+func runMatrix(cmd *cobra.Command, pl *plan.Plan, ab *abTune, run func(*plan.Plan) *fleet.Run) ([]plan.CellResult, *plan.TuneRun) {
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	var out []plan.CellResult
+	var tuneErr error
+	cells := pl.Matrix.Cells()
+	for i, c := range cells {
+		if ctx.Err() != nil {
+			break
+		}
+		cp := pl.CellPlan(c)
+		cr := plan.CellResult{Key: c.Key, Flows: c.Flows, Size: c.Size, MSS: c.MSS, Tune: c.Tune}
+		if c.Rate != nil {
+			cr.Rate = c.Rate.Text
+		}
+		if c.Tune == plan.TuneOn && ab.tx == nil && tuneErr == nil {
+			if tuneErr = ab.apply(ctx, stderr); tuneErr != nil {
+				ab.rec.Errors = append(ab.rec.Errors, tuneErr.Error())
+				fmt.Fprintf(stderr, "tune: %s: not applied: %v\n", ab.rec.File, tuneErr)
+			}
+		}
+		if c.Tune == plan.TuneOn && tuneErr != nil {
+			cr.Errors = []string{"the tune plan was not applied: " + tuneErr.Error()}
+		} else {
+			cr.Rounds, cr.Errors = runRounds(cmd, run(cp), cp, fmt.Sprintf("cell %d of %d (%s): ", i+1, len(cells), c.Key))
+		}
+		cr.Summarize()
+		out = append(out, cr)
+	}
+	if ab == nil {
+		return out, nil
+	}
+	return out, ab.close(ctx, stderr)
 }
 
 // runRounds runs a plan's rounds, one after the other until one fails or

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,10 +101,20 @@ func TestRunErrors(t *testing.T) {
 	if err := os.WriteFile(noCapture, []byte("hosts:\n  a: 10.0.0.1\n  b: 10.0.0.2\nflows:\n  - {from: a, to: b, proto: udp}\nceiling: {host: b, root: none.tar.gz}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A matrix whose tune plan is missing, and one whose item cannot be
+	// made here.
+	noTune := filepath.Join(dir, "notune.yaml")
+	badTune := filepath.Join(dir, "badtune.yaml")
+	matrix := "hosts:\n  a: 10.0.0.1\n  b: 10.0.0.2\nflows:\n  - {from: a, to: b, proto: udp}\nmatrix:\n  tune: %s\n"
+	os.WriteFile(noTune, fmt.Appendf(nil, matrix, "none.json"), 0o644)
+	os.WriteFile(badTune, fmt.Appendf(nil, matrix, "bad.json"), 0o644)
+	os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"schema": 1, "items": [{"kind": "mtu", "target": "no-such-nic0", "value": "1400"}]}`), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{noTune, "--check"}, noTune + ":7: matrix: tune " + filepath.Join(dir, "none.json") + ": no such file or directory"},
+		{[]string{badTune, "--check"}, badTune + ":7: matrix: tune: " + filepath.Join(dir, "bad.json") + ": "},
 		{[]string{"examples/cm4-fan-in.yaml", "--reach"}, "--reach goes with --check"},
 		{[]string{bad, "--check"}, bad + ":5: flow 1: to c: no such host (hosts: a, b)"},
 		{[]string{filepath.Join(dir, "none.yaml"), "--check"}, filepath.Join(dir, "none.yaml") + ": cannot read the plan: no such file or directory"},

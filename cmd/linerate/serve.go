@@ -40,6 +40,9 @@ type serveOptions struct {
 	web         string
 }
 
+// serveMaxClients is serve's --max-clients by default.
+const serveMaxClients = 8
+
 func newServeCmd() *cobra.Command {
 	o := &serveOptions{}
 	c := &cobra.Command{
@@ -97,7 +100,7 @@ address only those who may see the box's counters reach.`,
 	f.StringVar(&o.tokenFile, "token-file", "", "read the shared secret from this file (first line; chmod 600)")
 	f.DurationVar(&o.maxDuration, "max-duration", 5*time.Minute, "longest test (warmup included) this server runs; longer ones are shortened")
 	f.StringVar(&o.maxRate, "max-rate", "0", "fastest rate per direction a test may ask (\"500Mbps\", \"200kpps\"; 0: no cap)")
-	f.IntVar(&o.maxClients, "max-clients", 8, "control connections open at once; more are refused with a reason")
+	f.IntVar(&o.maxClients, "max-clients", serveMaxClients, "control connections open at once; more are refused with a reason")
 	f.DurationVar(&o.peerTimeout, "peer-timeout", 10*time.Second, "end a client's test once it has been silent this long (nothing acknowledged, no keepalive answer): its host or network vanished")
 	f.StringVar(&o.cpus, "cpus", "", "pin the server's sender and receiver threads to these CPUs, round robin (\"2,3\" or \"0-3\")")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not log clients and tests to stderr")

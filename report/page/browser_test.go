@@ -56,7 +56,8 @@ func TestInChromium(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "report.html")
 	page := render(t, fixture(t, "bench-udp"), fixture(t, "bench-udp-1thread"), fixture(t, "bench-udp-1518"),
-		fixture(t, "bench-tcp-bidir"), fixture(t, "bench-rrul"), fixture(t, "search"), fixture(t, "diagnose"), fixture(t, "tune-auto"))
+		fixture(t, "bench-tcp-bidir"), fixture(t, "bench-rrul"), fixture(t, "search"), fixture(t, "diagnose"), fixture(t, "tune-auto"),
+		matrixRun(t), matrixTuneRun(t))
 	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,10 @@ func TestInChromium(t *testing.T) {
 	// What the browser laid out: every chart drawn at a size.
 	type layout struct {
 		Figures, Drawn, Shapes int
-		Title                  string
+		// HeatCells are the matrices' coloured heat map cells laid out
+		// at a size.
+		HeatCells int
+		Title     string
 	}
 	got, err := chromedp.Run(tctx, chromedp.Evaluate[layout](`(() => {
 		const figs = [...document.querySelectorAll("figure.chart > svg")];
@@ -137,17 +141,22 @@ func TestInChromium(t *testing.T) {
 			Figures: figs.length,
 			Drawn: figs.filter(s => { const r = s.getBoundingClientRect(); return r.width > 100 && r.height > 50; }).length,
 			Shapes: document.querySelectorAll("svg polyline, svg polygon, svg rect").length,
+			HeatCells: [...document.querySelectorAll("figure.heat rect.cell:not(.none)")].filter(r => { const b = r.getBoundingClientRect(); return b.width > 50 && b.height > 10; }).length,
 			Title: document.title,
 		};
 	})()`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d charts, %d drawn, %d shapes, title %q", got.Figures, got.Drawn, got.Shapes, got.Title)
+	t.Logf("%d charts, %d drawn, %d shapes, %d heat map cells, title %q", got.Figures, got.Drawn, got.Shapes, got.HeatCells, got.Title)
 	if got.Figures < 20 || got.Drawn != got.Figures || got.Shapes < 100 {
 		t.Errorf("the browser drew %d of %d charts with %d shapes", got.Drawn, got.Figures, got.Shapes)
 	}
-	if got.Title != "linerate report: 8 runs" {
+	// matrixRun has 3 cells that measured, matrixTuneRun 2.
+	if got.HeatCells != 5 {
+		t.Errorf("the browser drew %d heat map cells, want 5", got.HeatCells)
+	}
+	if got.Title != "linerate report: 10 runs" {
 		t.Errorf("title %q", got.Title)
 	}
 

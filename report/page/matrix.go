@@ -21,16 +21,32 @@ type matrixView struct {
 	Plan  string
 	Cells []matrixRow
 	Heat  template.HTML
+	// Tune is the tune plan of an A/B matrix ("" without one).
+	Tune string
 }
 
 type matrixRow struct {
 	Key, Rounds, Received, Interval, Errors string
+	// Change is a "tune on" cell's change from its "tune off" cell and
+	// whether it is beyond the intervals; "" elsewhere.
+	Change string
 }
 
 func newMatrixView(r *plan.Result) *matrixView {
 	v := &matrixView{Plan: r.Plan}
-	for _, c := range r.Matrix {
-		row := matrixRow{Key: c.Key, Rounds: fmt.Sprint(len(c.Rounds)), Received: "-", Interval: "-", Errors: strings.Join(c.Errors, "; ")}
+	if r.Tune != nil {
+		v.Tune = r.Tune.File
+	}
+	changes := map[*plan.CellResult]string{}
+	for _, p := range plan.TunePairs(r.Matrix) {
+		if p.Off != nil && p.On != nil && len(p.Off.Rounds) > 0 && len(p.On.Rounds) > 0 {
+			changes[p.On] = plan.Change(p.Off.Received, p.On.Received) + ", " + plan.Beyond(p.Off.Received, p.On.Received)
+		}
+	}
+	for i := range r.Matrix {
+		c := &r.Matrix[i]
+		row := matrixRow{Key: c.Key, Rounds: fmt.Sprint(len(c.Rounds)), Received: "-", Interval: "-", Errors: strings.Join(c.Errors, "; "),
+			Change: changes[c]}
 		if len(c.Rounds) > 0 {
 			row.Received = units.Rate(c.Received.Mean, "b/s")
 		}

@@ -46,3 +46,32 @@ func TestMatrixHeatMap(t *testing.T) {
 		t.Errorf("no cell at the darkest shade")
 	}
 }
+
+// matrixTuneRun is a matrix with a tune plan: one set at one size, run
+// without the plan and with it, three rounds each.
+func matrixTuneRun(t *testing.T) *history.Run {
+	t.Helper()
+	round := func(bps float64) results.FlowSet { return results.FlowSet{Total: results.Totals{ReceivedBPS: bps}} }
+	cells := []plan.CellResult{
+		{Key: "set a size 64 tune off", Flows: []string{"a"}, Size: 64, Tune: plan.TuneOff, Rounds: []results.FlowSet{round(400e6), round(410e6), round(405e6)}},
+		{Key: "set a size 64 tune on", Flows: []string{"a"}, Size: 64, Tune: plan.TuneOn, Rounds: []results.FlowSet{round(600e6), round(610e6), round(605e6)}},
+	}
+	for i := range cells {
+		cells[i].Summarize()
+	}
+	data, err := json.Marshal(&plan.Result{Plan: "ab.yaml", Matrix: cells,
+		Tune: &plan.TuneRun{File: "/etc/lr/rps.json", Applied: true, RolledBack: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &history.Run{Entry: history.Entry{ID: "20261127-0710-ab", Kind: history.KindPlan}, Result: data}
+}
+
+func TestMatrixTunePage(t *testing.T) {
+	page := render(t, matrixTuneRun(t))
+	checkOffline(t, page)
+	contains(t, page, "/etc/lr/rps.json", "tune on against off", "size 64 tune off", "size 64 tune on", "+49.4 %, higher, beyond the intervals")
+	if n := strings.Count(page, `<rect class="cell"`); n != 2 {
+		t.Errorf("%d coloured cells, want 2", n)
+	}
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"linerate/plan"
+)
+
+// TestRunPlanStar32 runs examples/lab-star32.yaml, shortened, in a star
+// lab of 32 peers with an agent in every node: one command reaches the 32
+// senders, starts their flows together and collects them. Every flow has a
+// result that received, the round says how far apart the windows opened
+// (start_spread_ms, the spread of the flows' own window starts), and
+// the controller's CPU and memory are in the result. The figures are
+// logged, never judged.
+func TestRunPlanStar32(t *testing.T) {
+	const peers = 32
+	l := upAgentLab(t, "s32-", "star", "--ports", "32")
+	b, err := os.ReadFile(filepath.Join(repoRoot, "examples", "lab-star32.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(strings.Replace(string(b), "duration: 5s", "duration: 2s", 1), "warmup: 1s", "warmup: 500ms", 1)
+	p := filepath.Join(t.TempDir(), "star32.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cpu0 := agentsCPU(t, l.name)
+	r := l.exec("box", "linerate", "run", p, "--json", "--no-save")
+	t.Logf("agents CPU %.2f s", agentsCPU(t, l.name)-cpu0)
+	if r.code != 0 {
+		t.Fatalf("run: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var res plan.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("run --json: %v\n%s", err, r.stdout)
+	}
+	if len(res.Rounds) != 1 {
+		t.Fatalf("%d rounds, want 1", len(res.Rounds))
+	}
+	set := res.Rounds[0]
+	if len(set.Flows) != peers {
+		t.Fatalf("%d flows, want %d", len(set.Flows), peers)
+	}
+	for i, f := range set.Flows {
+		switch {
+		case f.Error != "" || f.Result == nil:
+			t.Errorf("flow %d from %s: error %q", i+1, f.From, f.Error)
+		case f.Result.Summary.ReceivedPackets < 1000:
+			// 2 kpps for 2 s: 4000.
+			t.Errorf("flow %d from %s: received %d packets", i+1, f.From, f.Result.Summary.ReceivedPackets)
+		}
+	}
+	// The spread written is the one the flows' own starts give (each
+	// window opens at its start plus its warmup, by its sender's clock).
+	var starts []time.Time
+	for i, f := range set.Flows {
+		if f.Result != nil {
+			starts = append(starts, f.Result.Time.Add(f.Result.Spec.Warmup.D()))
+			t.Logf("flow %2d %-7s set up in %4.0f ms", i+1, f.From, f.Result.Time.Sub(set.Time).Seconds()*1e3)
+		}
+	}
+	first, last := slices.MinFunc(starts, time.Time.Compare), slices.MaxFunc(starts, time.Time.Compare)
+	switch s := set.StartSpreadMS; {
+	case s == nil:
+		t.Errorf("the round has no start_spread_ms")
+	case *s < 0 || math.Abs(*s-last.Sub(first).Seconds()*1e3) > 0.001:
+		t.Errorf("start_spread_ms %.3f: the flows' windows opened %s apart", *s, last.Sub(first))
+	}
+	u := res.Controller
+	if u == nil || u.UserSeconds+u.SysSeconds <= 0 || u.MaxRSSBytes <= 0 {
+		t.Fatalf("controller usage %+v", u)
+	}
+	spread := 0.0
+	if set.StartSpreadMS != nil {
+		spread = *set.StartSpreadMS
+	}
+	t.Logf("%d flows, %.2f Mb/s received in all; controller %.2f s user, %.2f s system, %.1f MB max RSS; windows opened within %.1f ms",
+		len(set.Flows), set.Total.ReceivedBPS/1e6, u.UserSeconds, u.SysSeconds, float64(u.MaxRSSBytes)/1e6, spread)
+}
+
+func agentsCPU(t *testing.T, name string) float64 {
+	var sum float64
+	for _, pid := range labPids(t, name) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		u, _ := strconv.Atoi(f[11])
+		s, _ := strconv.Atoi(f[12])
+		sum += float64(u+s) / 100
+	}
+	return sum
+}
