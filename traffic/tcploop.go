@@ -67,11 +67,16 @@ func (l *tcpLoop) poke() {
 
 func (l *tcpLoop) close() { _ = unix.Close(l.wake) }
 
-// run calls step(k, i) for each live stream i (k its place in the loop) in
-// turn until every stream is done. When no stream moved bytes, it waits in
-// poll(2) for a blocked socket to become ready, for a poke, or until the
-// earliest of the idle streams' times and bound() (the loop's next
-// deadline), whichever comes first.
+// run calls step(k, i) for each live stream i (k its place in the loop)
+// that may move bytes, in turn, until every stream is done. A stream whose
+// socket would block is not called again until poll(2) says it is ready:
+// while others move bytes, one poll that does not wait asks about all of
+// the blocked ones (instead of a failed read or write on each, every
+// turn); when none moved, the loop waits in poll for a blocked socket to
+// become ready, for a poke, or until the earliest of the idle streams'
+// times and bound() (the loop's next deadline), whichever comes first. A
+// poke or a deadline makes every stream be called again (to see that the
+// run is over).
 func (l *tcpLoop) run(role string, step func(k, i int) (stepResult, time.Duration), bound func() time.Duration) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -85,25 +90,31 @@ func (l *tcpLoop) run(role string, step func(k, i int) (stepResult, time.Duratio
 		l.ran = true
 	}()
 	live := make([]bool, len(l.streams))
+	blocked := make([]bool, len(l.streams))
 	left := len(l.streams)
 	for k := range live {
 		live[k] = true
 	}
 	pfd := make([]unix.PollFd, 0, len(l.streams)+1)
+	at := make([]int, 0, len(l.streams)) // the stream of each pfd but the last
 	var drain [8]byte
+	all := func() {
+		for k := range blocked {
+			blocked[k] = false
+		}
+	}
 	for left > 0 {
 		moved := false
 		wait := time.Duration(-1)
-		pfd = pfd[:0]
 		for k, i := range l.streams {
-			if !live[k] {
+			if !live[k] || blocked[k] {
 				continue
 			}
 			switch r, d := step(k, i); r {
 			case stepMoved:
 				moved = true
 			case stepBlocked:
-				pfd = append(pfd, unix.PollFd{Fd: int32(l.ops[k].sock.fd), Events: l.events})
+				blocked[k] = true
 			case stepIdle:
 				if wait < 0 || d < wait {
 					wait = d
@@ -113,19 +124,45 @@ func (l *tcpLoop) run(role string, step func(k, i int) (stepResult, time.Duratio
 				left--
 			}
 		}
-		if moved || left == 0 {
-			continue
+		if left == 0 {
+			break
 		}
-		if b := bound(); wait < 0 || b < wait {
-			wait = b
+		ms := 0
+		if !moved {
+			if b := bound(); wait < 0 || b < wait {
+				wait = b
+			}
+			if wait <= 0 {
+				all()
+				continue
+			}
+			ms = int((wait + time.Millisecond - 1) / time.Millisecond)
 		}
-		if wait <= 0 {
+		pfd, at = pfd[:0], at[:0]
+		for k := range l.streams {
+			if live[k] && blocked[k] {
+				pfd = append(pfd, unix.PollFd{Fd: int32(l.ops[k].sock.fd), Events: l.events})
+				at = append(at, k)
+			}
+		}
+		if moved && len(pfd) == 0 {
 			continue
 		}
 		pfd = append(pfd, unix.PollFd{Fd: int32(l.wake), Events: unix.POLLIN})
-		ms := int((wait + time.Millisecond - 1) / time.Millisecond)
-		if _, err := unix.Poll(pfd, ms); err == nil && pfd[len(pfd)-1].Revents != 0 {
+		n, err := unix.Poll(pfd, ms)
+		switch {
+		case err != nil || n == 0 && ms > 0:
+			// Interrupted, or waited until the deadline: look at all.
+			all()
+		case pfd[len(pfd)-1].Revents != 0:
 			_, _ = unix.Read(l.wake, drain[:])
+			all()
+		default:
+			for j, k := range at {
+				if pfd[j].Revents != 0 {
+					blocked[k] = false
+				}
+			}
 		}
 	}
 }
