@@ -230,7 +230,7 @@ func benchCost(secs, perMpkt, perGbit *float64) string {
 	return s
 }
 
-// QueueSpread is a receive queue count in a line: "veth1 (xdp): q0 1.20M
+// QueueSpread is a receive queue count in a line: "veth1 (xdp): q0 120345
 // 25%, q1 ...", or why there is none.
 func QueueSpread(q *results.QueueStat) string {
 	if len(q.Packets) == 0 {
@@ -239,7 +239,7 @@ func QueueSpread(q *results.QueueStat) string {
 	parts := make([]string, len(q.Packets))
 	shares := q.Shares()
 	for i, p := range q.Packets {
-		parts[i] = fmt.Sprintf("q%d %s %s", i, units.Fixed.Format(float64(p)), units.Percent(shares[i], 0, ""))
+		parts[i] = fmt.Sprintf("q%d %d %s", i, p, units.Percent(shares[i], 0, ""))
 	}
 	return fmt.Sprintf("%s (%s): %s", q.Interface, q.Counter, strings.Join(parts, ", "))
 }

@@ -303,7 +303,7 @@ var ErrSourcesEngine = errors.New("sends from one address (its IP headers are bu
 func builtOnce(name string, sp *wire.Spec) error {
 	switch {
 	case len(sp.Sources) > 0:
-		return usage.Field("Sources", "%s %w", name, ErrSourcesEngine)
+		return usage.Field("Engine", "%s %w", name, ErrSourcesEngine)
 	case sp.Mixed():
 		return usage.Field("Engine", "%s %w", name, ErrMixEngine)
 	case sp.DSCP != 0:

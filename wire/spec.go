@@ -255,7 +255,7 @@ func (s *Spec) checkSources() error {
 	case len(s.Sources) == 0:
 		return nil
 	case s.Direction != Forward:
-		return usage.Field("sources", "are what the client sends from: forward only, not %s", s.Direction)
+		return usage.Field("sources", "is what the client sends from: forward only, not %s", s.Direction)
 	case len(s.Sources) > maxSources:
 		return usage.Field("sources", "%d addresses: at most %d", len(s.Sources), maxSources)
 	case len(s.Sources) > s.Flows():

@@ -56,7 +56,8 @@ func TestInChromium(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "report.html")
 	page := render(t, fixture(t, "bench-udp"), fixture(t, "bench-udp-1thread"), fixture(t, "bench-udp-1518"),
-		fixture(t, "bench-tcp-bidir"), fixture(t, "search"), fixture(t, "diagnose"), fixture(t, "tune-auto"))
+		fixture(t, "bench-tcp-bidir"), fixture(t, "search"), fixture(t, "diagnose"), fixture(t, "tune-auto"),
+		fixture(t, "bench-udp-flows"))
 	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +148,19 @@ func TestInChromium(t *testing.T) {
 	if got.Figures < 20 || got.Drawn != got.Figures || got.Shapes < 100 {
 		t.Errorf("the browser drew %d of %d charts with %d shapes", got.Drawn, got.Figures, got.Shapes)
 	}
-	if got.Title != "linerate report: 7 runs" {
+	if got.Title != "linerate report: 8 runs" {
 		t.Errorf("title %q", got.Title)
+	}
+
+	// The receive queues' bars: as wide as each queue's share (34,359 /
+	// 0 / 51,600 / 51,600 packets), the empty queue's a sliver.
+	bars, err := chromedp.Run(tctx, chromedp.Evaluate[[]float64](`[...document.querySelectorAll("table.queues .qbar")].map(b => b.getBoundingClientRect().width)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("queue bars %v px", bars)
+	if len(bars) != 4 || bars[1] > 2 || bars[0] < 20 || bars[2] < bars[0]*1.3 || bars[2] > bars[0]*1.7 || bars[2] != bars[3] {
+		t.Errorf("queue bars %v px: not as wide as the shares 25 / 0 / 37.5 / 37.5 %%", bars)
 	}
 
 	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))

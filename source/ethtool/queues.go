@@ -85,6 +85,10 @@ func parseQueueStat(name string) (dir byte, q int, field string, ok bool) {
 	return 0, 0, "", false
 }
 
+// maxQueues bounds the queues RxQueuePackets reads: more than any NIC
+// has, few enough that a result carrying them stays small.
+const maxQueues = 1024
+
 // RxQueuePackets is the packets each receive queue counted, queue 0
 // first, from a driver's statistics (QueueStats); nil when the driver
 // counts none per queue (veth, for one).
@@ -92,7 +96,7 @@ func RxQueuePackets(stats Stats, driver string) []uint64 {
 	rx, _ := QueueStats(stats, driver)
 	var out []uint64
 	for q, s := range rx {
-		if s.Packets == nil || q > 4095 {
+		if s.Packets == nil || q >= maxQueues {
 			continue
 		}
 		if q >= len(out) {
