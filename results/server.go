@@ -54,9 +54,10 @@ type XDPStat struct {
 // veth's flow hash on the sending side) made of the test's flows.
 type QueueStat struct {
 	Interface string `json:"interface"`
-	// Counter is where the counts come from: CounterEthtool, the NIC's own
-	// per-queue counters (every packet, the control connection's too), or
-	// CounterXDP, linerate's XDP counter by rx_queue_index (IPv4 UDP only).
+	// Counter is where the counts come from: CounterQstats or
+	// CounterEthtool, the NIC's own per-queue counters (every packet, the
+	// control connection's too), or CounterXDP, linerate's XDP counter by
+	// rx_queue_index (IPv4 UDP only).
 	Counter string `json:"counter,omitempty"`
 	// Packets is per receive queue, queue 0 first.
 	Packets []uint64 `json:"packets,omitempty"`
@@ -66,8 +67,13 @@ type QueueStat struct {
 
 // Where a QueueStat's counts come from.
 const (
+	// CounterQstats: the driver's per-queue statistics over generic
+	// netlink (the netdev family's qstats, Linux 6.9 and later).
+	CounterQstats = "qstats"
+	// CounterEthtool: the driver's per-queue counters in ethtool -S.
 	CounterEthtool = "ethtool"
-	CounterXDP     = "xdp"
+	// CounterXDP: linerate's XDP counter, by the queue it ran on.
+	CounterXDP = "xdp"
 )
 
 // Total is the packets of every queue.

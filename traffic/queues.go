@@ -9,12 +9,14 @@ import (
 
 	"linerate/results"
 	"linerate/source/ethtool"
+	"linerate/source/qstats"
 	"linerate/source/xdpcount"
 )
 
 // queueMeter counts the packets each receive queue of the interface
 // holding a test's receiving address took in the measured window: by the
-// NIC's own per-queue counters (ethtool -S) where the driver has them, else
+// NIC's own per-queue counters where the driver has them (netdev qstats,
+// else ethtool -S), else
 // by the XDP counter's per-queue map when the test attached one (a veth
 // counts nothing per queue without it). What cannot be counted is said in
 // the result, not fatal.
@@ -39,15 +41,19 @@ func newQueueMeter(local netip.Addr, xdp *xdpcount.Counter) *queueMeter {
 }
 
 // errNoQueueCounters says the interface counts nothing per receive queue.
-var errNoQueueCounters = errors.New("has no per-queue receive counters (ethtool -S; a veth counts none): --xdp counts them with an XDP program")
+var errNoQueueCounters = errors.New("has no per-queue receive counters (netdev qstats, ethtool -S; a veth counts none): --xdp counts them with an XDP program")
 
-// counter picks how to read the queues: ethtool, else XDP.
+// counter picks how to read the queues: qstats, else ethtool, else XDP.
 func (m *queueMeter) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([]uint64, error), error) {
 	name, index, err := interfaceOf(local)
 	if err != nil {
 		return nil, err
 	}
 	m.stat.Interface = name
+	if _, err := qstats.RxPackets(index); err == nil {
+		m.stat.Counter = results.CounterQstats
+		return func() ([]uint64, error) { return qstats.RxPackets(index) }, nil
+	}
 	if et, err := ethtool.NewLive(); err == nil {
 		var driver string
 		if di, err := et.DriverInfo(name); err == nil {
