@@ -379,7 +379,7 @@ func (c *collector) queues(n *NIC, nd sysfs.NetDevice) {
 	if n.Driver != nil {
 		driver = n.Driver.Driver
 	}
-	rx, tx := queueStats(n.Stats, driver)
+	rx, tx := ethtool.QueueStats(n.Stats, driver)
 	for _, q := range nd.RXQueues {
 		r := RXQueue{Index: q.Index, RPSCPUs: q.RPSCPUs, RPSFlowCnt: q.RPSFlowCnt, RPSCPUList: []int{}}
 		if q.RPSCPUs != "" {
@@ -392,7 +392,7 @@ func (c *collector) queues(n *NIC, nd sysfs.NetDevice) {
 			}
 		}
 		if s, ok := rx[q.Index]; ok {
-			r.Packets, r.Bytes = s.packets, s.bytes
+			r.Packets, r.Bytes = s.Packets, s.Bytes
 		}
 		n.RXQueues = append(n.RXQueues, r)
 	}
@@ -408,7 +408,7 @@ func (c *collector) queues(n *NIC, nd sysfs.NetDevice) {
 			}
 		}
 		if s, ok := tx[q.Index]; ok {
-			t.Packets, t.Bytes = s.packets, s.bytes
+			t.Packets, t.Bytes = s.Packets, s.Bytes
 		}
 		n.TXQueues = append(n.TXQueues, t)
 	}
@@ -422,82 +422,6 @@ func (c *collector) queues(n *NIC, nd sysfs.NetDevice) {
 // file the capture holds.
 func (c *collector) maskWarning(iface, file string, err error) {
 	c.warn(iface+" "+file, &tree.ParseError{Path: c.sys.Root() + "/class/net/" + iface + "/" + file, Err: err})
-}
-
-type queueStat struct{ packets, bytes *uint64 }
-
-// queueStats picks the per-queue packet and byte counters out of a driver's
-// statistics, by queue index. Drivers name them differently:
-//
-//	rx_queue_0_packets  tx_queue_0_bytes   igb, ixgbe, ice, virtio_net (older)
-//	rx-0.packets        tx-0.bytes         i40e, iavf
-//	rx0_packets         tx0_bytes          mlx5, virtio_net
-//	rxq0_packets        txq0_bytes         bcmgenet
-//
-// Only these exact shapes count: veth's rx_queue_0_xdp_packets, for one, are
-// XDP packets and not the queue's traffic.
-//
-// bcmgenet numbers its counters by hardware ring, not by queue: ring 16 is
-// the default ring behind queue 0 and rings 0-3 are queues 1-4 (the
-// mapping bcmgenet_xmit applies, drivers/net/ethernet/broadcom/genet/
-// bcmgenet.c).
-func queueStats(stats ethtool.Stats, driver string) (rx, tx map[int]queueStat) {
-	rx, tx = map[int]queueStat{}, map[int]queueStat{}
-	for i := range stats {
-		dir, q, field, ok := parseQueueStat(stats[i].Name)
-		if !ok {
-			continue
-		}
-		if driver == "bcmgenet" {
-			if q == 16 {
-				q = 0
-			} else {
-				q++
-			}
-		}
-		m := rx
-		if dir == 't' {
-			m = tx
-		}
-		s := m[q]
-		v := stats[i].Value
-		if field == "packets" {
-			s.packets = &v
-		} else {
-			s.bytes = &v
-		}
-		m[q] = s
-	}
-	return rx, tx
-}
-
-func parseQueueStat(name string) (dir byte, q int, field string, ok bool) {
-	if len(name) < 3 || (name[:2] != "rx" && name[:2] != "tx") {
-		return 0, 0, "", false
-	}
-	dir = name[0]
-	rest := name[2:]
-	for _, p := range []string{"_queue_", "-", "q", ""} {
-		if !strings.HasPrefix(rest, p) {
-			continue
-		}
-		r := rest[len(p):]
-		i := 0
-		for i < len(r) && r[i] >= '0' && r[i] <= '9' {
-			i++
-		}
-		if i == 0 || i > 6 {
-			continue
-		}
-		q, _ = strconv.Atoi(r[:i])
-		switch r[i:] {
-		case "_packets", ".packets":
-			return dir, q, "packets", true
-		case "_bytes", ".bytes":
-			return dir, q, "bytes", true
-		}
-	}
-	return 0, 0, "", false
 }
 
 // nicIRQs finds a NIC's interrupts (procfs.NICIRQs: msi_irqs, else the

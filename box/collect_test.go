@@ -16,58 +16,6 @@ import (
 	"linerate/source/sysfs"
 )
 
-func TestParseQueueStat(t *testing.T) {
-	cases := []struct {
-		name  string
-		dir   byte
-		q     int
-		field string
-		ok    bool
-	}{
-		{"rx_queue_0_packets", 'r', 0, "packets", true}, // igb, ixgbe
-		{"tx_queue_3_bytes", 't', 3, "bytes", true},
-		{"rx-12.packets", 'r', 12, "packets", true}, // i40e
-		{"tx-0.bytes", 't', 0, "bytes", true},
-		{"rx0_packets", 'r', 0, "packets", true}, // mlx5, virtio_net
-		{"tx15_bytes", 't', 15, "bytes", true},
-		{"rxq2_packets", 'r', 2, "packets", true},   // bcmgenet
-		{"rx_queue_0_xdp_packets", 0, 0, "", false}, // veth: XDP, not the queue's traffic
-		{"rx_queue_0_drops", 0, 0, "", false},
-		{"rx0_kicks", 0, 0, "", false},
-		{"rx_packets", 0, 0, "", false},
-		{"rx_bytes", 0, 0, "", false},
-		{"tx_queue__packets", 0, 0, "", false},
-		{"rx_queue_0_packets_x", 0, 0, "", false},
-		{"txq", 0, 0, "", false},
-	}
-	for _, c := range cases {
-		dir, q, field, ok := parseQueueStat(c.name)
-		if ok != c.ok || dir != c.dir || q != c.q || field != c.field {
-			t.Errorf("parseQueueStat(%q) = %c %d %q %v, want %c %d %q %v", c.name, dir, q, field, ok, c.dir, c.q, c.field, c.ok)
-		}
-	}
-}
-
-func TestQueueStats(t *testing.T) {
-	// A slice of `ethtool -S` of an igb port and of a veth.
-	igb := ethtool.Stats{{Name: "rx_packets", Value: 900}, {Name: "tx_queue_0_packets", Value: 5}, {Name: "tx_queue_0_bytes", Value: 500},
-		{Name: "rx_queue_0_packets", Value: 400}, {Name: "rx_queue_0_bytes", Value: 40000}, {Name: "rx_queue_1_packets", Value: 500}, {Name: "rx_queue_1_bytes", Value: 50000}}
-	rx, tx := queueStats(igb, "igb")
-	if len(rx) != 2 || *rx[1].packets != 500 || *rx[1].bytes != 50000 || *tx[0].packets != 5 {
-		t.Errorf("igb: rx %v tx %v", rx, tx)
-	}
-	veth := ethtool.Stats{{Name: "peer_ifindex", Value: 5}, {Name: "rx_queue_0_xdp_packets", Value: 7}, {Name: "rx_queue_0_xdp_bytes", Value: 700}, {Name: "tx_queue_0_xdp_xmit", Value: 1}}
-	if rx, tx := queueStats(veth, "veth"); len(rx) != 0 || len(tx) != 0 {
-		t.Errorf("veth XDP counters taken for queue counters: %v %v", rx, tx)
-	}
-	genet := ethtool.Stats{{Name: "txq0_packets", Value: 4}, {Name: "txq3_packets", Value: 7}, {Name: "txq16_packets", Value: 500},
-		{Name: "rxq0_packets", Value: 0}, {Name: "rxq16_packets", Value: 900}}
-	rx, tx = queueStats(genet, "bcmgenet")
-	if *tx[0].packets != 500 || *tx[1].packets != 4 || *tx[4].packets != 7 || *rx[0].packets != 900 || *rx[1].packets != 0 {
-		t.Errorf("bcmgenet rings 16, 0, 3 are not queues 0, 1, 4: rx %v tx %v", rx, tx)
-	}
-}
-
 func TestActionsName(t *testing.T) {
 	cases := []struct {
 		actions, iface string

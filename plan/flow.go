@@ -21,6 +21,7 @@ type settings struct {
 	proto, direction, engine                    string
 	rate                                        wire.Rate
 	size, payload, streams, ports, threads, mss int
+	flows                                       int
 	dscp                                        int
 	copy                                        bool
 	at                                          map[string]*yaml.Node
@@ -85,6 +86,8 @@ func (p *parser) count(f *field, s *settings) error {
 		low, ptr = 0, &s.payload
 	case "streams":
 		ptr = &s.streams
+	case "flows":
+		ptr = &s.flows
 	case "ports":
 		ptr = &s.ports
 	case "threads":
@@ -282,6 +285,7 @@ func (p *parser) protoSettings(what string, s, defaults *settings, fl *Flow) err
 		for _, r := range [][2]string{
 			{"size", "size is a udp frame size: a tcp flow takes mss (the segment) or payload (the bytes of each write)"},
 			{"ports", "ports spreads udp flows over destination ports: a tcp flow takes streams (connections)"},
+			{"flows", "flows spreads udp over source ports: a tcp flow takes streams (connections)"},
 			{"engine", "engine is the udp send engine: a tcp flow has none to choose"},
 		} {
 			if err := refuse(r[0], r[1]); err != nil {
@@ -315,10 +319,37 @@ func (p *parser) protoSettings(what string, s, defaults *settings, fl *Flow) err
 		fl.Payload = defaultUDPPayload
 	}
 	fl.Ports = cmp.Or(s.ports, fl.Threads)
+	if err := p.udpFlows(what, s, defaults, fl); err != nil {
+		return err
+	}
 	fl.Engine = cmp.Or(s.engine, "auto")
 	if (fl.Engine == "ring" || fl.Engine == "xdp") && fl.Direction != wire.Forward {
 		return p.errorf(s.at["engine"], "%s: engine %s sends forward only (from the sending host's interface): direction %s needs the socket engine (or auto)", what, fl.Engine, fl.Direction)
 	}
+	return nil
+}
+
+// udpFlows sets a udp flow's streams from flows (as bench's --flows):
+// ports (default 1) × flows/ports streams, each from a source port of its
+// own. A flow's own streams and flows together are a mistake; one given
+// in the flow wins over the other from defaults.
+func (p *parser) udpFlows(what string, s, defaults *settings, fl *Flow) error {
+	at := s.at["flows"]
+	if at == nil {
+		return nil
+	}
+	own := func(k string) bool { return s.at[k] != nil && s.at[k] != defaults.at[k] }
+	switch {
+	case own("streams") && own("flows"):
+		return p.errorf(at, "%s: streams and flows: give one (flows counts every flow, streams those of one port)", what)
+	case own("streams"):
+		return nil
+	}
+	fl.Ports = cmp.Or(s.ports, 1)
+	if s.flows%fl.Ports != 0 {
+		return p.errorf(at, "%s: flows %d over ports %d: want a multiple of ports", what, s.flows, fl.Ports)
+	}
+	fl.Streams = s.flows / fl.Ports
 	return nil
 }
 

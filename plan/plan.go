@@ -196,7 +196,7 @@ var (
 	planKeys    = []string{"hosts", "defaults", "flows", "sample", "duration", "warmup", "rounds", "ceiling", "matrix"}
 	hostKeys    = []string{"at", "copy", "address", "ports", "web"}
 	portKeys    = []string{"address", "speed", "mtu"}
-	flowKeys    = []string{"from", "to", "address", "name", "proto", "size", "payload", "streams", "ports", "threads", "rate", "direction", "mss", "engine", "copy", "dscp"}
+	flowKeys    = []string{"from", "to", "address", "name", "proto", "size", "payload", "streams", "flows", "ports", "threads", "rate", "direction", "mss", "engine", "copy", "dscp"}
 	settingKeys = flowKeys[4:]
 	ceilingKeys = []string{"host", "pcie", "mps", "mrrs", "addr32", "ecrc", "root", "ports"}
 )

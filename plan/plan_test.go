@@ -198,7 +198,7 @@ func TestParseErrors(t *testing.T) {
 		{"port address twice", "hosts:\n  a:\n    at: 10.0.0.1\n    ports:\n      eth0: {address: 10.0.0.1}\n      eth1: {address: 10.0.0.1}\n",
 			`p.yaml:6: host a: address 10.0.0.1 given twice`},
 		{"flow not a mapping", hosts + "flows: [a]\n", `p.yaml:4: flow 1: want a mapping of keys (key: value), not "a"`},
-		{"unknown flow key", hosts + "flows:\n  - {form: a, to: b, proto: udp}\n", `p.yaml:5: flow 1: unknown key "form": want from, to, address, name, proto, size, payload, streams, ports, threads, rate, direction, mss, engine, copy, dscp`},
+		{"unknown flow key", hosts + "flows:\n  - {form: a, to: b, proto: udp}\n", `p.yaml:5: flow 1: unknown key "form": want from, to, address, name, proto, size, payload, streams, flows, ports, threads, rate, direction, mss, engine, copy, dscp`},
 		{"no from", hosts + "flows:\n  - {to: b, proto: udp}\n", `p.yaml:5: flow 1: no from: name the sending host`},
 		{"no to", hosts + "flows:\n  - {from: a, proto: udp}\n", `p.yaml:5: flow 1: no to: name the receiving host`},
 		{"unknown host", hosts + "flows:\n  - {from: a, to: c, proto: udp}\n", `p.yaml:5: flow 1: to c: no such host (hosts: a, b)`},
@@ -460,5 +460,35 @@ flows:
 	}
 	if _, err := Parse("p.yaml", []byte(hosts+"flows:\n  - {from: a, to: b, proto: udp, dscp: 64}\n")); err == nil || !strings.Contains(err.Error(), "dscp") {
 		t.Errorf("dscp 64: %v", err)
+	}
+}
+
+// flows: N is bench's --flows: ports (default 1) × N/ports streams.
+func TestParseFlows(t *testing.T) {
+	pl, err := Parse("p.yaml", []byte(hosts+`defaults: {flows: 8}
+flows:
+  - {from: a, to: b, proto: udp}
+  - {from: a, to: b, proto: udp, ports: 2, name: two}
+  - {from: a, to: b, proto: udp, streams: 3, name: own}
+  - {from: a, to: b, proto: tcp, name: tcp}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][2]int{{1, 8}, {2, 4}, {1, 3}, {1, 1}} {
+		f := pl.Flows[i]
+		if f.Ports != want[0] || f.Streams != want[1] {
+			t.Errorf("flow %s: %d ports × %d streams, want %d × %d", f.Name, f.Ports, f.Streams, want[0], want[1])
+		}
+	}
+	for _, c := range []struct{ plan, want string }{
+		{"flows:\n  - {from: a, to: b, proto: udp, flows: 6, ports: 4}\n", "flows 6 over ports 4: want a multiple of ports"},
+		{"flows:\n  - {from: a, to: b, proto: udp, flows: 4, streams: 2}\n", "streams and flows: give one"},
+		{"flows:\n  - {from: a, to: b, proto: tcp, flows: 4}\n", "flows spreads udp over source ports"},
+		{"flows:\n  - {from: a, to: b, flows: 0}\n", "flows 0: want at least 1"},
+	} {
+		if _, err := Parse("p.yaml", []byte(hosts+c.plan)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.plan, err, c.want)
+		}
 	}
 }

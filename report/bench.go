@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -133,6 +134,13 @@ func BenchText(w io.Writer, r *results.Result) {
 			fmt.Fprintf(w, "xdp       %s: %d packets reached %s (%s pps, %s mode)\n", tr.Target, x.Packets, x.Interface, units.Fixed.Format(x.PPS), x.Mode)
 		}
 	}
+	for _, tr := range r.Targets {
+		// Counts are always worth a line; that there are none only when
+		// the test asked for a spread (several flows) or for the counter.
+		if q := tr.RxQueues; q != nil && (len(q.Packets) > 0 || sp.Flows() > 1 || sp.XDP) {
+			fmt.Fprintf(w, "rx queues %s: %s\n", tr.Target, QueueSpread(q))
+		}
+	}
 	sum := r.Summary
 	if sum.LatencyIdle != nil || sum.LatencyLoad != nil {
 		fmt.Fprintf(w, "latency   idle %s\n          load %s\n", benchLatency(sum.LatencyIdle), benchLatency(sum.LatencyLoad))
@@ -225,4 +233,18 @@ func benchCost(secs, perMpkt, perGbit *float64) string {
 		s += fmt.Sprintf(", %.3f s/Gbit", *perGbit)
 	}
 	return s
+}
+
+// QueueSpread is a receive queue count in a line: "veth1 (xdp): q0 120345
+// 25%, q1 ...", or why there is none.
+func QueueSpread(q *results.QueueStat) string {
+	if len(q.Packets) == 0 {
+		return cmp.Or(q.Error, "no counts")
+	}
+	parts := make([]string, len(q.Packets))
+	shares := q.Shares()
+	for i, p := range q.Packets {
+		parts[i] = fmt.Sprintf("q%d %d %s", i, p, units.Percent(shares[i], 0, ""))
+	}
+	return fmt.Sprintf("%s (%s): %s", q.Interface, q.Counter, strings.Join(parts, ", "))
 }

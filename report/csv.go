@@ -26,18 +26,27 @@ func totalsRow(t *results.Totals) []string {
 }
 
 // BenchCSV writes a bench result as CSV: one row per target and direction
-// (forward: the client sent; reverse: the target sent).
+// (forward: the client sent; reverse: the target sent). A forward row ends
+// with the packets each receive queue of the server's interface took,
+// queue 0 first, separated by spaces (empty when not counted).
 func BenchCSV(w io.Writer, r *results.Result) error {
 	cw := csv.NewWriter(w)
-	cw.Write(append([]string{"target", "address", "direction"}, totalsHeader...))
+	cw.Write(append(append([]string{"target", "address", "direction"}, totalsHeader...), "rx_queue_packets"))
 	for _, t := range r.Targets {
 		for _, d := range []struct {
 			name string
 			t    *results.Totals
 		}{{"forward", t.Forward}, {"reverse", t.Reverse}} {
-			if d.t != nil {
-				cw.Write(append([]string{t.Target, t.Address, d.name}, totalsRow(d.t)...))
+			if d.t == nil {
+				continue
 			}
+			var queues []string
+			if q := t.RxQueues; q != nil && d.name == "forward" {
+				for _, p := range q.Packets {
+					queues = append(queues, strconv.FormatUint(p, 10))
+				}
+			}
+			cw.Write(append(append([]string{t.Target, t.Address, d.name}, totalsRow(d.t)...), strings.Join(queues, " ")))
 		}
 	}
 	cw.Flush()

@@ -108,7 +108,8 @@ func TestPlanCSV(t *testing.T) {
 
 func TestBenchCSV(t *testing.T) {
 	res := &results.Result{Targets: []results.TargetResult{{Target: "10.0.0.2:7557", Address: "10.0.0.2",
-		Totals: results.Totals{}, Forward: &results.Totals{SentPackets: 5}, Reverse: &results.Totals{SentPackets: 7}}}}
+		Totals: results.Totals{}, Forward: &results.Totals{SentPackets: 5}, Reverse: &results.Totals{SentPackets: 7},
+		RxQueues: &results.QueueStat{Packets: []uint64{3, 0, 2}}}}}
 	var b bytes.Buffer
 	if err := BenchCSV(&b, res); err != nil {
 		t.Fatal(err)
@@ -116,5 +117,8 @@ func TestBenchCSV(t *testing.T) {
 	rows, err := csv.NewReader(&b).ReadAll()
 	if err != nil || len(rows) != 3 || rows[1][2] != "forward" || rows[2][2] != "reverse" || rows[2][4] != "7" {
 		t.Errorf("%v %q", err, rows)
+	}
+	if last := len(rows[0]) - 1; err == nil && (rows[0][last] != "rx_queue_packets" || rows[1][last] != "3 0 2" || rows[2][last] != "") {
+		t.Errorf("receive queues: %q", rows)
 	}
 }

@@ -181,6 +181,9 @@ type TargetResult struct {
 	IPerf3 *IPerf3 `json:"iperf3,omitempty"`
 	// XDP is what reached the server's interface (with --xdp).
 	XDP *XDPStat `json:"xdp,omitempty"`
+	// RxQueues is how what reached the server's receiving interface
+	// spread over its receive queues.
+	RxQueues *QueueStat `json:"rx_queues,omitempty"`
 	// ForeignPackets is test datagrams either end received from an
 	// address other than the other end's: not counted in the figures.
 	ForeignPackets uint64   `json:"foreign_packets,omitempty"`

@@ -20,9 +20,12 @@ type ServerResult struct {
 	Samples []box.Rates `json:"samples,omitempty"`
 	// XDP is what the XDP counter saw on the receiving interface (with
 	// Spec.XDP).
-	XDP         *XDPStat `json:"xdp,omitempty"`
-	SampleError string   `json:"sample_error,omitempty"`
-	Errors      []string `json:"errors,omitempty"`
+	XDP *XDPStat `json:"xdp,omitempty"`
+	// RxQueues is how the packets that reached the receiving interface
+	// in the measured window spread over its receive queues.
+	RxQueues    *QueueStat `json:"rx_queues,omitempty"`
+	SampleError string     `json:"sample_error,omitempty"`
+	Errors      []string   `json:"errors,omitempty"`
 	// Drops is the server's drop counters over the measured window (when
 	// the server reads them: Server.Drops).
 	Drops *EndDrops `json:"drops,omitempty"`
@@ -47,4 +50,52 @@ type XDPStat struct {
 	Bytes     uint64  `json:"bytes"`
 	PPS       float64 `json:"pps"`
 	Error     string  `json:"error,omitempty"`
+}
+
+// QueueStat is how the packets that reached a receiving interface in the
+// measured window spread over its receive queues: what a NIC's RSS (or a
+// veth's flow hash on the sending side) made of the test's flows.
+type QueueStat struct {
+	Interface string `json:"interface"`
+	// Counter is where the counts come from: CounterQstats or
+	// CounterEthtool, the NIC's own per-queue counters (every packet, the
+	// control connection's too), or CounterXDP, linerate's XDP counter by
+	// rx_queue_index (IPv4 UDP only).
+	Counter string `json:"counter,omitempty"`
+	// Packets is per receive queue, queue 0 first.
+	Packets []uint64 `json:"packets,omitempty"`
+	// Error says why there are no counts.
+	Error string `json:"error,omitempty"`
+}
+
+// Where a QueueStat's counts come from.
+const (
+	// CounterQstats: the driver's per-queue statistics over generic
+	// netlink (the netdev family's qstats, Linux 6.9 and later).
+	CounterQstats = "qstats"
+	// CounterEthtool: the driver's per-queue counters in ethtool -S.
+	CounterEthtool = "ethtool"
+	// CounterXDP: linerate's XDP counter, by the queue it ran on.
+	CounterXDP = "xdp"
+)
+
+// Total is the packets of every queue.
+func (q *QueueStat) Total() uint64 {
+	var n uint64
+	for _, p := range q.Packets {
+		n += p
+	}
+	return n
+}
+
+// Shares is each queue's part of the total, 0 to 1 (all 0 when nothing
+// was counted).
+func (q *QueueStat) Shares() []float64 {
+	out := make([]float64, len(q.Packets))
+	if t := q.Total(); t > 0 {
+		for i, p := range q.Packets {
+			out[i] = float64(p) / float64(t)
+		}
+	}
+	return out
 }

@@ -25,7 +25,6 @@ package traffic
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -363,7 +362,7 @@ func (s *XDPSender) fill(r *ringRun, want uint64) uint64 {
 	room := uint64(xdpRingEntries - (tx.prod - atomic.LoadUint32(tx.consumer)))
 	want = min(want, room, uint64(len(s.free)))
 	var (
-		ports = uint16(cfg.Ports)
+		ports = uint16(cfg.streams())
 		port  = r.port
 		sent  = time.Now().UnixNano()
 		flen  = uint32(s.base.frameLen)
@@ -372,8 +371,7 @@ func (s *XDPSender) fill(r *ringRun, want uint64) uint64 {
 		addr := s.free[len(s.free)-1]
 		s.free = s.free[:len(s.free)-1]
 		data := s.umem[addr : addr+uint64(flen)]
-		binary.BigEndian.PutUint16(data[frameDstPortOff:], cfg.DstPort+port)
-		wire.PutHeader(data[framePayloadOff:], wire.Header{Flags: r.flags, Stream: cfg.Stream + port, Seq: r.seqs[port], Sent: sent})
+		cfg.stamp(data, port, wire.Header{Flags: r.flags, Seq: r.seqs[port], Sent: sent})
 		d := (*unix.XDPDesc)(unsafe.Add(tx.entries, uintptr(tx.prod&tx.mask)*unsafe.Sizeof(unix.XDPDesc{})))
 		*d = unix.XDPDesc{Addr: addr, Len: flen}
 		tx.prod++

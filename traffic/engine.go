@@ -88,10 +88,10 @@ func ringWhyNot(r *clientRun, to []*target) string {
 		return "the ring and AF_XDP send one frame size, not a mix"
 	case sp.DSCP != 0:
 		return "the ring and AF_XDP do not mark DSCP"
+	case len(sp.Sources) > 0:
+		return "the ring and AF_XDP send from one address, not from --src"
 	case ringFits(sp) != nil:
 		return "the ring sends UDP from the client only, not " + string(sp.Direction)
-	case sp.Streams != 1:
-		return fmt.Sprintf("the ring sends one stream per port, not %d", sp.Streams)
 	case unix.Geteuid() != 0:
 		return "the ring needs root (CAP_NET_RAW)"
 	}
@@ -111,6 +111,10 @@ func ringWhyNot(r *clientRun, to []*target) string {
 				why = fmt.Sprintf("no route to %s for the ring", a)
 			case routes[0].Gw != nil:
 				why = fmt.Sprintf("%s is reached through the gateway %s", t.name, routes[0].Gw)
+			default:
+				if link, err := netlink.LinkByIndex(routes[0].LinkIndex); err == nil {
+					why = framesUnspread(sp, link)
+				}
 			}
 			return nil
 		})
@@ -290,10 +294,16 @@ var ErrMixEngine = errors.New("sends one frame size (its frames are built once, 
 // mark them: the socket engine marks (IP_TOS, IPV6_TCLASS).
 var ErrDSCPEngine = errors.New("does not mark DSCP (its IP headers are built once, in its ring); --engine socket marks")
 
+// ErrSourcesEngine says an engine that builds its frames once was asked
+// to send from several addresses: the socket engine does (--src).
+var ErrSourcesEngine = errors.New("sends from one address (its IP headers are built once, in its ring); --engine socket sends from each --src")
+
 // builtOnce refuses for the engine called name what frames built once in
-// a ring cannot do: a mix of sizes, a DSCP mark.
+// a ring cannot do: a mix of sizes, a DSCP mark, several source addresses.
 func builtOnce(name string, sp *wire.Spec) error {
 	switch {
+	case len(sp.Sources) > 0:
+		return usage.Field("Engine", "%s %w", name, ErrSourcesEngine)
 	case sp.Mixed():
 		return usage.Field("Engine", "%s %w", name, ErrMixEngine)
 	case sp.DSCP != 0:

@@ -52,6 +52,16 @@ func fromAddr(a netip.Addr) from {
 	return from{unix.AF_INET6, b[:]}
 }
 
+// fromAny reports whether the datagram's source n is one of fs.
+func fromAny(fs []from, n *rawName) bool {
+	for i := range fs {
+		if fs[i].is(n) {
+			return true
+		}
+	}
+	return false
+}
+
 // is reports whether the datagram's source n is f.
 func (f from) is(n *rawName) bool {
 	if binary.NativeEndian.Uint16(n[0:2]) != f.family {

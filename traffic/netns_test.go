@@ -761,15 +761,23 @@ func TestRingEngine(t *testing.T) {
 	cfg.Engine = "ring"
 	cfg.FrameSize = 64
 	cfg.Spec.Ports = 2
-	cfg.Spec.Streams = 2 // the ring sends one per port, and says so
+	cfg.Spec.Streams = 2 // from two source ports per destination port
 	cfg.Spec.XDP = true
 	before := ifStats(t, l.b, "lrb")
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "one stream per port") }) {
-		t.Errorf("notes %q: nothing says the ring sends one stream per port", res.Notes)
+	if len(res.Streams) != 4 {
+		t.Errorf("%d streams, want 2 ports × 2", len(res.Streams))
+	}
+	for _, st := range res.Streams {
+		if st.ReceivedPackets == 0 || st.ReceivedPackets != st.SentPackets {
+			t.Errorf("stream %d: sent %d, received %d", st.Stream, st.SentPackets, st.ReceivedPackets)
+		}
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "not by flow") }) {
+		t.Errorf("notes %q: nothing says the ring's flows do not spread over a veth's queues", res.Notes)
 	}
 	// The interval lines count what the rings send while they run.
 	if len(res.Intervals) == 0 || res.Intervals[0].SentPPS < 10000 {

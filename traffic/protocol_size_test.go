@@ -3,6 +3,7 @@ package traffic
 import (
 	"bytes"
 	"encoding/json"
+	"net/netip"
 	"runtime"
 	"slices"
 	"strings"
@@ -125,4 +126,32 @@ func TestBigBoxResultFits(t *testing.T) {
 		t.Fatalf("decoded %d samples and %d counts", len(m.Result.Samples), len(m.Result.Received))
 	}
 	t.Logf("a %d KiB result of %d objects and arrays", len(line)>>10, func() int { v, _ := jsonShape(line); return v }())
+}
+
+// The largest test a client may ask for fits its message: 256 IPv6
+// source addresses (--src), 256 client ports, a mix of sizes.
+func TestBigSpecFits(t *testing.T) {
+	sp := wire.Spec{Proto: wire.UDP, Direction: wire.Forward, Duration: wire.Seconds(time.Second), Streams: 1, Ports: 256, Threads: 1, Payload: 18}
+	a := netip.MustParseAddr("fd00:1234:5678:9abc:def0:1234:5678:9a00")
+	for range 256 {
+		sp.Sources = append(sp.Sources, a)
+		sp.ClientPorts = append(sp.ClientPorts, 65535)
+		a = a.Next()
+	}
+	if err := sp.Check(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := json.Marshal(&Message{Type: wire.MsgTest, Spec: &sp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCtl(fuzzConn{bytes.NewReader(append(line, '\n'))})
+	c.peer = wire.RoleClient
+	m, err := c.read(time.Second)
+	if err != nil {
+		t.Fatalf("a %d-byte test: %v", len(line), err)
+	}
+	if len(m.Spec.Sources) != 256 || m.Spec.Sources[255] != sp.Sources[255] {
+		t.Fatalf("decoded %d sources", len(m.Spec.Sources))
+	}
 }

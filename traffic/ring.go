@@ -65,6 +65,7 @@ const (
 
 // Offsets inside a ring frame of the fields the sender rewrites.
 const (
+	frameSrcPortOff = ringEthLen + ringIPv4Len
 	frameDstPortOff = ringEthLen + ringIPv4Len + 2
 	framePayloadOff = ringEthLen + ringIPv4Len + ringUDPLen
 )
@@ -80,6 +81,11 @@ type RingConfig struct {
 	SrcIP, DstIP netip.Addr
 	// SrcPort and DstPort of the UDP datagrams; SrcPort 0 becomes 9 (discard).
 	SrcPort, DstPort uint16
+	// SrcPorts spreads the datagrams to each destination port round-robin
+	// over source ports SrcPort .. SrcPort+SrcPorts-1 as well (0 or 1:
+	// SrcPort only), so that a flow hash that reads the ports spreads them.
+	// Each pair of ports is a stream of its own (RingConfig.streams).
+	SrcPorts int
 	// Ports spreads the datagrams round-robin over destination ports
 	// DstPort .. DstPort+Ports-1 (0 or 1: DstPort only), so that RSS
 	// spreads them over receive queues. Each port is a stream of its own.
@@ -98,8 +104,8 @@ type RingConfig struct {
 	// Count, when not 0, stops the run after that many measured packets.
 	Count uint64
 	// Stream is the stream id in the test header of the datagrams to
-	// DstPort; those to DstPort+i carry Stream+i. Each stream numbers its
-	// datagrams from 0.
+	// DstPort from SrcPort; stream Stream+k goes to DstPort+k/SrcPorts from
+	// SrcPort+k%SrcPorts. Each stream numbers its datagrams from 0.
 	Stream uint16
 	// CPU pins the sending thread to one CPU; -1 leaves it to the scheduler.
 	CPU int
@@ -117,9 +123,9 @@ type RingCounts struct {
 	// link was down: the rate allowed them, the link did not, and they are
 	// not sent late in a burst. Not in Packets.
 	HeldBack uint64
-	// PortPackets splits Packets by destination port: index i is
-	// DstPort+i, stream Stream+i.
-	PortPackets []uint64
+	// StreamPackets splits Packets by stream: index k is stream Stream+k
+	// (RingConfig.Stream), and StreamWarmup splits WarmupPackets so.
+	StreamPackets, StreamWarmup []uint64
 	// CPU is the sending thread's CPU time (user + system) during Run, from
 	// getrusage(RUSAGE_THREAD); close to Run's wall time means the sender
 	// itself was the limit.
@@ -180,8 +186,14 @@ func (c *RingConfig) validate() error {
 	if c.Ports == 0 {
 		c.Ports = 1
 	}
-	if int(c.Stream)+c.Ports > 65536 {
-		return usage.Errorf("ring sender: %d streams from stream %d do not fit below 65536", c.Ports, c.Stream)
+	if c.SrcPorts == 0 {
+		c.SrcPorts = 1
+	}
+	if c.SrcPorts < 0 || c.SrcPorts > 65536-max(int(c.SrcPort), 9) {
+		return usage.Errorf("ring sender: %d source ports from %d do not fit below 65536", c.SrcPorts, c.SrcPort)
+	}
+	if int(c.Stream)+c.streams() > 65536 {
+		return usage.Errorf("ring sender: %d streams from stream %d do not fit below 65536", c.streams(), c.Stream)
 	}
 	if c.DstPort == 0 {
 		return usage.Errorf("ring sender: destination port 0")
@@ -236,6 +248,21 @@ func buildRingFrame(c RingConfig) []byte {
 	binary.BigEndian.PutUint16(udp[2:], c.DstPort)
 	binary.BigEndian.PutUint16(udp[4:], uint16(len(udp)))
 	return f
+}
+
+// streams is how many streams the datagrams go round-robin over: each
+// destination port from each source port.
+func (c *RingConfig) streams() int { return c.Ports * max(c.SrcPorts, 1) }
+
+// stamp writes stream k's ports and the test header h into a frame built
+// by buildRingFrame. The UDP checksum stays 0 (none), so the ports change
+// nothing else.
+func (c *RingConfig) stamp(frame []byte, k uint16, h wire.Header) {
+	n := uint16(max(c.SrcPorts, 1))
+	binary.BigEndian.PutUint16(frame[frameSrcPortOff:], c.SrcPort+k%n)
+	binary.BigEndian.PutUint16(frame[frameDstPortOff:], c.DstPort+k/n)
+	h.Stream = c.Stream + k
+	wire.PutHeader(frame[framePayloadOff:], h)
 }
 
 // ipv4HeaderChecksum is the Internet checksum (RFC 1071) of an IPv4 header whose
@@ -546,7 +573,7 @@ func (r *ringRun) retryDown(ctx context.Context, kick func() error) (over bool, 
 }
 
 func (s *RingSender) newRingRun(start time.Time) *ringRun {
-	r := &ringRun{s: s, seqs: make([]uint32, s.cfg.Ports), measured: start.Add(s.cfg.Warmup),
+	r := &ringRun{s: s, seqs: make([]uint32, s.cfg.streams()), measured: start.Add(s.cfg.Warmup),
 		hasEnd: s.cfg.Duration > 0, phaseStart: start}
 	r.end = r.measured.Add(s.cfg.Duration)
 	if s.cfg.Warmup > 0 {
@@ -649,9 +676,7 @@ func (r *ringRun) allowance(now time.Time) (want uint64, next time.Time, done bo
 func (r *ringRun) fill(want uint64) (uint64, error) {
 	s := r.s
 	var (
-		ports   = uint16(s.cfg.Ports)
-		dstPort = s.cfg.DstPort
-		stream  = s.cfg.Stream
+		streams = uint16(s.cfg.streams())
 		flags   = r.flags
 		port    = r.port
 		seqs    = r.seqs
@@ -669,11 +694,10 @@ func (r *ringRun) fill(want uint64) (uint64, error) {
 			break
 		}
 		data := s.ring[s.next*s.slotSize+tpacket2DataOffset:]
-		binary.BigEndian.PutUint16(data[frameDstPortOff:], dstPort+port)
-		wire.PutHeader(data[framePayloadOff:], wire.Header{Flags: flags, Stream: stream + port, Seq: seqs[port], Sent: sent})
+		s.cfg.stamp(data, port, wire.Header{Flags: flags, Seq: seqs[port], Sent: sent})
 		atomic.StoreUint32(st, unix.TP_STATUS_SEND_REQUEST)
 		seqs[port]++
-		if port++; port == ports {
+		if port++; port == streams {
 			port = 0
 		}
 		n++
@@ -705,11 +729,13 @@ func (r *ringRun) counts(pending uint64) RingCounts {
 		pending = queued
 	}
 	c := RingCounts{Packets: queued - pending, WarmupPackets: warm, HeldBack: r.heldBack}
-	// Frame g (counting from 0 across both phases) went to port g % Ports;
-	// the measured ones are g in [warm, warm+Packets).
-	c.PortPackets = make([]uint64, s.cfg.Ports)
-	for i := range c.PortPackets {
-		c.PortPackets[i] = framesToPort(warm+c.Packets, i, s.cfg.Ports) - framesToPort(warm, i, s.cfg.Ports)
+	// Frame g (counting from 0 across both phases) went to stream g %
+	// streams; the measured ones are g in [warm, warm+Packets).
+	n := s.cfg.streams()
+	c.StreamPackets, c.StreamWarmup = make([]uint64, n), make([]uint64, n)
+	for i := range n {
+		c.StreamWarmup[i] = framesToPort(warm, i, n)
+		c.StreamPackets[i] = framesToPort(warm+c.Packets, i, n) - c.StreamWarmup[i]
 	}
 	c.Bytes = c.Packets * uint64(s.frameLen)
 	return c

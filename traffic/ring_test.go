@@ -335,19 +335,19 @@ func TestRingSenderDatagramsReachSocket(t *testing.T) {
 		Iface: "lrs0", DstIP: l.dst, DstPort: 5400, Ports: 2, FrameSize: 100, Stream: 7,
 		Rate: 40000, Warmup: 100 * time.Millisecond, Duration: 400 * time.Millisecond, CPU: -1,
 	})
-	t.Logf("ring sent %d + %d warmup, per port %v", c.Packets, c.WarmupPackets, c.PortPackets)
+	t.Logf("ring sent %d + %d warmup, per port %v", c.Packets, c.WarmupPackets, c.StreamPackets)
 	if !within(c.WarmupPackets, 4000, 0.1) || !within(c.Packets, 16000, 0.01) {
 		t.Errorf("ring sent %d warmup + %d, want about 4000 + 16000 at 40 kpps", c.WarmupPackets, c.Packets)
 	}
-	if len(c.PortPackets) != 2 || c.PortPackets[0]+c.PortPackets[1] != c.Packets {
-		t.Fatalf("per port %v does not add up to %d", c.PortPackets, c.Packets)
+	if len(c.StreamPackets) != 2 || c.StreamPackets[0]+c.StreamPackets[1] != c.Packets {
+		t.Fatalf("per port %v does not add up to %d", c.StreamPackets, c.Packets)
 	}
 	var warm int
 	for i, s := range sinks {
 		s.settle()
 		port, stream := 5400+i, uint16(7+i)
 		// Each port is one stream, numbered from 0, warmup first.
-		sent := c.PortPackets[i] + framesToPort(c.WarmupPackets, i, 2)
+		sent := c.StreamPackets[i] + framesToPort(c.WarmupPackets, i, 2)
 		t.Logf("port %d received %d (%d warmup) of %d", port, s.n, s.warm, sent)
 		if s.bad != 0 {
 			t.Errorf("port %d: %d datagrams without a test header", port, s.bad)

@@ -24,12 +24,14 @@ type frameSender interface {
 }
 
 // frameFlow runs one frameSender (the "ring" or the "xdp" engine) for one
-// destination port of a target, as one stream: a sending flow.
+// destination port of a target, as a stream per source port (--flows): a
+// sending flow.
 type frameFlow struct {
 	s       frameSender
 	engine  string // "ring" or "xdp": its thread's role, its errors' prefix
 	cpu     int
 	stream  int
+	streams int
 	payload int
 	counts  RingCounts
 	err     error
@@ -41,17 +43,14 @@ type frameFlow struct {
 
 // openFrames makes one frame sender per destination port of the target,
 // with open, on the interface of the route to it (check, if set, vets
-// that interface first). Such engines send one stream per port (--streams
-// does not apply).
+// that interface first). Each sends the port's streams (--flows, --streams)
+// from source ports of their own, round robin.
 func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link) error,
 	open func(link netlink.Link, port int, rc RingConfig) (frameSender, error)) error {
 	cfg := r.cfg
 	sp := &t.spec
 	if !t.addr.Addr().Is4() {
 		return usage.Field("Engine", "%s builds IPv4 frames only: %s is not IPv4", engine, t.name)
-	}
-	if sp.Streams != 1 {
-		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine %s sends one stream per port: %d streams asked", engine, sp.Streams))
 	}
 	pps := sp.Rate.PacketsPerSecond(sp.Payload+wire.UDPOverhead(true)) / float64(sp.Ports)
 	return cfg.setup(func() error {
@@ -62,6 +61,9 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 		link, err := netlink.LinkByIndex(routes[0].LinkIndex)
 		if err != nil {
 			return fmt.Errorf("%s: interface of the route to %s: %w", t.name, t.addr.Addr(), err)
+		}
+		if why := framesUnspread(sp, link); why != "" {
+			t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine %s: %s", engine, why))
 		}
 		if check != nil {
 			if err := check(link); err != nil {
@@ -75,7 +77,7 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 			}
 			rc := RingConfig{
 				Iface: link.Attrs().Name, SrcIP: t.local, DstIP: t.addr.Addr(),
-				DstPort: t.acc.UDPPorts[p], Ports: 1, FrameSize: sp.Payload + wire.UDPOverhead(true),
+				DstPort: t.acc.UDPPorts[p], Ports: 1, SrcPort: ringSrcPort, SrcPorts: sp.Streams, FrameSize: sp.Payload + wire.UDPOverhead(true),
 				Rate: pps, Duration: sp.Duration.D(), Warmup: sp.Warmup.D(),
 				Stream: uint16(p * sp.Streams), CPU: cpu,
 			}
@@ -83,12 +85,29 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			e := r.sess.add(sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: p * sp.Streams, payload: sp.Payload})
+			e := r.sess.add(sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: p * sp.Streams, streams: sp.Streams, payload: sp.Payload})
 			t.fwd = append(t.fwd, share{e: e})
 		}
 		return nil
 	})
 }
+
+// framesUnspread says why several flows per port would not spread over a
+// veth's queues when the ring or AF_XDP sends them ("" when they would):
+// AF_PACKET picks the TX queue by the sending CPU (packet_pick_tx_queue
+// records it as the skb's queue before the hash is asked), AF_XDP sends
+// on its socket's queue, so neither reads the flow, and a veth hands a
+// frame to the receive queue of its peer that matches the TX queue. On a
+// NIC the receiver's RSS hashes the frames as any others.
+func framesUnspread(sp *wire.Spec, link netlink.Link) string {
+	if sp.Streams > 1 && link.Type() == "veth" {
+		return fmt.Sprintf("the ring and AF_XDP choose the TX queue by CPU or socket, not by flow, and the veth %s hands a frame to the same receive queue of its peer: its %d flows per port would land on one queue (the socket engine's take the flow hash)", link.Attrs().Name, sp.Streams)
+	}
+	return ""
+}
+
+// ringSrcPort is the first source port of the frame engines' streams.
+const ringSrcPort = 40000
 
 // openRing makes one ring sender per destination port of the target.
 func (t *target) openRing(r *clientRun) error {
@@ -146,15 +165,19 @@ func (f *frameFlow) progress() (packets, bytes uint64) {
 	return p, p * uint64(f.payload)
 }
 
-// collect is the flow's one stream, numbered as the server numbers
-// streams (port × streams).
+// collect is the flow's streams, numbered as the server numbers streams
+// (port × streams + the stream's source port).
 func (f *frameFlow) collect() flowResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	res := flowResult{
-		counts:  []results.Count{{Stream: f.stream, Packets: f.counts.Packets, Bytes: f.counts.Packets * uint64(f.payload), Warmup: f.counts.WarmupPackets}},
-		threads: []results.ThreadCPU{f.usage},
-		held:    f.counts.HeldBack,
+	res := flowResult{threads: []results.ThreadCPU{f.usage}, held: f.counts.HeldBack}
+	for k := range max(f.streams, 1) {
+		c := results.Count{Stream: f.stream + k}
+		if k < len(f.counts.StreamPackets) {
+			c.Packets, c.Warmup = f.counts.StreamPackets[k], f.counts.StreamWarmup[k]
+			c.Bytes = c.Packets * uint64(f.payload)
+		}
+		res.counts = append(res.counts, c)
 	}
 	if f.err != nil {
 		res.err = fmt.Errorf("%s: %w", f.engine, f.err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"linerate/results"
+	"linerate/source/xdpcount"
 	"linerate/wire"
 )
 
@@ -28,6 +29,7 @@ type serverTest struct {
 	udpPorts    []uint16 // the UDP receiver's ports
 	probePort   uint16   // the probe echo's port
 	xdp         *xdpMeter
+	queues      *queueMeter
 	aimer       *aimer    // UDP senders waiting for the client's punches
 	rr          *rrServer // the answering side of a transaction test
 
@@ -120,12 +122,18 @@ func (t *serverTest) openUDPReceiver() error {
 		t.xdp = newXDPMeter(t.local, port)
 		t.sess.add(receiving, "", t.xdp)
 	}
+	var xc *xdpcount.Counter
+	if t.xdp != nil {
+		xc = t.xdp.c
+	}
+	t.queues = newQueueMeter(t.local, xc)
+	t.sess.add(receiving, "", t.queues)
 	return nil
 }
 
 func (t *serverTest) openUDPSender() error {
 	sp := &t.spec
-	fds, err := dialUDPFlows(t.local, t.peer, sp.ClientPorts, sp.Streams, sp.Payload, sp.DSCP, sp.Punch)
+	fds, err := dialUDPFlows([]netip.Addr{t.local}, t.peer, sp.ClientPorts, sp.Streams, sp.Payload, sp.DSCP, sp.Punch)
 	var me *mtuError
 	if errors.As(err, &me) {
 		return fmt.Errorf("payload %d bytes: the path MTU from %s to %s is %d", sp.Payload, t.local, t.peer, me.mtu)
@@ -290,6 +298,9 @@ func (t *serverTest) result() *results.ServerResult {
 	}
 	if t.xdp != nil {
 		res.XDP = t.xdp.result()
+	}
+	if t.queues != nil {
+		res.RxQueues = t.queues.result()
 	}
 	return res
 }

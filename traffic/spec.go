@@ -12,7 +12,11 @@ func tcpSenderOf(s *wire.Spec) tcpSendConfig {
 }
 
 // udpReceiver is this test's UDP receiver on local, counting what comes
-// from peer.
+// from peer and from the client's other source addresses (Spec.Sources).
 func udpReceiverOf(s *wire.Spec, local, peer netip.Addr, cpus []int) udpRecvConfig {
-	return udpRecvConfig{local: local, peer: peer, ports: s.Ports, threads: s.Threads, rcvbuf: s.RecvBuf, cpus: cpus, mix: s.Mixed()}
+	var peers []netip.Addr
+	if peer.IsValid() {
+		peers = append([]netip.Addr{peer}, s.Sources...)
+	}
+	return udpRecvConfig{local: local, peers: peers, ports: s.Ports, threads: s.Threads, rcvbuf: s.RecvBuf, cpus: cpus, mix: s.Mixed()}
 }

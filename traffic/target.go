@@ -294,12 +294,19 @@ func (t *target) openUDP(cfg *Config) ([]int, error) {
 	if len(t.acc.UDPPorts) != sp.Ports {
 		return nil, fmt.Errorf("%s: %w: %d ports for %d", t.name, wire.ErrProtocol, len(t.acc.UDPPorts), sp.Ports)
 	}
+	locals := sp.Sources
+	if len(locals) == 0 {
+		locals = []netip.Addr{t.local}
+	}
 	var fds []int
 	err := cfg.setup(func() error {
 		var err error
-		fds, err = dialUDPFlows(t.local, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload, sp.DSCP, false)
+		fds, err = dialUDPFlows(locals, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload, sp.DSCP, false)
 		return err
 	})
+	if len(sp.Sources) > 0 && errors.Is(err, ErrAddrNotLocal) {
+		return nil, usage.Field("Sources", "%w", err)
+	}
 	var me *mtuError
 	if errors.As(err, &me) {
 		v4 := t.addr.Addr().Is4()

@@ -288,12 +288,13 @@ func (e *mtuError) Error() string {
 }
 
 // dialUDPFlows makes the sockets of a udpSender: one connected socket per
-// stream to each of ports on remote, from local (any port), marked with
-// dscp (0: unmarked). With later,
+// stream to each of ports on remote, from locals in turn (any port: each
+// socket its own, so each flow a 5-tuple of its own), marked with dscp (0:
+// unmarked). With later,
 // the sockets are bound but not connected: aimUDP connects them once the
 // client's punches say where its NAT maps its ports. A payload over the
 // path MTU is an *mtuError.
-func dialUDPFlows(local, remote netip.Addr, ports []uint16, streams, payload, dscp int, later bool) ([]int, error) {
+func dialUDPFlows(locals []netip.Addr, remote netip.Addr, ports []uint16, streams, payload, dscp int, later bool) ([]int, error) {
 	var fds []int
 	for _, port := range ports {
 		for range streams {
@@ -301,6 +302,7 @@ func dialUDPFlows(local, remote netip.Addr, ports []uint16, streams, payload, ds
 			if later {
 				to = netip.AddrPort{}
 			}
+			local := locals[len(fds)%len(locals)]
 			fd, err := dialUDP(netip.AddrPortFrom(local, 0), to, 4<<20)
 			if err == nil {
 				if err = setDSCP(fd, dscp); err != nil {
@@ -315,7 +317,7 @@ func dialUDPFlows(local, remote netip.Addr, ports []uint16, streams, payload, ds
 		}
 	}
 	if len(ports) > 0 {
-		if err := checkPathMTU(local, netip.AddrPortFrom(remote, ports[0]), payload); err != nil {
+		if err := checkPathMTU(locals[0], netip.AddrPortFrom(remote, ports[0]), payload); err != nil {
 			closeFDs(fds)
 			return nil, err
 		}
@@ -410,7 +412,7 @@ type recvThread struct {
 	packets atomic.Uint64 // live total, warmup included
 	bytes   atomic.Uint64
 	other   uint64 // datagrams without linerate's header
-	peer    *from  // when set, datagrams from elsewhere are foreign
+	peers   []from // when set, datagrams from elsewhere are foreign
 	foreign uint64 // datagrams from elsewhere: not counted
 	mix     bool   // count the datagrams per payload size
 	usage   results.ThreadCPU
@@ -431,9 +433,9 @@ type udpRecvConfig struct {
 	threads int
 	rcvbuf  int   // SO_RCVBUF of each socket (0: 4 MiB)
 	cpus    []int // pinning, round robin; empty = none
-	// peer, when valid, is the only source counted: test datagrams from
+	// peers, when set, are the only sources counted: test datagrams from
 	// any other address are foreign (counted apart, reported).
-	peer netip.Addr
+	peers []netip.Addr
 	// mix counts the measured window's datagrams per payload size.
 	mix bool
 }
@@ -453,9 +455,8 @@ func newUDPReceiver(c udpRecvConfig) (*udpReceiver, error) {
 			cpu = c.cpus[i%len(c.cpus)]
 		}
 		t := &recvThread{cpu: cpu, mix: c.mix}
-		if c.peer.IsValid() {
-			f := fromAddr(c.peer)
-			t.peer = &f
+		for _, p := range c.peers {
+			t.peers = append(t.peers, fromAddr(p))
 		}
 		r.threads = append(r.threads, t)
 	}
@@ -585,7 +586,7 @@ func (t *recvThread) run(stop *atomic.Bool) {
 		}
 	}()
 	b := newBatch(recvBatch, recvSlot)
-	if t.peer != nil {
+	if len(t.peers) > 0 {
 		b.withNames()
 	}
 	var pfds []unix.PollFd
@@ -637,7 +638,7 @@ func (t *recvThread) count(b *batch, n int) {
 	counted := n
 	for i := range n {
 		l := int(b.hdrs[i].n)
-		if t.peer != nil && !t.peer.is(&b.names[i]) {
+		if len(t.peers) > 0 && !fromAny(t.peers, &b.names[i]) {
 			t.foreign++
 			counted--
 			continue

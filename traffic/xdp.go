@@ -1,9 +1,12 @@
 package traffic
 
-// The XDP receive meter: a flow that counts, with the eBPF counter of
+// The receive meters: flows that count no traffic of their own but read
+// counters of the receiving interface at the start and the end of the
+// measured window. The XDP meter counts, with the eBPF counter of
 // linerate/source/xdpcount attached to the receiving interface, the IPv4
-// UDP packets that reached the interface in the measured window, so that a
-// result can show them beside those that reached the socket.
+// UDP packets that reached the interface, so that a result can show them
+// beside those that reached the socket; the queue meter (queues.go) how
+// the packets spread over the interface's receive queues.
 
 import (
 	"net/netip"
@@ -14,16 +17,17 @@ import (
 	"linerate/source/xdpcount"
 )
 
-// xdpMeter counts, with an XDP counter, the UDP packets that reach the
-// interface holding a test's receiving address in the measured window. It
-// is a receiving flow that counts no traffic of its own: its figure is in
-// result. A counter that cannot be attached is reported there, not fatal.
-type xdpMeter struct {
-	c    *xdpcount.Counter
-	stat results.XDPStat
+// windowMeter reads a set of counters at the start of the measured window
+// and at its end; delta is what they counted in between.
+type windowMeter struct {
+	read func() ([]uint64, error)
 	mu   sync.Mutex
-	base [2]uint64 // packets, bytes at the start of the measured window
-	tm   Timing
+	base []uint64 // at the start of the measured window
+	// delta is the counts in the window, once its end was marked; err the
+	// first read that failed.
+	delta []uint64
+	err   error
+	tm    Timing
 	// began is set when the window's start was marked.
 	began bool
 	end   time.Time // the window's end, if cut early
@@ -32,11 +36,84 @@ type xdpMeter struct {
 	once  sync.Once
 }
 
+func newWindowMeter(read func() ([]uint64, error)) *windowMeter {
+	return &windowMeter{read: read, halt: make(chan struct{})}
+}
+
+// run marks the window's start when it comes, and its end at stop.
+func (m *windowMeter) run(tm Timing) {
+	m.tm = tm
+	start := time.AfterFunc(time.Until(tm.Measure), func() { m.mark(false) })
+	<-m.halt
+	start.Stop()
+	m.mark(true)
+}
+
+// cut ends the window early, at at; the counters are still read at stop.
+func (m *windowMeter) cut(at time.Time) {
+	m.mu.Lock()
+	m.end = at
+	m.mu.Unlock()
+}
+
+func (m *windowMeter) stop(time.Duration) { m.once.Do(func() { close(m.halt) }) }
+
+// mark reads the counters at the start of the measured window (end false)
+// or at its end, which counts only after a start.
+func (m *windowMeter) mark(end bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.read == nil || m.err != nil || (end && !m.began) || (!end && (m.began || m.ended)) {
+		return
+	}
+	v, err := m.read()
+	if err != nil {
+		m.err = err
+		return
+	}
+	if !end {
+		m.base, m.began = v, true
+		return
+	}
+	m.ended = true
+	m.delta = make([]uint64, len(v))
+	for i := range v {
+		if i < len(m.base) {
+			m.delta[i] = v[i] - m.base[i]
+		}
+	}
+}
+
+// counted is what the counters counted in the window (nil if it was never
+// read) and the window's length in seconds.
+func (m *windowMeter) counted() ([]uint64, float64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.tm.End
+	if !m.end.IsZero() {
+		w = m.end
+	}
+	return m.delta, max(w.Sub(m.tm.Measure).Seconds(), 0), m.err
+}
+
+func (m *windowMeter) progress() (packets, bytes uint64) { return 0, 0 }
+func (m *windowMeter) collect() flowResult               { return flowResult{} }
+
+// xdpMeter counts, with an XDP counter, the UDP packets that reach the
+// interface holding a test's receiving address in the measured window. Its
+// figure is in result. A counter that cannot be attached is reported
+// there, not fatal.
+type xdpMeter struct {
+	*windowMeter
+	c    *xdpcount.Counter
+	stat results.XDPStat
+}
+
 // newXDPMeter attaches a counter to the interface that holds local; port,
 // when not 0, is the only destination port counted. Call it in the
 // interface's network namespace.
 func newXDPMeter(local netip.Addr, port uint16) *xdpMeter {
-	m := &xdpMeter{halt: make(chan struct{})}
+	m := &xdpMeter{windowMeter: newWindowMeter(nil)}
 	name, index, err := interfaceOf(local)
 	if err != nil {
 		m.stat.Error = err.Error()
@@ -50,63 +127,26 @@ func newXDPMeter(local netip.Addr, port uint16) *xdpMeter {
 	}
 	m.c = c
 	m.stat.Mode = string(c.Mode())
+	m.read = func() ([]uint64, error) {
+		pk, by, err := c.Count()
+		return []uint64{pk, by}, err
+	}
 	return m
 }
 
-// run marks the window's start when it comes, and its end at stop.
-func (m *xdpMeter) run(tm Timing) {
-	m.tm = tm
-	start := time.AfterFunc(time.Until(tm.Measure), func() { m.mark(false) })
-	<-m.halt
-	start.Stop()
-	m.mark(true)
-}
-
-// cut ends the window early, at at; the count is still read at stop.
-func (m *xdpMeter) cut(at time.Time) {
-	m.mu.Lock()
-	m.end = at
-	m.mu.Unlock()
-}
-
-func (m *xdpMeter) stop(time.Duration) { m.once.Do(func() { close(m.halt) }) }
-
-// mark reads the counter at the start of the measured window (end false)
-// or at its end, which counts only after a start.
-func (m *xdpMeter) mark(end bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.c == nil || (end && !m.began) || (!end && (m.began || m.ended)) {
-		return
-	}
-	pk, by, err := m.c.Count()
-	if err != nil {
-		m.stat.Error = err.Error()
-		return
-	}
-	if !end {
-		m.base, m.began = [2]uint64{pk, by}, true
-		return
-	}
-	m.ended = true
-	m.stat.Packets, m.stat.Bytes = pk-m.base[0], by-m.base[1]
-	w := m.tm.End
-	if !m.end.IsZero() {
-		w = m.end
-	}
-	if s := w.Sub(m.tm.Measure).Seconds(); s > 0 {
-		m.stat.PPS = float64(m.stat.Packets) / s
-	}
-}
-
-func (m *xdpMeter) progress() (packets, bytes uint64) { return 0, 0 }
-func (m *xdpMeter) collect() flowResult               { return flowResult{} }
-
 // result is what the counter saw; valid after the meter's run returned.
 func (m *xdpMeter) result() *results.XDPStat {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	st := m.stat
+	v, secs, err := m.counted()
+	if err != nil {
+		st.Error = err.Error()
+	}
+	if len(v) == 2 {
+		st.Packets, st.Bytes = v[0], v[1]
+		if secs > 0 {
+			st.PPS = float64(st.Packets) / secs
+		}
+	}
 	return &st
 }
 

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -144,6 +145,10 @@ type Spec struct {
 	// sendfile test lost 15-20 % to it on a veth pair (docs/bench.md).
 	// With MSS Nagle is always off (a short last write would wait).
 	Nagle bool `json:"nagle,omitempty"`
+	// Sources are the client's source addresses for UDP forward, besides
+	// the control connection's (--src): its flows are spread over them,
+	// and the server counts what comes from them as the client's.
+	Sources []netip.Addr `json:"sources,omitempty"`
 	// Punch says the client punches its NAT for the server's UDP (see
 	// nat.go): the server waits for the punches before it sends.
 	Punch bool `json:"punch,omitempty"`
@@ -158,6 +163,7 @@ type Spec struct {
 const (
 	maxStreams = 1024
 	maxPorts   = 256
+	maxSources = 256
 	maxThreads = 256
 	maxPayload = 65507 // largest IPv4 UDP payload (RFC 768, 791)
 	maxRecvBuf = 1 << 30
@@ -235,6 +241,9 @@ func (s *Spec) Check() error {
 		if err := s.checkSizes(); err != nil {
 			return err
 		}
+		if err := s.checkSources(); err != nil {
+			return err
+		}
 		if s.Direction != Forward && len(s.ClientPorts) != s.Ports {
 			return fmt.Errorf("%d client ports for %d ports", len(s.ClientPorts), s.Ports)
 		}
@@ -262,6 +271,27 @@ func (s *Spec) Check() error {
 		return usage.Field("fq_rate", "is for tcp, not udp")
 	case s.Nagle:
 		return usage.Field("nagle", "is for tcp, not udp")
+	}
+	return nil
+}
+
+// checkSources checks Sources: forward only, at most maxSources unicast
+// addresses, no more than the flows that would use them.
+func (s *Spec) checkSources() error {
+	switch {
+	case len(s.Sources) == 0:
+		return nil
+	case s.Direction != Forward:
+		return usage.Field("sources", "is what the client sends from: forward only, not %s", s.Direction)
+	case len(s.Sources) > maxSources:
+		return usage.Field("sources", "%d addresses: at most %d", len(s.Sources), maxSources)
+	case len(s.Sources) > s.Flows():
+		return usage.Field("sources", "%d addresses for %d flows: each address needs a flow", len(s.Sources), s.Flows())
+	}
+	for _, a := range s.Sources {
+		if !a.IsValid() || a.IsUnspecified() || a.IsMulticast() {
+			return usage.Field("sources", "%s: not a unicast address", a)
+		}
 	}
 	return nil
 }

@@ -58,6 +58,8 @@ type benchOptions struct {
 	mix     ceiling.Mix // --size as a mix of sizes
 	payload int
 	ports   int
+	flows   int
+	src     []string
 	rcvbuf  int
 	engine  string
 	xdp     bool
@@ -87,7 +89,7 @@ var benchFlags = map[string]string{
 	// wire.Spec's fields, by their JSON names.
 	"duration": "--duration", "warmup": "--warmup", "streams": "--streams", "ports": "--ports", "threads": "--threads",
 	"rcvbuf": "--rcvbuf", "probe_interval": "--probe-interval", "payload": "--payload", "write_size": "--write-size", "mss": "--mss",
-	"dscp": "--dscp", "window": "--window", "congestion": "--congestion", "fq_rate": "--fq-rate", "nagle": "--nagle",
+	"dscp": "--dscp", "sources": "--src", "Sources": "--src", "window": "--window", "congestion": "--congestion", "fq_rate": "--fq-rate", "nagle": "--nagle",
 }
 
 func newBenchCmd() *cobra.Command { return (&benchOptions{}).command() }
@@ -186,10 +188,14 @@ func (o *benchOptions) protoCmd(proto wire.Proto) *cobra.Command {
 		c.Example = `  linerate bench udp --to 10.0.0.2 --size 64 --duration 10s
   linerate bench udp --to 10.0.0.2 --rate 1Mpps --threads 2 --ports 8 --json
   linerate bench udp --to 10.0.0.2 --rate 1G --size imix   # 64:7,570:4,1518:1, counted per size on both ends
+  linerate bench udp --to 10.0.0.2 --flows 8 --xdp         # 8 source ports; the server's rx queues show the spread
+  linerate bench udp --to 192.168.6.2 --flows 4 --src 192.168.6.10-192.168.6.13   # RSS that hashes addresses only
   linerate bench udp -c 10.0.0.2 -b 100M -l 1472 -t 5     # as with iperf3 -u`
 		f.StringVar(&o.size, "size", "", "Ethernet frame size in bytes, FCS included (default 64 for IPv4, 84 for IPv6; the payload is size minus 46 for IPv4, 66 for IPv6), or a mix sent interleaved in its ratio: imix (64:7,570:4,1518:1) or SIZE:WEIGHT,... (64:7,570:4,1518:1)")
 		f.IntVarP(&o.payload, "payload", "l", 0, "UDP payload bytes instead of --size (at least 16; iperf3's -l)")
 		f.IntVar(&o.ports, "ports", 0, "spread the flows over this many destination ports: RSS queues, receiver threads (default: --threads)")
+		f.IntVar(&o.flows, "flows", 0, "UDP flows per target, each from a source port of its own (and round robin over --src), so that RSS or a flow hash spreads them over queues; spread over --ports (default 1 with --flows)")
+		f.StringArrayVar(&o.src, "src", nil, "send the flows from these addresses of this host, round robin: an address or a range 10.0.0.2-10.0.0.5 (repeatable; forward only)")
 		f.IntVar(&o.rcvbuf, "rcvbuf", 0, "SO_RCVBUF of each receiver socket in bytes (default 4 MiB)")
 		f.StringVar(&o.engine, "engine", "auto", "send engine: socket (batched sendmmsg), ring (AF_PACKET TX_RING: IPv4, forward, direct route, root), xdp (AF_XDP: as the ring, and one TX queue per port) or auto (xdp, else the ring, else socket, whichever applies first; with auto and no --threads, one thread per CPU up to 4)")
 		f.BoolVar(&o.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
@@ -364,6 +370,31 @@ func (o *benchOptions) udpSpec(sp *wire.Spec, changed func(string) bool) error {
 		o.threads = sp.Threads
 	}
 	sp.Ports, sp.RecvBuf, sp.XDP = defaultPorts(o.ports, o.threads), o.rcvbuf, o.xdp
+	return o.flowSpec(sp, changed)
+}
+
+// flowSpec sets sp's flows (ports × streams) from --flows and its source
+// addresses from --src.
+func (o *benchOptions) flowSpec(sp *wire.Spec, changed func(string) bool) error {
+	if changed("flows") {
+		ports := max(o.ports, 1)
+		switch {
+		case changed("streams"):
+			return usage.Errorf("--flows and --streams: give one (--flows counts every flow of a target, --streams those of one port)")
+		case o.flows < 1 || o.flows > 65535:
+			return usage.Errorf("--flows %d: want 1 to 65535", o.flows)
+		case o.flows%ports != 0:
+			return usage.Errorf("--flows %d over --ports %d: want a multiple of --ports (each port carries as many flows)", o.flows, ports)
+		}
+		sp.Ports, sp.Streams = ports, o.flows/ports
+	}
+	for _, s := range o.src {
+		addrs, err := wire.ParseAddrRange(s)
+		if err != nil {
+			return usage.Errorf("--src %w", err)
+		}
+		sp.Sources = append(sp.Sources, addrs...)
+	}
 	return nil
 }
 
@@ -412,6 +443,9 @@ func defaultPorts(ports, threads int) int {
 
 func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 	if len(o.from) > 0 {
+		if len(o.src) > 0 {
+			return usage.Errorf("--src and --from: --src names this host's addresses, and with --from this host does not send")
+		}
 		return o.runFlows(cmd, proto)
 	}
 	if len(o.sample) > 0 {

@@ -40,6 +40,14 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "udp", "--to", "127.0.0.1", "--rate", "1e30pps"}, "faster than any Ethernet link"},
 		{[]string{"bench", "tcp", "--to", "127.0.0.1", "--mss", "40"}, "smallest MSS"},
 		{[]string{"bench", "udp", "--to", "127.0.0.1", "--token-file", "/nonexistent/token"}, "--token-file"},
+		{[]string{"bench", "udp", "--to", "127.0.0.1", "--flows", "0"}, "--flows 0"},
+		{[]string{"bench", "udp", "--to", "127.0.0.1", "--flows", "6", "--ports", "4"}, "a multiple of --ports"},
+		{[]string{"bench", "udp", "--to", "127.0.0.1", "--flows", "4", "--streams", "2"}, "give one"},
+		{[]string{"bench", "udp", "--to", "127.0.0.1", "--src", "10.0.0.5-10.0.0.2"}, "ends before it starts"},
+		{[]string{"bench", "udp", "--to", "127.0.0.1", "--src", "host"}, "not an address"},
+		{[]string{"bench", "udp", "--to", "127.0.0.1", "--src", "127.0.0.1", "--reverse"}, "--src is what the client sends from"},
+		{[]string{"bench", "udp", "--to", "127.0.0.1", "--src", "127.0.0.1-127.0.0.3", "--flows", "2"}, "--src 3 addresses for 2 flows"},
+		{[]string{"bench", "udp", "--to", "127.0.0.1", "--src", "127.0.0.1", "--from", "127.0.0.2"}, "--src and --from"},
 	} {
 		_, err := runArgs(t, c.args...)
 		if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), c.want) {

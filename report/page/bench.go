@@ -26,6 +26,9 @@ type benchView struct {
 	// each; the per-second charts shade the down times.
 	Events  []string
 	Targets []targetRow
+	// Queues is how each target's receiving interface spread the packets
+	// over its receive queues.
+	Queues []queueView
 	// Rates are the whole run's rates per second (the client's intervals).
 	Rates []template.HTML
 	// Warmup says how many warm-up seconds the charts leave out.
@@ -59,6 +62,19 @@ type targetRow struct {
 	Bad                                    bool
 }
 
+// queueView is one receiving interface's packets per receive queue.
+type queueView struct {
+	Target, Interface, Counter, Error string
+	Rows                              []queueRow
+}
+
+type queueRow struct {
+	Queue          int
+	Packets, Share string
+	Width          float64 // the share, 0 to 100, as a bar's width
+	Empty          bool
+}
+
 type latencyRow struct {
 	Target, Phase           string
 	Probes                  string
@@ -85,6 +101,7 @@ func newBenchView(r *results.Result) *benchView {
 	v.events()
 	v.cards()
 	v.targets()
+	v.queues()
 	v.rates()
 	v.latency()
 	v.rrul()
@@ -252,6 +269,28 @@ func (v *benchView) targets() {
 				Loss: pct(d.t.LossRatio), SentPPS: SI(d.t.SentPPS), ReceivedPPS: SI(d.t.ReceivedPPS),
 				ReceivedBPS: ceiling.FormatBps(d.t.ReceivedBPS), RTT: tcpRTT(r, i, d.name), Bad: d.t.LostPackets > 0})
 		}
+	}
+}
+
+// queues lays out each target's receive queue counts: always when there
+// are counts, and why there are none when the test spread its flows or
+// asked for the XDP counter (as the text output does).
+func (v *benchView) queues() {
+	sp := v.res.Spec
+	for _, t := range v.res.Targets {
+		q := t.RxQueues
+		if q == nil || (len(q.Packets) == 0 && sp.Flows() <= 1 && !sp.XDP) {
+			continue
+		}
+		qv := queueView{Target: t.Target, Interface: q.Interface, Counter: q.Counter, Error: q.Error}
+		if len(q.Packets) == 0 && qv.Error == "" {
+			qv.Error = "no counts"
+		}
+		for i, s := range q.Shares() {
+			qv.Rows = append(qv.Rows, queueRow{Queue: i, Packets: count(q.Packets[i]), Share: units.Percent(s, 1, " "),
+				Width: math.Round(s * 1000 / 10), Empty: q.Packets[i] == 0})
+		}
+		v.Queues = append(v.Queues, qv)
 	}
 }
 

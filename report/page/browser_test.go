@@ -57,7 +57,7 @@ func TestInChromium(t *testing.T) {
 	file := filepath.Join(dir, "report.html")
 	page := render(t, fixture(t, "bench-udp"), fixture(t, "bench-udp-1thread"), fixture(t, "bench-udp-1518"),
 		fixture(t, "bench-tcp-bidir"), fixture(t, "bench-rrul"), fixture(t, "search"), fixture(t, "diagnose"), fixture(t, "tune-auto"),
-		matrixRun(t), matrixTuneRun(t))
+		fixture(t, "bench-udp-flows"), matrixRun(t), matrixTuneRun(t))
 	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +156,19 @@ func TestInChromium(t *testing.T) {
 	if got.HeatCells != 5 {
 		t.Errorf("the browser drew %d heat map cells, want 5", got.HeatCells)
 	}
-	if got.Title != "linerate report: 10 runs" {
+	if got.Title != "linerate report: 11 runs" {
 		t.Errorf("title %q", got.Title)
+	}
+
+	// The receive queues' bars: as wide as each queue's share (34,359 /
+	// 0 / 51,600 / 51,600 packets), the empty queue's a sliver.
+	bars, err := chromedp.Run(tctx, chromedp.Evaluate[[]float64](`[...document.querySelectorAll("table.queues .qbar")].map(b => b.getBoundingClientRect().width)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("queue bars %v px", bars)
+	if len(bars) != 4 || bars[1] > 2 || bars[0] < 20 || bars[2] < bars[0]*1.3 || bars[2] > bars[0]*1.7 || bars[2] != bars[3] {
+		t.Errorf("queue bars %v px: not as wide as the shares 25 / 0 / 37.5 / 37.5 %%", bars)
 	}
 
 	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))

@@ -100,6 +100,16 @@ func TestBenchUDP(t *testing.T) {
 	}
 }
 
+func TestBenchQueues(t *testing.T) {
+	page := fixturePage(t, "bench-udp-flows", history.KindBench)
+	contains(t, page, "1 ports × 8 streams", "Receive queues", "b:7557: a (counted by xdp)",
+		"<td>0</td><td>34,359</td><td>25.0 %</td>", `<td>1</td><td class="bad">0</td><td>0.0 %</td>`, "<td>2</td><td>51,600</td><td>37.5 %</td>")
+	// A run of one flow without --xdp on a veth says nothing of queues.
+	if strings.Contains(render(t, fixture(t, "bench-udp-1thread")), "Receive queues") {
+		t.Errorf("a page without queue counts has a Receive queues section")
+	}
+}
+
 // fixturePage renders one fixture, checking its kind and that the page
 // refers to nothing outside itself.
 func fixturePage(t *testing.T, name, kind string) string {

@@ -1,7 +1,8 @@
 // Package xdpcount is the XDP receive counter: a small eBPF program,
 // assembled here with cilium/ebpf's asm package (no C compiler), attached to
 // a receiving interface. It counts the IPv4 UDP packets (optionally only
-// those to one destination port) and their bytes in a per-CPU array, before
+// those to one destination port) and their bytes per receive queue in a
+// per-CPU array, before
 // the kernel builds an skb for them, so that a result can show the packets
 // that reached the interface beside those that reached the socket. In drop
 // mode it drops what it counts: the fastest receiver there is.
@@ -42,6 +43,10 @@ const (
 	// slower.
 	Generic Mode = "generic"
 )
+
+// MaxQueues is how many receive queues the counter tells apart: a packet
+// on a higher queue is counted on the last one.
+const MaxQueues = 256
 
 // cpuCounts is the value of the per-CPU counter map, one per CPU.
 type cpuCounts struct {
@@ -97,7 +102,7 @@ func load(port uint16, drop bool) (*ebpf.Map, *ebpf.Program, error) {
 		Type:       ebpf.PerCPUArray,
 		KeySize:    4,
 		ValueSize:  16,
-		MaxEntries: 1,
+		MaxEntries: MaxQueues,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: create counter map: %w", ErrUnsupported, err)
@@ -120,29 +125,50 @@ func (c *Counter) Mode() Mode { return c.mode }
 
 // Count returns the packets counted since the program was attached and
 // their bytes, from the Ethernet header to the end of the payload (the
-// frame without FCS), summed over CPUs.
+// frame without FCS), summed over CPUs and receive queues.
 func (c *Counter) Count() (pkts, bytes uint64, err error) {
-	if c.bpf.Map == nil {
-		return 0, 0, fmt.Errorf("xdp counter on interface %d: count after close", c.ifindex)
+	queues, err := c.Queues(MaxQueues)
+	for _, q := range queues {
+		pkts += q.Packets
+		bytes += q.Bytes
 	}
-	pkts, bytes, err = sumCounts(c.bpf.Map)
-	if err != nil {
-		return 0, 0, fmt.Errorf("xdp counter on interface %d: %w", c.ifindex, err)
-	}
-	return pkts, bytes, nil
+	return pkts, bytes, err
 }
 
-// sumCounts adds up the per-CPU values of the counter map.
-func sumCounts(m *ebpf.Map) (pkts, bytes uint64, err error) {
+// QueueCount is what the counter counted on one receive queue.
+type QueueCount struct {
+	Packets, Bytes uint64
+}
+
+// Queues returns what was counted on each of the first n receive queues
+// (at most MaxQueues; the last one also holds the queues past it), summed
+// over CPUs: queue i is the packets whose xdp_md.rx_queue_index was i.
+func (c *Counter) Queues(n int) ([]QueueCount, error) {
+	if c.bpf.Map == nil {
+		return nil, fmt.Errorf("xdp counter on interface %d: count after close", c.ifindex)
+	}
+	out, err := queueCounts(c.bpf.Map, min(max(n, 0), MaxQueues))
+	if err != nil {
+		return nil, fmt.Errorf("xdp counter on interface %d: %w", c.ifindex, err)
+	}
+	return out, nil
+}
+
+// queueCounts adds up the per-CPU values of the counter map's first n
+// entries, one per receive queue.
+func queueCounts(m *ebpf.Map, n int) ([]QueueCount, error) {
+	out := make([]QueueCount, n)
 	var per []cpuCounts
-	if err := m.Lookup(uint32(0), &per); err != nil {
-		return 0, 0, fmt.Errorf("read counts: %w", err)
+	for q := range out {
+		if err := m.Lookup(uint32(q), &per); err != nil {
+			return nil, fmt.Errorf("read counts of queue %d: %w", q, err)
+		}
+		for _, v := range per {
+			out[q].Packets += v.Packets
+			out[q].Bytes += v.Bytes
+		}
 	}
-	for _, v := range per {
-		pkts += v.Packets
-		bytes += v.Bytes
-	}
-	return pkts, bytes, nil
+	return out, nil
 }
 
 // Close detaches the program and frees it and its map.
@@ -161,13 +187,15 @@ func (c *Counter) Close() error {
 //		udp = data + 14 + ihl*4;
 //		if (udp + 8 > data_end || udp.dest != htons(port)) return PASS;
 //	}
-//	v = lookup(counts, 0); if (!v) return PASS;
+//	q = min(ctx->rx_queue_index, MaxQueues - 1);
+//	v = lookup(counts, q); if (!v) return PASS;
 //	v->packets++; v->bytes += data_end - data;       // per-CPU: no atomics
 //	return drop ? DROP : PASS;
 //
 // Bytes are compared one at a time so the program is the same on big- and
 // little-endian machines. Offsets from include/uapi/linux/if_ether.h, ip.h
-// and udp.h; the xdp_md layout (data at 0, data_end at 4) from bpf.h.
+// and udp.h; the xdp_md layout (data at 0, data_end at 4, rx_queue_index
+// at 16) from bpf.h.
 func program(mapFD int, port uint16, drop bool) asm.Instructions {
 	const (
 		rData   = asm.R2
@@ -175,6 +203,7 @@ func program(mapFD int, port uint16, drop bool) asm.Instructions {
 		rTmp    = asm.R4
 		rByte   = asm.R5
 		rLen    = asm.R7 // callee-saved: survives the helper call
+		rQueue  = asm.R6 // callee-saved
 		ethType = 12
 		ipOff   = 14
 		pass    = "pass"
@@ -184,6 +213,7 @@ func program(mapFD int, port uint16, drop bool) asm.Instructions {
 		action = actionDrop
 	}
 	insns := asm.Instructions{
+		asm.LoadMem(rQueue, asm.R1, 16, asm.Word),
 		asm.LoadMem(rData, asm.R1, 0, asm.Word),
 		asm.LoadMem(rEnd, asm.R1, 4, asm.Word),
 		asm.Mov.Reg(rTmp, rData),
@@ -234,8 +264,10 @@ func program(mapFD int, port uint16, drop bool) asm.Instructions {
 		// the load fails, as ErrUnsupported.
 		asm.Mov.Reg(rLen, rEnd),
 		asm.Sub.Reg(rLen, rData),
-		// counts[0]
-		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+		// counts[queue], the last entry for any queue past it.
+		asm.JLT.Imm(rQueue, MaxQueues, "queue"),
+		asm.Mov.Imm(rQueue, MaxQueues-1),
+		asm.StoreMem(asm.RFP, -4, rQueue, asm.Word).WithSymbol("queue"),
 		asm.LoadMapPtr(asm.R1, mapFD),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -4),

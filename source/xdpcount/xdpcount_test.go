@@ -86,9 +86,16 @@ func TestProgram(t *testing.T) {
 				t.Errorf("port %d drop %v, %s: action %d, want %d", mode.port, mode.drop, c.name, got, want)
 			}
 		}
-		pkts, bytes, err := sumCounts(counts)
+		queues, err := queueCounts(counts, MaxQueues)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// BPF_PROG_TEST_RUN without a context runs on queue 0.
+		pkts, bytes := queues[0].Packets, queues[0].Bytes
+		for q, c := range queues[1:] {
+			if c != (QueueCount{}) {
+				t.Errorf("port %d drop %v: queue %d counted %+v, want nothing", mode.port, mode.drop, q+1, c)
+			}
 		}
 		if pkts != wantPkts || bytes != wantBytes {
 			t.Errorf("port %d drop %v: counted %d packets, %d bytes; want %d, %d", mode.port, mode.drop, pkts, bytes, wantPkts, wantBytes)

@@ -1,0 +1,108 @@
+package ethtool
+
+import (
+	"strconv"
+	"strings"
+)
+
+// QueueStat is one queue's counters from a driver's statistics; a
+// counter the driver does not have is nil.
+type QueueStat struct{ Packets, Bytes *uint64 }
+
+// QueueStats picks the per-queue packet and byte counters out of a driver's
+// statistics, by queue index. Drivers name them differently:
+//
+//	rx_queue_0_packets  tx_queue_0_bytes   igb, ixgbe, ice, virtio_net (older)
+//	rx-0.packets        tx-0.bytes         i40e, iavf
+//	rx0_packets         tx0_bytes          mlx5, virtio_net
+//	rxq0_packets        txq0_bytes         bcmgenet
+//
+// Only these exact shapes count: veth's rx_queue_0_xdp_packets, for one, are
+// XDP packets and not the queue's traffic.
+//
+// bcmgenet numbers its counters by hardware ring, not by queue: ring 16 is
+// the default ring behind queue 0 and rings 0-3 are queues 1-4 (the
+// mapping bcmgenet_xmit applies, drivers/net/ethernet/broadcom/genet/
+// bcmgenet.c).
+func QueueStats(stats Stats, driver string) (rx, tx map[int]QueueStat) {
+	rx, tx = map[int]QueueStat{}, map[int]QueueStat{}
+	for i := range stats {
+		dir, q, field, ok := parseQueueStat(stats[i].Name)
+		if !ok {
+			continue
+		}
+		if driver == "bcmgenet" {
+			if q == 16 {
+				q = 0
+			} else {
+				q++
+			}
+		}
+		m := rx
+		if dir == 't' {
+			m = tx
+		}
+		s := m[q]
+		v := stats[i].Value
+		if field == "packets" {
+			s.Packets = &v
+		} else {
+			s.Bytes = &v
+		}
+		m[q] = s
+	}
+	return rx, tx
+}
+
+// parseQueueStat reads a per-queue statistic's name: its direction ('r'
+// or 't'), queue and field ("packets" or "bytes").
+func parseQueueStat(name string) (dir byte, q int, field string, ok bool) {
+	if len(name) < 3 || (name[:2] != "rx" && name[:2] != "tx") {
+		return 0, 0, "", false
+	}
+	dir = name[0]
+	rest := name[2:]
+	for _, p := range []string{"_queue_", "-", "q", ""} {
+		if !strings.HasPrefix(rest, p) {
+			continue
+		}
+		r := rest[len(p):]
+		i := 0
+		for i < len(r) && r[i] >= '0' && r[i] <= '9' {
+			i++
+		}
+		if i == 0 || i > 6 {
+			continue
+		}
+		q, _ = strconv.Atoi(r[:i])
+		switch r[i:] {
+		case "_packets", ".packets":
+			return dir, q, "packets", true
+		case "_bytes", ".bytes":
+			return dir, q, "bytes", true
+		}
+	}
+	return 0, 0, "", false
+}
+
+// maxQueues bounds the queues RxQueuePackets reads: more than any NIC
+// has, few enough that a result carrying them stays small.
+const maxQueues = 1024
+
+// RxQueuePackets is the packets each receive queue counted, queue 0
+// first, from a driver's statistics (QueueStats); nil when the driver
+// counts none per queue (veth, for one).
+func RxQueuePackets(stats Stats, driver string) []uint64 {
+	rx, _ := QueueStats(stats, driver)
+	var out []uint64
+	for q, s := range rx {
+		if s.Packets == nil || q >= maxQueues {
+			continue
+		}
+		if q >= len(out) {
+			out = append(out, make([]uint64, q+1-len(out))...)
+		}
+		out[q] = *s.Packets
+	}
+	return out
+}

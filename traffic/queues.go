@@ -1,0 +1,118 @@
+package traffic
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+
+	"linerate/results"
+	"linerate/source/ethtool"
+	"linerate/source/qstats"
+	"linerate/source/xdpcount"
+)
+
+// queueMeter counts the packets each receive queue of the interface
+// holding a test's receiving address took in the measured window: by the
+// NIC's own per-queue counters where the driver has them (netdev qstats,
+// else ethtool -S), else
+// by the XDP counter's per-queue map when the test attached one (a veth
+// counts nothing per queue without it). What cannot be counted is said in
+// the result, not fatal.
+type queueMeter struct {
+	*windowMeter
+	stat results.QueueStat
+	et   *ethtool.Live
+}
+
+// newQueueMeter finds the interface holding local and a counter for its
+// receive queues; xdp, when not nil, is the test's XDP counter on it. Call
+// it in the interface's network namespace (the ethtool socket stays in it).
+func newQueueMeter(local netip.Addr, xdp *xdpcount.Counter) *queueMeter {
+	m := &queueMeter{windowMeter: newWindowMeter(nil)}
+	read, err := m.counter(local, xdp)
+	if err != nil {
+		m.stat.Error = err.Error()
+		return m
+	}
+	m.read = read
+	return m
+}
+
+// errNoQueueCounters says the interface counts nothing per receive queue.
+var errNoQueueCounters = errors.New("has no per-queue receive counters (netdev qstats, ethtool -S; a veth counts none): --xdp counts them with an XDP program")
+
+// counter picks how to read the queues: qstats, else ethtool, else XDP.
+func (m *queueMeter) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([]uint64, error), error) {
+	name, index, err := interfaceOf(local)
+	if err != nil {
+		return nil, err
+	}
+	m.stat.Interface = name
+	if _, err := qstats.RxPackets(index); err == nil {
+		m.stat.Counter = results.CounterQstats
+		return func() ([]uint64, error) { return qstats.RxPackets(index) }, nil
+	}
+	if et, err := ethtool.NewLive(); err == nil {
+		var driver string
+		if di, err := et.DriverInfo(name); err == nil {
+			driver = di.Driver
+		}
+		read := func() ([]uint64, error) {
+			st, err := et.Stats(name)
+			if err != nil {
+				return nil, err
+			}
+			q := ethtool.RxQueuePackets(st, driver)
+			if q == nil {
+				return nil, fmt.Errorf("%s: %w", name, errNoQueueCounters)
+			}
+			return q, nil
+		}
+		if _, err := read(); err == nil {
+			m.et, m.stat.Counter = et, results.CounterEthtool
+			return read, nil
+		}
+		et.Close()
+	}
+	if xdp == nil {
+		return nil, fmt.Errorf("%s %w", name, errNoQueueCounters)
+	}
+	link, err := netlink.LinkByIndex(index)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	n := max(link.Attrs().NumRxQueues, 1)
+	m.stat.Counter = results.CounterXDP
+	return func() ([]uint64, error) {
+		qs, err := xdp.Queues(n)
+		out := make([]uint64, len(qs))
+		for i, q := range qs {
+			out[i] = q.Packets
+		}
+		return out, err
+	}, nil
+}
+
+// result is the packets per queue in the window; valid after the meter's
+// run returned.
+func (m *queueMeter) result() *results.QueueStat {
+	st := m.stat
+	v, _, err := m.counted()
+	switch {
+	case err != nil:
+		st.Error = err.Error()
+	case v != nil:
+		st.Packets = v
+	}
+	return &st
+}
+
+func (m *queueMeter) close() error {
+	m.stop(0)
+	if m.et != nil {
+		return m.et.Close()
+	}
+	return nil
+}
