@@ -31,6 +31,9 @@ func Headline(kind string, result any) string {
 		if kind == history.KindSearch || len(r.Search) > 0 {
 			return searchHeadline(r)
 		}
+		if r.RR != nil {
+			return rrHeadline(r)
+		}
 		return benchHeadline(r)
 	case *results.FlowSet:
 		return flowsHeadline(r)
@@ -211,6 +214,9 @@ func Figures(result any) []Figure {
 					format: func(v float64) string { return units.Fixed.Unit(v, "pps") }})
 			}
 			return out
+		}
+		if r.RR != nil {
+			return rrFigures(r)
 		}
 		var pps, bps []float64
 		for _, iv := range r.Intervals {

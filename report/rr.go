@@ -31,6 +31,61 @@ func rrRate(v float64, unknown bool) string {
 	return units.Fixed.Unit(v, "tps")
 }
 
+// RRKind names a transaction test as netperf does: TCP_RR, UDP_RR, or
+// TCP_CRR for a connection per transaction.
+func RRKind(sp wire.Spec) string {
+	if sp.RR != nil && sp.RR.Connect {
+		return "TCP_CRR"
+	}
+	return strings.ToUpper(sp.Proto.String()) + "_RR"
+}
+
+// Micros writes a round trip in microseconds, as milliseconds from 10 ms
+// up: "545 µs", "17.0 ms".
+func Micros(us float64) string {
+	if us >= 10000 {
+		return fmt.Sprintf("%.1f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f µs", us)
+}
+
+// rrHeadline is a transaction test's line in `linerate runs`:
+// "TCP_CRR → b: 3.4ktps, p50 545 µs, p99 1434 µs, 0 lost".
+func rrHeadline(r *results.Result) string {
+	rr := r.RR
+	var to []string
+	for _, t := range r.Targets {
+		to = append(to, t.Target)
+	}
+	h := fmt.Sprintf("%s → %s: %s, p50 %s, p99 %s, %d lost", RRKind(r.Spec), strings.Join(to, ", "), units.Fixed.Unit(rr.TPS, "tps"),
+		Micros(rr.Latency.P50), Micros(rr.Latency.P99), rr.Lost())
+	if r.Interrupted {
+		h += " (interrupted)"
+	}
+	return h
+}
+
+// rrFigures are a transaction test's figures for compare: transactions
+// per second (with each second's, to judge the noise), the round trip's
+// percentiles and the transactions lost.
+func rrFigures(r *results.Result) []Figure {
+	rr := r.RR
+	var tps []float64
+	for _, iv := range r.Intervals {
+		if !iv.Warmup && !iv.SentUnknown {
+			tps = append(tps, iv.TPS)
+		}
+	}
+	l := rr.Latency
+	return []Figure{
+		{Name: "transactions/s", Value: rr.TPS, Higher: true, PerSecond: tps, format: func(v float64) string { return units.Fixed.Unit(v, "tps") }},
+		{Name: "round trip p50", Value: l.P50, format: Micros},
+		{Name: "round trip p99", Value: l.P99, format: Micros},
+		{Name: "round trip p99.9", Value: l.P999, format: Micros},
+		{Name: "transactions lost", Value: float64(rr.Lost()), format: func(v float64) string { return fmt.Sprintf("%.0f", v) }},
+	}
+}
+
 // RRText writes a transaction test's result: what was run, the
 // transactions and their round trips, each stream, the failures, and the
 // connection tracker of each sampled device in the middle.
@@ -39,9 +94,9 @@ func RRText(w io.Writer, r *results.Result) {
 	if rr == nil || sp.RR == nil {
 		return
 	}
-	kind := strings.ToUpper(sp.Proto.String()) + "_RR"
+	kind := RRKind(sp)
 	if sp.RR.Connect {
-		kind = "TCP_CRR (a connection per transaction)"
+		kind += " (a connection per transaction)"
 	}
 	what := fmt.Sprintf("%s, %d-byte requests, %d-byte responses, %d streams, %s, timeout %s", kind, sp.RR.Request, sp.RR.Response,
 		sp.Streams, sp.Duration.D(), sp.RR.Timeout.D())

@@ -40,6 +40,10 @@ type RR struct {
 	Middle []ConntrackUse `json:"middle,omitempty"`
 }
 
+// Lost is the transactions that failed: timed out, not connected, or
+// another error.
+func (r *RR) Lost() uint64 { return r.Timeouts + r.ConnectFailures + r.Errors }
+
 // RRStream is one transaction loop's figures.
 type RRStream struct {
 	Stream       int     `json:"stream"`
