@@ -49,6 +49,18 @@ func Micros(us float64) string {
 	return fmt.Sprintf("%.0f µs", us)
 }
 
+// RRWhat is a transaction test in words: "TCP_CRR (a connection per
+// transaction), 1-byte requests, 1-byte responses, 2 streams, 5s, timeout
+// 2s".
+func RRWhat(sp wire.Spec) string {
+	kind := RRKind(sp)
+	if sp.RR.Connect {
+		kind += " (a connection per transaction)"
+	}
+	return fmt.Sprintf("%s, %d-byte requests, %d-byte responses, %d streams, %s, timeout %s", kind, sp.RR.Request, sp.RR.Response,
+		sp.Streams, sp.Duration.D(), sp.RR.Timeout.D())
+}
+
 // rrHeadline is a transaction test's line in `linerate runs`:
 // "TCP_CRR → b: 3.4ktps, p50 545 µs, p99 1434 µs, 0 lost".
 func rrHeadline(r *results.Result) string {
@@ -94,12 +106,7 @@ func RRText(w io.Writer, r *results.Result) {
 	if rr == nil || sp.RR == nil {
 		return
 	}
-	kind := RRKind(sp)
-	if sp.RR.Connect {
-		kind += " (a connection per transaction)"
-	}
-	what := fmt.Sprintf("%s, %d-byte requests, %d-byte responses, %d streams, %s, timeout %s", kind, sp.RR.Request, sp.RR.Response,
-		sp.Streams, sp.Duration.D(), sp.RR.Timeout.D())
+	what := RRWhat(sp)
 	if r.Interrupted {
 		what += " — INTERRUPTED, partial result"
 	}
