@@ -255,6 +255,13 @@ func Figures(result any) []Figure {
 		if r.Spec.Proto == wire.UDP {
 			out = append(out, offeredFigure(t.SentPPS), Figure{Name: "loss", Value: t.LossRatio, format: lossPct})
 		}
+		if tps, per, ok := setTPS(r); ok {
+			tf := Figure{Name: "transactions/s", Value: tps, Higher: true, PerSecond: per, format: func(v float64) string { return units.Fixed.Unit(v, "tps") }}
+			if r.Spec.RR != nil {
+				return []Figure{tf}
+			}
+			out = append(out, tf)
+		}
 		return out
 	case *autotune.Report:
 		var rounds []float64

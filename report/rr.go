@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"linerate/internal/units"
+	"linerate/plan"
 	"linerate/results"
 	"linerate/wire"
 )
@@ -131,8 +132,7 @@ func RRText(w io.Writer, r *results.Result) {
 		tw.Flush()
 	}
 	for _, m := range rr.Middle {
-		fmt.Fprintf(w, "conntrack on %s: %d entries at the start, %d at the peak, %d at the end, of %d; drop %d, insert_failed %d, early_drop %d\n",
-			m.Host, m.Start, m.Peak, m.End, m.Max, m.Drop, m.InsertFailed, m.EarlyDrop)
+		conntrackLine(w, m)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note: "+n)
@@ -167,4 +167,63 @@ func RRCSV(w io.Writer, r *results.Result) error {
 		u(rr.Timeouts), u(rr.ConnectFailures), u(rr.Errors), f(l.P50), f(l.P90), f(l.P99), f(l.P999), f(l.Max)})
 	cw.Flush()
 	return cw.Error()
+}
+
+// conntrackLine writes a host's connection tracker over a run.
+func conntrackLine(w io.Writer, m results.ConntrackUse) {
+	fmt.Fprintf(w, "conntrack on %s: %d entries at the start, %d at the peak, %d at the end, of %d; drop %d, insert_failed %d, early_drop %d\n",
+		m.Host, m.Start, m.Peak, m.End, m.Max, m.Drop, m.InsertFailed, m.EarlyDrop)
+}
+
+// setTPS is the transactions per second of a set's transaction flows
+// added up, second by second too; ok is false when it has none.
+func setTPS(fs *results.FlowSet) (total float64, perSecond []float64, ok bool) {
+	for _, f := range fs.Flows {
+		if f.Result == nil || f.Result.RR == nil {
+			continue
+		}
+		ok = true
+		total += f.Result.RR.TPS
+		i := 0
+		for _, iv := range f.Result.Intervals {
+			if iv.Warmup {
+				continue
+			}
+			if i == len(perSecond) {
+				perSecond = append(perSecond, 0)
+			}
+			perSecond[i] += iv.TPS
+			i++
+		}
+	}
+	return total, perSecond, ok
+}
+
+// planRR writes a plan round's transaction flows: each one's
+// transactions, their rate and round trip, and what was lost, then their
+// total rate. It writes nothing for a plan without one.
+func planRR(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
+	if !pl.HasRR() {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "FLOW\tFROM\tTO\tTEST\tTRANSACTIONS\tTPS\tP50\tP99\tP99.9\tLOST\t")
+	for i := range set.Flows {
+		fr, f := &set.Flows[i], &pl.Flows[i]
+		if f.RR == nil {
+			continue
+		}
+		to := strings.Join(fr.To, ",")
+		if fr.Error != "" || fr.Result == nil || fr.Result.RR == nil {
+			fmt.Fprintf(tw, "%d\t%s\t%s\tfailed\t\t\t\t\t\t\t%s\n", f.Index, f.From, to, fr.Error)
+			continue
+		}
+		rr := fr.Result.RR
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", f.Index, f.From, to, RRKind(fr.Result.Spec), rr.Transactions,
+			units.Fixed.Unit(rr.TPS, "tps"), Micros(rr.Latency.P50), Micros(rr.Latency.P99), Micros(rr.Latency.P999), rr.Lost())
+	}
+	tw.Flush()
+	if total, _, ok := setTPS(set); ok {
+		fmt.Fprintf(w, "transactions: %s in all\n", units.Fixed.Unit(total, "tps"))
+	}
 }
