@@ -73,3 +73,25 @@ func TestCompareRR(t *testing.T) {
 		t.Errorf("bulk figures compared for transaction tests:\n%s", out)
 	}
 }
+
+// A set of transaction flows (a plan's round) is listed and compared by
+// their transactions per second added up.
+func TestFlowSetRR(t *testing.T) {
+	var fs results.FlowSet
+	for _, name := range []string{"bench-rr-connect", "bench-rr-nat"} {
+		v, err := DecodeRun(rrFixture(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := v.(*results.Result)
+		fs.Spec = res.Spec
+		fs.Flows = append(fs.Flows, results.FlowRun{From: "lan", To: []string{name}, Result: res})
+	}
+	if h := Headline(history.KindFlows, &fs); h != "TCP_CRR, 2 flows: 6.3ktps" {
+		t.Errorf("headline %q", h)
+	}
+	f := Figures(&fs)
+	if len(f) != 1 || f[0].Name != "transactions/s" || f[0].Value < 6264 || f[0].Value > 6266 || len(f[0].PerSecond) != 5 {
+		t.Errorf("figures %+v", f)
+	}
+}
