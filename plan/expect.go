@@ -117,6 +117,9 @@ func (pl *Plan) Expect(bus *ceiling.Bus) (*Expectation, error) {
 	// Ports in the order their first flow comes.
 	for i := range pl.Flows {
 		f := &pl.Flows[i]
+		if f.RR != nil {
+			continue // transactions: a round trip's rate, not a share of the line
+		}
 		j := slices.IndexFunc(e.Ports, func(p PortTraffic) bool {
 			return p.Host == f.To && (f.Port != "" && p.Port == f.Port || f.Port == "" && p.Port == "" && p.Addresses[0] == f.Address)
 		})
@@ -242,6 +245,8 @@ func (pl *Plan) busLoad(e *Expectation, frames []ceiling.Frame, bus ceiling.Bus)
 		f := &pl.Flows[i]
 		var hostIn, hostOut Traffic // into and out of the ceiling host
 		switch {
+		case f.RR != nil:
+			continue
 		case f.To == c.Host && (len(c.Ports) == 0 || slices.Contains(c.Ports, f.Port)):
 			hostIn, hostOut = e.Flows[i].Forward, e.Flows[i].Reverse
 		case f.From == c.Host && len(c.Ports) == 0:

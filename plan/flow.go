@@ -24,6 +24,7 @@ type settings struct {
 	flows                                       int
 	dscp                                        int
 	copy                                        bool
+	rr                                          *wire.RR
 	at                                          map[string]*yaml.Node
 }
 
@@ -53,6 +54,8 @@ func (p *parser) settings(fs []*field, s *settings) error {
 					err = p.errorf(f.v, "%v", err)
 				}
 			}
+		case "rr":
+			s.rr, err = p.rr(f.v)
 		case "rate":
 			var v string
 			if v, err = p.scalar(f.v, "rate"); err == nil {
@@ -223,6 +226,9 @@ func (p *parser) flow(idx int, n *yaml.Node, defaults *settings, pl *Plan) error
 	if ends[0] == ends[1] {
 		return p.errorf(endNodes[1], "%s: from and to are both %s: a flow runs between two hosts", what, ends[0])
 	}
+	if s.proto == "" && s.rr != nil {
+		s.proto = string(wire.TCP)
+	}
 	if s.proto == "" {
 		return p.errorf(n, "%s: no proto: give udp or tcp (here or under defaults)", what)
 	}
@@ -280,6 +286,9 @@ func (p *parser) protoSettings(what string, s, defaults *settings, fl *Flow) err
 		}
 		delete(s.at, key)
 		return nil
+	}
+	if s.rr != nil {
+		return p.rrSettings(what, s, defaults, refuse, fl)
 	}
 	if fl.Proto == wire.TCP {
 		for _, r := range [][2]string{
@@ -353,6 +362,86 @@ func (p *parser) udpFlows(what string, s, defaults *settings, fl *Flow) error {
 	return nil
 }
 
+// rr reads a flow's rr: (a transaction test): connect, size
+// (REQ[,RESP]) and timeout, each optional; rr: {} is netperf's TCP_RR of
+// a byte each way.
+func (p *parser) rr(n *yaml.Node) (*wire.RR, error) {
+	fs, err := p.mapping(n, "rr", rrKeys)
+	if err != nil {
+		return nil, err
+	}
+	rr := &wire.RR{Request: 1, Response: 1, Timeout: wire.Seconds(defaultRRTimeout)}
+	for _, f := range fs {
+		switch f.key {
+		case "connect":
+			rr.Connect, err = p.boolean(f.v, "rr: connect")
+		case "size":
+			var v string
+			if v, err = p.scalar(f.v, "rr: size"); err == nil {
+				if rr.Request, rr.Response, err = wire.ParseRRSize(v); err != nil {
+					err = p.errorf(f.v, "rr: size %v", err)
+				}
+			}
+		case "timeout":
+			var d time.Duration
+			if d, err = p.duration(f.v, "rr: timeout"); err == nil {
+				rr.Timeout = wire.Seconds(d)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return rr, nil
+}
+
+// defaultRRTimeout is bench rr's --timeout: past a lost SYN's first
+// retransmission.
+const defaultRRTimeout = 2 * time.Second
+
+// rrSettings fills a transaction flow and refuses the keys of bulk
+// traffic given in the flow itself (under defaults they are meant for
+// the bulk flows).
+func (p *parser) rrSettings(what string, s, defaults *settings, refuse func(key, why string) error, fl *Flow) error {
+	for _, r := range [][2]string{
+		{"rate", "rate: a transaction flow runs its streams back to back (rr)"},
+		{"ports", "ports: a transaction flow uses one server port (rr); its streams are the concurrency"},
+		{"flows", "flows: a transaction flow's concurrency is its streams (rr)"},
+		{"threads", "threads: a transaction flow runs a loop per stream (rr): give streams"},
+		{"size", "size: a transaction flow's sizes are rr: size: REQ[,RESP]"},
+		{"payload", "payload: a transaction flow's sizes are rr: size: REQ[,RESP]"},
+		{"mss", "mss: not for a transaction flow (rr)"},
+		{"engine", "engine: a transaction flow sends with sockets (rr)"},
+		{"copy", "copy: not for a transaction flow (rr)"},
+	} {
+		if err := refuse(r[0], r[1]); err != nil {
+			return err
+		}
+	}
+	if fl.Direction != wire.Forward {
+		if n := s.at["direction"]; n != nil && n != defaults.at["direction"] {
+			return p.errorf(n, "%s: direction %s: a transaction goes both ways already (rr)", what, fl.Direction)
+		}
+		fl.Direction = wire.Forward
+	}
+	if s.rr.Connect && fl.Proto != wire.TCP {
+		return p.errorf(s.at["rr"], "%s: rr: connect: a connection per transaction is tcp's, not %s", what, fl.Proto)
+	}
+	rr := *s.rr
+	fl.RR, fl.Threads, fl.Rate = &rr, 1, wire.Rate{}
+	return nil
+}
+
+// HasRR says whether any flow of the plan is a transaction test.
+func (pl *Plan) HasRR() bool {
+	return slices.ContainsFunc(pl.Flows, func(f Flow) bool { return f.RR != nil })
+}
+
+// OnlyRR says whether every flow of the plan is a transaction test.
+func (pl *Plan) OnlyRR() bool {
+	return len(pl.Flows) > 0 && !slices.ContainsFunc(pl.Flows, func(f Flow) bool { return f.RR == nil })
+}
+
 // IPv4 reports whether the flow goes over IPv4: its address is an IPv4
 // address, or a name (taken as IPv4 until it is resolved).
 func (f *Flow) IPv4() bool {
@@ -373,6 +462,12 @@ func (f *Flow) PayloadFor(v4 bool) int {
 // after warmup. The runner adds the receiving end's ports (ClientPorts,
 // here zeros, one per port, for UDP that comes back) and latency probes.
 func (f *Flow) Spec(duration, warmup time.Duration, v4 bool) wire.Spec {
+	if f.RR != nil {
+		// A transaction test counts from its start: no warmup.
+		rr := *f.RR
+		return wire.Spec{Proto: f.Proto, Direction: wire.Forward, Duration: wire.Seconds(duration), Streams: f.Streams, Ports: 1, Threads: 1,
+			DSCP: f.DSCP, RR: &rr}
+	}
 	sp := wire.Spec{Proto: f.Proto, Direction: f.Direction, Duration: wire.Seconds(duration), Warmup: wire.Seconds(warmup),
 		Rate: f.Rate, Payload: f.PayloadFor(v4), Streams: f.Streams, Ports: f.Ports, Threads: f.Threads, MSS: f.MSS, DSCP: f.DSCP,
 		ZeroCopy: f.Proto == wire.TCP && !f.Copy && f.Rate.Unlimited()}

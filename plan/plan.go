@@ -149,6 +149,11 @@ type Flow struct {
 	DSCP int
 	// Engine is the UDP send engine: "socket" or "ring".
 	Engine string
+	// RR makes the flow a transaction test (bench rr): Streams loops of
+	// a request and its response, over one connection each, over UDP,
+	// or over a new connection per transaction (Connect). Nil for a bulk
+	// flow.
+	RR *wire.RR
 	// Port is the port of To that holds Address ("" when the plan
 	// describes none); SpeedBps its speed (0: not given) and MTU its MTU
 	// (1500 unless given). They only shape the expectation.
@@ -196,7 +201,8 @@ var (
 	planKeys    = []string{"hosts", "defaults", "flows", "sample", "duration", "warmup", "rounds", "ceiling", "matrix"}
 	hostKeys    = []string{"at", "copy", "address", "ports", "web"}
 	portKeys    = []string{"address", "speed", "mtu"}
-	flowKeys    = []string{"from", "to", "address", "name", "proto", "size", "payload", "streams", "flows", "ports", "threads", "rate", "direction", "mss", "engine", "copy", "dscp"}
+	flowKeys    = []string{"from", "to", "address", "name", "proto", "size", "payload", "streams", "flows", "ports", "threads", "rate", "direction", "mss", "engine", "copy", "dscp", "rr"}
+	rrKeys      = []string{"connect", "size", "timeout"}
 	settingKeys = flowKeys[4:]
 	ceilingKeys = []string{"host", "pcie", "mps", "mrrs", "addr32", "ecrc", "root", "ports"}
 )

@@ -198,7 +198,7 @@ func TestParseErrors(t *testing.T) {
 		{"port address twice", "hosts:\n  a:\n    at: 10.0.0.1\n    ports:\n      eth0: {address: 10.0.0.1}\n      eth1: {address: 10.0.0.1}\n",
 			`p.yaml:6: host a: address 10.0.0.1 given twice`},
 		{"flow not a mapping", hosts + "flows: [a]\n", `p.yaml:4: flow 1: want a mapping of keys (key: value), not "a"`},
-		{"unknown flow key", hosts + "flows:\n  - {form: a, to: b, proto: udp}\n", `p.yaml:5: flow 1: unknown key "form": want from, to, address, name, proto, size, payload, streams, flows, ports, threads, rate, direction, mss, engine, copy, dscp`},
+		{"unknown flow key", hosts + "flows:\n  - {form: a, to: b, proto: udp}\n", `p.yaml:5: flow 1: unknown key "form": want from, to, address, name, proto, size, payload, streams, flows, ports, threads, rate, direction, mss, engine, copy, dscp, rr`},
 		{"no from", hosts + "flows:\n  - {to: b, proto: udp}\n", `p.yaml:5: flow 1: no from: name the sending host`},
 		{"no to", hosts + "flows:\n  - {from: a, proto: udp}\n", `p.yaml:5: flow 1: no to: name the receiving host`},
 		{"unknown host", hosts + "flows:\n  - {from: a, to: c, proto: udp}\n", `p.yaml:5: flow 1: to c: no such host (hosts: a, b)`},

@@ -103,6 +103,9 @@ func cpuSummary(rates []box.Rates) string {
 }
 
 func flowsHeadline(fs *results.FlowSet) string {
+	if tps, _, ok := setTPS(fs); ok && fs.Spec.RR != nil {
+		return fmt.Sprintf("%s, %d flows: %s", RRKind(fs.Spec), len(fs.Flows), units.Fixed.Unit(tps, "tps"))
+	}
 	t := fs.Total
 	h := fmt.Sprintf("%s %s, %d flows: %s %s", fs.Spec.Proto, fs.Spec.Direction, len(fs.Flows),
 		units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(t.ReceivedBPS, "b/s"))

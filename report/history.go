@@ -31,6 +31,9 @@ func Headline(kind string, result any) string {
 		if kind == history.KindSearch || len(r.Search) > 0 {
 			return searchHeadline(r)
 		}
+		if r.RR != nil {
+			return rrHeadline(r)
+		}
 		return benchHeadline(r)
 	case *results.FlowSet:
 		return flowsHeadline(r)
@@ -212,6 +215,9 @@ func Figures(result any) []Figure {
 			}
 			return out
 		}
+		if r.RR != nil {
+			return rrFigures(r)
+		}
 		var pps, bps []float64
 		for _, iv := range r.Intervals {
 			if !iv.Warmup && !iv.ReceivedUnknown {
@@ -248,6 +254,13 @@ func Figures(result any) []Figure {
 		}
 		if r.Spec.Proto == wire.UDP {
 			out = append(out, offeredFigure(t.SentPPS), Figure{Name: "loss", Value: t.LossRatio, format: lossPct})
+		}
+		if tps, per, ok := setTPS(r); ok {
+			tf := Figure{Name: "transactions/s", Value: tps, Higher: true, PerSecond: per, format: func(v float64) string { return units.Fixed.Unit(v, "tps") }}
+			if r.Spec.RR != nil {
+				return []Figure{tf}
+			}
+			out = append(out, tf)
 		}
 		return out
 	case *autotune.Report:

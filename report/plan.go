@@ -58,6 +58,9 @@ func Plan(w io.Writer, pl *plan.Plan, e *plan.Expectation) error {
 		if fr, err := f.Frame(); err == nil {
 			frame = fmt.Sprintf("%d B, payload %d", fr.Bytes, fr.Payload)
 		}
+		if f.RR != nil {
+			frame = fmt.Sprintf("%s %d,%d B", RRKind(wire.Spec{Proto: f.Proto, RR: f.RR}), f.RR.Request, f.RR.Response)
+		}
 		streams := fmt.Sprint(f.Streams)
 		if f.Proto == wire.UDP && f.Ports > 1 {
 			streams = fmt.Sprintf("%d × %d ports", f.Streams, f.Ports)

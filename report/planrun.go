@@ -21,20 +21,16 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 	ew := &ceilErrWriter{w: w}
 	for n, set := range r.Rounds {
 		fmt.Fprintf(ew, "round %d of %d\n", n+1, len(r.Rounds))
-		planFlows(ew, pl, &set)
-		if r.Expected != nil {
+		if !pl.OnlyRR() {
+			planFlows(ew, pl, &set)
+		}
+		planRR(ew, pl, &set)
+		if r.Expected != nil && !pl.OnlyRR() {
 			planPorts(ew, pl, r.Expected, &set)
 		}
-		t := set.Total
-		fmt.Fprintf(ew, "total: received %s, goodput %s", units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(goodput(&t), "b/s"))
-		if e := r.Expected; e != nil && e.Total.Known {
-			fmt.Fprintf(ew, " (expected at line rate %s", ceiling.FormatBps(e.Total.GoodputBps))
-			if e.Bus != nil && e.LimitedBps < e.Total.GoodputBps {
-				fmt.Fprintf(ew, "; %s after the bus", ceiling.FormatBps(e.LimitedBps))
-			}
-			fmt.Fprint(ew, ")")
+		if !pl.OnlyRR() {
+			planTotal(ew, r.Expected, &set)
 		}
-		fmt.Fprintln(ew)
 		planHosts(ew, pl, &set)
 		if s := set.StartSpreadMS; s != nil {
 			fmt.Fprintf(ew, "the %d flows' measured windows opened within %.1f ms of each other\n", len(set.Flows), *s)
@@ -44,7 +40,17 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 		}
 		fmt.Fprintln(ew)
 	}
-	if len(r.Rounds) > 1 {
+	if len(r.Rounds) > 1 && pl.HasRR() {
+		var tps []float64
+		for i := range r.Rounds {
+			t, _, _ := setTPS(&r.Rounds[i])
+			tps = append(tps, t)
+		}
+		slices.Sort(tps)
+		fmt.Fprintf(ew, "over %d rounds: transactions %s median, %s to %s\n", len(tps),
+			units.Fixed.Unit(tps[len(tps)/2], "tps"), units.Fixed.Unit(tps[0], "tps"), units.Fixed.Unit(tps[len(tps)-1], "tps"))
+	}
+	if len(r.Rounds) > 1 && !pl.OnlyRR() {
 		var bps []float64
 		for _, s := range r.Rounds {
 			bps = append(bps, s.Total.ReceivedBPS)
@@ -70,6 +76,20 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 		fmt.Fprintln(ew, "INTERRUPTED: the figures cover the part that ran")
 	}
 	return ew.err
+}
+
+// planTotal writes a round's bulk total against what was expected.
+func planTotal(w io.Writer, e *plan.Expectation, set *results.FlowSet) {
+	t := set.Total
+	fmt.Fprintf(w, "total: received %s, goodput %s", units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(goodput(&t), "b/s"))
+	if e != nil && e.Total.Known {
+		fmt.Fprintf(w, " (expected at line rate %s", ceiling.FormatBps(e.Total.GoodputBps))
+		if e.Bus != nil && e.LimitedBps < e.Total.GoodputBps {
+			fmt.Fprintf(w, "; %s after the bus", ceiling.FormatBps(e.LimitedBps))
+		}
+		fmt.Fprint(w, ")")
+	}
+	fmt.Fprintln(w)
 }
 
 // PlanEnd writes what follows a plan's figures (and its matrix): what a
@@ -122,6 +142,9 @@ func planFlows(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
 	for i := range set.Flows {
 		fr := &set.Flows[i]
 		f := &pl.Flows[i]
+		if f.RR != nil {
+			continue // planRR's
+		}
 		to := strings.Join(fr.To, ",")
 		if fr.Error != "" {
 			fmt.Fprintf(tw, "%d\t%s\t%s\tfailed\t\t\t\t\t\t\t%s\n", f.Index, f.From, to, fr.Error)
@@ -198,6 +221,9 @@ func planHosts(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
 		}
 		if line := cpuSummary(rates); line != "" {
 			fmt.Fprintf(w, "%s (%s): %s\n", h.Name, strings.Join(pl.Roles(h.Name), "+"), line)
+		}
+		if use, ok := results.Conntrack(h.Name, rates); ok && pl.HasRR() && use.Peak > 0 {
+			conntrackLine(w, use)
 		}
 	}
 	var self []box.Rates

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"linerate/internal/units"
+	"linerate/plan"
 	"linerate/results"
 	"linerate/wire"
 )
@@ -31,6 +32,73 @@ func rrRate(v float64, unknown bool) string {
 	return units.Fixed.Unit(v, "tps")
 }
 
+// RRKind names a transaction test as netperf does: TCP_RR, UDP_RR, or
+// TCP_CRR for a connection per transaction.
+func RRKind(sp wire.Spec) string {
+	if sp.RR != nil && sp.RR.Connect {
+		return "TCP_CRR"
+	}
+	return strings.ToUpper(sp.Proto.String()) + "_RR"
+}
+
+// Micros writes a round trip in microseconds, as milliseconds from 10 ms
+// up: "545 µs", "17.0 ms".
+func Micros(us float64) string {
+	if us >= 10000 {
+		return fmt.Sprintf("%.1f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f µs", us)
+}
+
+// RRWhat is a transaction test in words: "TCP_CRR (a connection per
+// transaction), 1-byte requests, 1-byte responses, 2 streams, 5s, timeout
+// 2s".
+func RRWhat(sp wire.Spec) string {
+	kind := RRKind(sp)
+	if sp.RR.Connect {
+		kind += " (a connection per transaction)"
+	}
+	return fmt.Sprintf("%s, %d-byte requests, %d-byte responses, %d streams, %s, timeout %s", kind, sp.RR.Request, sp.RR.Response,
+		sp.Streams, sp.Duration.D(), sp.RR.Timeout.D())
+}
+
+// rrHeadline is a transaction test's line in `linerate runs`:
+// "TCP_CRR → b: 3.4ktps, p50 545 µs, p99 1434 µs, 0 lost".
+func rrHeadline(r *results.Result) string {
+	rr := r.RR
+	var to []string
+	for _, t := range r.Targets {
+		to = append(to, t.Target)
+	}
+	h := fmt.Sprintf("%s → %s: %s, p50 %s, p99 %s, %d lost", RRKind(r.Spec), strings.Join(to, ", "), units.Fixed.Unit(rr.TPS, "tps"),
+		Micros(rr.Latency.P50), Micros(rr.Latency.P99), rr.Lost())
+	if r.Interrupted {
+		h += " (interrupted)"
+	}
+	return h
+}
+
+// rrFigures are a transaction test's figures for compare: transactions
+// per second (with each second's, to judge the noise), the round trip's
+// percentiles and the transactions lost.
+func rrFigures(r *results.Result) []Figure {
+	rr := r.RR
+	var tps []float64
+	for _, iv := range r.Intervals {
+		if !iv.Warmup && !iv.SentUnknown {
+			tps = append(tps, iv.TPS)
+		}
+	}
+	l := rr.Latency
+	return []Figure{
+		{Name: "transactions/s", Value: rr.TPS, Higher: true, PerSecond: tps, format: func(v float64) string { return units.Fixed.Unit(v, "tps") }},
+		{Name: "round trip p50", Value: l.P50, format: Micros},
+		{Name: "round trip p99", Value: l.P99, format: Micros},
+		{Name: "round trip p99.9", Value: l.P999, format: Micros},
+		{Name: "transactions lost", Value: float64(rr.Lost()), format: func(v float64) string { return fmt.Sprintf("%.0f", v) }},
+	}
+}
+
 // RRText writes a transaction test's result: what was run, the
 // transactions and their round trips, each stream, the failures, and the
 // connection tracker of each sampled device in the middle.
@@ -39,12 +107,7 @@ func RRText(w io.Writer, r *results.Result) {
 	if rr == nil || sp.RR == nil {
 		return
 	}
-	kind := strings.ToUpper(sp.Proto.String()) + "_RR"
-	if sp.RR.Connect {
-		kind = "TCP_CRR (a connection per transaction)"
-	}
-	what := fmt.Sprintf("%s, %d-byte requests, %d-byte responses, %d streams, %s, timeout %s", kind, sp.RR.Request, sp.RR.Response,
-		sp.Streams, sp.Duration.D(), sp.RR.Timeout.D())
+	what := RRWhat(sp)
 	if r.Interrupted {
 		what += " — INTERRUPTED, partial result"
 	}
@@ -69,8 +132,7 @@ func RRText(w io.Writer, r *results.Result) {
 		tw.Flush()
 	}
 	for _, m := range rr.Middle {
-		fmt.Fprintf(w, "conntrack on %s: %d entries at the start, %d at the peak, %d at the end, of %d; drop %d, insert_failed %d, early_drop %d\n",
-			m.Host, m.Start, m.Peak, m.End, m.Max, m.Drop, m.InsertFailed, m.EarlyDrop)
+		conntrackLine(w, m)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note: "+n)
@@ -105,4 +167,63 @@ func RRCSV(w io.Writer, r *results.Result) error {
 		u(rr.Timeouts), u(rr.ConnectFailures), u(rr.Errors), f(l.P50), f(l.P90), f(l.P99), f(l.P999), f(l.Max)})
 	cw.Flush()
 	return cw.Error()
+}
+
+// conntrackLine writes a host's connection tracker over a run.
+func conntrackLine(w io.Writer, m results.ConntrackUse) {
+	fmt.Fprintf(w, "conntrack on %s: %d entries at the start, %d at the peak, %d at the end, of %d; drop %d, insert_failed %d, early_drop %d\n",
+		m.Host, m.Start, m.Peak, m.End, m.Max, m.Drop, m.InsertFailed, m.EarlyDrop)
+}
+
+// setTPS is the transactions per second of a set's transaction flows
+// added up, second by second too; ok is false when it has none.
+func setTPS(fs *results.FlowSet) (total float64, perSecond []float64, ok bool) {
+	for _, f := range fs.Flows {
+		if f.Result == nil || f.Result.RR == nil {
+			continue
+		}
+		ok = true
+		total += f.Result.RR.TPS
+		i := 0
+		for _, iv := range f.Result.Intervals {
+			if iv.Warmup {
+				continue
+			}
+			if i == len(perSecond) {
+				perSecond = append(perSecond, 0)
+			}
+			perSecond[i] += iv.TPS
+			i++
+		}
+	}
+	return total, perSecond, ok
+}
+
+// planRR writes a plan round's transaction flows: each one's
+// transactions, their rate and round trip, and what was lost, then their
+// total rate. It writes nothing for a plan without one.
+func planRR(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
+	if !pl.HasRR() {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "FLOW\tFROM\tTO\tTEST\tTRANSACTIONS\tTPS\tP50\tP99\tP99.9\tLOST\t")
+	for i := range set.Flows {
+		fr, f := &set.Flows[i], &pl.Flows[i]
+		if f.RR == nil {
+			continue
+		}
+		to := strings.Join(fr.To, ",")
+		if fr.Error != "" || fr.Result == nil || fr.Result.RR == nil {
+			fmt.Fprintf(tw, "%d\t%s\t%s\tfailed\t\t\t\t\t\t\t%s\n", f.Index, f.From, to, fr.Error)
+			continue
+		}
+		rr := fr.Result.RR
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", f.Index, f.From, to, RRKind(fr.Result.Spec), rr.Transactions,
+			units.Fixed.Unit(rr.TPS, "tps"), Micros(rr.Latency.P50), Micros(rr.Latency.P99), Micros(rr.Latency.P999), rr.Lost())
+	}
+	tw.Flush()
+	if total, _, ok := setTPS(set); ok {
+		fmt.Fprintf(w, "transactions: %s in all\n", units.Fixed.Unit(total, "tps"))
+	}
 }

@@ -2,6 +2,7 @@ package results
 
 import (
 	"math/bits"
+	"slices"
 	"time"
 
 	"linerate/box"
@@ -39,6 +40,10 @@ type RR struct {
 	// middle over the run.
 	Middle []ConntrackUse `json:"middle,omitempty"`
 }
+
+// Lost is the transactions that failed: timed out, not connected, or
+// another error.
+func (r *RR) Lost() uint64 { return r.Timeouts + r.ConnectFailures + r.Errors }
 
 // RRStream is one transaction loop's figures.
 type RRStream struct {
@@ -202,4 +207,34 @@ func (h *Histogram) Latency() RRLatency {
 	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
 	return RRLatency{Min: us(h.min), Mean: us(h.sum / time.Duration(h.n)), P50: us(h.Quantile(0.5)), P90: us(h.Quantile(0.9)),
 		P99: us(h.Quantile(0.99)), P999: us(h.Quantile(0.999)), Max: us(h.max)}
+}
+
+// AddConntrack gives each transaction flow of the set the connection
+// tracker of every host sampled in the middle (Samples with a Host), as
+// bench rr --sample does for its one flow: the flows ran at once through
+// the same tables.
+func (fs *FlowSet) AddConntrack() {
+	var hosts []string
+	for _, s := range fs.Samples {
+		if s.Host != "" && !slices.Contains(hosts, s.Host) {
+			hosts = append(hosts, s.Host)
+		}
+	}
+	for _, h := range hosts {
+		var rates []box.Rates
+		for _, s := range fs.Samples {
+			if s.Host == h {
+				rates = append(rates, s.Rates)
+			}
+		}
+		use, ok := Conntrack(h, rates)
+		if !ok {
+			continue
+		}
+		for _, f := range fs.Flows {
+			if f.Result != nil && f.Result.RR != nil {
+				f.Result.RR.Middle = append(f.Result.RR.Middle, use)
+			}
+		}
+	}
 }

@@ -2,6 +2,9 @@ package wire
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"linerate/internal/usage"
@@ -25,6 +28,27 @@ type RR struct {
 
 // MaxRRSize is the largest request or response: one IPv4 UDP datagram.
 const MaxRRSize = maxPayload
+
+// ParseRRSize reads the sizes of a transaction as REQ[,RESP] (bench rr's
+// --size, a plan's rr: size:): one number is both.
+func ParseRRSize(s string) (req, resp int, err error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		return 0, 0, fmt.Errorf("%q: want REQ or REQ,RESP", s)
+	}
+	var n [2]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v < 1 || v > MaxRRSize {
+			return 0, 0, fmt.Errorf("%q: %q is not a size of 1 to %d bytes", s, p, MaxRRSize)
+		}
+		n[i] = v
+	}
+	if len(parts) == 1 {
+		n[1] = n[0]
+	}
+	return n[0], n[1], nil
+}
 
 // Transaction timeouts a test may ask for.
 const (

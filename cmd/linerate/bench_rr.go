@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,22 +69,10 @@ var rrNotFlags = []string{"from", "warmup", "probe-interval", "idle", "rate", "r
 
 // parseRRSize reads --size REQ[,RESP].
 func parseRRSize(s string) (req, resp int, err error) {
-	parts := strings.Split(s, ",")
-	if len(parts) > 2 {
-		return 0, 0, usage.Errorf("--size %q: want REQ or REQ,RESP", s)
+	if req, resp, err = wire.ParseRRSize(s); err != nil {
+		return 0, 0, usage.Errorf("--size %v", err)
 	}
-	var n [2]int
-	for i, p := range parts {
-		v, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || v < 1 || v > wire.MaxRRSize {
-			return 0, 0, usage.Errorf("--size %q: %q is not a size of 1 to %d bytes", s, p, wire.MaxRRSize)
-		}
-		n[i] = v
-	}
-	if len(parts) == 1 {
-		n[1] = n[0]
-	}
-	return n[0], n[1], nil
+	return req, resp, nil
 }
 
 // rrConfig checks the flags and builds the transaction test.

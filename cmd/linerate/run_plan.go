@@ -156,6 +156,7 @@ func runRounds(cmd *cobra.Command, run *fleet.Run, pl *plan.Plan, what string) (
 		fmt.Fprintf(cmd.ErrOrStderr(), "%sround %d of %d: %d flows for %s after a %s warmup\n", what, round, pl.Rounds, len(pl.Flows), pl.Duration, pl.Warmup)
 		set, err := run.Do(ctx)
 		if set != nil {
+			set.AddConntrack()
 			sets = append(sets, *set)
 		}
 		if err != nil {
@@ -186,6 +187,9 @@ func sshReceivers(pl *plan.Plan, base remote.Options) []fleet.Host {
 // role is the device under test sampled.
 func planFleet(pl *plan.Plan, ports map[string]int, base remote.Options, secret string) *fleet.Run {
 	run := &fleet.Run{Secret: secret, Lead: pl.Warmup, Sampling: liveSampling()}
+	if pl.OnlyRR() {
+		run.Lead = 0 // a transaction test has no warmup: its window opens at once
+	}
 	for _, name := range pl.Sample {
 		if roles := pl.Roles(name); len(roles) == 1 && roles[0] == plan.RoleDUT {
 			h := pl.Host(name)

@@ -37,6 +37,9 @@ type benchView struct {
 	CDF     template.HTML
 	// RRUL is the figure of an RRUL test (bench rrul).
 	RRUL *rrulView
+	// RR is a transaction test's figures (bench rr), in place of the
+	// bulk ones.
+	RR *rrView
 	// TCPOverTime charts each TCP stream's TCP_INFO once a second.
 	TCPOverTime []template.HTML
 	Ends        []*endView
@@ -99,11 +102,15 @@ func newBenchView(r *results.Result) *benchView {
 		LimitedBy: string(r.Summary.LimitedBy), LimitedWhy: r.Summary.LimitedWhy}
 	v.What = benchWhat(r)
 	v.events()
-	v.cards()
-	v.targets()
-	v.queues()
-	v.rates()
-	v.latency()
+	if r.RR != nil {
+		v.rr()
+	} else {
+		v.cards()
+		v.targets()
+		v.queues()
+		v.rates()
+		v.latency()
+	}
 	v.rrul()
 	v.tcpOverTime()
 	v.ends()
@@ -228,6 +235,9 @@ func (v *benchView) figures() []figure {
 			}
 		}
 		return out
+	}
+	if r.RR != nil {
+		return rrFigures(r.RR)
 	}
 	out := []figure{
 		{Name: "received", Value: s.ReceivedPPS, Format: pps, Higher: true},

@@ -57,7 +57,7 @@ func TestInChromium(t *testing.T) {
 	file := filepath.Join(dir, "report.html")
 	page := render(t, fixture(t, "bench-udp"), fixture(t, "bench-udp-1thread"), fixture(t, "bench-udp-1518"),
 		fixture(t, "bench-tcp-bidir"), fixture(t, "bench-rrul"), fixture(t, "search"), fixture(t, "diagnose"), fixture(t, "tune-auto"),
-		fixture(t, "bench-udp-flows"), matrixRun(t), matrixTuneRun(t))
+		fixture(t, "bench-udp-flows"), matrixRun(t), matrixTuneRun(t), fixture(t, "bench-rr-connect"), fixture(t, "bench-rr-nat"))
 	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,10 @@ func TestInChromium(t *testing.T) {
 		// HeatCells are the matrices' coloured heat map cells laid out
 		// at a size.
 		HeatCells int
-		Title     string
+		// RRCharts are the transaction tests' charts of transactions
+		// per second and of conntrack drawn at a size.
+		RRCharts int
+		Title    string
 	}
 	got, err := chromedp.Run(tctx, chromedp.Evaluate[layout](`(() => {
 		const figs = [...document.querySelectorAll("figure.chart > svg")];
@@ -142,13 +145,17 @@ func TestInChromium(t *testing.T) {
 			Drawn: figs.filter(s => { const r = s.getBoundingClientRect(); return r.width > 100 && r.height > 50; }).length,
 			Shapes: document.querySelectorAll("svg polyline, svg polygon, svg rect").length,
 			HeatCells: [...document.querySelectorAll("figure.heat rect.cell:not(.none)")].filter(r => { const b = r.getBoundingClientRect(); return b.width > 50 && b.height > 10; }).length,
+			RRCharts: figs.filter(s => {
+				const r = s.getBoundingClientRect(), t = s.querySelector("title").textContent;
+				return (t.startsWith("transactions per second:") || t.startsWith("conntrack entries on")) && r.width > 100 && r.height > 50;
+			}).length,
 			Title: document.title,
 		};
 	})()`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d charts, %d drawn, %d shapes, %d heat map cells, title %q", got.Figures, got.Drawn, got.Shapes, got.HeatCells, got.Title)
+	t.Logf("%d charts, %d drawn, %d shapes, %d heat map cells, %d transaction charts, title %q", got.Figures, got.Drawn, got.Shapes, got.HeatCells, got.RRCharts, got.Title)
 	if got.Figures < 20 || got.Drawn != got.Figures || got.Shapes < 100 {
 		t.Errorf("the browser drew %d of %d charts with %d shapes", got.Drawn, got.Figures, got.Shapes)
 	}
@@ -156,7 +163,12 @@ func TestInChromium(t *testing.T) {
 	if got.HeatCells != 5 {
 		t.Errorf("the browser drew %d heat map cells, want 5", got.HeatCells)
 	}
-	if got.Title != "linerate report: 11 runs" {
+	// Each rr run has its transactions per second and one sampled host's
+	// conntrack.
+	if got.RRCharts != 4 {
+		t.Errorf("the browser drew %d of the transaction tests' charts, want 4", got.RRCharts)
+	}
+	if got.Title != "linerate report: 13 runs" {
 		t.Errorf("title %q", got.Title)
 	}
 
