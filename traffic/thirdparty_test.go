@@ -20,29 +20,7 @@ import (
 func serveAgent(t *testing.T, ns *testenv.NetNS, addr string, srv *Server) string {
 	t.Helper()
 	srv.Setup = ns.Do
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var where string
-	if err := ns.Do(func() error {
-		ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-		if err != nil {
-			return err
-		}
-		where = ln.Addr().String()
-		go func() { done <- srv.Serve(ctx, ln) }()
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("agent did not stop")
-		}
-	})
-	return where
+	return ns.Serve(t, addr, srv.Serve)
 }
 
 // dialIn opens a control connection from inside ns.
