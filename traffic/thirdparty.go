@@ -247,7 +247,6 @@ func (s *Server) holdFlow(ctx context.Context, c *ctl, mu *sync.Mutex, start <-c
 // line as the agent sends it. When ctx ends the agent is told to stop, and
 // its partial result is returned. conn is closed on return.
 func RunFlow(ctx context.Context, conn net.Conn, secret string, f Flow, onInterval func(results.IntervalStats)) (*results.Result, error) {
-	f.Barrier = 0
 	p, err := PrepareFlow(ctx, conn, secret, f, 0)
 	if err != nil {
 		return nil, err
