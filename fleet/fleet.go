@@ -7,10 +7,12 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,7 +55,7 @@ type Run struct {
 	// Secret is proved to every agent (and handed to agents reached over
 	// ssh, which have none of their own).
 	Secret string
-	// Lead is how long after the request the flows' measured window opens
+	// Lead is how long after the go the flows' measured window opens
 	// (Lead): this host and the hosts in Sample are sampled from then on.
 	Lead time.Duration
 	// Sampling samples this host once a second (package sample's live
@@ -62,13 +64,19 @@ type Run struct {
 	// PathDrops, when set, are this host's drop counters: read around the
 	// window of a single flow, they go to that flow's ledger as the path's.
 	PathDrops traffic.DropCounters
+	// ReadyTimeout bounds how long the round waits for every flow to be
+	// set up at the start barrier (0: ReadyTimeout).
+	ReadyTimeout time.Duration
 }
 
 // Do runs the round: it reaches every sender first (one that cannot be
-// reached stops the round before anything is sent), starts the sampling
-// of the middle, runs every flow at once and waits for all of them. Every
-// connection it opened is closed when it returns. The error is for a round
-// that could not start; a flow that failed has its Error in the set.
+// reached stops the round before anything is sent), has each agent set its
+// flow up and hold it at the start barrier (prepare), starts the sampling
+// of the middle, lets every flow go at once and waits for all of them.
+// Every connection it opened is closed when it returns. The error is for
+// a round that could not start (a flow that could not be set up, or not
+// in time, named); a flow that failed once started has its Error in the
+// set.
 func (r *Run) Do(ctx context.Context) (*results.FlowSet, error) {
 	set := &results.FlowSet{Schema: results.ResultSchema, Linerate: version.Version, Time: time.Now().UTC(),
 		Flows: make([]results.FlowRun, len(r.Flows))}
@@ -77,16 +85,6 @@ func (r *Run) Do(ctx context.Context) (*results.FlowSet, error) {
 		return nil, err
 	}
 	defer closeAll(conns)
-	mid, err := r.startMiddle(ctx)
-	if err != nil {
-		return nil, err
-	}
-	path := r.watchPath()
-	// One flow that fails or stops early (its receiver died) stops the
-	// others: the round's figures are of one moment.
-	round, stopRound := context.WithCancelCause(ctx)
-	defer stopRound(nil)
-	var wg sync.WaitGroup
 	for i := range r.Flows {
 		f := &r.Flows[i]
 		set.Flows[i] = results.FlowRun{From: f.Name, To: f.Run.Targets}
@@ -96,19 +94,62 @@ func (r *Run) Do(ctx context.Context) (*results.FlowSet, error) {
 		if f.From.Kind == remote.SSH {
 			f.Run.Secret = r.Secret // the agent ssh started has none of its own
 		}
+	}
+	pending, barrier, err := r.prepare(ctx, conns)
+	if err != nil {
+		return nil, err
+	}
+	mid, err := r.startMiddle(ctx)
+	if err != nil {
+		for _, p := range pending {
+			p.Close()
+		}
+		return nil, err
+	}
+	path := r.watchPath()
+	// One flow that fails or stops early (its receiver died) stops the
+	// others: the round's figures are of one moment.
+	round, stopRound := context.WithCancelCause(ctx)
+	defer stopRound(nil)
+	fail := func(i int, err error) {
+		set.Flows[i].Error = fmt.Sprintf("%s: %v", r.Flows[i].Label, err)
+		stopRound(&traffic.RoundStopped{Reason: set.Flows[i].Error, At: time.Now()})
+	}
+	if barrier != nil {
+		barrier.Go = time.Now().UTC()
+	}
+	started := make([]bool, len(pending))
+	for i, p := range pending {
+		if err := p.Go(); err != nil {
+			p.Close()
+			fail(i, err)
+			continue
+		}
+		started[i] = true
+	}
+	var wg sync.WaitGroup
+	for i, p := range pending {
+		if !started[i] {
+			continue
+		}
+		f := &r.Flows[i]
 		wg.Go(func() {
-			res, err := traffic.RunFlow(round, conns[i], r.Secret, f.Run, f.OnInterval)
+			res, err := p.Wait(round, f.OnInterval)
 			set.Flows[i].Result = res
 			switch {
 			case err != nil:
-				set.Flows[i].Error = fmt.Sprintf("%s: %v", f.Label, err)
-				stopRound(&traffic.RoundStopped{Reason: set.Flows[i].Error, At: time.Now()})
+				fail(i, err)
 			case res.StoppedEarly != nil && !errors.As(context.Cause(round), new(*traffic.RoundStopped)):
 				stopRound(&traffic.RoundStopped{Reason: f.Label + ": " + res.StoppedEarly.Reason, At: time.Now()})
 			}
 		})
 	}
 	wg.Wait()
+	set.Barrier = barrier
+	if barrier != nil && len(barrier.Without) > 0 {
+		set.Notes = append(set.Notes, fmt.Sprintf("no start barrier on the agents of %s (a linerate without one): their flows started once set up, after the others'",
+			strings.Join(barrier.Without, ", ")))
+	}
 	if d, ok := startSpread(set); ok {
 		ms := float64(d) / float64(time.Millisecond)
 		set.StartSpreadMS = &ms
@@ -118,6 +159,99 @@ func (r *Run) Do(ctx context.Context) (*results.FlowSet, error) {
 	}
 	mid.finish(ctx, set)
 	return set, nil
+}
+
+// ReadyTimeout is how long a round waits, by default, for every flow to
+// be set up at the start barrier. An agent holds a ready flow this long
+// and holdMargin more for the go.
+const (
+	ReadyTimeout = 20 * time.Second
+	holdMargin   = 5 * time.Second
+)
+
+// errNotReady is the cause of a round whose flows were not all set up in
+// time.
+var errNotReady = errors.New("not set up in time")
+
+// prepare is the start barrier's first half: every flow's agent is asked
+// at once to set its flow up and hold it, and prepare waits until each
+// says it is ready, within the run's ReadyTimeout. A flow that fails, or
+// is not ready in time, fails the round with an error naming it; Ctrl-C
+// ends the wait; either way every flow is released (its agent, seeing its
+// connection close, closes what it set up). The barrier it returns says
+// which agents have none (their flows go at the go, unprepared); nil when
+// a flow is a search, which no barrier holds.
+func (r *Run) prepare(ctx context.Context, conns []net.Conn) ([]*traffic.PendingFlow, *results.Barrier, error) {
+	wait := cmp.Or(r.ReadyTimeout, ReadyTimeout)
+	hold := wait + holdMargin
+	var barrier *results.Barrier
+	for _, f := range r.Flows {
+		if f.Run.Search != nil {
+			hold = 0
+		}
+	}
+	if hold > 0 {
+		barrier = &results.Barrier{}
+	}
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(wait, func() { cancel(errNotReady) })
+	defer timer.Stop()
+	pending := make([]*traffic.PendingFlow, len(r.Flows))
+	errs := make([]error, len(r.Flows))
+	var mu sync.Mutex
+	var first error // the first flow that failed on its own
+	begun := time.Now()
+	var wg sync.WaitGroup
+	for i := range r.Flows {
+		wg.Go(func() {
+			p, err := traffic.PrepareFlow(pctx, conns[i], r.Secret, r.Flows[i].Run, hold)
+			pending[i], errs[i] = p, err
+			if err == nil || pctx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if first == nil {
+				first = fmt.Errorf("%s: %w", r.Flows[i].Label, err)
+				cancel(first)
+			}
+		})
+	}
+	wg.Wait()
+	var late []string
+	for i, err := range errs {
+		if err != nil {
+			late = append(late, r.Flows[i].Label)
+		}
+	}
+	if len(late) == 0 && ctx.Err() == nil {
+		if barrier != nil {
+			barrier.SetupMS = float64(time.Since(begun)) / float64(time.Millisecond)
+			barrier.Used = true
+			for i, p := range pending {
+				if !p.Held() {
+					barrier.Used = false
+					barrier.Without = append(barrier.Without, r.Flows[i].Name)
+				}
+			}
+		}
+		return pending, barrier, nil
+	}
+	for _, p := range pending {
+		if p != nil {
+			p.Close()
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, nil, fmt.Errorf("interrupted while the flows were set up: %w", context.Cause(ctx))
+	case first != nil:
+		return nil, nil, first
+	case len(late) == 1:
+		return nil, nil, fmt.Errorf("%s: not set up within %s: the round did not start", late[0], wait)
+	}
+	return nil, nil, fmt.Errorf("%s and %d other flows: not set up within %s: the round did not start", late[0], len(late)-1, wait)
 }
 
 // Failed is the error of a set whose flows failed: every one, or how many

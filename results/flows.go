@@ -24,11 +24,33 @@ type FlowSet struct {
 	// its sender's clock (hosts' clocks differ by their NTP error). Absent
 	// with fewer than two flows that measured.
 	StartSpreadMS *float64 `json:"start_spread_ms,omitempty"`
+	// Barrier is how the flows were started: set up first, every one, and
+	// then let go at once. Absent when no barrier was tried (a search,
+	// a linerate from before it).
+	Barrier *Barrier `json:"barrier,omitempty"`
 	// Samples are the controller's counters once a second while the flows
 	// ran (side "dut"), and those of hosts added with --sample.
 	Samples     []Sample `json:"samples,omitempty"`
 	Interrupted bool     `json:"interrupted"`
 	Notes       []string `json:"notes,omitempty"`
+}
+
+// Barrier is a FlowSet's start barrier: each flow's agent set its flow up
+// (control connections, the targets' accept, sockets, engines), said it
+// was ready and held it; once every flow was ready, the controller let
+// them all go.
+type Barrier struct {
+	// Used: every flow was held until the go. False when an agent has no
+	// barrier (Without).
+	Used bool `json:"used"`
+	// Go is when the controller let the flows go, by its clock.
+	Go time.Time `json:"go"`
+	// SetupMS is how long, in milliseconds, the slowest flow took from
+	// the controller's request to its agent's ready.
+	SetupMS float64 `json:"setup_ms"`
+	// Without are the flows (by sender) whose agents have no barrier (an
+	// older linerate): each was sent at the go and started once set up.
+	Without []string `json:"without,omitempty"`
 }
 
 // FlowRun is one flow of a FlowSet: From is the agent that sent (as the

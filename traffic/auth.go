@@ -71,7 +71,11 @@ func (s *Server) serverHandshake(c *ctl) error {
 func (s *Server) welcome(c *ctl) error {
 	c.limit = maxLine
 	lim := s.Limits
-	return c.write(&Message{Type: wire.MsgWelcome, Version: wire.ProtocolVersion, Linerate: version.Version, Limits: &lim, ServerID: s.id})
+	m := &Message{Type: wire.MsgWelcome, Version: wire.ProtocolVersion, Linerate: version.Version, Limits: &lim, ServerID: s.id}
+	if !s.featureless {
+		m.Features = []string{wire.FeatureStartBarrier}
+	}
+	return c.write(m)
 }
 
 // clientHandshake runs the client's side on c with secret (may be empty)

@@ -59,6 +59,12 @@ type Config struct {
 	// the result (results.RRUL: latency idle and under load, goodput per
 	// stream and mark, every probe's round trip over time): bench rrul.
 	RRUL bool
+	// Ready, when set, is called once every target has accepted the test
+	// and the client's flows are open, before anything is sent (the idle
+	// probes, the servers' start): a start barrier (a third-party flow
+	// held until its controller's go). An error ends the run there, every
+	// flow closed.
+	Ready func() error
 }
 
 func (c *Config) setup(fn func() error) error {
@@ -138,6 +144,11 @@ func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 	}
 	r.sess.drops = newDropWindow(cfg.Drops, nil, results.SideClient, -1, locals, r.cfg.setup)
 	r.sess.links = newLinkWatch(results.SideClient, r.sess.clk, locals, r.cfg.setup)
+	if cfg.Ready != nil {
+		if err := cfg.Ready(); err != nil {
+			return nil, err
+		}
+	}
 	return r.run(ctx)
 }
 

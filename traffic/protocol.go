@@ -31,6 +31,9 @@ type Message struct {
 	// ServerID is random per serve process: targets with the same one
 	// share a machine (its CPU is counted once).
 	ServerID string `json:"server_id,omitempty"`
+	// Features are what the agent does beyond the protocol version
+	// (wire.FeatureStartBarrier), in its welcome.
+	Features []string `json:"features,omitempty"`
 	// Code says what an error message means, for programs (errorCodes);
 	// Error says it for people.
 	Code     string                `json:"code,omitempty"`

@@ -66,6 +66,9 @@ type Server struct {
 	dropMu sync.Mutex // the tests' turns at Drops
 	// authTimeout bounds a handshake (0: authTimeout); tests shorten it.
 	authTimeout time.Duration
+	// featureless: the welcome lists no features, as an agent's from
+	// before them (tests).
+	featureless bool
 	mu          sync.Mutex
 	conns       map[net.Conn]struct{} // every open control connection
 	clients     int                   // of them, those past the handshake

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -42,8 +43,26 @@ type Flow struct {
 	// Search, when set, makes the flow a zero-loss search (bench --search)
 	// instead of one test; the agent sends a progress line per trial.
 	Search *SearchConfig `json:"search,omitempty"`
+	// Barrier, when set, holds the flow at a start barrier: the agent sets
+	// it up (every target reached and accepting, the flows open), says
+	// flow-ready and waits for the controller's start, at most this long
+	// (and at most maxHold), before sending anything. Only for an agent
+	// that lists wire.FeatureStartBarrier; one test, not a search.
+	Barrier wire.Seconds `json:"barrier,omitempty"`
 	// Progress gets the search's progress lines on the controller.
 	Progress func(line string) `json:"-"`
+}
+
+// maxHold bounds how long an agent holds a flow at the start barrier: its
+// targets wait startTimeout from their accept for the start.
+const maxHold = startTimeout - 5*time.Second
+
+// hold is how long the agent holds f at the start barrier (0: no barrier).
+func (f *Flow) hold() time.Duration {
+	if f.Search != nil {
+		return 0
+	}
+	return min(max(f.Barrier.D(), 0), maxHold)
 }
 
 // wait is how long either end waits for the other's next message: a
@@ -52,7 +71,7 @@ func (f *Flow) wait() time.Duration {
 	if f.Search != nil {
 		return 2*f.Search.Trial + flowGrace
 	}
-	return (f.Spec.Warmup + f.Spec.Duration + f.Idle).D() + flowGrace
+	return (f.Spec.Warmup + f.Spec.Duration + f.Idle).D() + f.hold() + flowGrace
 }
 
 // flowGrace is how long past a flow's own length the controller waits for
@@ -132,15 +151,26 @@ func (s *Server) flow(ctx context.Context, c *ctl, f *Flow, channel bool) error 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	hold := f.hold()
+	start := make(chan struct{})
 	go func() {
-		// Whatever comes next (stop, or the connection closing) ends the
-		// flow.
+		// A held flow's start lets it go; whatever else comes (stop, or
+		// the connection closing) ends the flow.
 		wait := f.wait() + flowGrace
 		if f.Search != nil {
 			wait = channelIdle // a search's trials are many
 		}
-		_, _ = c.read(wait)
-		cancel()
+		started := false
+		for {
+			m, err := c.read(wait)
+			if err == nil && m.Type == wire.MsgStart && hold > 0 && !started {
+				close(start)
+				started = true
+				continue
+			}
+			cancel()
+			return
+		}
 	}()
 	var mu sync.Mutex
 	cfg := Config{Targets: targets, Spec: f.Spec, FrameSize: f.FrameSize, Engine: f.Engine, Idle: f.Idle.D(),
@@ -150,6 +180,15 @@ func (s *Server) flow(ctx context.Context, c *ctl, f *Flow, channel bool) error 
 			defer mu.Unlock()
 			_ = c.write(&Message{Type: wire.MsgFlowInterval, FlowInterval: &iv})
 		}}
+	if hold > 0 {
+		cfg.Ready = func() error {
+			err := s.holdFlow(ctx, c, &mu, start, hold)
+			if err != nil {
+				s.logf("third-party flow to %v: %v", targets, err)
+			}
+			return err
+		}
+	}
 	s.logf("third-party flow: %s %s to %v", f.Spec.Proto, f.Spec.Direction, targets)
 	var res *results.Result
 	var runErr error
@@ -180,19 +219,124 @@ func (s *Server) flow(ctx context.Context, c *ctl, f *Flow, channel bool) error 
 	return c.write(&Message{Type: wire.MsgFlowResult, FlowResult: res})
 }
 
+// holdFlow is a held flow's start barrier on the agent: it says the flow
+// is ready and waits for the controller's start (closing start), at most
+// hold. ctx ending (a stop, the controller gone) releases the flow.
+func (s *Server) holdFlow(ctx context.Context, c *ctl, mu *sync.Mutex, start <-chan struct{}, hold time.Duration) error {
+	mu.Lock()
+	err := c.write(&Message{Type: wire.MsgFlowReady})
+	mu.Unlock()
+	if err != nil {
+		return err
+	}
+	s.logf("third-party flow: set up, held for the start")
+	t := time.NewTimer(hold)
+	defer t.Stop()
+	select {
+	case <-start:
+		return nil
+	case <-ctx.Done():
+		return errors.New("released at the start barrier: the controller stopped the flow before its start")
+	case <-t.C:
+		return fmt.Errorf("no start from the controller within %s of ready", hold)
+	}
+}
+
 // RunFlow asks the agent at the other end of conn to run f (a third-party
 // flow) and returns its result. onInterval, if not nil, gets each interval
 // line as the agent sends it. When ctx ends the agent is told to stop, and
 // its partial result is returned. conn is closed on return.
 func RunFlow(ctx context.Context, conn net.Conn, secret string, f Flow, onInterval func(results.IntervalStats)) (*results.Result, error) {
-	defer conn.Close()
-	if _, err := Greet(conn, secret, authTimeout+helloTimeout); err != nil {
+	p, err := PrepareFlow(ctx, conn, secret, f, 0)
+	if err != nil {
 		return nil, err
 	}
-	c := newCtl(conn)
-	if err := c.write(&Message{Type: wire.MsgFlow, Flow: &f}); err != nil {
+	if err := p.Go(); err != nil {
+		p.Close()
 		return nil, err
 	}
+	return p.Wait(ctx, onInterval)
+}
+
+// PendingFlow is a third-party flow asked of its agent and not started
+// yet: set up and held at the start barrier (Held), or, with an agent
+// that has no barrier, not yet sent.
+type PendingFlow struct {
+	c    *ctl
+	conn net.Conn
+	f    Flow
+	held bool
+}
+
+// PrepareFlow greets the agent at the other end of conn. With hold set, f
+// one test and an agent that has the start barrier
+// (wire.FeatureStartBarrier), it asks the agent to set f up and waits
+// until the agent says it is ready: every target reached, every socket
+// and engine open; the agent then holds the flow until Go, at most hold.
+// An agent without the barrier (or hold 0) is only greeted: f goes at Go,
+// and the agent starts it as soon as it is set up. ctx ending closes conn
+// and ends the wait; on an error conn is closed.
+func PrepareFlow(ctx context.Context, conn net.Conn, secret string, f Flow, hold time.Duration) (*PendingFlow, error) {
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	p := &PendingFlow{conn: conn, f: f}
+	fail := func(err error) (*PendingFlow, error) {
+		conn.Close()
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return nil, err
+	}
+	w, err := Greet(conn, secret, authTimeout+helloTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	p.c = newCtl(conn)
+	p.f.Barrier = 0
+	if hold <= 0 || f.Search != nil || !slices.Contains(w.Features, wire.FeatureStartBarrier) {
+		return p, nil
+	}
+	p.f.Barrier = wire.Seconds(hold)
+	p.held = true
+	if err := p.c.write(&Message{Type: wire.MsgFlow, Flow: &p.f}); err != nil {
+		return fail(err)
+	}
+	if _, err := p.c.expect(hold, wire.MsgFlowReady); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			err = fmt.Errorf("not set up within %s", hold)
+		}
+		return fail(err)
+	}
+	if ctx.Err() != nil {
+		return fail(ctx.Err())
+	}
+	return p, nil
+}
+
+// Held says the agent set the flow up and holds it at the start barrier.
+func (p *PendingFlow) Held() bool { return p.held }
+
+// Go starts the flow: the start to an agent that holds it, the flow
+// itself to one without the barrier.
+func (p *PendingFlow) Go() error {
+	if p.held {
+		return p.c.write(&Message{Type: wire.MsgStart})
+	}
+	return p.c.write(&Message{Type: wire.MsgFlow, Flow: &p.f})
+}
+
+// Close releases a flow that will not start: the agent, seeing its
+// connection end, closes everything it set up.
+func (p *PendingFlow) Close() { p.conn.Close() }
+
+// Wait reads the started flow's interval lines (to onInterval, if not
+// nil) and returns its result. When ctx ends the agent is told to stop,
+// and its partial result is returned. The connection is closed on
+// return.
+func (p *PendingFlow) Wait(ctx context.Context, onInterval func(results.IntervalStats)) (*results.Result, error) {
+	defer p.conn.Close()
+	c, f := p.c, p.f
 	stop := context.AfterFunc(ctx, func() { _ = c.write(&Message{Type: wire.MsgStop}) })
 	defer stop()
 	deadline := time.Now().Add(f.wait())

@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -19,29 +20,7 @@ import (
 func serveAgent(t *testing.T, ns *testenv.NetNS, addr string, srv *Server) string {
 	t.Helper()
 	srv.Setup = ns.Do
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var where string
-	if err := ns.Do(func() error {
-		ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-		if err != nil {
-			return err
-		}
-		where = ln.Addr().String()
-		go func() { done <- srv.Serve(ctx, ln) }()
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("agent did not stop")
-		}
-	})
-	return where
+	return ns.Serve(t, addr, srv.Serve)
 }
 
 // dialIn opens a control connection from inside ns.
@@ -151,5 +130,105 @@ func TestThirdPartyFlowLinkEvent(t *testing.T) {
 	checkEvent(t, findEvent(t, res, results.SideClient, "lra"), -1, "set down", start, down, up, 0.4)
 	if res.Summary.LimitedBy != results.LimitLinkDown {
 		t.Errorf("verdict %q (%s), want link down", res.Summary.LimitedBy, res.Summary.LimitedWhy)
+	}
+}
+
+// logLines sends each line an agent logs to the returned channel (never
+// blocking: a full channel drops the line).
+func logLines(srv *Server) <-chan string {
+	ch := make(chan string, 64)
+	srv.Logf = func(format string, args ...any) {
+		select {
+		case ch <- fmt.Sprintf(format, args...):
+		default:
+		}
+	}
+	return ch
+}
+
+// awaitLine waits, at most 20 s, for a line of ch that contains want.
+func awaitLine(t *testing.T, ch <-chan string, want string) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case l := <-ch:
+			if strings.Contains(l, want) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("the agent never logged %q", want)
+		}
+	}
+}
+
+// The start barrier: an agent sets a flow up, says ready and holds it
+// until the controller's go; the flow's window opens after the go (one
+// machine, one clock). A held flow the controller releases (its
+// connection closed) or never starts (the hold passes) is closed by the
+// agent. An agent from before the barrier is only greeted: the flow goes
+// at Go, unheld.
+func TestThirdPartyFlowBarrier(t *testing.T) {
+	const secret = "barrier-secret"
+	l := newLab(t, &Server{Token: secret})
+	srv := &Server{Token: secret}
+	logs := logLines(srv)
+	a := serveAgent(t, l.a, "10.99.0.1", srv)
+	old := &Server{Token: secret, featureless: true}
+	oldAgent := serveAgent(t, l.a, "10.99.0.1", old)
+	spec := wire.Spec{Proto: "udp", Direction: wire.Forward, Duration: wire.Seconds(time.Second), Warmup: wire.Seconds(200 * time.Millisecond),
+		Streams: 1, Ports: 1, Threads: 1, Payload: 64, Rate: wire.Rate{PPS: 2000}}
+	f := Flow{Targets: []string{l.server}, Spec: spec}
+	ctx := context.Background()
+
+	p, err := PrepareFlow(ctx, dialIn(t, l.b, a), secret, f, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Held() {
+		t.Fatal("an agent with the barrier does not hold the flow")
+	}
+	awaitLine(t, logs, "held for the start")
+	goAt := time.Now()
+	if err := p.Go(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Wait(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Time.Before(goAt) || res.Summary.ReceivedPackets == 0 {
+		t.Errorf("held flow: started %s, the go at %s; received %d", res.Time, goAt, res.Summary.ReceivedPackets)
+	}
+
+	// Released before its start: the controller closes the connection.
+	p, err = PrepareFlow(ctx, dialIn(t, l.b, a), secret, f, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	awaitLine(t, logs, "released at the start barrier")
+
+	// Never started: the agent holds it no longer than it was asked to.
+	p, err = PrepareFlow(ctx, dialIn(t, l.b, a), secret, f, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	awaitLine(t, logs, "no start from the controller within 1s")
+
+	// An agent from before the barrier: greeted, the flow sent at Go.
+	p, err = PrepareFlow(ctx, dialIn(t, l.b, oldAgent), secret, f, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Held() {
+		t.Fatal("an agent without the barrier holds the flow")
+	}
+	if err := p.Go(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := p.Wait(ctx, nil); err != nil || res.Summary.ReceivedPackets == 0 {
+		t.Errorf("unheld flow: %v, %+v", err, res)
 	}
 }

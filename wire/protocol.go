@@ -26,11 +26,22 @@ const (
 	MsgFlowInterval = "flow-interval" // agent, once a second: IntervalStats
 	MsgFlowResult   = "flow-result"   // agent: the flow's Result
 	MsgFlowProgress = "flow-progress" // agent: a search trial's line
+	MsgFlowReady    = "flow-ready"    // agent: the flow is set up and held at the start barrier
 	MsgSample       = "sample"        // controller: sample your counters until stop
 	MsgSamples      = "samples"       // agent: the samples
 	MsgListen       = "listen"        // controller over ssh: listen for other agents too
 	MsgListening    = "listening"     // agent: where it listens
 	MsgError        = "error"         // either: Error, then the sender closes
+)
+
+// Features an agent lists in its welcome (Message.Features): what it
+// does that an older linerate of the same protocol version does not. A
+// controller asks for a feature only of an agent that lists it; an
+// agent that does not is run the old way.
+const (
+	// FeatureStartBarrier: the agent sets a third-party flow up, says
+	// flow-ready and holds it until the controller's start (Flow.Barrier).
+	FeatureStartBarrier = "start-barrier"
 )
 
 // Limits are what a server caps: a longer or faster test is shortened or

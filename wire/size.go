@@ -44,7 +44,7 @@ var Sizes = map[string]Size{
 	MsgHello:        {From: RoleClient, Fields: []string{"version", "linerate", "nonce"}, Bytes: 4 << 10, Values: 1},
 	MsgChallenge:    {From: RoleServer, Fields: []string{"version", "linerate", "nonce", "proof", "open"}, Bytes: 4 << 10, Values: 1},
 	MsgAuth:         {From: RoleClient, Fields: []string{"proof"}, Bytes: 4 << 10, Values: 1},
-	MsgWelcome:      {From: RoleServer, Fields: []string{"version", "linerate", "limits", "server_id"}, Bytes: 4 << 10, Values: 4},
+	MsgWelcome:      {From: RoleServer, Fields: []string{"version", "linerate", "limits", "server_id", "features"}, Bytes: 4 << 10, Values: 8},
 	MsgTest:         {From: RoleClient, Fields: []string{"spec"}, Bytes: 64 << 10, Values: 64},
 	MsgAccept:       {From: RoleServer, Fields: []string{"accept"}, Bytes: 64 << 10, Values: 64},
 	MsgStart:        {From: RoleClient, Bytes: 1 << 10, Values: 1},
@@ -57,6 +57,7 @@ var Sizes = map[string]Size{
 	MsgFlowInterval: {From: RoleServer, Fields: []string{"flow_interval"}, Bytes: 256 << 10, Values: 4096, PerFlow: Growth{256, 2}}, // a CPU each
 	MsgFlowResult:   {From: RoleServer, Fields: []string{"flow_result"}, Bytes: 256 << 10, Values: 1024, PerSecond: Growth{1 << 20, 4096}, PerFlow: Growth{2<<10 + mixBytes, 8 + mixValues}},
 	MsgFlowProgress: {From: RoleServer, Fields: []string{"progress"}, Bytes: 4 << 10, Values: 1},
+	MsgFlowReady:    {From: RoleServer, Bytes: 1 << 10, Values: 1},
 	MsgSample:       {From: RoleClient, Bytes: 1 << 10, Values: 1},
 	MsgSamples:      {From: RoleServer, Fields: []string{"samples", "error"}, Bytes: 64 << 10, Values: 16, PerSecond: Growth{1 << 20, 4096}},
 	MsgListen:       {From: RoleClient, Fields: []string{"listen"}, Bytes: 16 << 10, Values: 4},

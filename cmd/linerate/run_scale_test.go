@@ -17,7 +17,8 @@ import (
 
 // TestRunPlanStar32 runs examples/lab-star32.yaml, shortened, in a star
 // lab of 32 peers with an agent in every node: one command reaches the 32
-// senders, starts their flows together and collects them. Every flow has a
+// senders, has each set its flow up and hold it at the start barrier, lets
+// them go together and collects them. Every flow has a
 // result that received, the round says how far apart the windows opened
 // (start_spread_ms, the spread of the flows' own window starts), and
 // the controller's CPU and memory are in the result. The figures are
@@ -60,13 +61,23 @@ func TestRunPlanStar32(t *testing.T) {
 			t.Errorf("flow %d from %s: received %d packets", i+1, f.From, f.Result.Summary.ReceivedPackets)
 		}
 	}
+	// Every flow was set up and held at the start barrier, and let go
+	// together: each started after the go (the lab's agents share this
+	// machine's clock).
+	bar := set.Barrier
+	if bar == nil || !bar.Used || len(bar.Without) > 0 || bar.Go.IsZero() {
+		t.Fatalf("barrier %+v, want used by every flow", bar)
+	}
 	// The spread written is the one the flows' own starts give (each
 	// window opens at its start plus its warmup, by its sender's clock).
 	var starts []time.Time
 	for i, f := range set.Flows {
 		if f.Result != nil {
+			if f.Result.Time.Before(bar.Go) {
+				t.Errorf("flow %d from %s started at %s, before the go at %s", i+1, f.From, f.Result.Time, bar.Go)
+			}
 			starts = append(starts, f.Result.Time.Add(f.Result.Spec.Warmup.D()))
-			t.Logf("flow %2d %-7s set up in %4.0f ms", i+1, f.From, f.Result.Time.Sub(set.Time).Seconds()*1e3)
+			t.Logf("flow %2d %-7s started %4.0f ms after the go", i+1, f.From, f.Result.Time.Sub(bar.Go).Seconds()*1e3)
 		}
 	}
 	first, last := slices.MinFunc(starts, time.Time.Compare), slices.MaxFunc(starts, time.Time.Compare)
@@ -84,8 +95,8 @@ func TestRunPlanStar32(t *testing.T) {
 	if set.StartSpreadMS != nil {
 		spread = *set.StartSpreadMS
 	}
-	t.Logf("%d flows, %.2f Mb/s received in all; controller %.2f s user, %.2f s system, %.1f MB max RSS; windows opened within %.1f ms",
-		len(set.Flows), set.Total.ReceivedBPS/1e6, u.UserSeconds, u.SysSeconds, float64(u.MaxRSSBytes)/1e6, spread)
+	t.Logf("%d flows, %.2f Mb/s received in all; controller %.2f s user, %.2f s system, %.1f MB max RSS; set up in %.0f ms, windows opened within %.1f ms",
+		len(set.Flows), set.Total.ReceivedBPS/1e6, u.UserSeconds, u.SysSeconds, float64(u.MaxRSSBytes)/1e6, bar.SetupMS, spread)
 }
 
 func agentsCPU(t *testing.T, name string) float64 {
