@@ -1,6 +1,7 @@
 package iperf3
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -66,7 +68,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer s.wg.Wait()
-	for {
+	for seq := uint64(0); ; seq++ {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -77,13 +79,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("iperf3: accept: %w", err)
 		}
-		s.wg.Go(func() { s.handle(ctx, c) })
+		s.wg.Go(func() { s.handle(ctx, dataConn{c, seq}) })
 	}
+}
+
+// dataConn is an accepted connection and its place in the order the
+// listener accepted them: a client opens its data connections one after
+// another, and iperf3 tells a bidirectional test's sending streams from
+// its receiving ones by that order, not by when each cookie was read.
+type dataConn struct {
+	net.Conn
+	seq uint64
 }
 
 // handle reads a new connection's cookie and gives it to the running
 // test (a data connection) or starts a test with it (a control one).
-func (s *Server) handle(ctx context.Context, nc net.Conn) {
+func (s *Server) handle(ctx context.Context, nc dataConn) {
 	c := ctrl{nc}
 	peer := addrPort(nc.RemoteAddr())
 	limit := s.MaxClients
@@ -108,7 +119,7 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 	stream := err == nil && cur != nil && cur.cookie == cookie && cur.client.Addr() == peer.Addr()
 	start := err == nil && cur == nil && ok
 	if start {
-		cur = &serverRun{srv: s, c: c, client: peer, cookie: cookie, tcp: make(chan net.Conn, maxStreams)}
+		cur = &serverRun{srv: s, c: c, client: peer, cookie: cookie, tcp: make(chan dataConn, maxStreams)}
 		s.cur = cur
 	}
 	s.mu.Unlock()
@@ -202,7 +213,7 @@ type serverRun struct {
 	cookie [CookieLen]byte
 	t      *test
 	// tcp receives the test's data connections (cookie read).
-	tcp   chan net.Conn
+	tcp   chan dataConn
 	udp   *net.UDPConn
 	notes []string
 	mu    sync.Mutex
@@ -211,7 +222,7 @@ type serverRun struct {
 
 // addStream takes a data connection of this test, or closes it when the
 // streams are all there.
-func (sr *serverRun) addStream(nc net.Conn) {
+func (sr *serverRun) addStream(nc dataConn) {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	if sr.done {
@@ -353,13 +364,18 @@ func (sr *serverRun) acceptStreams(ctx context.Context) error {
 	}
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	for i := range t.streamCount() {
+	conns := make([]dataConn, 0, t.streamCount())
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	for len(conns) < t.streamCount() {
 		select {
 		case nc := <-sr.tcp:
-			st := t.newStream(i)
-			st.tcp, st.write = nc, nc.Write
+			conns = append(conns, nc)
 		case <-timer.C:
-			return fmt.Errorf("%d of %d data connections after %s", i, t.streamCount(), stepTimeout)
+			return fmt.Errorf("%d of %d data connections after %s", len(conns), t.streamCount(), stepTimeout)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -367,6 +383,13 @@ func (sr *serverRun) acceptStreams(ctx context.Context) error {
 	sr.mu.Lock()
 	sr.done = true
 	sr.mu.Unlock()
+	// Stream i is the i-th connection the client opened.
+	slices.SortFunc(conns, func(a, b dataConn) int { return cmp.Compare(a.seq, b.seq) })
+	for i, nc := range conns {
+		st := t.newStream(i)
+		st.tcp, st.write = nc.Conn, nc.Write
+	}
+	conns = nil
 	return nil
 }
 
