@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,6 +184,30 @@ func TestImixEngines(t *testing.T) {
 				t.Errorf("lrb received %d bytes, the sizes say %d", got, bytes)
 			}
 		})
+	}
+}
+
+// TestImixEnginesMTU: a mix whose largest frame does not fit the
+// interface's MTU is refused by the ring and AF_XDP with one line that
+// says so.
+func TestImixEnginesMTU(t *testing.T) {
+	l := newLab(t, &Server{})
+	h := l.a.Netlink(t)
+	link, err := h.LinkByName("lra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.LinkSetMTU(link, 1000); err != nil {
+		t.Fatal(err)
+	}
+	for _, eng := range []string{"ring", "xdp"} {
+		cfg := l.config(udpSpec(300*time.Millisecond, wire.Rate{PPS: 1000}))
+		cfg.Engine, cfg.Mix = eng, ceiling.SimpleIMIX
+		_, err := Run(context.Background(), cfg)
+		t.Logf("%s: %v", eng, err)
+		if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "largest frame, 1518 bytes, needs an MTU of 1500, lra has 1000") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s with imix over an MTU of 1000: %v, want one line of bad input naming the MTU", eng, err)
+		}
 	}
 }
 

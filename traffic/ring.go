@@ -412,7 +412,11 @@ func (cfg *RingConfig) onLink(engine string) (*netlink.LinkAttrs, error) {
 		return nil, usage.Errorf("%s sender: interface %s has no Ethernet address (the %s engine sends Ethernet frames)", engine, cfg.Iface, engine)
 	}
 	if cfg.FrameSize-ringFCSLen-ringEthLen > attrs.MTU {
-		return nil, usage.Errorf("%s sender: frame size %d needs an MTU of %d, %s has %d", engine, cfg.FrameSize, cfg.FrameSize-ringFCSLen-ringEthLen, cfg.Iface, attrs.MTU)
+		what := fmt.Sprintf("frame size %d", cfg.FrameSize)
+		if len(cfg.Sizes) > 1 {
+			what = fmt.Sprintf("the mix's largest frame, %d bytes,", cfg.FrameSize)
+		}
+		return nil, usage.Errorf("%s sender: %s needs an MTU of %d, %s has %d", engine, what, cfg.FrameSize-ringFCSLen-ringEthLen, cfg.Iface, attrs.MTU)
 	}
 	if cfg.SrcMAC == nil {
 		cfg.SrcMAC = attrs.HardwareAddr
