@@ -150,7 +150,7 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 		// the kernel a little after it was closed: the queue is busy
 		// (EBUSY) until then.
 		for deadline := time.Now().Add(xdpBusyWait); ; time.Sleep(20 * time.Millisecond) {
-			s := &XDPSender{base: RingSender{cfg: rc, fd: -1, frameLen: frameLen}, queue: cfg.Queue, fd: -1, chunk: chunk}
+			s := &XDPSender{base: RingSender{cfg: rc, fd: -1, frameLen: frameLen, mix: newFrameMix(rc)}, queue: cfg.Queue, fd: -1, chunk: chunk}
 			lastErr = s.open(attrs.Index, zc)
 			if lastErr == nil {
 				return s, nil
@@ -366,11 +366,16 @@ func (s *XDPSender) fill(r *ringRun, want uint64) uint64 {
 		port  = r.port
 		sent  = time.Now().UnixNano()
 		flen  = uint32(s.base.frameLen)
+		mix   = s.base.mix
 	)
 	for range want {
 		addr := s.free[len(s.free)-1]
 		s.free = s.free[:len(s.free)-1]
-		data := s.umem[addr : addr+uint64(flen)]
+		data := s.umem[addr : addr+uint64(s.base.frameLen)]
+		if mix != nil {
+			flen = mix.put(data, r.nums[port])
+			r.nums[port]++
+		}
 		cfg.stamp(data, port, wire.Header{Flags: r.flags, Seq: r.seqs[port], Sent: sent})
 		d := (*unix.XDPDesc)(unsafe.Add(tx.entries, uintptr(tx.prod&tx.mask)*unsafe.Sizeof(unix.XDPDesc{})))
 		*d = unix.XDPDesc{Addr: addr, Len: flen}

@@ -84,8 +84,6 @@ func openAutoEngine(r *clientRun, to []*target) error {
 func ringWhyNot(r *clientRun, to []*target) string {
 	sp := &r.spec
 	switch {
-	case sp.Mixed():
-		return "the ring and AF_XDP send one frame size, not a mix"
 	case sp.DSCP != 0:
 		return "the ring and AF_XDP do not mark DSCP"
 	case len(sp.Sources) > 0:
@@ -278,17 +276,14 @@ func openSocketEngine(r *clientRun, to []*target) error {
 	return nil
 }
 
-// ringFits: the ring sends UDP from the client only, one frame size.
+// ringFits: the ring sends UDP from the client only, one frame size or a
+// mix, unmarked, from one address.
 func ringFits(sp *wire.Spec) error {
 	if sp.Proto != wire.UDP || sp.Direction != wire.Forward {
 		return usage.Field("Engine", "ring sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
 	return builtOnce("ring", sp)
 }
-
-// ErrMixEngine says an engine that builds its frames once (the ring,
-// AF_XDP) was asked for a mix of sizes: the socket engine sends mixes.
-var ErrMixEngine = errors.New("sends one frame size (its frames are built once, in its ring); --engine socket sends a mix")
 
 // ErrDSCPEngine says an engine that builds its frames once was asked to
 // mark them: the socket engine marks (IP_TOS, IPV6_TCLASS).
@@ -299,13 +294,12 @@ var ErrDSCPEngine = errors.New("does not mark DSCP (its IP headers are built onc
 var ErrSourcesEngine = errors.New("sends from one address (its IP headers are built once, in its ring); --engine socket sends from each --src")
 
 // builtOnce refuses for the engine called name what frames built once in
-// a ring cannot do: a mix of sizes, a DSCP mark, several source addresses.
+// a ring cannot do: a DSCP mark, several source addresses. (A mix of
+// sizes they can: each send writes its frame's headers, frameMix.)
 func builtOnce(name string, sp *wire.Spec) error {
 	switch {
 	case len(sp.Sources) > 0:
 		return usage.Field("Engine", "%s %w", name, ErrSourcesEngine)
-	case sp.Mixed():
-		return usage.Field("Engine", "%s %w", name, ErrMixEngine)
 	case sp.DSCP != 0:
 		return usage.Field("Engine", "%s %w", name, ErrDSCPEngine)
 	}

@@ -32,10 +32,7 @@ func (m *mixer) payload(n uint64) int { return m.sizes[m.pattern[n%uint64(len(m.
 // count adds a flow's datagrams first to first+n-1 to c's per-size counts
 // (nil: none, in the warmup) and returns their payload bytes.
 func (m *mixer) count(c *results.Count, first uint64, n int) uint64 {
-	var per [wire.MaxSizeParts]uint64
-	for i := range uint64(n) {
-		per[m.pattern[(first+i)%uint64(len(m.pattern))]]++
-	}
+	per := m.counts(first, uint64(n))
 	var bytes uint64
 	for k, p := range m.sizes {
 		bytes += per[k] * uint64(p.Payload)
@@ -44,6 +41,20 @@ func (m *mixer) count(c *results.Count, first uint64, n int) uint64 {
 		}
 	}
 	return bytes
+}
+
+// counts is how many of a flow's datagrams first to first+n-1 have each
+// part: whole turns of the pattern at once, then the rest one by one, so
+// that counting a long run costs no more than a turn.
+func (m *mixer) counts(first, n uint64) (per [wire.MaxSizeParts]uint64) {
+	l := uint64(len(m.pattern))
+	for _, k := range m.pattern {
+		per[k] += n / l
+	}
+	for i := range n % l {
+		per[m.pattern[(first+i)%l]]++
+	}
+	return per
 }
 
 // mixSizes is the wire form of mix for frames of overhead bytes besides

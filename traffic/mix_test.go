@@ -2,9 +2,10 @@ package traffic
 
 import (
 	"context"
-	"errors"
+	"encoding/binary"
+	"fmt"
 	"math"
-	"slices"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -125,26 +126,140 @@ func TestSearchImix(t *testing.T) {
 	}
 }
 
-// TestImixEngines: the ring and AF_XDP, which build their frames once,
-// refuse a mix by name; auto runs it through sockets and says why.
+// TestImixEngines: the ring and AF_XDP send a mix as the socket engine
+// does: each size in its share on both ends, nothing lost at a modest
+// rate, the receiving veth's bytes the sum of the frames; auto keeps
+// choosing one of them for a mix.
 func TestImixEngines(t *testing.T) {
 	l := newLab(t, &Server{})
 	for _, eng := range []string{"ring", "xdp", "auto"} {
-		cfg := l.config(udpSpec(300*time.Millisecond, wire.Rate{PPS: 20000}))
-		cfg.Engine, cfg.Mix = eng, ceiling.SimpleIMIX
-		res, err := Run(context.Background(), cfg)
-		if eng != "auto" {
-			if !errors.Is(err, ErrMixEngine) || !usage.Is(err) {
-				t.Errorf("%s with imix: %v, want bad input wrapping ErrMixEngine", eng, err)
+		t.Run(eng, func(t *testing.T) {
+			if eng != "ring" {
+				skipWithoutAFXDP(t, l)
 			}
-			continue
+			sp := udpSpec(time.Second, wire.Rate{PPS: 20000})
+			if eng != "auto" {
+				// Two streams interleaved in one sender (auto would not
+				// send several flows per port through one veth queue).
+				sp.Streams = 2
+			}
+			cfg := l.config(sp)
+			cfg.Engine, cfg.Mix = eng, ceiling.SimpleIMIX
+			before := ifStats(t, l.b, "lrb")
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := ifStats(t, l.b, "lrb")
+			if eng == "auto" {
+				if res.Engine == "socket" {
+					t.Errorf("auto with imix ran the socket engine: notes %q", res.Notes)
+				}
+			} else if res.Engine != eng {
+				t.Errorf("engine %q, want %s", res.Engine, eng)
+			}
+			tot := res.Targets[0].Forward
+			checkMix(t, eng, tot, ceiling.SimpleIMIX)
+			if tot.LostPackets != 0 || tot.ReceivedPackets != tot.SentPackets {
+				t.Errorf("sent %d, received %d, lost %d: want no loss at 20 kpps", tot.SentPackets, tot.ReceivedPackets, tot.LostPackets)
+			}
+			for _, z := range tot.Sizes {
+				if z.SentPackets != z.ReceivedPackets {
+					t.Errorf("%d-byte frames: sent %d, received %d", z.Frame, z.SentPackets, z.ReceivedPackets)
+				}
+			}
+			// Each stream sends the mix in its own ratio.
+			if len(res.Streams) != sp.Streams {
+				t.Errorf("%d streams, want %d", len(res.Streams), sp.Streams)
+			}
+			for _, st := range res.Streams {
+				checkMix(t, fmt.Sprintf("%s stream %d", eng, st.Stream), &st.Totals, ceiling.SimpleIMIX)
+			}
+			var bytes uint64
+			for _, z := range tot.Sizes {
+				bytes += z.ReceivedPackets * uint64(z.Frame-4)
+			}
+			// lrb also received the control connection's few packets.
+			if got := after.rxBytes - before.rxBytes; !closeTo(got, bytes, 0.01) {
+				t.Errorf("lrb received %d bytes, the sizes say %d", got, bytes)
+			}
+		})
+	}
+}
+
+// TestImixEnginesMTU: a mix whose largest frame does not fit the
+// interface's MTU is refused by the ring and AF_XDP with one line that
+// says so.
+func TestImixEnginesMTU(t *testing.T) {
+	l := newLab(t, &Server{})
+	h := l.a.Netlink(t)
+	link, err := h.LinkByName("lra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.LinkSetMTU(link, 1000); err != nil {
+		t.Fatal(err)
+	}
+	for _, eng := range []string{"ring", "xdp"} {
+		cfg := l.config(udpSpec(300*time.Millisecond, wire.Rate{PPS: 1000}))
+		cfg.Engine, cfg.Mix = eng, ceiling.SimpleIMIX
+		_, err := Run(context.Background(), cfg)
+		t.Logf("%s: %v", eng, err)
+		if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "largest frame, 1518 bytes, needs an MTU of 1500, lra has 1000") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s with imix over an MTU of 1000: %v, want one line of bad input naming the MTU", eng, err)
 		}
-		if err != nil {
-			t.Fatal(err)
+	}
+}
+
+// TestFrameMix: each part's headers carry its lengths and a right IPv4
+// checksum, datagram n gets the pattern's part n, and counting whole
+// turns at once agrees with counting one by one.
+func TestFrameMix(t *testing.T) {
+	sizes, _, err := mixSizes(ceiling.SimpleIMIX, ringFrameOverhead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := RingConfig{Iface: "x", SrcIP: netip.MustParseAddr("10.0.0.1"), DstIP: netip.MustParseAddr("10.0.0.2"), DstPort: 5300, Duration: time.Second, CPU: -1, Sizes: sizes}
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.FrameSize != 1518 {
+		t.Fatalf("frame size %d, want the largest part's 1518", c.FrameSize)
+	}
+	m := newFrameMix(c)
+	slot := buildRingFrame(c)
+	pattern := wire.MixPattern(sizes)
+	for n := range uint64(30) {
+		l := m.put(slot, n)
+		want := sizes[pattern[n%uint64(len(pattern))]].Payload
+		if int(l) != framePayloadOff+want {
+			t.Errorf("datagram %d: length %d, want %d", n, l, framePayloadOff+want)
 		}
-		if res.Engine != "socket" || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "not a mix") }) {
-			t.Errorf("auto with imix ran %s, notes %q", res.Engine, res.Notes)
+		ip := slot[ringEthLen:framePayloadOff]
+		if got := int(binary.BigEndian.Uint16(ip[2:])); got != int(l)-ringEthLen {
+			t.Errorf("datagram %d: IP total length %d, want %d", n, got, int(l)-ringEthLen)
 		}
-		checkMix(t, "auto", res.Targets[0].Forward, ceiling.SimpleIMIX)
+		if got := int(binary.BigEndian.Uint16(slot[frameSrcPortOff+4:])); got != want+ringUDPLen {
+			t.Errorf("datagram %d: UDP length %d, want %d", n, got, want+ringUDPLen)
+		}
+		if ipv4HeaderChecksum(ip[:ringIPv4Len]) != 0 {
+			t.Errorf("datagram %d: IPv4 header checksum wrong", n)
+		}
+	}
+	for _, first := range []uint64{0, 5, 11, 12, 1e9 + 7} {
+		for _, n := range []uint64{0, 1, 7, 12, 13, 100, 1001} {
+			var naive [wire.MaxSizeParts]uint64
+			for i := range n {
+				naive[pattern[(first+i)%uint64(len(pattern))]]++
+			}
+			if got := m.counts(first, n); got != naive {
+				t.Errorf("counts(%d, %d) = %v, want %v", first, n, got[:3], naive[:3])
+			}
+		}
+	}
+	bad := c
+	bad.FrameSize = 1000
+	if err := bad.validate(); err == nil || !usage.Is(err) {
+		t.Errorf("frame size 1000 with a 1518-byte part: %v, want a usage error", err)
 	}
 }

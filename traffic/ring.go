@@ -92,8 +92,14 @@ type RingConfig struct {
 	Ports int
 	// FrameSize is the Ethernet frame size including the 4-byte FCS, as on
 	// the wire without preamble: 64 (the minimum) carries 18 bytes of UDP
-	// payload. 0 means 64.
+	// payload. 0 means 64, or the largest part of Sizes.
 	FrameSize int
+	// Sizes, with two parts or more, is a mix of UDP payloads (as
+	// wire.Spec.Sizes) sent in its ratio: each stream's datagram number n
+	// has the payload of part wire.MixPattern(Sizes)[n mod its length], as
+	// the socket engine sends them, so both ends count each size alike.
+	// FrameSize is then the largest part's frame.
+	Sizes []wire.SizePart
 	// Rate is the packet rate to hold on average, in packets per second (a
 	// sender that was descheduled catches up in bursts); 0 sends as fast as
 	// the interface takes frames.
@@ -140,8 +146,9 @@ type RingSender struct {
 	ring     []byte
 	slotSize int
 	slots    int
-	frameLen int // bytes handed to the device per frame (no FCS)
-	next     int // the slot the next frame goes into
+	frameLen int       // bytes handed to the device per frame (no FCS); the largest, with a mix
+	mix      *frameMix // nil: every frame is frameLen bytes
+	next     int       // the slot the next frame goes into
 	// progress counts frames requested so far, warmup included, for
 	// Progress while Run runs.
 	progress atomic.Uint64
@@ -152,6 +159,9 @@ type RingSender struct {
 // runs.
 func (s *RingSender) Progress() (packets, bytes uint64) {
 	p := s.progress.Load()
+	if s.mix != nil {
+		return p, s.mix.frameBytes(0, p)
+	}
 	return p, p * uint64(s.frameLen)
 }
 
@@ -170,6 +180,9 @@ func (c *RingConfig) validate() error {
 			return usage.Errorf("ring sender: source %v is not an IPv4 address", c.SrcIP)
 		}
 		c.SrcIP = c.SrcIP.Unmap()
+	}
+	if err := c.validateSizes(); err != nil {
+		return err
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = MinRingFrameSize
@@ -220,6 +233,73 @@ func (c *RingConfig) validate() error {
 		return usage.Errorf("ring sender: destination MAC %v is not an Ethernet address", c.DstMAC)
 	}
 	return nil
+}
+
+// validateSizes checks a mix of sizes: every part a frame of at least
+// the Ethernet minimum, FrameSize (when given) the largest part's, which
+// it fills in.
+func (c *RingConfig) validateSizes() error {
+	if len(c.Sizes) < 2 {
+		c.Sizes = nil
+		return nil
+	}
+	if len(c.Sizes) > wire.MaxSizeParts {
+		return usage.Errorf("ring sender: %d sizes in the mix, at most %d", len(c.Sizes), wire.MaxSizeParts)
+	}
+	largest := 0
+	for _, p := range c.Sizes {
+		if f := p.Payload + ringFrameOverhead; f < MinRingFrameSize || p.Payload < wire.HeaderLen {
+			return usage.Errorf("ring sender: a %d-byte payload in the mix makes a %d-byte frame: want at least %d bytes and a %d-byte payload", p.Payload, f, MinRingFrameSize, wire.HeaderLen)
+		}
+		if p.Weight < 1 {
+			return usage.Errorf("ring sender: weight %d of the %d-byte payload: want 1 or more", p.Weight, p.Payload)
+		}
+		largest = max(largest, p.Payload+ringFrameOverhead)
+	}
+	if c.FrameSize != 0 && c.FrameSize != largest {
+		return usage.Errorf("ring sender: frame size %d with a mix whose largest frame is %d bytes", c.FrameSize, largest)
+	}
+	c.FrameSize = largest
+	return nil
+}
+
+// frameMix is a mix of frame sizes in the ring and AF_XDP engines: the
+// headers of each part's frame (its payload is zeros, as in every slot,
+// which holds the largest frame) and the socket engine's mixer, which
+// gives the part of each stream's datagram number.
+type frameMix struct {
+	*mixer
+	heads [][]byte // Ethernet, IPv4 and UDP headers of each part, lengths and checksum filled in
+}
+
+// newFrameMix is the frames of c's mix; nil for one size.
+func newFrameMix(c RingConfig) *frameMix {
+	m := newMixer(c.Sizes)
+	if m == nil {
+		return nil
+	}
+	fm := &frameMix{mixer: m}
+	for _, p := range c.Sizes {
+		pc := c
+		pc.FrameSize = p.Payload + ringFrameOverhead
+		fm.heads = append(fm.heads, buildRingFrame(pc)[:framePayloadOff])
+	}
+	return fm
+}
+
+// put writes the headers of a stream's datagram number n into frame, a
+// slot that holds a frame built by buildRingFrame, and returns the
+// frame's length (no FCS). stamp then writes the ports and test header.
+func (m *frameMix) put(frame []byte, n uint64) uint32 {
+	k := m.pattern[n%uint64(len(m.pattern))]
+	copy(frame, m.heads[k])
+	return uint32(framePayloadOff + m.sizes[k].Payload)
+}
+
+// frameBytes is the bytes (no FCS) of a stream's datagrams first to
+// first+n-1.
+func (m *frameMix) frameBytes(first, n uint64) uint64 {
+	return m.count(nil, first, int(n)) + n*framePayloadOff
 }
 
 // buildRingFrame returns the Ethernet + IPv4 + UDP frame the ring sends, without
@@ -310,7 +390,7 @@ func NewRingSender(cfg RingConfig) (*RingSender, error) {
 		return nil, err
 	}
 
-	s := &RingSender{cfg: cfg, fd: -1, frameLen: cfg.FrameSize - ringFCSLen}
+	s := &RingSender{cfg: cfg, fd: -1, frameLen: cfg.FrameSize - ringFCSLen, mix: newFrameMix(cfg)}
 	if err := s.open(attrs.Index); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("ring sender on %s: %w", cfg.Iface, err)
@@ -332,7 +412,11 @@ func (cfg *RingConfig) onLink(engine string) (*netlink.LinkAttrs, error) {
 		return nil, usage.Errorf("%s sender: interface %s has no Ethernet address (the %s engine sends Ethernet frames)", engine, cfg.Iface, engine)
 	}
 	if cfg.FrameSize-ringFCSLen-ringEthLen > attrs.MTU {
-		return nil, usage.Errorf("%s sender: frame size %d needs an MTU of %d, %s has %d", engine, cfg.FrameSize, cfg.FrameSize-ringFCSLen-ringEthLen, cfg.Iface, attrs.MTU)
+		what := fmt.Sprintf("frame size %d", cfg.FrameSize)
+		if len(cfg.Sizes) > 1 {
+			what = fmt.Sprintf("the mix's largest frame, %d bytes,", cfg.FrameSize)
+		}
+		return nil, usage.Errorf("%s sender: %s needs an MTU of %d, %s has %d", engine, what, cfg.FrameSize-ringFCSLen-ringEthLen, cfg.Iface, attrs.MTU)
 	}
 	if cfg.SrcMAC == nil {
 		cfg.SrcMAC = attrs.HardwareAddr
@@ -513,6 +597,7 @@ func (s *RingSender) Run(ctx context.Context) (RingCounts, error) {
 type ringRun struct {
 	s        *RingSender
 	seqs     []uint32 // next sequence number per port
+	nums     []uint64 // with a mix, the next datagram number per port (seqs, not wrapping)
 	port     uint16   // index of the next frame's port
 	queued   uint64   // frames requested in the measured phase
 	warm     uint64   // frames requested during the warmup
@@ -575,6 +660,9 @@ func (r *ringRun) retryDown(ctx context.Context, kick func() error) (over bool, 
 func (s *RingSender) newRingRun(start time.Time) *ringRun {
 	r := &ringRun{s: s, seqs: make([]uint32, s.cfg.streams()), measured: start.Add(s.cfg.Warmup),
 		hasEnd: s.cfg.Duration > 0, phaseStart: start}
+	if s.mix != nil {
+		r.nums = make([]uint64, len(r.seqs))
+	}
 	r.end = r.measured.Add(s.cfg.Duration)
 	if s.cfg.Warmup > 0 {
 		r.flags = wire.FlagWarmup
@@ -694,6 +782,11 @@ func (r *ringRun) fill(want uint64) (uint64, error) {
 			break
 		}
 		data := s.ring[s.next*s.slotSize+tpacket2DataOffset:]
+		if s.mix != nil {
+			hdr := (*unix.Tpacket2Hdr)(unsafe.Pointer(&s.ring[s.next*s.slotSize]))
+			hdr.Len = s.mix.put(data, r.nums[port])
+			r.nums[port]++
+		}
 		s.cfg.stamp(data, port, wire.Header{Flags: flags, Seq: seqs[port], Sent: sent})
 		atomic.StoreUint32(st, unix.TP_STATUS_SEND_REQUEST)
 		seqs[port]++
@@ -738,6 +831,12 @@ func (r *ringRun) counts(pending uint64) RingCounts {
 		c.StreamPackets[i] = framesToPort(warm+c.Packets, i, n) - c.StreamWarmup[i]
 	}
 	c.Bytes = c.Packets * uint64(s.frameLen)
+	if s.mix != nil {
+		c.Bytes = 0
+		for i := range n {
+			c.Bytes += s.mix.frameBytes(c.StreamWarmup[i], c.StreamPackets[i])
+		}
+	}
 	return c
 }
 

@@ -33,6 +33,7 @@ type frameFlow struct {
 	stream  int
 	streams int
 	payload int
+	mix     *mixer // nil: every datagram has payload bytes
 	counts  RingCounts
 	err     error
 	usage   results.ThreadCPU
@@ -52,7 +53,7 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 	if !t.addr.Addr().Is4() {
 		return usage.Field("Engine", "%s builds IPv4 frames only: %s is not IPv4", engine, t.name)
 	}
-	pps := sp.Rate.PacketsPerSecond(sp.Payload+wire.UDPOverhead(true)) / float64(sp.Ports)
+	pps := sp.UDPPacketsPerSecond(wire.UDPOverhead(true)) / float64(sp.Ports)
 	return cfg.setup(func() error {
 		routes, err := netlink.RouteGet(t.addr.Addr().AsSlice())
 		if err != nil || len(routes) == 0 {
@@ -77,7 +78,7 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 			}
 			rc := RingConfig{
 				Iface: link.Attrs().Name, SrcIP: t.local, DstIP: t.addr.Addr(),
-				DstPort: t.acc.UDPPorts[p], Ports: 1, SrcPort: ringSrcPort, SrcPorts: sp.Streams, FrameSize: sp.Payload + wire.UDPOverhead(true),
+				DstPort: t.acc.UDPPorts[p], Ports: 1, SrcPort: ringSrcPort, SrcPorts: sp.Streams, FrameSize: sp.Payload + wire.UDPOverhead(true), Sizes: sp.Sizes,
 				Rate: pps, Duration: sp.Duration.D(), Warmup: sp.Warmup.D(),
 				Stream: uint16(p * sp.Streams), CPU: cpu,
 			}
@@ -85,7 +86,7 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			e := r.sess.add(sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: p * sp.Streams, streams: sp.Streams, payload: sp.Payload})
+			e := r.sess.add(sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: p * sp.Streams, streams: sp.Streams, payload: sp.Payload, mix: newMixer(sp.Sizes)})
 			t.fwd = append(t.fwd, share{e: e})
 		}
 		return nil
@@ -162,6 +163,9 @@ func (f *frameFlow) stop(time.Duration) {
 // payload bytes as the socket engine counts them.
 func (f *frameFlow) progress() (packets, bytes uint64) {
 	p, _ := f.s.Progress()
+	if f.mix != nil {
+		return p, f.mix.count(nil, 0, int(p))
+	}
 	return p, p * uint64(f.payload)
 }
 
@@ -176,6 +180,10 @@ func (f *frameFlow) collect() flowResult {
 		if k < len(f.counts.StreamPackets) {
 			c.Packets, c.Warmup = f.counts.StreamPackets[k], f.counts.StreamWarmup[k]
 			c.Bytes = c.Packets * uint64(f.payload)
+			if f.mix != nil {
+				// Stream k's measured datagrams follow its warmup's.
+				c.Bytes = f.mix.count(&c, c.Warmup, int(c.Packets))
+			}
 		}
 		res.counts = append(res.counts, c)
 	}
