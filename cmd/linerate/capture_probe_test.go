@@ -56,7 +56,7 @@ func runProbe(t *testing.T, bin string, args ...string) probe {
 		t.Fatalf("run linerate %v: %v", args, err)
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		p.maxRSSKiB = ru.Maxrss
+		p.maxRSSKiB = int64(ru.Maxrss)
 	}
 	p.leftBehind(t)
 	if strings.Contains(p.stderr, "goroutine ") || strings.Contains(p.stderr, "panic:") {

@@ -103,7 +103,7 @@ func selfUsage() *plan.Usage {
 	}
 	secs := func(tv unix.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
 	// Linux gives ru_maxrss in KiB.
-	return &plan.Usage{UserSeconds: secs(ru.Utime), SysSeconds: secs(ru.Stime), MaxRSSBytes: ru.Maxrss * 1024}
+	return &plan.Usage{UserSeconds: secs(ru.Utime), SysSeconds: secs(ru.Stime), MaxRSSBytes: int64(ru.Maxrss) * 1024}
 }
 
 // runMatrix runs every cell of pl's matrix, each for the matrix's rounds
