@@ -62,7 +62,14 @@ func BenchText(w io.Writer, r *results.Result) {
 	sp := r.Spec
 	what := fmt.Sprintf("%s %s", sp.Proto, sp.Direction)
 	if sp.Proto == wire.UDP {
-		what += fmt.Sprintf(", %d-byte frames (%d-byte payload), %d ports × %d streams", r.FrameSize, sp.Payload, sp.Ports, sp.Streams)
+		if m := r.Mix(); len(m.Parts) > 1 && m.Name != "" && m.Name != m.String() {
+			what += fmt.Sprintf(", frames %s (%s, frame bytes:weight)", m.Name, m)
+		} else if len(m.Parts) > 1 {
+			what += fmt.Sprintf(", frames %s (frame bytes:weight)", m)
+		} else {
+			what += fmt.Sprintf(", %d-byte frames (%d-byte payload)", r.FrameSize, sp.Payload)
+		}
+		what += fmt.Sprintf(", %d ports × %d streams", sp.Ports, sp.Streams)
 	} else {
 		what += fmt.Sprintf(", %d streams", sp.Streams)
 		if sp.MSS > 0 {
@@ -111,6 +118,7 @@ func BenchText(w io.Writer, r *results.Result) {
 		row("total", "", &r.Summary.Totals, "")
 	}
 	tw.Flush()
+	sizesText(w, r.Summary.Sizes)
 	if r.RRUL != nil {
 		rrulFlows(w, r.RRUL)
 	} else if sp.Proto == wire.TCP && len(r.Streams) > 1 {
@@ -247,4 +255,19 @@ func QueueSpread(q *results.QueueStat) string {
 		parts[i] = fmt.Sprintf("q%d %d %s", i, p, units.Percent(shares[i], 0, ""))
 	}
 	return fmt.Sprintf("%s (%s): %s", q.Interface, q.Counter, strings.Join(parts, ", "))
+}
+
+// sizesText writes a mix's datagrams per frame size, counted on both ends
+// (nothing for one size).
+func sizesText(w io.Writer, sizes []results.SizeTotals) {
+	if len(sizes) < 2 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "frame	payload	sent pkts	share	received	share	lost	")
+	for _, z := range sizes {
+		fmt.Fprintf(tw, "%d B	%d B	%d	%s	%d	%s	%d	\n", z.Frame, z.Payload, z.SentPackets, units.Percent(z.SentShare, 2, ""),
+			z.ReceivedPackets, units.Percent(z.ReceivedShare, 2, ""), z.LostPackets)
+	}
+	tw.Flush()
 }
