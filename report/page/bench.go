@@ -29,6 +29,8 @@ type benchView struct {
 	// Queues is how each target's receiving interface spread the packets
 	// over its receive queues.
 	Queues []queueView
+	// Sizes are a mix's datagrams per frame size, counted on both ends.
+	Sizes []sizeRow
 	// Rates are the whole run's rates per second (the client's intervals).
 	Rates []template.HTML
 	// Warmup says how many warm-up seconds the charts leave out.
@@ -63,6 +65,14 @@ type targetRow struct {
 	Sent, Received, Lost, Loss             string
 	SentPPS, ReceivedPPS, ReceivedBPS, RTT string
 	Bad                                    bool
+}
+
+// sizeRow is one frame size of a mix: sent and received, shares, lost.
+type sizeRow struct {
+	Frame, Payload                int
+	Sent, SentShare               string
+	Received, ReceivedShare, Lost string
+	Bad                           bool
 }
 
 // queueView is one receiving interface's packets per receive queue.
@@ -107,6 +117,7 @@ func newBenchView(r *results.Result) *benchView {
 	} else {
 		v.cards()
 		v.targets()
+		v.sizes()
 		v.queues()
 		v.rates()
 		v.latency()
@@ -285,6 +296,18 @@ func (v *benchView) targets() {
 // queues lays out each target's receive queue counts: always when there
 // are counts, and why there are none when the test spread its flows or
 // asked for the XDP counter (as the text output does).
+// sizes lists a mix's frame sizes (nothing for one size).
+func (v *benchView) sizes() {
+	if len(v.res.Summary.Sizes) < 2 {
+		return
+	}
+	for _, z := range v.res.Summary.Sizes {
+		v.Sizes = append(v.Sizes, sizeRow{Frame: z.Frame, Payload: z.Payload, Sent: count(z.SentPackets),
+			SentShare: units.Percent(z.SentShare, 2, " "), Received: count(z.ReceivedPackets),
+			ReceivedShare: units.Percent(z.ReceivedShare, 2, " "), Lost: count(z.LostPackets), Bad: z.LostPackets > 0})
+	}
+}
+
 func (v *benchView) queues() {
 	sp := v.res.Spec
 	for _, t := range v.res.Targets {

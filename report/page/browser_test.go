@@ -57,7 +57,8 @@ func TestInChromium(t *testing.T) {
 	file := filepath.Join(dir, "report.html")
 	page := render(t, fixture(t, "bench-udp"), fixture(t, "bench-udp-1thread"), fixture(t, "bench-udp-1518"),
 		fixture(t, "bench-tcp-bidir"), fixture(t, "bench-rrul"), fixture(t, "search"), fixture(t, "diagnose"), fixture(t, "tune-auto"),
-		fixture(t, "bench-udp-flows"), matrixRun(t), matrixTuneRun(t), fixture(t, "bench-rr-connect"), fixture(t, "bench-rr-nat"))
+		fixture(t, "bench-udp-flows"), matrixRun(t), matrixTuneRun(t), fixture(t, "bench-rr-connect"), fixture(t, "bench-rr-nat"),
+		fixture(t, "bench-udp-imix"))
 	if err := os.WriteFile(file, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestInChromium(t *testing.T) {
 	if got.RRCharts != 4 {
 		t.Errorf("the browser drew %d of the transaction tests' charts, want 4", got.RRCharts)
 	}
-	if got.Title != "linerate report: 13 runs" {
+	if got.Title != "linerate report: 14 runs" {
 		t.Errorf("title %q", got.Title)
 	}
 
@@ -181,6 +182,16 @@ func TestInChromium(t *testing.T) {
 	t.Logf("queue bars %v px", bars)
 	if len(bars) != 4 || bars[1] > 2 || bars[0] < 20 || bars[2] < bars[0]*1.3 || bars[2] > bars[0]*1.7 || bars[2] != bars[3] {
 		t.Errorf("queue bars %v px: not as wide as the shares 25 / 0 / 37.5 / 37.5 %%", bars)
+	}
+
+	// The IMIX run's frame sizes, as counted on both ends.
+	sizes, err := chromedp.Run(tctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.sizes tr")].slice(1).map(r => r.innerText.replace(/\s+/g, " ").trim())`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("frame sizes %q", sizes)
+	if len(sizes) != 3 || !strings.HasPrefix(sizes[0], "64 B 18 B 116,667 58.33 % 116,667 58.33 % 0") || !strings.HasPrefix(sizes[2], "1518 B 1472 B 16,667 8.33 %") {
+		t.Errorf("frame sizes %q: want the IMIX's three rows, counted on both ends", sizes)
 	}
 
 	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
