@@ -1,8 +1,11 @@
 package diagnose
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
+
+	"linerate/results"
 )
 
 // conntrackDrop: the connection tracker drops packets: its table is full
@@ -74,28 +77,13 @@ func conntrackFixes(size uint64, timewait bool) []Fix {
 // are no drop counters of the window: the table reached its max, or the
 // tracker dropped, in some second.
 func conntrackSampled(ev *Evidence) []Finding {
-	var peak, limit, drop, failed, early uint64
-	seen := false
-	for _, r := range ev.Rates {
-		ct := r.Conntrack
-		if ct == nil {
-			continue
-		}
-		seen = true
-		peak = max(peak, ct.Start, ct.Entries)
-		limit = max(limit, ct.Max)
-		drop += ct.Drop
-		failed += ct.InsertFailed
-		early += ct.EarlyDrop
-	}
+	use, seen := results.Conntrack(ev.Host, ev.Rates)
+	peak, limit, drop, failed, early := use.Peak, use.Max, use.Drop, use.InsertFailed, use.EarlyDrop
 	full := limit > 0 && float64(peak) >= conntrackFull*float64(limit)
 	if !seen || !full && drop+failed+early == 0 {
 		return nil
 	}
-	where := "this host"
-	if ev.Host != "" {
-		where = ev.Host
-	}
+	where := cmp.Or(ev.Host, "this host")
 	f := Finding{Severity: Warning, Subject: "conntrack",
 		Evidence: []string{
 			fmt.Sprintf("at most %d entries of nf_conntrack_max %d, in %d seconds sampled", peak, limit, len(ev.Rates)),

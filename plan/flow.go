@@ -370,7 +370,7 @@ func (p *parser) rr(n *yaml.Node) (*wire.RR, error) {
 	if err != nil {
 		return nil, err
 	}
-	rr := &wire.RR{Request: 1, Response: 1, Timeout: wire.Seconds(defaultRRTimeout)}
+	rr := &wire.RR{Request: 1, Response: 1, Timeout: wire.Seconds(wire.DefaultRRTimeout)}
 	for _, f := range fs {
 		switch f.key {
 		case "connect":
@@ -394,10 +394,6 @@ func (p *parser) rr(n *yaml.Node) (*wire.RR, error) {
 	}
 	return rr, nil
 }
-
-// defaultRRTimeout is bench rr's --timeout: past a lost SYN's first
-// retransmission.
-const defaultRRTimeout = 2 * time.Second
 
 // rrSettings fills a transaction flow and refuses the keys of bulk
 // traffic given in the flow itself (under defaults they are meant for

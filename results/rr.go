@@ -109,7 +109,7 @@ func Conntrack(host string, samples []box.Rates) (use ConntrackUse, ok bool) {
 			use.Start, ok = ct.Start, true
 		}
 		use.Peak = max(use.Peak, ct.Start, ct.Entries)
-		use.End, use.Max = ct.Entries, ct.Max
+		use.End, use.Max = ct.Entries, max(use.Max, ct.Max)
 		use.Drop += ct.Drop
 		use.InsertFailed += ct.InsertFailed
 		use.EarlyDrop += ct.EarlyDrop

@@ -373,10 +373,9 @@ func (s *XDPSender) fill(r *ringRun, want uint64) uint64 {
 		s.free = s.free[:len(s.free)-1]
 		data := s.umem[addr : addr+uint64(s.base.frameLen)]
 		if mix != nil {
-			flen = mix.put(data, r.nums[port])
-			r.nums[port]++
+			flen = mix.put(data, r.seqs[port])
 		}
-		cfg.stamp(data, port, wire.Header{Flags: r.flags, Seq: r.seqs[port], Sent: sent})
+		cfg.stamp(data, port, wire.Header{Flags: r.flags, Seq: uint32(r.seqs[port]), Sent: sent})
 		d := (*unix.XDPDesc)(unsafe.Add(tx.entries, uintptr(tx.prod&tx.mask)*unsafe.Sizeof(unix.XDPDesc{})))
 		*d = unix.XDPDesc{Addr: addr, Len: flen}
 		tx.prod++

@@ -103,15 +103,7 @@ func (k tcpKnobs) conn(c *net.TCPConn) error {
 	if k.dscp == 0 {
 		return nil
 	}
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = setDSCP(int(fd), k.dscp) }); err != nil {
-		return err
-	}
-	return serr
+	return withFD(c, func(fd int) error { return setDSCP(fd, k.dscp) })
 }
 
 // setDSCP marks what fd sends with the code point dscp (0: left as it

@@ -596,8 +596,7 @@ func (s *RingSender) Run(ctx context.Context) (RingCounts, error) {
 // ringRun is the state of one Run.
 type ringRun struct {
 	s        *RingSender
-	seqs     []uint32 // next sequence number per port
-	nums     []uint64 // with a mix, the next datagram number per port (seqs, not wrapping)
+	seqs     []uint64 // next datagram number per stream (the header carries its low 32 bits)
 	port     uint16   // index of the next frame's port
 	queued   uint64   // frames requested in the measured phase
 	warm     uint64   // frames requested during the warmup
@@ -658,11 +657,8 @@ func (r *ringRun) retryDown(ctx context.Context, kick func() error) (over bool, 
 }
 
 func (s *RingSender) newRingRun(start time.Time) *ringRun {
-	r := &ringRun{s: s, seqs: make([]uint32, s.cfg.streams()), measured: start.Add(s.cfg.Warmup),
+	r := &ringRun{s: s, seqs: make([]uint64, s.cfg.streams()), measured: start.Add(s.cfg.Warmup),
 		hasEnd: s.cfg.Duration > 0, phaseStart: start}
-	if s.mix != nil {
-		r.nums = make([]uint64, len(r.seqs))
-	}
 	r.end = r.measured.Add(s.cfg.Duration)
 	if s.cfg.Warmup > 0 {
 		r.flags = wire.FlagWarmup
@@ -784,10 +780,9 @@ func (r *ringRun) fill(want uint64) (uint64, error) {
 		data := s.ring[s.next*s.slotSize+tpacket2DataOffset:]
 		if s.mix != nil {
 			hdr := (*unix.Tpacket2Hdr)(unsafe.Pointer(&s.ring[s.next*s.slotSize]))
-			hdr.Len = s.mix.put(data, r.nums[port])
-			r.nums[port]++
+			hdr.Len = s.mix.put(data, seqs[port])
 		}
-		s.cfg.stamp(data, port, wire.Header{Flags: flags, Seq: seqs[port], Sent: sent})
+		s.cfg.stamp(data, port, wire.Header{Flags: flags, Seq: uint32(seqs[port]), Sent: sent})
 		atomic.StoreUint32(st, unix.TP_STATUS_SEND_REQUEST)
 		seqs[port]++
 		if port++; port == streams {

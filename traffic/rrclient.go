@@ -3,16 +3,11 @@ package traffic
 import (
 	"fmt"
 	"net/netip"
-	"time"
 
 	"linerate/internal/usage"
 	"linerate/results"
 	"linerate/wire"
 )
-
-// DefaultRRTimeout bounds one transaction when the test names no timeout:
-// past a lost SYN's first retransmission (1 s).
-const DefaultRRTimeout = 2 * time.Second
 
 // checkRR checks a transaction test before any connection; it has no send
 // engine to choose (the result names the socket engine).
@@ -20,7 +15,7 @@ func (c *Config) checkRR() (wire.Spec, *udpEngine, error) {
 	sp := c.Spec
 	rr := *sp.RR
 	if rr.Timeout == 0 {
-		rr.Timeout = wire.Seconds(DefaultRRTimeout)
+		rr.Timeout = wire.Seconds(wire.DefaultRRTimeout)
 	}
 	sp.RR = &rr
 	if c.Engine != "" && c.Engine != "auto" && c.Engine != udpEngines[0].name {

@@ -50,10 +50,13 @@ func ParseRRSize(s string) (req, resp int, err error) {
 	return n[0], n[1], nil
 }
 
-// Transaction timeouts a test may ask for.
+// Transaction timeouts a test may ask for, and the one it gets when it
+// names none (bench rr's --timeout, a plan's rr: timeout): past a lost
+// SYN's first retransmission (1 s).
 const (
-	minRRTimeout = time.Millisecond
-	maxRRTimeout = time.Minute
+	minRRTimeout     = time.Millisecond
+	maxRRTimeout     = time.Minute
+	DefaultRRTimeout = 2 * time.Second
 )
 
 // ErrNoRR: the server answered a transaction test without its rr part:

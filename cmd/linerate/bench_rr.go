@@ -60,7 +60,7 @@ sysctls that fix it (docs/rr.md).`,
 	f.BoolVar(&ro.udp, "udp", false, "transactions over UDP (UDP_RR): a request datagram, a response datagram")
 	f.BoolVar(&ro.connect, "connect", false, "a new TCP connection per transaction (TCP_CRR): connect, request, response, close")
 	f.StringVar(&ro.size, "size", "1", "request and response bytes: REQ[,RESP] (one number: both; at most 65507)")
-	secondsVarP(f, &ro.timeout, "timeout", "", traffic.DefaultRRTimeout, "longest a transaction may take (connect included): one slower counts as lost")
+	secondsVarP(f, &ro.timeout, "timeout", "", wire.DefaultRRTimeout, "longest a transaction may take (connect included): one slower counts as lost")
 	return c
 }
 

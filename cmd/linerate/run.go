@@ -167,7 +167,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 	var ab *abTune
 	if pl.Matrix != nil && pl.Matrix.Tune != "" {
 		if !o.check {
-			if err := requireRootFor("matrix: tune"); err != nil {
+			if err := requireRootFor("matrix: tune", "--check"); err != nil {
 				return err
 			}
 		}

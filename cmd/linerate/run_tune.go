@@ -96,10 +96,10 @@ func (t *abTune) close(ctx context.Context, progress io.Writer) *plan.TuneRun {
 }
 
 // requireRootFor refuses a run that would change the system without the
-// rights to.
-func requireRootFor(what string) error {
+// rights to; look is the flag that only looks.
+func requireRootFor(what, look string) error {
 	if os.Geteuid() != 0 {
-		return usage.Errorf("%s changes this host's settings: run it as root (or look first with --check)", what)
+		return usage.Errorf("%s changes this host's settings: run it as root (or look first with %s)", what, look)
 	}
 	return nil
 }

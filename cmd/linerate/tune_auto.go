@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -201,8 +200,10 @@ func (o *tuneAutoOptions) rig(cmd *cobra.Command, bench traffic.Config) (*autotu
 			return nil, usage.Errorf("--%s goes with --lab, not --to", n)
 		}
 	}
-	if !o.dryRun && os.Geteuid() != 0 {
-		return nil, usage.Errorf("tune auto changes this host's settings: run it as root (or look first with --dry-run)")
+	if !o.dryRun {
+		if err := requireRootFor("tune auto", "--dry-run"); err != nil {
+			return nil, err
+		}
 	}
 	if o.from != "" {
 		return o.relayRig(cmd, bench)
