@@ -73,7 +73,7 @@ func (s *Server) welcome(c *ctl) error {
 	lim := s.Limits
 	m := &Message{Type: wire.MsgWelcome, Version: wire.ProtocolVersion, Linerate: version.Version, Limits: &lim, ServerID: s.id}
 	if !s.featureless {
-		m.Features = []string{wire.FeatureStartBarrier}
+		m.Features = []string{wire.FeatureStartBarrier, wire.FeatureMix}
 	}
 	return c.write(m)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/ceiling"
 	"linerate/results"
 	"linerate/wire"
 )
@@ -32,6 +33,9 @@ type Flow struct {
 	// FrameSize is the UDP frame size (--size); Engine the UDP send engine.
 	FrameSize int    `json:"frame_size,omitempty"`
 	Engine    string `json:"engine,omitempty"`
+	// Mix, when set, is the flow's mix of UDP frame sizes (--size imix),
+	// sent only to an agent that lists wire.FeatureMix.
+	Mix *ceiling.Mix `json:"mix,omitempty"`
 	// Idle is how long latency probes run before the load.
 	Idle wire.Seconds `json:"idle,omitempty"`
 	// Secret is the secret to prove to the targets, sent only to an agent
@@ -173,7 +177,11 @@ func (s *Server) flow(ctx context.Context, c *ctl, f *Flow, channel bool) error 
 		}
 	}()
 	var mu sync.Mutex
-	cfg := Config{Targets: targets, Spec: f.Spec, FrameSize: f.FrameSize, Engine: f.Engine, Idle: f.Idle.D(),
+	var mix ceiling.Mix
+	if f.Mix != nil {
+		mix = *f.Mix
+	}
+	cfg := Config{Mix: mix, Targets: targets, Spec: f.Spec, FrameSize: f.FrameSize, Engine: f.Engine, Idle: f.Idle.D(),
 		Token: cmp.Or(s.Token, f.Secret), CPUs: s.CPUs, Sampling: s.Sampling, Setup: s.Setup, Drops: s.Drops, Machine: s.Machine,
 		OnInterval: func(iv results.IntervalStats) {
 			mu.Lock()
@@ -293,6 +301,10 @@ func PrepareFlow(ctx context.Context, conn net.Conn, secret string, f Flow, hold
 	}
 	p.c = newCtl(conn)
 	p.f.Barrier = 0
+	if f.Mix != nil && !slices.Contains(w.Features, wire.FeatureMix) {
+		return fail(fmt.Errorf("%w: the agent (linerate %s) does not send a mix of frame sizes (%s): upgrade it, or run the mix from this host",
+			wire.ErrFlowRefused, cmp.Or(w.Linerate, "older"), f.Mix.Name))
+	}
 	if hold <= 0 || f.Search != nil || !slices.Contains(w.Features, wire.FeatureStartBarrier) {
 		return p, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"linerate/ceiling"
 	"linerate/internal/testenv"
 	"linerate/results"
 	"linerate/wire"
@@ -230,5 +231,14 @@ func TestThirdPartyFlowBarrier(t *testing.T) {
 	}
 	if res, err := p.Wait(ctx, nil); err != nil || res.Summary.ReceivedPackets == 0 {
 		t.Errorf("unheld flow: %v, %+v", err, res)
+	}
+
+	// A mix of sizes goes only to an agent that sends it: the older one
+	// would send one size and call it the mix.
+	mixed := f
+	mixed.Mix = &ceiling.SimpleIMIX
+	if _, err := PrepareFlow(ctx, dialIn(t, l.b, oldAgent), secret, mixed, 10*time.Second); !errors.Is(err, wire.ErrFlowRefused) ||
+		!strings.Contains(err.Error(), "does not send a mix of frame sizes (imix)") {
+		t.Errorf("a mix to an agent without it: %v", err)
 	}
 }

@@ -42,6 +42,9 @@ const (
 	// FeatureStartBarrier: the agent sets a third-party flow up, says
 	// flow-ready and holds it until the controller's start (Flow.Barrier).
 	FeatureStartBarrier = "start-barrier"
+	// FeatureMix: the agent sends a third-party flow's mix of frame sizes
+	// (Flow.Mix, bench --size imix --from).
+	FeatureMix = "mix"
 )
 
 // Limits are what a server caps: a longer or faster test is shortened or

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"linerate/ceiling"
 	"linerate/fleet"
 	"linerate/history"
 	"linerate/internal/usage"
@@ -120,8 +121,9 @@ func (o *benchOptions) fleetRun(cmd *cobra.Command, proto wire.Proto) (*fleet.Ru
 	if err != nil {
 		return nil, err
 	}
+	var mix *ceiling.Mix
 	if len(cfg.Mix.Parts) > 1 {
-		return nil, usage.Errorf("--size %s with --from: an agent's flow carries one frame size (traffic.Flow.FrameSize); run the mix from this host", cfg.Mix.Name)
+		mix = &cfg.Mix
 	}
 	if search != nil {
 		search.Latency = cfg.Spec.ProbeInterval > 0
@@ -136,7 +138,7 @@ func (o *benchOptions) fleetRun(cmd *cobra.Command, proto wire.Proto) (*fleet.Ru
 	var mu sync.Mutex // one flow's line at a time
 	for _, p := range plans {
 		f := fleet.Flow{From: p.from, Options: remote.Options{Stderr: stderr}, Name: p.from.String(), Label: p.from.String(),
-			Run: traffic.Flow{Targets: withPort(p.to, o.port), Spec: cfg.Spec, FrameSize: cfg.FrameSize, Engine: cfg.Engine,
+			Run: traffic.Flow{Targets: withPort(p.to, o.port), Spec: cfg.Spec, FrameSize: cfg.FrameSize, Engine: cfg.Engine, Mix: mix,
 				Idle: wire.Seconds(cfg.Idle)}}
 		label := fmt.Sprintf("%s → %s", f.Name, joinTargets(p.to))
 		if search != nil {

@@ -76,6 +76,27 @@ func TestBenchFrom(t *testing.T) {
 		}
 	}
 
+	// The simple IMIX from lan's agent (refused before the flow carried
+	// the mix): each frame size is sent in its share of 7:4:1 and arrives.
+	mx := onRouter("bench", "udp", "--from", "lan", "--to", "wan", "--size", "imix", "-t", "2", "--warmup", "300ms", "-b", "12kpps",
+		"--probe-interval", "0", "--json", "--no-save")
+	var mset results.FlowSet
+	if err := json.Unmarshal([]byte(mx.stdout), &mset); err != nil || mx.code != 0 || len(mset.Flows) != 1 || mset.Flows[0].Result == nil {
+		t.Fatalf("bench --from lan --size imix: %d %v\n%s%s", mx.code, err, mx.stdout, mx.stderr)
+	}
+	share := map[int]float64{64: 7.0 / 12, 570: 4.0 / 12, 1518: 1.0 / 12}
+	sizes := mset.Flows[0].Result.Summary.Sizes
+	if len(sizes) != len(share) {
+		t.Fatalf("imix from lan's agent: sizes %+v, want 64, 570 and 1518", sizes)
+	}
+	for _, s := range sizes {
+		t.Logf("imix from lan's agent: %d-byte frames sent %d (%.3f) received %d", s.Frame, s.SentPackets, s.SentShare, s.ReceivedPackets)
+		want, ok := share[s.Frame]
+		if !ok || s.SentPackets < 1000 || s.ReceivedPackets < s.SentPackets*99/100 || s.SentShare < want-0.01 || s.SentShare > want+0.01 {
+			t.Errorf("imix from lan's agent: %d-byte frames sent %d (share %.3f, want %.3f), received %d", s.Frame, s.SentPackets, s.SentShare, want, s.ReceivedPackets)
+		}
+	}
+
 	// The router drops every 10th forwarded datagram: the flow's ledger
 	// places them at the router (side path), from its own counters.
 	rule := exec.Command(l.bin, "lab", "exec", "--state-dir", l.dir, l.name, "router", "--", "nft", "-f", "-")
