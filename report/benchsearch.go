@@ -25,6 +25,9 @@ func BenchSearch(w io.Writer, r *results.Result) error {
 		return err
 	}
 	for _, s := range r.Search {
+		for _, n := range s.Notes {
+			fmt.Fprintf(ew, "note: %s B: %s\n", s.Size, n)
+		}
 		if len(s.Trials) > 0 && s.Trials[0].Purpose == search.PurposeMax && s.NDRPPS >= s.Trials[0].Spec.Rate {
 			fmt.Fprintf(ew, "note: %s B: no loss at the fastest rate tried (%s pps: the sender's most or just over the path's ceiling): the device may forward more\n",
 				s.Size, ceiling.FormatCount(s.Trials[0].Spec.Rate))

@@ -20,7 +20,8 @@ func TestBenchSearch(t *testing.T) {
 			Latency: []search.Record{{Purpose: search.PurposeLatency, Spec: search.TrialSpec{Rate: 822}, Result: search.TrialResult{Latency: &search.Latency{P50: 90 * time.Microsecond}}}}},
 			Ledger: led},
 		{SizeResult: search.SizeResult{Size: "64", FrameBytes: 64, NDRPPS: 300000,
-			Trials: []search.Record{{Purpose: search.PurposeMax, Spec: search.TrialSpec{Rate: 300000}}}}},
+			Trials: []search.Record{{Purpose: search.PurposeMax, Spec: search.TrialSpec{Rate: 300000}}}},
+			Notes: []string{"the trial at 150k pps for 1s (try 1 of 3): client's lra was down (set down) from 0.2 s to 0.4 s (0.2 s): its loss was the cut's, so it ran again"}},
 	}}
 	var b bytes.Buffer
 	if err := BenchSearch(&b, r); err != nil {
@@ -29,7 +30,8 @@ func TestBenchSearch(t *testing.T) {
 	out := b.String()
 	t.Log("\n" + out)
 	for _, want := range []string{"8,223", "99.6%", "latency 1518 B at 822 pps: p50 90µs", "1518 B, at 8,306 pps (loss begins): where the 28 lost packets died",
-		"sender-qdisc", "note: 64 B: no loss at the fastest rate tried"} {
+		"sender-qdisc", "note: 64 B: no loss at the fastest rate tried",
+		"note: 64 B: the trial at 150k pps for 1s (try 1 of 3): client's lra was down"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}

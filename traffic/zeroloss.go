@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"linerate/ceiling"
@@ -118,6 +119,8 @@ type sizeSearch struct {
 	// lossy are the ledgers of the final-duration trials that lost
 	// frames, by rate.
 	lossy map[float64]*ledger.Ledger
+	// cuts say which trials ran again because a link went down in them.
+	cuts []string
 }
 
 // run finds the path's ceiling and the sender's maximum with one short
@@ -148,6 +151,7 @@ func (s *sizeSearch) run(ctx context.Context, m ceiling.Mix) (*results.SizeSearc
 	if lim := sum.PathCeiling; lim != nil {
 		out.Notes = overCeiling(out, *lim, s.cfg.Spec.Proto)
 	}
+	defer func() { out.Notes = append(out.Notes, s.cuts...) }()
 	if err != nil {
 		return out, err
 	}
@@ -204,12 +208,34 @@ func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe 
 	c.Spec.Rate = wire.Rate{PPS: spec.Rate}
 	c.Spec.Duration = wire.Seconds(spec.Duration)
 	c.Spec.ProbeInterval = probe
-	res, err := Run(ctx, c)
-	if err != nil {
-		return search.TrialResult{}, err
-	}
-	if res.Interrupted {
-		return search.TrialResult{}, ctx.Err()
+	var res *results.Result
+	for try := 1; ; try++ {
+		r, err := Run(ctx, c)
+		if err != nil {
+			return search.TrialResult{}, err
+		}
+		if r.Interrupted {
+			return search.TrialResult{}, ctx.Err()
+		}
+		res = r
+		if len(r.LinkEvents) == 0 {
+			break
+		}
+		// A link of the path went down: the trial's loss is the cut's,
+		// not the device's at this rate. It runs again.
+		var evs []string
+		for _, e := range r.LinkEvents {
+			evs = append(evs, e.Describe(len(r.Targets) > 1))
+		}
+		what := fmt.Sprintf("the trial at %s for %s (try %d of %d): %s", trialRate(spec.Rate), spec.Duration.Round(time.Millisecond),
+			try, linkTries, strings.Join(evs, "; "))
+		if try == linkTries {
+			return search.TrialResult{}, fmt.Errorf("%s: a link of the path went down in every try, so the search cannot tell the device's loss from the cuts", what)
+		}
+		s.cuts = append(s.cuts, what+": its loss was the cut's, so it ran again")
+		if s.sc.Progress != nil {
+			s.sc.Progress(fmt.Sprintf("%s B: %s: run again", s.mix.Name, what))
+		}
 	}
 	s.last = res
 	s.trials++
@@ -234,14 +260,22 @@ func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe 
 		tr.Latency = &search.Latency{P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), Max: ms(l.Max)}
 	}
 	if s.sc.Progress != nil {
-		rate := "full speed"
-		if spec.Rate > 0 {
-			rate = ceiling.FormatCount(spec.Rate) + " pps"
-		}
 		s.sc.Progress(fmt.Sprintf("%s B: trial %d at %s for %s: sent %d, lost %d (%.3f%%)%s",
-			s.mix.Name, s.trials, rate, spec.Duration.Round(time.Millisecond), tr.Sent, tr.Sent-tr.Received, 100*tr.LossRatio(), short))
+			s.mix.Name, s.trials, trialRate(spec.Rate), spec.Duration.Round(time.Millisecond), tr.Sent, tr.Sent-tr.Received, 100*tr.LossRatio(), short))
 	}
 	return tr, nil
+}
+
+// linkTries is how many times a trial runs while a link of the path goes
+// down during it, before the search gives up.
+const linkTries = 3
+
+// trialRate names a trial's rate: pps, or full speed for 0.
+func trialRate(pps float64) string {
+	if pps > 0 {
+		return ceiling.FormatCount(pps) + " pps"
+	}
+	return "full speed"
 }
 
 // lossBegins is the ledger of the final-duration trial that lost frames

@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +156,62 @@ func TestSearchRingBypassesShaper(t *testing.T) {
 	}
 	if r.CeilingPPS != 0 {
 		t.Errorf("ceiling %.0f fps: the bypassed tbf is still the search's ceiling", r.CeilingPPS)
+	}
+}
+
+// TestSearchLinkCut sets the client's link down for 250 ms in the middle
+// of a trial: that trial's loss is the cut's, not the path's at its rate,
+// so it runs again; the search says so in a progress line and in the
+// size's notes, and goes on to its NDR.
+func TestSearchLinkCut(t *testing.T) {
+	l, cfg := withDrops(t, &Server{})
+	h := l.a.Netlink(t)
+	link, err := h.LinkByName("lra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.LinkSetUp(link) })
+	var lines []string
+	cut := make(chan struct{})
+	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
+		Precision: 0.05, Trial: 500 * time.Millisecond, Progress: func(s string) {
+			t.Log(s)
+			lines = append(lines, s)
+			if len(lines) != 3 {
+				return
+			}
+			// The next trial sets up in a few milliseconds and sends
+			// for 500: cut it from 150 ms in, for 250.
+			go func() {
+				defer close(cut)
+				time.Sleep(150 * time.Millisecond)
+				if err := h.LinkSetDown(link); err != nil {
+					t.Errorf("set lra down: %v", err)
+					return
+				}
+				time.Sleep(250 * time.Millisecond)
+				if err := h.LinkSetUp(link); err != nil {
+					t.Errorf("set lra up: %v", err)
+				}
+			}()
+		}}
+	res, err := Search(context.Background(), cfg, sc)
+	<-cut
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Search[0]
+	t.Logf("NDR %.0f fps; notes %q", r.NDRPPS, r.Notes)
+	again := 0
+	for _, s := range lines {
+		if strings.Contains(s, "lra was down") && strings.HasSuffix(s, ": run again") {
+			again++
+		}
+	}
+	if again == 0 || !hasNote(r.Notes, "lra was down", "so it ran again") {
+		t.Errorf("a trial cut for 250 ms: %d progress lines say it runs again; notes %q", again, r.Notes)
+	}
+	if r.NDRPPS <= 0 {
+		t.Errorf("no NDR after the cut: %+v", r)
 	}
 }

@@ -137,6 +137,11 @@ func newBenchView(r *results.Result) *benchView {
 			v.Errors = append(v.Errors, t.Target+": "+e)
 		}
 	}
+	for _, z := range r.Search {
+		for _, n := range z.Notes {
+			v.Notes = append(v.Notes, z.Size+" B: "+n)
+		}
+	}
 	return v
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"linerate/history"
+	"linerate/results"
 )
 
 // svgNS is the one URL a page may hold: the SVG namespace, a name and not
@@ -165,6 +166,20 @@ func TestSearch(t *testing.T) {
 	page := fixturePage(t, "search", history.KindSearch)
 	contains(t, page, "Zero-loss search", "NDR 1518 B", "16.71k pps", "16.51k pps (NDR 101.2 %)", "at 1.67k pps: p50 129µs, p99 397µs",
 		"the rate of each trial", "the 11 trials of 1518 B", "max-rate", "7.345 %", "zero-loss search: udp forward, 2 ports")
+
+	// A size's notes (a trial run again after a link cut, an NDR over the
+	// ceiling) are among the page's notes, named by size.
+	r := fixture(t, "search")
+	var res results.Result
+	if err := json.Unmarshal(r.Result, &res); err != nil || len(res.Search) == 0 {
+		t.Fatalf("search fixture: %v", err)
+	}
+	res.Search[0].Notes = append(res.Search[0].Notes, "the trial at 16.6k pps for 1s (try 1 of 3): client's lra was down (set down) from 0.2 s to 0.4 s (0.2 s): its loss was the cut's, so it ran again")
+	var err error
+	if r.Result, err = json.Marshal(&res); err != nil {
+		t.Fatal(err)
+	}
+	contains(t, render(t, r), "1518 B: the trial at 16.6k pps for 1s (try 1 of 3): client's lra was down")
 }
 
 func TestDiagnose(t *testing.T) {
