@@ -164,8 +164,9 @@ func (b *builder) agents() error {
 		}
 		go cmd.Wait() // reaped when it ends (lab up usually exits first)
 		started, err := startTime(cmd.Process.Pid)
-		if errors.Is(err, fs.ErrNotExist) {
-			// Ended and reaped already: it never listened.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			// Ended and reaped already (ESRCH: reaped between the open
+			// of its stat and the read): it never listened.
 			return fmt.Errorf("agent in %s ended before it listened on port %d (its log: %s)", n.Netns, b.lab.Spec.Serve.Port, b.lab.dir.logPath(b.lab.Spec.Name))
 		}
 		if err != nil {
