@@ -12,7 +12,8 @@
 #   XDP  rows         = rx_packets of the receiving veth (an XDP drop program
 #        keeps them from any socket).
 # UDP Gb/s is pps × 64-byte frames × 8. The tools alternate within each
-# round; the table shows each one's median over the rounds.
+# round, in reverse order in even rounds (each tool runs after a different
+# one); the table shows each one's median over the rounds.
 #
 # CPU, measured the same way for every tool over the same window: the CPU
 # time (user + system, /proc/PID/stat, children included) of the sending
@@ -512,8 +513,16 @@ for t in "${!SKIP[@]}"; do echo "  skipping $t: ${SKIP[$t]}"; done
 CPU_KEYS="TXM RXM BOXM TXG RXG BOXG SM1 SM2 SG1 SG2"
 declare -A PPS GBPS TXM RXM BOXM TXG RXG BOXG SM1 SM2 SG1 SG2
 for r in $(seq "$ROUNDS"); do
-	echo "round $r/$ROUNDS"
-	for t in $TOOLS; do
+	# Even rounds run the tools in reverse: no tool always runs after the
+	# same one (what ran before moves the next figure on a small machine).
+	order=$TOOLS
+	if ((r % 2 == 0)); then
+		order=$(tr ' ' '\n' <<<"$TOOLS" | tac | tr '\n' ' ')
+		echo "round $r/$ROUNDS (tools in reverse order)"
+	else
+		echo "round $r/$ROUNDS"
+	fi
+	for t in $order; do
 		[[ -z ${SKIP[$t]:-} ]] || continue
 		RESULT= SELF=
 		if "run_$t" && [[ -n $RESULT ]]; then
