@@ -62,3 +62,26 @@ func TestFlowSetTextLinkEvents(t *testing.T) {
 		t.Errorf("no event line under flow 1 in\n%s", out)
 	}
 }
+
+// How a set's flows started together is in its text: the spread of their
+// windows and the start barrier.
+func TestFlowSetTextStart(t *testing.T) {
+	spread := 3.5
+	fs := &results.FlowSet{Spec: cutResult().Spec, Flows: []results.FlowRun{{From: "lan", To: []string{"wan"}, Result: cutResult()},
+		{From: "dmz", To: []string{"wan"}, Result: cutResult()}}, StartSpreadMS: &spread, Barrier: &results.Barrier{Used: true, SetupMS: 640}}
+	var b strings.Builder
+	FlowSetText(&b, fs)
+	out := b.String()
+	for _, want := range []string{"the 2 flows' measured windows opened within 3.5 ms of each other\n",
+		"start barrier: every flow was set up (the slowest in 640 ms), then all were let go at once\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the text lacks %q:\n%s", want, out)
+		}
+	}
+	fs.Barrier = &results.Barrier{Used: false, Without: []string{"dmz"}}
+	b.Reset()
+	FlowSetText(&b, fs)
+	if strings.Contains(b.String(), "start barrier: every flow") {
+		t.Errorf("a barrier not used by every flow is said to be:\n%s", b.String())
+	}
+}

@@ -42,6 +42,9 @@ func FlowSetText(w io.Writer, fs *results.FlowSet) {
 	if line := dutLine(fs.Samples); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	for _, l := range fs.StartLines() {
+		fmt.Fprintln(w, l)
+	}
 	for _, n := range fs.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}

@@ -32,8 +32,8 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 			planTotal(ew, r.Expected, &set)
 		}
 		planHosts(ew, pl, &set)
-		if s := set.StartSpreadMS; s != nil {
-			fmt.Fprintf(ew, "the %d flows' measured windows opened within %.1f ms of each other\n", len(set.Flows), *s)
+		for _, l := range set.StartLines() {
+			fmt.Fprintln(ew, l)
 		}
 		for _, n := range set.Notes {
 			fmt.Fprintln(ew, "note:", n)

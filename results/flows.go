@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"time"
 
 	"linerate/wire"
@@ -60,6 +61,20 @@ type FlowRun struct {
 	To     []string `json:"to"`
 	Result *Result  `json:"result,omitempty"`
 	Error  string   `json:"error,omitempty"`
+}
+
+// StartLines say how the set's flows started together: how far apart
+// their measured windows opened, and the start barrier when every flow
+// was held at it (a note says which were not).
+func (fs *FlowSet) StartLines() []string {
+	var out []string
+	if s := fs.StartSpreadMS; s != nil {
+		out = append(out, fmt.Sprintf("the %d flows' measured windows opened within %.1f ms of each other", len(fs.Flows), *s))
+	}
+	if b := fs.Barrier; b != nil && b.Used {
+		out = append(out, fmt.Sprintf("start barrier: every flow was set up (the slowest in %.0f ms), then all were let go at once", b.SetupMS))
+	}
+	return out
 }
 
 // Sum fills Total from the flows' summaries.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strings"
 
 	"linerate/history"
@@ -85,6 +86,7 @@ func runName(r *history.Run) string {
 // is itself.
 func flowRuns(r *history.Run) ([]*history.Run, error) {
 	var sets []results.FlowSet
+	var controller []string // a plan's: on its first flow
 	switch r.Kind {
 	case history.KindFlows:
 		var fs results.FlowSet
@@ -101,6 +103,10 @@ func flowRuns(r *history.Run) ([]*history.Run, error) {
 			return []*history.Run{r}, nil
 		}
 		sets = pr.Rounds
+		if u := pr.Controller; u != nil {
+			controller = []string{fmt.Sprintf("controller: %.2f s user, %.2f s system CPU, %.1f MB max resident",
+				u.UserSeconds, u.SysSeconds, float64(u.MaxRSSBytes)/1e6)}
+		}
 	default:
 		return []*history.Run{r}, nil
 	}
@@ -110,7 +116,11 @@ func flowRuns(r *history.Run) ([]*history.Run, error) {
 		if len(sets) > 1 {
 			prefix = fmt.Sprintf("round %d ", n+1)
 		}
-		rs, err := setRuns(r, &fs, prefix)
+		var extra []string
+		if n == 0 {
+			extra = controller
+		}
+		rs, err := setRuns(r, &fs, prefix, extra)
 		if err != nil {
 			return nil, err
 		}
@@ -122,8 +132,10 @@ func flowRuns(r *history.Run) ([]*history.Run, error) {
 	return out, nil
 }
 
-// setRuns is one bench run per flow of a set.
-func setRuns(r *history.Run, fs *results.FlowSet, prefix string) ([]*history.Run, error) {
+// setRuns is one bench run per flow of a set; the first carries the set's
+// samples, how its flows started (FlowSet.StartLines), its notes and
+// extra.
+func setRuns(r *history.Run, fs *results.FlowSet, prefix string, extra []string) ([]*history.Run, error) {
 	var out []*history.Run
 	for i, f := range fs.Flows {
 		if f.Result == nil {
@@ -131,6 +143,7 @@ func setRuns(r *history.Run, fs *results.FlowSet, prefix string) ([]*history.Run
 		}
 		res := *f.Result
 		if len(out) == 0 {
+			res.Notes = slices.Concat(res.Notes, fs.StartLines(), fs.Notes, extra)
 			for _, s := range fs.Samples {
 				if s.Host != "" {
 					s.Side = results.Side("dut " + s.Host)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"linerate/history"
+	"linerate/plan"
 	"linerate/results"
 )
 
@@ -261,5 +262,31 @@ func TestUndecodable(t *testing.T) {
 	err := Write(&bytes.Buffer{}, []*history.Run{r})
 	if err == nil || !strings.Contains(err.Error(), "x1") {
 		t.Fatalf("err %v, want one naming the run", err)
+	}
+}
+
+// TestPlanRoundNotes: a plan's round of two flows shows, on its first
+// flow, how the flows started (the spread of their windows, the start
+// barrier), the round's notes and the controller's cost.
+func TestPlanRoundNotes(t *testing.T) {
+	var one results.Result
+	if err := json.Unmarshal(fixture(t, "bench-udp").Result, &one); err != nil {
+		t.Fatal(err)
+	}
+	spread := 4.2
+	set := results.FlowSet{Flows: []results.FlowRun{{From: "lan", To: []string{"wan"}, Result: &one}, {From: "dmz", To: []string{"wan"}, Result: &one}},
+		StartSpreadMS: &spread, Barrier: &results.Barrier{Used: true, SetupMS: 812},
+		Notes: []string{"sampled: router"}}
+	data, err := json.Marshal(&plan.Result{Plan: "two.yaml", Rounds: []results.FlowSet{set},
+		Controller: &plan.Usage{UserSeconds: 1.25, SysSeconds: 0.5, MaxRSSBytes: 48e6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := render(t, &history.Run{Entry: history.Entry{ID: "20261127-1400-p", Kind: history.KindPlan}, Result: data})
+	contains(t, page, "flow 1: lan → wan", "flow 2: dmz → wan", "the 2 flows' measured windows opened within 4.2 ms of each other",
+		"start barrier: every flow was set up (the slowest in 812 ms), then all were let go at once", "sampled: router",
+		"controller: 1.25 s user, 0.50 s system CPU, 48.0 MB max resident")
+	if n := strings.Count(html.UnescapeString(page), "start barrier: every flow"); n != 1 {
+		t.Errorf("the barrier's line is on the page %d times, want once (on the first flow)", n)
 	}
 }
