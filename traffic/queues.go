@@ -66,7 +66,7 @@ func (m *queueMeter) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([
 			}
 			q := ethtool.RxQueuePackets(st, driver)
 			if q == nil {
-				return nil, fmt.Errorf("%s: %w", name, errNoQueueCounters)
+				return nil, fmt.Errorf("interface %s %w", name, errNoQueueCounters)
 			}
 			return q, nil
 		}
@@ -77,7 +77,7 @@ func (m *queueMeter) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([
 		et.Close()
 	}
 	if xdp == nil {
-		return nil, fmt.Errorf("%s %w", name, errNoQueueCounters)
+		return nil, fmt.Errorf("interface %s %w", name, errNoQueueCounters)
 	}
 	link, err := netlink.LinkByIndex(index)
 	if err != nil {

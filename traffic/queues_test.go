@@ -93,7 +93,7 @@ func TestQueueMeterNoCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(q.Packets) != 0 || q.Interface != "lrs1" || q.Error == "" || !strings.Contains(q.Error, "per-queue") || !strings.Contains(q.Error, "--xdp") {
+	if len(q.Packets) != 0 || q.Interface != "lrs1" || q.Error == "" || !strings.HasPrefix(q.Error, "interface lrs1 has no per-queue") || !strings.Contains(q.Error, "--xdp") {
 		t.Errorf("a veth's queues without --xdp: %+v", q)
 	}
 }
