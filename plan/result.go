@@ -1,6 +1,10 @@
 package plan
 
-import "linerate/results"
+import (
+	"fmt"
+
+	"linerate/results"
+)
 
 // Result is what running a plan measured: each round's flows as their
 // agents measured them (traffic.FlowSet, in Plan.Flows order), with what
@@ -53,6 +57,11 @@ type Usage struct {
 	UserSeconds float64 `json:"user_seconds"`
 	SysSeconds  float64 `json:"sys_seconds"`
 	MaxRSSBytes int64   `json:"max_rss_bytes"`
+}
+
+// String is the cost in words, as the text and the page give it.
+func (u Usage) String() string {
+	return fmt.Sprintf("controller: %.2f s user, %.2f s system CPU, %.1f MB max resident", u.UserSeconds, u.SysSeconds, float64(u.MaxRSSBytes)/1e6)
 }
 
 // MaxStartSpreadMS is the widest spread of window starts over every round

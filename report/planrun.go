@@ -118,7 +118,7 @@ func PlanEnd(w io.Writer, r *plan.Result) error {
 		}
 	}
 	if u := r.Controller; u != nil {
-		fmt.Fprintf(ew, "controller: %.2f s user, %.2f s system CPU, %.1f MB max resident", u.UserSeconds, u.SysSeconds, float64(u.MaxRSSBytes)/1e6)
+		fmt.Fprint(ew, u)
 		if ms, ok := r.MaxStartSpreadMS(); ok {
 			fmt.Fprintf(ew, "; windows opened within %.1f ms (the widest round)", ms)
 		}

@@ -42,9 +42,13 @@ func newLinkCut(t *testing.T, h *netlink.Handle, name string, from float64, d ti
 
 // interval is an OnInterval that starts the cut.
 func (c *linkCut) interval(iv results.IntervalStats) {
-	if iv.T < c.from {
-		return
+	if iv.T >= c.from {
+		c.start()
 	}
+}
+
+// start sets the link down now, and up again d later (once).
+func (c *linkCut) start() {
 	c.once.Do(func() {
 		if err := c.h.LinkSetDown(c.link); err != nil {
 			c.t.Errorf("set %s down: %v", c.link.Attrs().Name, err)

@@ -165,38 +165,20 @@ func TestSearchRingBypassesShaper(t *testing.T) {
 // size's notes, and goes on to its NDR.
 func TestSearchLinkCut(t *testing.T) {
 	l, cfg := withDrops(t, &Server{})
-	h := l.a.Netlink(t)
-	link, err := h.LinkByName("lra")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.LinkSetUp(link) })
+	cut := newLinkCut(t, l.a.Netlink(t), "lra", 0, 250*time.Millisecond)
 	var lines []string
-	cut := make(chan struct{})
 	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
 		Precision: 0.05, Trial: 500 * time.Millisecond, Progress: func(s string) {
 			t.Log(s)
 			lines = append(lines, s)
-			if len(lines) != 3 {
-				return
+			if len(lines) == 3 {
+				// The next trial sets up in a few milliseconds and
+				// sends for 500: cut it from 150 ms in.
+				time.AfterFunc(150*time.Millisecond, cut.start)
 			}
-			// The next trial sets up in a few milliseconds and sends
-			// for 500: cut it from 150 ms in, for 250.
-			go func() {
-				defer close(cut)
-				time.Sleep(150 * time.Millisecond)
-				if err := h.LinkSetDown(link); err != nil {
-					t.Errorf("set lra down: %v", err)
-					return
-				}
-				time.Sleep(250 * time.Millisecond)
-				if err := h.LinkSetUp(link); err != nil {
-					t.Errorf("set lra up: %v", err)
-				}
-			}()
 		}}
 	res, err := Search(context.Background(), cfg, sc)
-	<-cut
+	cut.wait()
 	if err != nil {
 		t.Fatal(err)
 	}

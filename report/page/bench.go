@@ -298,9 +298,6 @@ func (v *benchView) targets() {
 	}
 }
 
-// queues lays out each target's receive queue counts: always when there
-// are counts, and why there are none when the test spread its flows or
-// asked for the XDP counter (as the text output does).
 // sizes lists a mix's frame sizes (nothing for one size).
 func (v *benchView) sizes() {
 	if len(v.res.Summary.Sizes) < 2 {
@@ -313,6 +310,9 @@ func (v *benchView) sizes() {
 	}
 }
 
+// queues lays out each target's receive queue counts: always when there
+// are counts, and why there are none when the test spread its flows or
+// asked for the XDP counter (as the text output does).
 func (v *benchView) queues() {
 	sp := v.res.Spec
 	for _, t := range v.res.Targets {

@@ -104,8 +104,7 @@ func flowRuns(r *history.Run) ([]*history.Run, error) {
 		}
 		sets = pr.Rounds
 		if u := pr.Controller; u != nil {
-			controller = []string{fmt.Sprintf("controller: %.2f s user, %.2f s system CPU, %.1f MB max resident",
-				u.UserSeconds, u.SysSeconds, float64(u.MaxRSSBytes)/1e6)}
+			controller = []string{u.String()}
 		}
 	default:
 		return []*history.Run{r}, nil
