@@ -11,35 +11,43 @@ import (
 // reports the packets per second that arrived. Profile it with
 // -cpuprofile to see where the engine's own time goes.
 func BenchmarkUDPLoopback(b *testing.B) {
+	d := time.Duration(b.N) * 100 * time.Millisecond
+	b.ResetTimer()
+	sent, rx, _ := loopbackUDP(b, 0, d)
+	b.StopTimer()
+	b.ReportMetric(float64(sent)/d.Seconds(), "sent-pps")
+	b.ReportMetric(float64(rx)/d.Seconds(), "recv-pps")
+}
+
+// loopbackUDP sends 18-byte datagrams from one sender thread at pps (0:
+// as fast as it can) for d to a one-thread receiver over loopback, and
+// returns the datagrams sent (warmup included), those received and the
+// receiver, stopped.
+func loopbackUDP(tb testing.TB, pps float64, d time.Duration) (sent, received uint64, recv *udpReceiver) {
+	tb.Helper()
 	lo := netip.MustParseAddr("127.0.0.1")
 	recv, err := newUDPReceiver(udpRecvConfig{local: lo, ports: 1, threads: 1})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer recv.close()
+	tb.Cleanup(func() { recv.close() })
 	fd, err := dialUDP(netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, recv.ports[0]), 4<<20)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	s := newUDPSender(udpSenderConfig{fds: []int{fd}, payload: 18, threads: 1})
+	s := newUDPSender(udpSenderConfig{fds: []int{fd}, payload: 18, pps: pps, threads: 1})
 	defer s.close()
-	b.ResetTimer()
 	start := time.Now()
-	d := time.Duration(b.N) * 100 * time.Millisecond
 	s.run(Timing{Start: start, Measure: start, End: start.Add(d)})
-	sent := s.collect()
-	if sent.err != nil {
-		b.Fatal(sent.err)
+	res := s.collect()
+	if res.err != nil {
+		tb.Fatal(res.err)
 	}
 	time.Sleep(50 * time.Millisecond)
 	recv.stop(0)
 	recv.run(Timing{})
-	got := recv.collect().counts
-	b.StopTimer()
-	var rx uint64
-	for _, c := range got {
-		rx += c.Packets
+	for _, c := range recv.collect().counts {
+		received += c.Packets
 	}
-	b.ReportMetric(float64(sent.counts[0].Packets)/d.Seconds(), "sent-pps")
-	b.ReportMetric(float64(rx)/d.Seconds(), "recv-pps")
+	return res.counts[0].Packets + res.counts[0].Warmup, received, recv
 }
