@@ -25,9 +25,9 @@
 # summary) and iperf3 (-J cpu_utilization_percent) report it themselves.
 #
 # The sending veth uses TXQ TX queues (2 by default: ethtool -L tx 2; veth
-# starts with 1): the AF_XDP engine binds one socket per queue, one per
-# port. TXQ=1 is a single-queue NIC (run it with TOOLS that do not ask for
-# 2 AF_XDP ports, e.g. TOOLS="linerate-default iperf3 trafgen").
+# starts with 1): the AF_XDP engine binds one socket per queue, up to one
+# per port. TXQ=1 is a single-queue NIC, where one AF_XDP socket sends
+# every port's flows (e.g. TXQ=1 TOOLS="linerate-default iperf3 trafgen").
 #
 # Environment:
 #   ROUNDS=3        rounds (each runs every tool once)
@@ -688,6 +688,10 @@ for n in 1 4 8 16; do
 done
 target "UDP defaults: linerate vs iperf3" "${MED_PPS[linerate-default]:-}" "${MED_PPS[iperf3]:-}" 2
 target "UDP defaults: linerate vs trafgen" "${MED_PPS[linerate-default]:-}" "${MED_PPS[trafgen]:-}" 1
+# CPU per million packets, each end: iperf3's over linerate's ≥ 2 is
+# linerate's at most half of iperf3's.
+target "UDP defaults, sender CPU per Mpkt: iperf3 over linerate" "${MED[TXM,iperf3]:-}" "${MED[TXM,linerate-default]:-}" 2
+target "UDP defaults, receiver CPU per Mpkt: iperf3 over linerate" "${MED[RXM,iperf3]:-}" "${MED[RXM,linerate-default]:-}" 2
 
 if [[ -n $JSON ]]; then
 	{

@@ -167,7 +167,7 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 	if cfg.Queue > 0 && errors.Is(lastErr, unix.EINVAL) {
 		// The queue is past the ones the interface uses: veth starts with
 		// one, whatever its maximum.
-		return nil, usage.Errorf("xdp sender: %s has no TX queue %d in use (one AF_XDP socket per queue, one queue per port): send to fewer ports or raise its queues with `ethtool -L %s tx %d`: %w",
+		return nil, usage.Errorf("xdp sender: %s has no TX queue %d in use (one AF_XDP socket per queue): bind a lower queue or raise its queues with `ethtool -L %s tx %d`: %w",
 			rc.Iface, cfg.Queue, rc.Iface, cfg.Queue+1, lastErr)
 	}
 	return nil, fmt.Errorf("xdp sender on %s queue %d: %w", rc.Iface, cfg.Queue, lastErr)

@@ -130,18 +130,33 @@ func TestTXQueuesInUse(t *testing.T) {
 	}
 }
 
-// TestXDPEngineNeedsAQueuePerPort: two ports on a veth using one TX queue
-// is a usage error that says how to get more queues.
-func TestXDPEngineNeedsAQueuePerPort(t *testing.T) {
+// TestXDPEngineSharesAQueue: three ports with two flows each on a veth
+// using one TX queue: one AF_XDP socket sends all six streams (it was a
+// usage error: a socket per port, a queue per socket), the result says so,
+// and each stream arrives whole at its port.
+func TestXDPEngineSharesAQueue(t *testing.T) {
 	l := newLab(t, &Server{})
 	skipWithoutAFXDP(t, l)
-	cfg := l.config(udpSpec(300*time.Millisecond, wire.Rate{PPS: 1000}))
-	cfg.Engine = "xdp"
-	cfg.Spec.Ports = 2
-	_, err := Run(context.Background(), cfg)
-	var ue *usage.Error
-	if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), "ethtool -L lra tx 2") {
-		t.Fatalf("error %v: want a usage error naming ethtool -L lra tx 2", err)
+	sp := udpSpec(400*time.Millisecond, wire.Rate{PPS: 12000})
+	sp.Ports, sp.Streams, sp.Warmup = 3, 2, 0
+	cfg := l.config(sp)
+	cfg.Engine, cfg.FrameSize = "xdp", 64
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := strings.Join(res.Notes, "; ")
+	t.Logf("engine %s; notes: %s", res.Engine, note)
+	if res.Engine != "xdp" || !strings.Contains(note, "lra uses 1 TX queue(s) for 3 ports: 1 AF_XDP socket(s), each sending the flows of 3 ports") {
+		t.Errorf("engine %q, notes %q: want xdp and a note on the shared queue", res.Engine, note)
+	}
+	if n := len(res.Streams); n != 6 {
+		t.Fatalf("%d streams, want 6", n)
+	}
+	for _, st := range res.Streams {
+		if !closeTo(st.SentPackets, 800, 0.02) || st.ReceivedPackets != st.SentPackets || st.LostPackets != 0 {
+			t.Errorf("stream %d: sent %d, received %d, lost %d: want 800 ± 2%% each, all received", st.Stream, st.SentPackets, st.ReceivedPackets, st.LostPackets)
+		}
 	}
 }
 

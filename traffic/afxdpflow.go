@@ -19,8 +19,8 @@ func xdpFits(sp *wire.Spec) error {
 
 // xdpWhyNot says why the AF_XDP engine cannot run this test to these
 // targets ("" when it can): where the ring cannot, nor can it; it also
-// needs AF_XDP sockets, frames that fit a UMEM chunk, and a TX queue per
-// port on the interface towards each target.
+// needs AF_XDP sockets, frames that fit a UMEM chunk, and TX queues it can
+// count on the interface towards each target (a socket binds to one).
 func xdpWhyNot(r *clientRun, to []*target) string {
 	if why := ringWhyNot(r, to); why != "" {
 		return why
@@ -30,7 +30,6 @@ func xdpWhyNot(r *clientRun, to []*target) string {
 			return fmt.Sprintf("AF_XDP sends frames up to %d bytes, not %d", MaxXDPFrameSize, n)
 		}
 	}
-	sp := &r.spec
 	var why string
 	err := r.cfg.setup(func() error {
 		if why = xdpAvailable(); why != "" {
@@ -47,14 +46,8 @@ func xdpWhyNot(r *clientRun, to []*target) string {
 				why = fmt.Sprintf("interface towards %s: %v", t.addr.Addr(), err)
 				return nil
 			}
-			name := link.Attrs().Name
-			q, err := txQueuesInUse(name)
-			if err != nil {
+			if _, err := txQueuesInUse(link.Attrs().Name); err != nil {
 				why = err.Error()
-				return nil
-			}
-			if sp.Ports > q {
-				why = fmt.Sprintf("%d ports need %d TX queues (one AF_XDP socket each), %s uses %d", sp.Ports, sp.Ports, name, q)
 				return nil
 			}
 		}
@@ -77,28 +70,44 @@ func openXDPEngine(r *clientRun, to []*target) error {
 	return nil
 }
 
-// openXDP makes one AF_XDP sender per destination port of the target, each
-// bound to a queue of its own (queue p for port p): one socket per queue.
+// openXDP makes the AF_XDP senders of the target: one socket per TX queue
+// in use, up to one per destination port (queue g for sender g). AF_XDP
+// takes one socket per queue, so with fewer queues than ports a socket
+// sends the flows of several ports, as the queue of a single-queue NIC
+// takes every flow.
 func (t *target) openXDP(r *clientRun) error {
 	sp := &t.spec
-	copyMode := 0
+	copyMode, senders := 0, 0
 	var iface string
-	err := t.openFrames(r, "xdp", func(link netlink.Link) error {
+	err := t.openFrames(r, "xdp", func(link netlink.Link) (int, error) {
 		iface = link.Attrs().Name
-		if q, err := txQueuesInUse(iface); err == nil && sp.Ports > q {
-			return usage.Field("Ports", "%d: the xdp engine binds one AF_XDP socket per TX queue, one port per socket, and %s (toward %s) uses %d TX queues: give %d ports, or raise the queues with `ethtool -L %s tx %d`",
-				sp.Ports, iface, t.name, q, q, iface, sp.Ports)
+		q, err := txQueuesInUse(iface)
+		if err != nil {
+			return 0, err
 		}
-		return nil
-	}, func(_ netlink.Link, p int, rc RingConfig) (frameSender, error) {
-		s, err := NewXDPSender(XDPConfig{RingConfig: rc, Queue: p})
+		senders = min(q, sp.Ports)
+		return senders, nil
+	}, func(_ netlink.Link, g int, rc RingConfig) (frameSender, error) {
+		s, err := NewXDPSender(XDPConfig{RingConfig: rc, Queue: g})
 		if err == nil && !s.ZeroCopy() {
 			copyMode++
 		}
 		return s, err
 	})
+	if senders > 0 && senders < sp.Ports {
+		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine xdp: %s uses %d TX queue(s) for %d ports: %d AF_XDP socket(s), each sending the flows of %s (more queues, more sending threads: `ethtool -L %s tx %d`)",
+			iface, senders, sp.Ports, senders, portsPerSender(sp.Ports, senders), iface, sp.Ports))
+	}
 	if copyMode > 0 {
 		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine xdp: %s has no AF_XDP zero-copy, %d socket(s) in copy mode", iface, copyMode))
 	}
 	return err
+}
+
+// portsPerSender says how many ports each of n senders takes from p.
+func portsPerSender(p, n int) string {
+	if p%n == 0 {
+		return fmt.Sprintf("%d ports", p/n)
+	}
+	return fmt.Sprintf("%d or %d ports", p/n, p/n+1)
 }

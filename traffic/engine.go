@@ -54,7 +54,7 @@ func openAutoEngine(r *clientRun, to []*target) error {
 		before := opened()
 		err := openXDPEngine(r, to)
 		if err == nil {
-			r.notes = append(r.notes, "--engine auto ran AF_XDP: IPv4 from the client, on a direct route, as root, a TX queue per port")
+			r.notes = append(r.notes, "--engine auto ran AF_XDP: IPv4 from the client, on a direct route, as root")
 			return nil
 		}
 		if opened() != before || usage.Is(err) {

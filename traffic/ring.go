@@ -25,6 +25,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -90,6 +91,10 @@ type RingConfig struct {
 	// DstPort .. DstPort+Ports-1 (0 or 1: DstPort only), so that RSS
 	// spreads them over receive queues. Each port is a stream of its own.
 	Ports int
+	// DstPorts, when set, are the destination ports instead, in their
+	// order, whatever their numbers (a server's ports need not follow one
+	// another); DstPort and Ports are then DstPorts[0] and its length.
+	DstPorts []uint16
 	// FrameSize is the Ethernet frame size including the 4-byte FCS, as on
 	// the wire without preamble: 64 (the minimum) carries 18 bytes of UDP
 	// payload. 0 means 64, or the largest part of Sizes.
@@ -110,8 +115,9 @@ type RingConfig struct {
 	// Count, when not 0, stops the run after that many measured packets.
 	Count uint64
 	// Stream is the stream id in the test header of the datagrams to
-	// DstPort from SrcPort; stream Stream+k goes to DstPort+k/SrcPorts from
-	// SrcPort+k%SrcPorts. Each stream numbers its datagrams from 0.
+	// DstPort from SrcPort; stream Stream+k goes to DstPort+k/SrcPorts
+	// (DstPorts[k/SrcPorts]) from SrcPort+k%SrcPorts. Each stream numbers
+	// its datagrams from 0.
 	Stream uint16
 	// CPU pins the sending thread to one CPU; -1 leaves it to the scheduler.
 	CPU int
@@ -193,7 +199,13 @@ func (c *RingConfig) validate() error {
 	if c.FrameSize > 65535 {
 		return usage.Errorf("ring sender: frame size %d is above 65535 bytes", c.FrameSize)
 	}
-	if c.Ports < 0 || c.Ports > 65536-int(c.DstPort) {
+	if len(c.DstPorts) > 0 {
+		if slices.Contains(c.DstPorts, 0) {
+			return usage.Errorf("ring sender: destination port 0 in %v", c.DstPorts)
+		}
+		c.DstPort, c.Ports = c.DstPorts[0], len(c.DstPorts)
+	}
+	if c.Ports < 0 || c.Ports > 65536-int(c.DstPort) && len(c.DstPorts) == 0 {
 		return usage.Errorf("ring sender: %d destination ports from %d do not fit below 65536", c.Ports, c.DstPort)
 	}
 	if c.Ports == 0 {
@@ -340,7 +352,11 @@ func (c *RingConfig) streams() int { return c.Ports * max(c.SrcPorts, 1) }
 func (c *RingConfig) stamp(frame []byte, k uint16, h wire.Header) {
 	n := uint16(max(c.SrcPorts, 1))
 	binary.BigEndian.PutUint16(frame[frameSrcPortOff:], c.SrcPort+k%n)
-	binary.BigEndian.PutUint16(frame[frameDstPortOff:], c.DstPort+k/n)
+	dst := c.DstPort + k/n
+	if c.DstPorts != nil {
+		dst = c.DstPorts[k/n]
+	}
+	binary.BigEndian.PutUint16(frame[frameDstPortOff:], dst)
 	h.Stream = c.Stream + k
 	wire.PutHeader(frame[framePayloadOff:], h)
 }

@@ -24,8 +24,8 @@ type frameSender interface {
 }
 
 // frameFlow runs one frameSender (the "ring" or the "xdp" engine) for one
-// destination port of a target, as a stream per source port (--flows): a
-// sending flow.
+// or more destination ports of a target, as a stream per port and source
+// port (--flows): a sending flow.
 type frameFlow struct {
 	s       frameSender
 	engine  string // "ring" or "xdp": its thread's role, its errors' prefix
@@ -42,18 +42,20 @@ type frameFlow struct {
 	stopped bool
 }
 
-// openFrames makes one frame sender per destination port of the target,
-// with open, on the interface of the route to it (check, if set, vets
-// that interface first). Each sends the port's streams (--flows, --streams)
-// from source ports of their own, round robin.
-func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link) error,
-	open func(link netlink.Link, port int, rc RingConfig) (frameSender, error)) error {
+// openFrames makes the frame senders of the target, with open, on the
+// interface of the route to it: one per destination port, or, when check
+// (if set: it vets that interface first) says the interface takes fewer
+// senders, that many, each sending the streams of a run of ports (sender g
+// of n the ports g·P/n up to (g+1)·P/n). Each port's streams (--flows,
+// --streams) leave from source ports of their own, round robin.
+func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link) (senders int, err error),
+	open func(link netlink.Link, sender int, rc RingConfig) (frameSender, error)) error {
 	cfg := r.cfg
 	sp := &t.spec
 	if !t.addr.Addr().Is4() {
 		return usage.Field("Engine", "%s builds IPv4 frames only: %s is not IPv4", engine, t.name)
 	}
-	pps := sp.UDPPacketsPerSecond(wire.UDPOverhead(true)) / float64(sp.Ports)
+	perPort := sp.UDPPacketsPerSecond(wire.UDPOverhead(true)) / float64(sp.Ports)
 	return cfg.setup(func() error {
 		routes, err := netlink.RouteGet(t.addr.Addr().AsSlice())
 		if err != nil || len(routes) == 0 {
@@ -66,27 +68,31 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 		if why := framesUnspread(sp, link); why != "" {
 			t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine %s: %s", engine, why))
 		}
+		senders := sp.Ports
 		if check != nil {
-			if err := check(link); err != nil {
+			n, err := check(link)
+			if err != nil {
 				return err
 			}
+			senders = min(max(n, 1), sp.Ports)
 		}
-		for p := range sp.Ports {
+		for g := range senders {
+			first, end := g*sp.Ports/senders, (g+1)*sp.Ports/senders
 			cpu := -1
 			if len(cfg.CPUs) > 0 {
-				cpu = cfg.CPUs[p%len(cfg.CPUs)]
+				cpu = cfg.CPUs[g%len(cfg.CPUs)]
 			}
 			rc := RingConfig{
 				Iface: link.Attrs().Name, SrcIP: t.local, DstIP: t.addr.Addr(),
-				DstPort: t.acc.UDPPorts[p], Ports: 1, SrcPort: ringSrcPort, SrcPorts: sp.Streams, FrameSize: sp.Payload + wire.UDPOverhead(true), Sizes: sp.Sizes,
-				Rate: pps, Duration: sp.Duration.D(), Warmup: sp.Warmup.D(),
-				Stream: uint16(p * sp.Streams), CPU: cpu,
+				DstPorts: t.acc.UDPPorts[first:end], SrcPort: ringSrcPort, SrcPorts: sp.Streams, FrameSize: sp.Payload + wire.UDPOverhead(true), Sizes: sp.Sizes,
+				Rate: perPort * float64(end-first), Duration: sp.Duration.D(), Warmup: sp.Warmup.D(),
+				Stream: uint16(first * sp.Streams), CPU: cpu,
 			}
-			s, err := open(link, p, rc)
+			s, err := open(link, g, rc)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			e := r.sess.add(sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: p * sp.Streams, streams: sp.Streams, payload: sp.Payload, mix: newMixer(sp.Sizes)})
+			e := r.sess.add(sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: first * sp.Streams, streams: (end - first) * sp.Streams, payload: sp.Payload, mix: newMixer(sp.Sizes)})
 			t.fwd = append(t.fwd, share{e: e})
 		}
 		return nil

@@ -197,7 +197,7 @@ func (o *benchOptions) protoCmd(proto wire.Proto) *cobra.Command {
 		f.IntVar(&o.flows, "flows", 0, "UDP flows per target, each from a source port of its own (and round robin over --src), so that RSS or a flow hash spreads them over queues; spread over --ports (default 1 with --flows)")
 		f.StringArrayVar(&o.src, "src", nil, "send the flows from these addresses of this host, round robin: an address or a range 10.0.0.2-10.0.0.5 (repeatable; forward only)")
 		f.IntVar(&o.rcvbuf, "rcvbuf", 0, "SO_RCVBUF of each receiver socket in bytes (default 4 MiB)")
-		f.StringVar(&o.engine, "engine", "auto", "send engine: socket (batched sendmmsg), ring (AF_PACKET TX_RING: IPv4, forward, direct route, root), xdp (AF_XDP: as the ring, and one TX queue per port) or auto (xdp, else the ring, else socket, whichever applies first; with auto and no --threads, one thread per CPU up to 4)")
+		f.StringVar(&o.engine, "engine", "auto", "send engine: socket (batched sendmmsg), ring (AF_PACKET TX_RING: IPv4, forward, direct route, root), xdp (AF_XDP: as the ring; a socket per TX queue, ports sharing one when there are fewer queues) or auto (xdp, else the ring, else socket, whichever applies first; with auto and no --threads, one thread per CPU up to 4)")
 		f.BoolVar(&o.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
 		o.search.flags(f)
 		c.Example += "\n" + searchExample
