@@ -13,20 +13,20 @@ import (
 func BenchmarkUDPLoopback(b *testing.B) {
 	d := time.Duration(b.N) * 100 * time.Millisecond
 	b.ResetTimer()
-	sent, rx, _ := loopbackUDP(b, 0, d)
+	sent, rx, _ := loopbackUDP(b, 1, 0, d)
 	b.StopTimer()
 	b.ReportMetric(float64(sent)/d.Seconds(), "sent-pps")
 	b.ReportMetric(float64(rx)/d.Seconds(), "recv-pps")
 }
 
 // loopbackUDP sends 18-byte datagrams from one sender thread at pps (0:
-// as fast as it can) for d to a one-thread receiver over loopback, and
-// returns the datagrams sent (warmup included), those received and the
-// receiver, stopped.
-func loopbackUDP(tb testing.TB, pps float64, d time.Duration) (sent, received uint64, recv *udpReceiver) {
+// as fast as it can) for d over loopback to the first of ports ports of a
+// one-thread receiver, and returns the datagrams sent (warmup included),
+// those received and the receiver, stopped.
+func loopbackUDP(tb testing.TB, ports int, pps float64, d time.Duration) (sent, received uint64, recv *udpReceiver) {
 	tb.Helper()
 	lo := netip.MustParseAddr("127.0.0.1")
-	recv, err := newUDPReceiver(udpRecvConfig{local: lo, ports: 1, threads: 1})
+	recv, err := newUDPReceiver(udpRecvConfig{local: lo, ports: ports, threads: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}
