@@ -223,6 +223,13 @@ func (c *RingConfig) validate() error {
 	if c.DstPort == 0 {
 		return usage.Errorf("ring sender: destination port 0")
 	}
+	if len(c.DstPorts) == 0 {
+		// One list for stamp, whichever way the ports were given.
+		c.DstPorts = make([]uint16, c.Ports)
+		for i := range c.DstPorts {
+			c.DstPorts[i] = c.DstPort + uint16(i)
+		}
+	}
 	if c.SrcPort == 0 {
 		c.SrcPort = 9
 	}
@@ -347,16 +354,12 @@ func buildRingFrame(c RingConfig) []byte {
 func (c *RingConfig) streams() int { return c.Ports * max(c.SrcPorts, 1) }
 
 // stamp writes stream k's ports and the test header h into a frame built
-// by buildRingFrame. The UDP checksum stays 0 (none), so the ports change
+// by buildRingFrame (of a validated config: DstPorts holds every port). The UDP checksum stays 0 (none), so the ports change
 // nothing else.
 func (c *RingConfig) stamp(frame []byte, k uint16, h wire.Header) {
 	n := uint16(max(c.SrcPorts, 1))
 	binary.BigEndian.PutUint16(frame[frameSrcPortOff:], c.SrcPort+k%n)
-	dst := c.DstPort + k/n
-	if c.DstPorts != nil {
-		dst = c.DstPorts[k/n]
-	}
-	binary.BigEndian.PutUint16(frame[frameDstPortOff:], dst)
+	binary.BigEndian.PutUint16(frame[frameDstPortOff:], c.DstPorts[k/n])
 	h.Stream = c.Stream + k
 	wire.PutHeader(frame[framePayloadOff:], h)
 }

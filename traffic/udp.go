@@ -415,8 +415,8 @@ type recvThread struct {
 	peers   []from // when set, datagrams from elsewhere are foreign
 	foreign uint64 // datagrams from elsewhere: not counted
 	mix     bool   // count the datagrams per payload size
-	rcvbuf  int    // SO_RCVBUF of its sockets (gather's budget)
-	calls   int    // recvmmsg calls made
+	gather  recvGather
+	calls   int // recvmmsg calls made
 	usage   results.ThreadCPU
 	err     error
 }
@@ -456,7 +456,7 @@ func newUDPReceiver(c udpRecvConfig) (*udpReceiver, error) {
 		if len(c.cpus) > 0 {
 			cpu = c.cpus[i%len(c.cpus)]
 		}
-		t := &recvThread{cpu: cpu, mix: c.mix, rcvbuf: rcvbuf}
+		t := &recvThread{cpu: cpu, mix: c.mix, gather: recvGather{budget: rcvbuf / gatherShare}}
 		for _, p := range c.peers {
 			t.peers = append(t.peers, fromAddr(p))
 		}
@@ -595,7 +595,7 @@ func (t *recvThread) run(stop *atomic.Bool) {
 	for _, fd := range t.fds {
 		pfds = append(pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 	}
-	g := recvGather{budget: t.rcvbuf / gatherShare}
+	g := &t.gather
 	for !stop.Load() {
 		if len(t.fds) == 1 {
 			// Block for the first datagram (SO_RCVTIMEO bounds the wait so
