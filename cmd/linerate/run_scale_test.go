@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"linerate/plan"
+	"linerate/results"
 )
 
 // TestRunPlanStar32 runs examples/lab-star32.yaml, shortened, in a star
@@ -56,9 +57,23 @@ func TestRunPlanStar32(t *testing.T) {
 		switch {
 		case f.Error != "" || f.Result == nil:
 			t.Errorf("flow %d from %s: error %q", i+1, f.From, f.Error)
-		case f.Result.Summary.ReceivedPackets < 1000:
-			// 2 kpps for 2 s: 4000.
-			t.Errorf("flow %d from %s: received %d packets", i+1, f.From, f.Result.Summary.ReceivedPackets)
+		case f.Result.Summary.ReceivedPackets == 0:
+			t.Errorf("flow %d from %s: received nothing (sent %d)", i+1, f.From, f.Result.Summary.SentPackets)
+		default:
+			// 2 kpps for 2 s is 4000 a flow; on a loaded 2-CPU machine
+			// 32 senders and one receiver can fall short, and then the
+			// result must say so (its loss adds up, its verdict names
+			// a side) rather than meet a count.
+			s := f.Result.Summary
+			if s.ReceivedPackets+s.LostPackets < s.SentPackets || s.ReceivedPackets > s.SentPackets+s.Duplicates {
+				t.Errorf("flow %d from %s: sent %d, received %d, lost %d: does not add up", i+1, f.From, s.SentPackets, s.ReceivedPackets, s.LostPackets)
+			}
+			if s.ReceivedPackets < 3000 {
+				if s.LimitedBy == results.LimitAskedRate {
+					t.Errorf("flow %d from %s: received %d of about 4000, and the verdict says the asked rate was met", i+1, f.From, s.ReceivedPackets)
+				}
+				t.Logf("flow %d from %s: sent %d, received %d, lost %d, limited by %q (%s)", i+1, f.From, s.SentPackets, s.ReceivedPackets, s.LostPackets, s.LimitedBy, s.LimitedWhy)
+			}
 		}
 	}
 	// Every flow was set up and held at the start barrier, and let go
