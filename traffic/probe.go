@@ -1,10 +1,15 @@
 package traffic
 
 import (
+	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"linerate/results"
 	"linerate/wire"
@@ -27,6 +32,10 @@ func newEcho(local netip.Addr, peer netip.Addr) (*echo, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := stampReceipts(c); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("latency echo: %w", err)
+	}
 	e := &echo{conn: c, peer: peer.Unmap(), done: make(chan struct{}), halt: make(chan struct{})}
 	go e.serve()
 	return e, nil
@@ -40,11 +49,15 @@ func (e *echo) stop(time.Duration)                { e.once.Do(func() { close(e.h
 func (e *echo) progress() (packets, bytes uint64) { return 0, 0 }
 func (e *echo) collect() flowResult               { return flowResult{} }
 
+// serve answers each probe with itself, flagged as a reply, and (in a
+// probe long enough to carry it) how long it held it since the kernel
+// received it.
 func (e *echo) serve() {
 	defer close(e.done)
 	buf := make([]byte, 2048)
+	oob := make([]byte, unix.CmsgSpace(16))
 	for {
-		n, from, err := e.conn.ReadFromUDPAddrPort(buf)
+		n, oobn, _, from, err := e.conn.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
 				continue
@@ -56,6 +69,13 @@ func (e *echo) serve() {
 			continue
 		}
 		buf[1] = wire.FlagReply
+		if n >= wire.ProbeLen {
+			var held time.Duration
+			if at, ok := kernelTime(oob[:oobn]); ok {
+				held = time.Since(at)
+			}
+			wire.PutHeld(buf[:n], held)
+		}
 		_, _ = e.conn.WriteToUDPAddrPort(buf[:n], from)
 	}
 }
@@ -73,6 +93,7 @@ func (e *echo) close() error {
 // comes before the test) until it is stopped; it counts no traffic.
 type prober struct {
 	conn     *net.UDPConn
+	raw      syscall.RawConn
 	interval time.Duration
 	mu       sync.Mutex
 	phase    int // index into rtts
@@ -82,7 +103,8 @@ type prober struct {
 	replies  []probeReply // every answered probe, in the order answered, with keep
 	seq      uint32
 	quiet    chan struct{} // closed: send no more probes
-	done     chan struct{} // closed: stop reading
+	rbuf     []byte        // a reply read (by send, then by finish)
+	oob      []byte        // its control message
 	halt     chan struct{} // closed: stop was called
 	haltOnce sync.Once
 	finished sync.Once
@@ -110,10 +132,18 @@ func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration, keep
 	if err != nil {
 		return nil, err
 	}
-	p := &prober{conn: c, interval: interval, keep: keep, quiet: make(chan struct{}), done: make(chan struct{}), halt: make(chan struct{})}
-	p.wg.Add(2)
+	raw, err := c.SyscallConn()
+	if err == nil {
+		err = stampReceipts(c)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("latency probes: %w", err)
+	}
+	p := &prober{conn: c, raw: raw, interval: interval, keep: keep, quiet: make(chan struct{}), halt: make(chan struct{}),
+		rbuf: make([]byte, 2048), oob: make([]byte, unix.CmsgSpace(16))}
+	p.wg.Add(1)
 	go p.send()
-	go p.recv()
 	return p, nil
 }
 
@@ -123,17 +153,24 @@ func (p *prober) setPhase(ph int) {
 	p.mu.Unlock()
 }
 
+// send sends a probe every interval, and before each one reads the
+// replies that came since the last: one wakeup a probe on this end, not
+// two (a goroutine woken for each reply), on a machine whose CPUs the
+// test is using. A reply's round trip ends when the kernel received it
+// (SO_TIMESTAMPNS), however long it then waited to be read, less the
+// time the echo held it.
 func (p *prober) send() {
 	defer p.wg.Done()
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
-	buf := make([]byte, wire.HeaderLen)
+	buf := make([]byte, wire.ProbeLen)
 	for {
 		select {
 		case <-p.quiet:
 			return
 		case <-t.C:
 		}
+		p.drain()
 		p.mu.Lock()
 		ph := p.phase
 		p.sent[ph]++
@@ -147,37 +184,70 @@ func (p *prober) send() {
 	}
 }
 
-func (p *prober) recv() {
-	defer p.wg.Done()
-	buf := make([]byte, 2048)
-	for {
-		n, err := p.conn.Read(buf)
-		if err != nil {
-			select {
-			case <-p.done:
-				return
-			default:
-			}
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+// drain reads every reply waiting on the socket, without waiting for
+// more.
+func (p *prober) drain() {
+	_ = p.raw.Read(func(fd uintptr) bool {
+		for {
+			n, oobn, _, _, err := unix.Recvmsg(int(fd), p.rbuf, p.oob, unix.MSG_DONTWAIT)
+			switch {
+			case err == unix.EINTR, err == unix.ECONNREFUSED:
+				// Interrupted, or an ICMP answer to an earlier probe:
+				// read on.
 				continue
+			case err != nil:
+				return true
 			}
-			// ECONNREFUSED from an ICMP answer: keep listening.
-			time.Sleep(p.interval)
-			continue
+			p.reply(p.rbuf[:n], p.oob[:oobn])
 		}
-		now := time.Now()
-		h, ok := wire.ParseHeader(buf[:n])
-		if !ok || h.Flags != wire.FlagReply || h.Stream > phaseLoad {
-			continue
-		}
-		rtt := now.Sub(h.SentTime())
-		p.mu.Lock()
-		p.rtts[h.Stream] = append(p.rtts[h.Stream], rtt)
-		if p.keep {
-			p.replies = append(p.replies, probeReply{sent: h.SentTime(), rtt: rtt, idle: h.Stream == phaseIdle})
-		}
-		p.mu.Unlock()
+	})
+}
+
+// reply files one datagram read from the socket, if it is a reply.
+func (p *prober) reply(b, oob []byte) {
+	h, ok := wire.ParseHeader(b)
+	if !ok || h.Flags != wire.FlagReply || h.Stream > phaseLoad {
+		return
 	}
+	at, ok := kernelTime(oob)
+	if !ok {
+		at = time.Now()
+	}
+	rtt := at.Sub(h.SentTime())
+	// The echo's own delay is not the path's; a hold time that does not
+	// fit in the round trip is not believed.
+	if held := wire.Held(b); held > 0 && held < rtt {
+		rtt -= held
+	}
+	p.mu.Lock()
+	p.rtts[h.Stream] = append(p.rtts[h.Stream], rtt)
+	if p.keep {
+		p.replies = append(p.replies, probeReply{sent: h.SentTime(), rtt: rtt, idle: h.Stream == phaseIdle})
+	}
+	p.mu.Unlock()
+}
+
+// stampReceipts has the kernel stamp every datagram c receives with its
+// time of receipt (SO_TIMESTAMPNS), for kernelTime.
+func stampReceipts(c *net.UDPConn) error {
+	return withFD(c, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) })
+}
+
+// kernelTime is the receive time in a datagram's SCM_TIMESTAMPNS control
+// message.
+func kernelTime(oob []byte) (time.Time, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+			sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
+			nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+			return time.Unix(sec, nsec), true
+		}
+	}
+	return time.Time{}, false
 }
 
 // lateReplies is how long a stopped prober waits for the replies to its
@@ -200,15 +270,14 @@ func (p *prober) close() error {
 	return nil
 }
 
-// finish, the first time, sends no more probes, waits for late replies and
-// stops.
+// finish, the first time, sends no more probes, waits for late replies,
+// reads them and closes the socket.
 func (p *prober) finish(wait time.Duration) {
 	p.finished.Do(func() {
 		close(p.quiet)
-		time.Sleep(wait)
-		close(p.done)
-		_ = p.conn.SetReadDeadline(time.Now())
 		p.wg.Wait()
+		time.Sleep(wait)
+		p.drain()
 		p.conn.Close()
 	})
 }

@@ -15,8 +15,15 @@ import (
 //
 // 16 bytes fit in the 18-byte payload of a 64-byte Ethernet frame carrying
 // IPv4 and UDP.
+//
+// A latency probe is ProbeLen bytes: the header, then 8 bytes (16-23) in
+// which the echo writes how long it held the probe, in nanoseconds from
+// the kernel's receipt to its reply, so that the round trip can leave out
+// the time the echo took to be scheduled. An echo that does not know them
+// returns them as sent, zero.
 const (
 	HeaderLen   = 16
+	ProbeLen    = HeaderLen + 8
 	headerMagic = 0xA7
 
 	FlagWarmup = 1 << 0 // sent during warmup: counted apart, not in results
@@ -57,3 +64,17 @@ func ParseHeader(b []byte) (h Header, ok bool) {
 
 // SentTime is the send time as a time.Time.
 func (h Header) SentTime() time.Time { return time.Unix(0, h.Sent) }
+
+// PutHeld writes an echo's hold time into probe b (ProbeLen bytes or more).
+func PutHeld(b []byte, d time.Duration) {
+	binary.BigEndian.PutUint64(b[HeaderLen:], uint64(max(d, 0)))
+}
+
+// Held is the hold time an echo wrote into probe b, 0 when b is too short
+// to carry one.
+func Held(b []byte) time.Duration {
+	if len(b) < ProbeLen {
+		return 0
+	}
+	return time.Duration(binary.BigEndian.Uint64(b[HeaderLen:]))
+}
