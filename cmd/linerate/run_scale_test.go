@@ -62,11 +62,13 @@ func TestRunPlanStar32(t *testing.T) {
 		default:
 			// 2 kpps for 2 s is 4000 a flow; on a loaded 2-CPU machine
 			// 32 senders and one receiver can fall short, and then the
-			// result must say so (its loss adds up, its verdict names
-			// a side) rather than meet a count.
+			// result must say so rather than meet a count: no more
+			// distinct datagrams received than sent (the loss is sent
+			// less those, so it adds up by construction), and no verdict
+			// that the asked rate was met.
 			s := f.Result.Summary
-			if s.ReceivedPackets+s.LostPackets < s.SentPackets || s.ReceivedPackets > s.SentPackets+s.Duplicates {
-				t.Errorf("flow %d from %s: sent %d, received %d, lost %d: does not add up", i+1, f.From, s.SentPackets, s.ReceivedPackets, s.LostPackets)
+			if s.ReceivedPackets > s.SentPackets+s.Duplicates {
+				t.Errorf("flow %d from %s: sent %d, received %d (%d duplicates): more arrived than left", i+1, f.From, s.SentPackets, s.ReceivedPackets, s.Duplicates)
 			}
 			if s.ReceivedPackets < 3000 {
 				if s.LimitedBy == results.LimitAskedRate {
