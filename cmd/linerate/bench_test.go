@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,13 @@ func TestBenchIperf3Flags(t *testing.T) {
 		a, b := parse(c.proto, c.iperf...), parse(c.proto, c.lr...)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%s %v\n got %+v\nwant %+v (from %v)", c.proto, c.iperf, a, b, c.lr)
+		}
+	}
+	// An iperf3:// target keeps its own port (5201 when it has none), not
+	// the control port.
+	for _, to := range []string{"iperf3://10.0.0.2:5202", "iperf3://10.0.0.2", "iperf3://[fd00::2]:5202"} {
+		if cfg := parse("tcp", "--to", to); !slices.Equal(cfg.Targets, []string{to}) {
+			t.Errorf("--to %s: targets %q", to, cfg.Targets)
 		}
 	}
 	if cfg := parse("udp", "--to", "h", "--interval", "0"); cfg.Spec.Duration.D() != 10*time.Second {
