@@ -33,8 +33,8 @@ const tcpPacketRoom = 64<<10 - 1 - 320
 // in tcpPacketRoom) as fit in tcpWrite. A write of 128 KiB at an MSS of
 // 1448 is two such packets and a third of 752 bytes, sent alone (Nagle is
 // off): a third more packets through both ends' stacks for the same bytes.
-// Written as 130,320 bytes (two packets), 4 streams copying moved 0.94-1.04
-// of iperf3's bytes where 128 KiB moved 0.82-0.88, in the same rounds
+// Written as 130,320 bytes (two packets), 4 streams copying moved 0.94-1.14
+// of iperf3's bytes where 128 KiB moved 0.76-0.88, in the same runs
 // (docs/benchmarks.md, "Whole packets").
 func wholePackets(mss int) int {
 	if mss <= 0 {
@@ -244,19 +244,20 @@ type tcpSendConfig struct {
 // that every write is exactly one segment), else the payload, else whole
 // packets of the connection's MSS (wholePackets).
 func (cfg *tcpSendConfig) writeSize(c *tcpSock) int {
-	if cfg.mss > 0 {
-		if info, err := c.info(); err == nil && info.Snd_mss > 0 {
-			return int(info.Snd_mss)
-		}
-		return cfg.mss
-	}
-	if cfg.payload > 0 {
+	if cfg.mss == 0 && cfg.payload > 0 {
 		return cfg.payload
 	}
+	mss := 0 // the kernel's, 0 when it cannot be read
 	if info, err := c.info(); err == nil {
-		return wholePackets(int(info.Snd_mss))
+		mss = int(info.Snd_mss)
 	}
-	return tcpWrite
+	switch {
+	case cfg.mss > 0 && mss > 0:
+		return mss
+	case cfg.mss > 0:
+		return cfg.mss
+	}
+	return wholePackets(mss)
 }
 
 // tcpSender writes on a set of connections as fast as they take it (or at

@@ -310,7 +310,7 @@ func TestWholePackets(t *testing.T) {
 // default write size, and checks that the segments the kernel sent in the
 // window were mostly full: with 128 KiB writes at loopback's MSS of 65,483
 // every write ended in a segment of 106 bytes, two thirds of an MSS a
-// segment at best (0.67-0.70 in four runs; whole packets: 0.83-0.98, short
+// segment at best (0.67-0.71 in four runs; whole packets: 0.83-0.98, short
 // writes when the socket's buffer is full leave short segments too).
 func TestTCPSegmentsAreFull(t *testing.T) {
 	if testing.Short() {
