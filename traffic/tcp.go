@@ -17,8 +17,9 @@ import (
 	"linerate/wire"
 )
 
-// tcpWrite bounds each TCP write when neither --payload nor --mss says
-// otherwise (wholePackets), and is the write when the MSS is not known.
+// tcpWrite bounds each copying TCP write when neither --payload nor --mss
+// says otherwise (wholePackets), and is the write when the MSS is not known
+// (sendfileRoom bounds those that use sendfile).
 const tcpWrite = 128 << 10
 
 // tcpPacketRoom is what the kernel builds its TCP packets up to before a
@@ -28,20 +29,33 @@ const tcpWrite = 128 << 10
 // bytes.
 const tcpPacketRoom = 64<<10 - 1 - 320
 
+// sendfileRoom bounds each sendfile(2) write: sendfile moves its bytes
+// through a pipe of 16 pages (fs/splice.c, splice_direct_to_actor), each
+// pipeful a send of its own with the socket unlocked between them, and an
+// ACK arriving meanwhile sends the packet begun at the end of the first
+// pipeful as it stands. 130,320-byte writes (two packets in two pipefuls,
+// the second packet's first 376 bytes at the end of the first pipeful)
+// left 17,300-19,400 packets per GB on the bench veth pair where the same
+// bytes copied left 15,400, and one stream received 19.6 Gb/s (median of 5)
+// where 65,160-byte writes received 45.8 (docs/benchmarks.md, "sendfile
+// writes one pipeful").
+var sendfileRoom = 16 * os.Getpagesize()
+
 // wholePackets is the default write on a connection whose MSS is mss: as
 // many whole packets of the size TCP builds (as many whole segments as fit
-// in tcpPacketRoom) as fit in tcpWrite. A write of 128 KiB at an MSS of
-// 1448 is two such packets and a third of 752 bytes, sent alone (Nagle is
-// off): a third more packets through both ends' stacks for the same bytes.
-// Written as 130,320 bytes (two packets), 4 streams copying moved 0.94-1.14
-// of iperf3's bytes where 128 KiB moved 0.76-0.88, in the same runs
-// (docs/benchmarks.md, "Whole packets").
-func wholePackets(mss int) int {
+// in tcpPacketRoom) as fit in room (tcpWrite copying, sendfileRoom with
+// sendfile; room itself when the MSS is not known). A write of 128 KiB at
+// an MSS of 1448 is two such packets and a third of 752 bytes, sent alone
+// (Nagle is off): a third more packets through both ends' stacks for the
+// same bytes. Written as 130,320 bytes (two packets), 4 streams copying
+// moved 0.94-1.14 of iperf3's bytes where 128 KiB moved 0.76-0.88, in the
+// same runs (docs/benchmarks.md, "Whole packets").
+func wholePackets(mss, room int) int {
 	if mss <= 0 {
-		return tcpWrite
+		return room
 	}
 	packet := max(tcpPacketRoom/mss, 1) * mss
-	return max(tcpWrite/packet, 1) * packet
+	return max(room/packet, 1) * packet
 }
 
 // tcpSock is a TCP data connection taken out of Go's network poller: a
@@ -257,7 +271,10 @@ func (cfg *tcpSendConfig) writeSize(c *tcpSock) int {
 	case cfg.mss > 0:
 		return cfg.mss
 	}
-	return wholePackets(mss)
+	if cfg.zeroCopy {
+		return wholePackets(mss, sendfileRoom)
+	}
+	return wholePackets(mss, tcpWrite)
 }
 
 // tcpSender writes on a set of connections as fast as they take it (or at
@@ -528,8 +545,20 @@ func newTCPReceiver(tcs []*net.TCPConn, threads int) (*tcpReceiver, error) {
 	return r, nil
 }
 
-// tcpReadSize is the receiver's read buffer, one per loop.
+// tcpReadSize is what the receiver reads at once for each stream its loop
+// serves (readSize).
 const tcpReadSize = 128 << 10
+
+// readSize is the size of a loop's reads: tcpReadSize for each of its
+// streams, up to tcpStreamsPerLoop. A loop serving several streams moved
+// more with larger reads (against 128 KiB reads, median of short runs:
+// 1.17-1.22 at 8 streams, 1.04-1.08 at 4 in three runs of four, 1.07 at
+// 3); one stream reads 128 KiB, as 512 KiB reads moved 0.77-0.80 there:
+// the socket stays locked for the whole copy, and what arrives meanwhile
+// waits in its backlog (docs/benchmarks.md, "Reads as large as the loop").
+func readSize(streams int) int {
+	return tcpReadSize * max(1, min(streams, tcpStreamsPerLoop))
+}
 
 // run reads every connection until its end (or stop). Bytes read before
 // tm.Measure are the warmup's, those read from tm.End on are late;
@@ -564,7 +593,7 @@ func (r *tcpReceiver) cut(at time.Time) {
 
 // runLoop reads the loop's streams until each ends or stop's time comes.
 func (r *tcpReceiver) runLoop(l *tcpLoop) {
-	buf := make([]byte, tcpReadSize)
+	buf := make([]byte, readSize(len(l.streams)))
 	for _, op := range l.ops {
 		op.trap, op.buf, op.size = unix.SYS_READ, buf, len(buf)
 	}

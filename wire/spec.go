@@ -92,7 +92,7 @@ type Spec struct {
 	// possible.
 	Rate Rate `json:"rate"`
 	// Payload is the UDP payload of each datagram, or the size of each
-	// TCP write (0: whole packets up to 128 KiB, or one segment with MSS).
+	// TCP write (0: whole packets up to 128 KiB copying, 64 KiB with sendfile, or one segment with MSS).
 	Payload int `json:"payload"`
 	// Sizes, when set, is a mix of UDP payloads sent in proportion
 	// (--size imix); Payload is then its largest part. A server that does

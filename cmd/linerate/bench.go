@@ -212,7 +212,7 @@ func (o *benchOptions) protoCmd(proto wire.Proto) *cobra.Command {
 		f.IntVar(&o.mss, "mss", 0, "set TCP_MAXSEG before connecting (88 or more) and write one segment at a time, so that small payloads are small packets")
 		f.BoolVar(&o.copy, "copy", false, "write from user memory, as iperf3 does (default as fast as possible: sendfile(2) from an in-memory file, which copies nothing on the sender)")
 		f.BoolVar(&o.zerocopy, "zerocopy", false, "send with sendfile(2) from an in-memory file, also at a --rate (as fast as possible it is the default)")
-		f.IntVarP(&o.writeSize, "write-size", "l", 0, "bytes per write (default: whole packets, at most 128 KiB: 130320 at an MSS of 1448; one segment with --mss; iperf3's -l)")
+		f.IntVarP(&o.writeSize, "write-size", "l", 0, "bytes per write (default: whole packets, at most 128 KiB copying (130320 at an MSS of 1448), at most 64 KiB with sendfile (65160); one segment with --mss; iperf3's -l)")
 		f.StringVarP(&o.window, "window", "w", "", "SO_SNDBUF and SO_RCVBUF of every data socket on both ends: 416K, 4M (iperf3's -w; default: the kernel's autotuning)")
 		f.StringVarP(&o.congestion, "congestion", "C", "", "TCP congestion control on both ends (TCP_CONGESTION): cubic, bbr, reno... one the kernels have (iperf3's -C)")
 		f.StringVar(&o.fqRate, "fq-rate", "", "cap each connection's pacing rate on both ends (SO_MAX_PACING_RATE): 500M, 1G (bits/s)")
