@@ -551,11 +551,12 @@ const tcpReadSize = 128 << 10
 
 // readSize is the size of a loop's reads: tcpReadSize for each of its
 // streams, up to tcpStreamsPerLoop. A loop serving several streams moved
-// more with larger reads (against 128 KiB reads, median of short runs:
-// 1.17-1.22 at 8 streams, 1.04-1.08 at 4 in three runs of four, 1.07 at
-// 3); one stream reads 128 KiB, as 512 KiB reads moved 0.77-0.80 there:
-// the socket stays locked for the whole copy, and what arrives meanwhile
-// waits in its backlog (docs/benchmarks.md, "Reads as large as the loop").
+// more with larger reads (against 128 KiB reads, median of the per-round
+// ratios of short runs: 1.22 and 1.17 at 8 streams, 1.08 and 1.04 at 4
+// with 0.87 in a third run, 1.07 at 3); one stream reads 128 KiB, as
+// 512 KiB reads moved 0.77-0.80 there: the socket stays locked for the
+// whole copy, and what arrives meanwhile waits in its backlog
+// (docs/benchmarks.md, "Reads as large as the loop").
 func readSize(streams int) int {
 	return tcpReadSize * max(1, min(streams, tcpStreamsPerLoop))
 }
