@@ -268,7 +268,7 @@ func (c *collector) nic(name string) (NIC, error) {
 	}
 	n := NIC{
 		Name: name, Index: nd.Ifindex, MAC: nd.Address, OperState: nd.OperState,
-		MTU: nd.MTU, TxQueueLen: nd.TxQueueLen, PCIAddr: nd.PCIAddr,
+		MTU: nd.MTU, TxQueueLen: nd.TxQueueLen, PCIAddr: nd.PCIAddr, IRQDevice: nd.IRQDevice,
 		RXQueues: []RXQueue{}, TXQueues: []TXQueue{}, IRQs: []int{},
 		Unsupported: map[string]string{},
 	}
@@ -429,7 +429,7 @@ func (c *collector) maskWarning(iface, file string, err error) {
 // address).
 func (c *collector) nicIRQs(n *NIC, nd sysfs.NetDevice) {
 	var irqs []int
-	irqs, n.IRQSource = procfs.NICIRQs(n.Name, n.PCIAddr, nd.MSIIRQs, &c.interrupts)
+	irqs, n.IRQSource = procfs.NICIRQs(n.Name, n.IRQDevice, n.PCIAddr, nd.MSIIRQs, &c.interrupts)
 	n.IRQs = append(n.IRQs, irqs...)
 	sort.Ints(n.IRQs)
 	if len(n.IRQs) == 0 && n.Kind == "physical" {
@@ -453,7 +453,7 @@ func (c *collector) irqs() error {
 	seen := map[int]bool{}
 	for _, n := range c.box.NICs {
 		refs := map[int]string{}
-		for _, q := range procfs.NameIRQs(n.Name, n.IRQs, actions) {
+		for _, q := range procfs.NameIRQs(n.Name, n.IRQDevice, n.IRQs, actions) {
 			refs[q.Number] = q.Ref
 		}
 		for _, num := range n.IRQs {

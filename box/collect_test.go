@@ -145,9 +145,10 @@ func TestCollectThisMachine(t *testing.T) {
 }
 
 // TestCollectIRQFallback removes msi_irqs from a copy of the capture: the
-// IRQs are then found by the PCI address in /proc/interrupts' chip names
-// and, when an action is named after the interface (RouterPi's eth1), by
-// name.
+// IRQs are then found by the name of the virtio device the driver names
+// them after (virtio2-input.0), by the PCI address in /proc/interrupts'
+// chip names when no action names the device, and, when an action is
+// named after the interface (RouterPi's eth1), by name.
 func TestCollectIRQFallback(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cap")
 	if out, err := exec.Command("cp", "-a", thisMachine, dir).CombinedOutput(); err != nil {
@@ -160,8 +161,8 @@ func TestCollectIRQFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := b.NICs[0]; n.IRQSource != "proc/interrupts chip" || !slices.Equal(n.IRQs, []int{37, 38, 39}) {
-		t.Errorf("by chip: %v from %q", n.IRQs, n.IRQSource)
+	if n := b.NICs[0]; n.IRQSource != "proc/interrupts" || n.IRQDevice != "virtio2" || !slices.Equal(n.IRQs, []int{37, 38, 39}) {
+		t.Errorf("by the device's name: %v from %q (device %q)", n.IRQs, n.IRQSource, n.IRQDevice)
 	}
 
 	irqf := filepath.Join(dir, "proc", "interrupts")
@@ -169,7 +170,19 @@ func TestCollectIRQFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	renamed := strings.Replace(string(text), "virtio2-input.0", "eth0", 1)
+	other := strings.ReplaceAll(string(text), "virtio2-", "other-")
+	if err := os.WriteFile(irqf, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err = Collect(context.Background(), openCapture(t, dir), "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.NICs[0]; n.IRQSource != "proc/interrupts chip" || !slices.Equal(n.IRQs, []int{37, 38, 39}) {
+		t.Errorf("by chip: %v from %q", n.IRQs, n.IRQSource)
+	}
+
+	renamed := strings.Replace(other, "other-input.0", "eth0", 1)
 	if err := os.WriteFile(irqf, []byte(renamed), 0o644); err != nil {
 		t.Fatal(err)
 	}

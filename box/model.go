@@ -134,6 +134,9 @@ type NIC struct {
 	IRQs []int `json:"irqs"`
 	// IRQSource says how IRQs were found: "msi_irqs" or "proc/interrupts".
 	IRQSource string `json:"irq_source,omitempty"`
+	// IRQDevice is what the driver names the NIC's interrupts after when
+	// that is not the NIC ("virtio2" for virtio-net's virtio2-input.0).
+	IRQDevice string `json:"irq_device,omitempty"`
 	// PCIAddr is the NIC's PCI address ("0000:01:00.0"), empty if not PCI.
 	PCIAddr string `json:"pci_addr,omitempty"`
 	// PCIePath lists PCI addresses from the NIC up to its root port.

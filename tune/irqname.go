@@ -82,17 +82,17 @@ func ifaceIRQs(sys System, iface string) ([]procfs.IRQName, map[int]bool, error)
 			actions[r.Number], listed[r.Number] = r.Actions, true
 		}
 	}
-	var pci string
+	var pci, device string
 	var msi []int
 	err = sys.SysFS(func(s sysfs.FS) (err error) {
-		pci, msi, err = s.DeviceIRQs(iface)
+		pci, msi, device, err = s.DeviceIRQs(iface)
 		return err
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("%s's device: %w", iface, err)
 	}
-	nums, _ := procfs.NICIRQs(iface, pci, msi, &in)
-	return procfs.NameIRQs(iface, nums, actions), listed, nil
+	nums, _ := procfs.NICIRQs(iface, device, pci, msi, &in)
+	return procfs.NameIRQs(iface, device, nums, actions), listed, nil
 }
 
 // SameCPUs marks an irq-affinity item whose target is a whole interface

@@ -51,15 +51,21 @@ type IRQName struct {
 
 // NameIRQs names the interrupts of iface: numbers are its vectors
 // (device/msi_irqs, or the /proc/interrupts lines that name it), actions
-// maps a number to its action names in /proc/interrupts. The result is in
-// ascending number.
-func NameIRQs(iface string, numbers []int, actions map[int]string) []IRQName {
+// maps a number to its action names in /proc/interrupts, and device, when
+// not "", is what the driver names the vectors after instead of the
+// interface (virtio's "virtio2": "virtio2-input.0" is eth0/input.0). The
+// result is in ascending number.
+func NameIRQs(iface, device string, numbers []int, actions map[int]string) []IRQName {
 	nums := append([]int(nil), numbers...)
 	sort.Ints(nums)
 	labels := make([]string, len(nums))
 	count := map[string]int{}
 	for i, n := range nums {
-		if l, ok := ActionLabel(actions[n], iface); ok && l != "" {
+		l, ok := ActionLabel(actions[n], iface)
+		if !ok && device != "" {
+			l, ok = ActionLabel(actions[n], device)
+		}
+		if ok && l != "" {
 			labels[i] = l
 			count[strings.ToLower(l)]++
 		}
@@ -78,9 +84,9 @@ func NameIRQs(iface string, numbers []int, actions map[int]string) []IRQName {
 // MatchIRQ finds the interrupt a queue name stands for among a NIC's named
 // interrupts: the exact label ("TxRx-1", "#0", case aside), or a queue
 // written as rx-N or tx-N, which matches the one label that is that queue
-// in the driver's words: rx-N, rxN, TxRx-N, rxtx-N, combined-N, queue-N
-// (tx-N: tx-N, TxRx-N, ...). The bool is false when none, or more than one,
-// matches.
+// in the driver's words: rx-N, rxN, TxRx-N, rxtx-N, combined-N, queue-N,
+// and virtio-net's input.N (tx-N: tx-N, TxRx-N, ..., output.N). The bool
+// is false when none, or more than one, matches.
 func MatchIRQ(named []IRQName, iface, queue string) (IRQName, bool) {
 	for _, q := range named {
 		if strings.EqualFold(q.Ref, iface+"/"+queue) {
@@ -92,6 +98,11 @@ func MatchIRQ(named []IRQName, iface, queue string) (IRQName, bool) {
 		return IRQName{}, false
 	}
 	want := map[string]bool{dir + idx: true, "txrx" + idx: true, "rxtx" + idx: true, "combined" + idx: true, "queue" + idx: true}
+	if dir == "rx" {
+		want["input"+idx] = true
+	} else {
+		want["output"+idx] = true
+	}
 	var found []IRQName
 	for _, q := range named {
 		label := strings.TrimPrefix(q.Ref, iface+"/")
@@ -120,11 +131,12 @@ func squash(s string) string {
 // where they were found: the device's MSI vectors when it has any (pci and
 // msi as sysfs.FS.DeviceIRQs reads them; source "msi_irqs"); else the rows
 // of in whose action is the interface's name or starts with it ("eth0",
-// "eth0-rx-0", "eth0-TxRx-1"; "proc/interrupts"); else, for a PCI device,
+// "eth0-rx-0", "eth0-TxRx-1"), or the device's the driver names the
+// vectors after ("virtio2-input.0"; "proc/interrupts"); else, for a PCI device,
 // the rows whose chip names its PCI address ("PCI-MSIX-0000:00:03.0", as
 // virtio's "virtio2-input.0" vectors are; "proc/interrupts chip"). None
 // found is nil and "".
-func NICIRQs(iface, pci string, msi []int, in *Interrupts) (irqs []int, source string) {
+func NICIRQs(iface, device, pci string, msi []int, in *Interrupts) (irqs []int, source string) {
 	if len(msi) > 0 {
 		irqs = append(irqs, msi...)
 		sort.Ints(irqs)
@@ -132,6 +144,9 @@ func NICIRQs(iface, pci string, msi []int, in *Interrupts) (irqs []int, source s
 	}
 	match := func(r InterruptRow) bool {
 		_, ok := ActionLabel(r.Actions, iface)
+		if !ok && device != "" {
+			_, ok = ActionLabel(r.Actions, device)
+		}
 		return ok
 	}
 	source = "proc/interrupts"

@@ -238,8 +238,13 @@ type NetDevice struct {
 	// device is a child of a PCI function rather than the function itself
 	// (virtio: device → 0000:00:03.0/virtio2), the function's msi_irqs are
 	// listed.
-	MSIIRQs  []int
-	RXQueues []RXQueue
+	MSIIRQs []int
+	// IRQDevice names the device the interface's interrupts are named
+	// after when that is not the interface: a virtio NIC's vectors are
+	// its virtio device's ("virtio2-input.0", device → 0000:00:03.0/virtio2).
+	// "" otherwise.
+	IRQDevice string
+	RXQueues  []RXQueue
 	TXQueues []TXQueue
 }
 
@@ -332,7 +337,7 @@ func (fs FS) NetDevice(name string) (NetDevice, error) {
 	if d.Driver, err = fs.linkBase(at("device/driver")); err != nil {
 		return d, err
 	}
-	if d.PCIAddr, d.MSIIRQs, err = fs.deviceIRQs(dir); err != nil {
+	if d.PCIAddr, d.MSIIRQs, d.IRQDevice, err = fs.deviceIRQs(dir); err != nil {
 		return d, err
 	}
 
@@ -343,21 +348,22 @@ func (fs FS) NetDevice(name string) (NetDevice, error) {
 }
 
 // DeviceIRQs reads what the interrupts of the interface name hang on: its
-// device's PCI address ("" when it is not on PCI) and its MSI vectors (nil
-// when it has none), as NetDevice fills PCIAddr and MSIIRQs.
-func (fs FS) DeviceIRQs(name string) (pci string, msi []int, err error) {
+// device's PCI address ("" when it is not on PCI), its MSI vectors (nil
+// when it has none) and the device they are named after when that is not
+// the interface, as NetDevice fills PCIAddr, MSIIRQs and IRQDevice.
+func (fs FS) DeviceIRQs(name string) (pci string, msi []int, irqDevice string, err error) {
 	if !validName(name) {
-		return "", nil, fmt.Errorf("%s: %q is not an interface name: %w", fs.host("class/net"), name, iofs.ErrNotExist)
+		return "", nil, "", fmt.Errorf("%s: %q is not an interface name: %w", fs.host("class/net"), name, iofs.ErrNotExist)
 	}
 	dir, err := fs.resolve("class/net/" + name)
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
 	return fs.deviceIRQs(dir)
 }
 
 // deviceIRQs is DeviceIRQs of the resolved class/net directory dir.
-func (fs FS) deviceIRQs(dir string) (pci string, msi []int, err error) {
+func (fs FS) deviceIRQs(dir string) (pci string, msi []int, irqDevice string, err error) {
 	dev, err := fs.resolve(dir + "/device")
 	switch {
 	case err == nil:
@@ -365,21 +371,24 @@ func (fs FS) deviceIRQs(dir string) (pci string, msi []int, err error) {
 			pci = c[0]
 		}
 		if msi, err = fs.msiIRQs(dev); err != nil {
-			return pci, nil, err
+			return pci, nil, "", err
 		}
 		if parent := path.Dir(dev); msi == nil && pciAddr.MatchString(path.Base(parent)) {
+			// A child of a PCI function (virtio): the function's vectors,
+			// named by the driver after the child ("virtio2-input.0").
 			if msi, err = fs.msiIRQs(parent); err != nil {
-				return pci, nil, err
+				return pci, nil, "", err
 			}
+			irqDevice = path.Base(dev)
 		}
 	case absent(err):
 		if c := pciChain(dir); len(c) > 0 {
 			pci = c[0]
 		}
 	default:
-		return "", nil, err
+		return "", nil, "", err
 	}
-	return pci, msi, nil
+	return pci, msi, irqDevice, nil
 }
 
 // msiIRQs lists dir/msi_irqs, nil when absent.
