@@ -13,8 +13,12 @@ BIN      := bin/linerate
 # HTML report headless in its test, prometheus to scrape the metrics for
 # real, lintian and systemd (systemd-analyze) to check the packages and
 # units, busybox (ash) to run the OpenWrt scripts, tuned for its profile
-# loader.
-DEB_PKGS := ethtool iproute2 nftables iperf3 iperf nuttcp sockperf netsniff-ng pciutils openssh-server openssh-client chromium jq prometheus lintian systemd busybox tuned
+# loader; for lab nodes that are virtual machines (lab up --vm): QEMU, the
+# kernel the guests boot, a static busybox for their initramfs (it also
+# provides ash), qemu-img for their disks, and mmdebstrap and e2fsprogs to
+# build the Debian guest image.
+DEB_PKGS := ethtool iproute2 nftables iperf3 iperf nuttcp sockperf netsniff-ng pciutils openssh-server openssh-client chromium jq prometheus lintian systemd busybox-static tuned \
+	qemu-system-x86 qemu-utils linux-image-amd64 mmdebstrap e2fsprogs
 TEST_TIMEOUT ?= 12m
 
 .PHONY: all build deps test test-short fuzz fuzz-short demo demo-smoke release bench bench-rate soak clean

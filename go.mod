@@ -8,6 +8,7 @@ require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/creack/pty v1.1.24
 	github.com/google/nftables v0.3.0
+	github.com/hashicorp/yamux v0.1.2
 	github.com/mdlayher/netlink v1.9.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1

@@ -7,10 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,33 +21,9 @@ import (
 // Run removes them whatever happens. The whole demo through the linerate
 // binary, and Ctrl-C, are tested in cmd/linerate.
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// linerateBinary builds cmd/linerate once for the tests that need a real
-// serve in the lab.
-func linerateBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "demo-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "linerate")
-		out, err := exec.Command("go", "build", "-o", builtBin, "linerate/cmd/linerate").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New("go build linerate/cmd/linerate: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
-}
+// linerateBinary is cmd/linerate, built once for the tests that need a
+// real serve in the lab.
+func linerateBinary(t *testing.T) string { return testenv.Linerate(t) }
 
 func TestMain(m *testing.M) {
 	// The demo's runs go to a history of the test's own, not the machine's.
@@ -62,9 +35,7 @@ func TestMain(m *testing.M) {
 	if err == nil {
 		os.RemoveAll(hist)
 	}
-	if builtBin != "" {
-		os.RemoveAll(filepath.Dir(builtBin))
-	}
+	testenv.RemoveLinerate()
 	os.Exit(code)
 }
 

@@ -51,6 +51,9 @@ type Agent struct {
 	// 22 of /proc/PID/stat): Down signals the pid only while it is still
 	// that process, never one that reused the number.
 	Started uint64 `json:"started"`
+	// Guest says the agent runs inside the node's guest (Pid and Started
+	// are then zero): it lives as long as the guest.
+	Guest bool `json:"guest,omitempty"`
 }
 
 // agentReady bounds the wait for an agent to accept connections.
@@ -105,6 +108,12 @@ func (l *Lab) AgentIn(from, to string) (addr string, ok bool) {
 func (l *Lab) AgentsRunning() int {
 	n := 0
 	for _, a := range l.Agents {
+		if a.Guest {
+			if g, ok := l.Guest(a.Node); ok && running(g.Pid, g.Started) {
+				n++
+			}
+			continue
+		}
 		if running(a.Pid, a.Started) {
 			n++
 		}
@@ -145,15 +154,18 @@ func (b *builder) agents() error {
 	if s.Command == nil || s.Port < 1 || s.Port > 65535 {
 		return fmt.Errorf("lab %s: agents need a command and a port (1-65535), got port %d", name, s.Port)
 	}
-	if err := d.writeSecret(name); err != nil {
-		return err
-	}
 	log, err := os.OpenFile(d.logPath(name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("agents' log: %w", err)
 	}
 	defer log.Close()
 	for _, n := range b.lab.Nodes {
+		if b.lab.IsVM(n.Name) {
+			// Its guest started it with its setup (Guest); the supervisor
+			// waited for it.
+			b.lab.Agents = append(b.lab.Agents, Agent{Node: n.Name, Guest: true})
+			continue
+		}
 		cmd := s.Command(n.Name, d.secretPath(name))
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, log, log
 		// A session of its own: the terminal's Ctrl-C for lab up does not

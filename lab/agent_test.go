@@ -61,7 +61,7 @@ func TestServeAgents(t *testing.T) {
 	if err := l.Describe(&b); err != nil || !strings.Contains(b.String(), "agents: linerate serve in 3 of 3 nodes, port 7559") {
 		t.Errorf("Describe: %v\n%s", err, b.String())
 	}
-	if !strings.HasSuffix(l.Summary(), "\t3/3 running") {
+	if !strings.HasSuffix(l.Summary(), "\t3/3 running\t-") {
 		t.Errorf("summary %q", l.Summary())
 	}
 	if err := d.Down(l.Spec.Name); err != nil {

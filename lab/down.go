@@ -98,6 +98,9 @@ func (d Dir) remove(l *Lab) error {
 	if err := stopAgents(l.Agents, 2*time.Second); err != nil {
 		errs = append(errs, err)
 	}
+	if err := stopGuests(l.Guests, 5*time.Second); err != nil {
+		errs = append(errs, err)
+	}
 	if err := stopProcesses(ids, 2*time.Second); err != nil {
 		errs = append(errs, err)
 	}
@@ -114,10 +117,10 @@ func (d Dir) remove(l *Lab) error {
 					errs = append(errs, fmt.Errorf("delete nftables table %s in %s: %w", o.Name, o.Netns, err))
 				}
 			}
-		case KindVeth:
+		case KindVeth, KindTap:
 			if h, ok := handles[o.Netns]; ok {
 				if err := deleteLink(h, o.Name); err != nil {
-					errs = append(errs, fmt.Errorf("delete veth %s in %s: %w", o.Name, o.Netns, err))
+					errs = append(errs, fmt.Errorf("delete %s %s in %s: %w", o.Kind, o.Name, o.Netns, err))
 				}
 			}
 		case KindNetns:
@@ -134,6 +137,9 @@ func (d Dir) remove(l *Lab) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("lab down %s: %w", l.Spec.Name, err)
+	}
+	if err := os.RemoveAll(d.guestDir(l.Spec.Name)); err != nil {
 		return fmt.Errorf("lab down %s: %w", l.Spec.Name, err)
 	}
 	if err := d.removeAgentFiles(l.Spec.Name); err != nil {

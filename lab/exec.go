@@ -46,6 +46,9 @@ func (l *Lab) open(node string) (Node, netns.NsHandle, error) {
 // node and stay there after Do returns, so a listener made in Do can be
 // served from any goroutine. The calling goroutine's thread is untouched.
 func (l *Lab) Do(node string, fn func() error) error {
+	if l.IsVM(node) {
+		return usage.Errorf("node %s of lab %s is a virtual machine: Go code runs only in a namespace node; run a command in it instead (lab exec)", node, l.Spec.Name)
+	}
 	_, h, err := l.open(node)
 	if err != nil {
 		return err
@@ -69,22 +72,16 @@ func (l *Lab) Do(node string, fn func() error) error {
 // a hidden subcommand would also work, but only for the linerate binary;
 // this works for any caller, tests included.)
 func (l *Lab) Start(node string, cmd *exec.Cmd) error {
+	if l.IsVM(node) {
+		return l.startVM(node, cmd)
+	}
 	n, h, err := l.open(node)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	if l.Spec.Serve != nil {
-		// The command reaches the lab's agents as bench and serve read a
-		// secret: from the environment.
-		secret, err := l.Secret()
-		if err != nil {
-			return err
-		}
-		if cmd.Env == nil {
-			cmd.Env = os.Environ()
-		}
-		cmd.Env = append(cmd.Env, EnvToken+"="+secret)
+	if err := l.giveSecret(cmd); err != nil {
+		return err
 	}
 	return l.startIn(n, h, cmd)
 }
@@ -118,4 +115,41 @@ func Resolve(host string) (addr netip.Addr, ok bool, err error) {
 	}
 	addr, ok = l.Addr(node, host)
 	return addr, ok, nil
+}
+
+// startVM starts cmd in a VM node's guest (startGuestCmd), with the
+// agents' secret in its environment as Start gives it.
+func (l *Lab) startVM(node string, cmd *exec.Cmd) error {
+	n, err := l.Node(node)
+	if err != nil {
+		return err
+	}
+	if err := RequireRoot("entering a lab node"); err != nil {
+		return err
+	}
+	if !l.Complete {
+		return usage.Errorf("lab %s is not completely up (linerate lab down %s, then up again)", l.Spec.Name, l.Spec.Name)
+	}
+	if err := l.giveSecret(cmd); err != nil {
+		return err
+	}
+	return l.startGuestCmd(n, cmd)
+}
+
+// giveSecret puts the agents' secret in cmd's environment when the lab
+// has agents: the command reaches them as bench and serve read a secret,
+// from the environment.
+func (l *Lab) giveSecret(cmd *exec.Cmd) error {
+	if l.Spec.Serve == nil {
+		return nil
+	}
+	secret, err := l.Secret()
+	if err != nil {
+		return err
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, EnvToken+"="+secret)
+	return nil
 }

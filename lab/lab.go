@@ -71,6 +71,8 @@ type Spec struct {
 	Subnet netip.Prefix `json:"subnet"`
 	// Serve, when set, starts an agent in every node (see Serve).
 	Serve *Serve `json:"serve,omitempty"`
+	// VM, when set, makes some nodes virtual machines (see VM).
+	VM *VM `json:"vm,omitempty"`
 
 	// afterStep, when set (by tests only), is called after each step of Up
 	// with the number of steps done, so a test can kill Up half way.
@@ -217,6 +219,9 @@ type Lab struct {
 	// Agents are the agents started (Spec.Serve), each recorded once it
 	// runs.
 	Agents []Agent `json:"agents,omitempty"`
+	// Guests are the VM nodes' guests (Spec.VM), each recorded once its
+	// supervisor runs.
+	Guests []Guest `json:"guests,omitempty"`
 
 	dir Dir // where the state file lives
 }
@@ -263,10 +268,11 @@ type End struct {
 // Object is one entry of the journal: something Up is about to create or
 // has created that Down must remove.
 type Object struct {
-	Kind  string `json:"kind"`  // KindNetns, KindVeth, KindTable or KindHosts
+	Kind  string `json:"kind"`  // KindNetns, KindVeth, KindTap, KindTable or KindHosts
 	Netns string `json:"netns"` // the namespace, or the one the object lives in
-	// Name is the interface of a veth (its peer goes with it), the
-	// nftables table, or the /etc/netns directory; "" for a namespace.
+	// Name is the interface of a veth (its peer goes with it) or of a
+	// tap, the nftables table, or the /etc/netns directory; "" for a
+	// namespace.
 	Name string `json:"name,omitempty"`
 	// Dev and Ino identify a namespace once it exists, so Down can tell it
 	// from a foreign one that took the same name; zero before that.
@@ -280,6 +286,7 @@ type Object struct {
 const (
 	KindNetns = "netns"
 	KindVeth  = "veth"
+	KindTap   = "tap" // Name is the tap, in Netns, behind a guest's NIC
 	KindTable = "nftables-table"
 	KindHosts = "etc-netns-hosts" // Name is the directory /etc/netns/NETNS
 )

@@ -36,6 +36,11 @@ func Plan(s Spec) (*Lab, error) {
 			pairs = append(pairs, pair{"box", p})
 		}
 	}
+	if s.VM != nil {
+		v := *s.VM
+		v.Nodes = slices.Clone(v.Nodes)
+		s.VM = &v
+	}
 	l := &Lab{Spec: s}
 	index := map[string]int{}
 	for i, n := range nodes {
@@ -69,6 +74,9 @@ func Plan(s Spec) (*Lab, error) {
 			n := &l.Nodes[i+1]
 			n.Gateway = peerAddr(l, n.Name, "box")
 		}
+	}
+	if err := l.Spec.validateVM(l); err != nil {
+		return nil, err
 	}
 	return l, nil
 }

@@ -3,9 +3,13 @@ package lab
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"linerate/lab/vm"
 )
 
 // Status is "up", "building" (its Up still runs) or "incomplete" (its Up
@@ -44,6 +48,9 @@ func (l *Lab) Describe(w io.Writer) error {
 		if n.Masquerade != "" {
 			role = append(role, "NAT out of "+n.Masquerade)
 		}
+		if l.IsVM(n.Name) {
+			role = append([]string{"guest"}, role...)
+		}
 		r := strings.Join(role, ", ")
 		for i, f := range n.Ifaces {
 			name, ns := n.Name, n.Netns
@@ -55,6 +62,20 @@ func (l *Lab) Describe(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if v := l.Spec.VM; v != nil {
+		accel := string(v.Accel)
+		if v.Accel == vm.TCG {
+			accel = "TCG (emulated CPUs: rates are the emulator's, not the driver's)"
+		}
+		fmt.Fprintf(w, "guests: %s with %s NICs, %s image, %d CPUs and %d MiB each, run by QEMU under %s\n",
+			strings.Join(v.Nodes, ", "), v.NIC, v.Image, v.CPUs, v.MemoryMB, accel)
+		if v.AccelWhy != "" {
+			fmt.Fprintf(w, "  not KVM: %s\n", v.AccelWhy)
+		}
+		for _, g := range l.Guests {
+			fmt.Fprintf(w, "  %s: kernel %s, up in %s; console %s\n", g.Node, g.Kernel, g.Boot.Round(100*time.Millisecond), filepath.Join(g.Dir, "console.log"))
+		}
 	}
 	if s := l.Spec.Serve; s != nil {
 		pinned := ""
@@ -69,7 +90,7 @@ func (l *Lab) Describe(w io.Writer) error {
 }
 
 // Summary is one line about the lab for `lab list`: name, topology,
-// status, nodes, subnet and agents.
+// status, nodes, subnet, agents and guests.
 func (l *Lab) Summary() string {
 	nodes := l.NodeNames()
 	if len(nodes) > 4 {
@@ -87,7 +108,17 @@ func (l *Lab) Summary() string {
 	if l.Spec.Serve != nil {
 		agents = fmt.Sprintf("%d/%d running", l.AgentsRunning(), len(l.Nodes))
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", l.Spec.Name, topo, l.Status(), list, subnet, agents)
+	guests := "-"
+	if v := l.Spec.VM; v != nil {
+		running := 0
+		for _, g := range l.Guests {
+			if alive(g.Pid, g.Started) {
+				running++
+			}
+		}
+		guests = fmt.Sprintf("%s %s, %d/%d running", strings.Join(v.Nodes, ","), v.NIC, running, len(v.Nodes))
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", l.Spec.Name, topo, l.Status(), list, subnet, agents, guests)
 }
 
 // cpuList is a list of CPUs as serve --cpus takes it: "0", "0,2".

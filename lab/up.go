@@ -6,21 +6,19 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/netip"
 	"os"
 	"time"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 
 	"linerate/internal/usage"
+	"linerate/lab/nodenet"
 )
 
 // TableName is the nftables table (family ip) a forwarding node NATs with.
-const TableName = "linerate"
+const TableName = nodenet.TableName
 
 // Up builds a lab recorded in the default directory.
 func Up(ctx context.Context, s Spec) (*Lab, error) { return DefaultDir().Up(ctx, s) }
@@ -70,7 +68,7 @@ func (d Dir) Up(ctx context.Context, s Spec) (*Lab, error) {
 		lk.release(true)
 		return nil, err
 	}
-	b := &builder{lab: l, ctx: ctx, ns: map[string]netns.NsHandle{}, nl: map[string]*netlink.Handle{}}
+	b := &builder{lab: l, ctx: ctx, ns: map[string]netns.NsHandle{}, nl: map[string]*netlink.Handle{}, taps: map[string][]*os.File{}}
 	err = b.build()
 	b.close()
 	if err != nil {
@@ -133,9 +131,17 @@ type builder struct {
 	done int // steps done, for Spec.afterStep
 	ns   map[string]netns.NsHandle
 	nl   map[string]*netlink.Handle
+	// taps are the open queues of the taps behind each guest's NICs,
+	// until its supervisor takes them.
+	taps map[string][]*os.File
 }
 
 func (b *builder) close() {
+	for _, fs := range b.taps {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
 	for _, h := range b.nl {
 		h.Close()
 	}
@@ -202,6 +208,14 @@ func (b *builder) build() error {
 		return err
 	}
 	if b.lab.Spec.Serve != nil {
+		if err := b.lab.dir.writeSecret(b.lab.Spec.Name); err != nil {
+			return err
+		}
+	}
+	if err := b.guests(); err != nil {
+		return err
+	}
+	if b.lab.Spec.Serve != nil {
 		return b.agents()
 	}
 	return nil
@@ -215,13 +229,16 @@ func (b *builder) build() error {
 func (b *builder) ready() error {
 	deadline := time.Now().Add(5 * time.Second)
 	for _, n := range b.lab.Nodes {
+		if b.lab.IsVM(n.Name) {
+			continue // its guest waits for its NICs itself
+		}
 		for _, f := range n.Ifaces {
 			for {
 				link, err := b.nl[n.Name].LinkByName(f.Name)
 				if err != nil {
 					return fmt.Errorf("find %s in %s: %w", f.Name, n.Netns, err)
 				}
-				if link.Attrs().OperState == netlink.OperUp {
+				if lowerUp(link) {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -283,6 +300,12 @@ func (b *builder) node(n Node) error {
 // brings it up and caps it.
 func (b *builder) link(k Link) error {
 	s := b.lab.Spec
+	switch {
+	case b.lab.IsVM(k.A.Node):
+		return b.vmLink(k, k.A, k.B)
+	case b.lab.IsVM(k.B.Node):
+		return b.vmLink(k, k.B, k.A)
+	}
 	na, nb := NetnsName(s.Name, k.A.Node), NetnsName(s.Name, k.B.Node)
 	i, err := b.journal(Object{Kind: KindVeth, Netns: na, Name: k.A.Iface})
 	if err != nil {
@@ -323,14 +346,14 @@ func (b *builder) end(e End) error {
 	if err != nil {
 		return fmt.Errorf("find %s: %w", where, err)
 	}
-	if err := nl.AddrAdd(link, &netlink.Addr{IPNet: prefixNet(e.Addr)}); err != nil {
+	if err := nl.AddrAdd(link, &netlink.Addr{IPNet: nodenet.IPNet(e.Addr)}); err != nil {
 		return fmt.Errorf("address %s on %s: %w", e.Addr, where, err)
 	}
 	if err := b.step(); err != nil {
 		return err
 	}
 	if rate := b.lab.Spec.Rate; rate != 0 {
-		if err := nl.QdiscAdd(tbf(link.Attrs().Index, rate)); err != nil {
+		if err := nl.QdiscAdd(nodenet.TBF(link.Attrs().Index, rate)); err != nil {
 			return fmt.Errorf("cap %s at %sbit/s with tbf: %w", where, FormatRate(rate), err)
 		}
 		if err := b.step(); err != nil {
@@ -343,30 +366,11 @@ func (b *builder) end(e End) error {
 	return b.step()
 }
 
-// tbf is the token bucket that caps one interface's egress at rate bits/s.
-// The bucket holds 4 ms at that rate, and at least 128 KiB so that a
-// 64 KiB GSO packet passes whole; the queue holds 10 ms more. tbf and htb
-// are in nearly every kernel, netem is not. (tc-tbf(8): burst must be at
-// least rate/HZ; the kernel's tbf times with hrtimers, so 4 ms covers
-// HZ=250.)
-func tbf(ifindex int, rate uint64) *netlink.Tbf {
-	bytes := rate / 8
-	burst := max(bytes/250, 128<<10)
-	limit := burst + bytes/100
-	return &netlink.Tbf{
-		QdiscAttrs: netlink.QdiscAttrs{
-			LinkIndex: ifindex,
-			Handle:    netlink.MakeHandle(1, 0),
-			Parent:    netlink.HANDLE_ROOT,
-		},
-		Rate:   bytes,
-		Buffer: netlink.Xmittime(bytes, uint32(burst)),
-		Limit:  uint32(min(limit, 1<<32-1)),
-	}
-}
-
 // routing gives a node its default route, forwarding and NAT.
 func (b *builder) routing(n Node) error {
+	if b.lab.IsVM(n.Name) {
+		return nil // the guest routes as its configuration says
+	}
 	nl := b.nl[n.Name]
 	if n.Gateway.IsValid() {
 		r := &netlink.Route{Gw: net.IP(n.Gateway.AsSlice())}
@@ -390,7 +394,7 @@ func (b *builder) routing(n Node) error {
 		if err != nil {
 			return err
 		}
-		if err := masquerade(b.ns[n.Name], n.Masquerade); err != nil {
+		if err := nodenet.Masquerade(n.Masquerade, nftables.WithNetNSFd(int(b.ns[n.Name]))); err != nil {
 			return fmt.Errorf("nftables NAT in %s: %w", n.Netns, err)
 		}
 		return b.finish(i)
@@ -398,83 +402,12 @@ func (b *builder) routing(n Node) error {
 	return nil
 }
 
-// masquerade adds, in namespace h, the equivalent of
-//
-//	table ip linerate {
-//		chain postrouting {
-//			type nat hook postrouting priority srcnat;
-//			oifname "IFACE" counter masquerade
-//		}
-//	}
-//
-// NAT makes the namespace track connections (conntrack) as a home router
-// does.
-func masquerade(h netns.NsHandle, iface string) error {
-	c, err := nftables.New(nftables.WithNetNSFd(int(h)))
-	if err != nil {
-		return err
-	}
-	t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName})
-	ch := c.AddChain(&nftables.Chain{
-		Name:     "postrouting",
-		Table:    t,
-		Type:     nftables.ChainTypeNAT,
-		Hooknum:  nftables.ChainHookPostrouting,
-		Priority: nftables.ChainPriorityNATSource,
-	})
-	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(iface)},
-		&expr.Counter{},
-		&expr.Masq{},
-	}})
-	return c.Flush()
-}
-
-// ifname is an interface name as nftables compares it: IFNAMSIZ bytes,
-// NUL-padded.
-func ifname(s string) []byte {
-	b := make([]byte, unix.IFNAMSIZ)
-	copy(b, s)
-	return b
-}
-
 // tableExists reports whether namespace h holds linerate's nftables table.
 func tableExists(h netns.NsHandle) (bool, error) {
-	c, err := nftables.New(nftables.WithNetNSFd(int(h)))
-	if err != nil {
-		return false, err
-	}
-	ts, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
-	if err != nil {
-		return false, err
-	}
-	for _, t := range ts {
-		if t.Name == TableName {
-			return true, nil
-		}
-	}
-	return false, nil
+	return nodenet.TableExists(nftables.WithNetNSFd(int(h)))
 }
 
 // deleteTable removes linerate's nftables table from namespace h.
 func deleteTable(h netns.NsHandle) error {
-	ok, err := tableExists(h)
-	if err != nil || !ok {
-		return err
-	}
-	c, err := nftables.New(nftables.WithNetNSFd(int(h)))
-	if err != nil {
-		return err
-	}
-	c.DelTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: TableName})
-	if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
-		return err
-	}
-	return nil
-}
-
-// prefixNet converts an address with its prefix length to netlink's form.
-func prefixNet(p netip.Prefix) *net.IPNet {
-	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+	return nodenet.DeleteTable(nftables.WithNetNSFd(int(h)))
 }

@@ -34,6 +34,7 @@ type labUpOptions struct {
 	subnet string
 	serve  bool
 	cpus   string
+	vm     labVMOptions
 }
 
 func newLabCmd() *cobra.Command {
@@ -62,12 +63,14 @@ host is. See docs/lab.md.`,
 	}
 	c.PersistentFlags().StringVar(&o.stateDir, "state-dir", string(lab.DefaultDir()),
 		"directory of lab state files (env "+lab.EnvDir+")")
-	c.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabListCmd(o), newLabAddrCmd(o), newLabExecCmd(o))
+	c.AddCommand(newLabUpCmd(o), newLabDownCmd(o), newLabListCmd(o), newLabAddrCmd(o), newLabExecCmd(o),
+		newLabRebootCmd(o), newLabImageCmd(), newLabSuperviseCmd(), newLabGuestCmd(), newLabVMExecCmd())
 	return c
 }
 
 // labSpecFlags are the flags of lab up that set each field of a lab.Spec.
-var labSpecFlags = map[string]string{"Ports": "--ports", "MTU": "--mtu", "Queues": "--queues", "Rate": "--rate", "Subnet": "--subnet"}
+var labSpecFlags = map[string]string{"Ports": "--ports", "MTU": "--mtu", "Queues": "--queues", "Rate": "--rate", "Subnet": "--subnet",
+	"VM": "--vm", "NIC": "--nic", "Image": "--vm-image", "CPUs": "--vm-cpus", "MemoryMB": "--vm-memory"}
 
 func newLabUpCmd(common *labOptions) *cobra.Command {
 	o := &labUpOptions{labOptions: common}
@@ -80,9 +83,12 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
   sudo linerate lab up pair --name p --subnet 192.168.77.0/24
   sudo linerate lab up router --name demo --serve    # and an agent (linerate serve) in every node
   sudo linerate lab up router --name demo --serve --cpus 0   # agents pinned to CPU0: the router's receive work piles up there
-  sudo linerate lab exec demo lan -- linerate bench udp --to wan   # reaches wan's agent by name`,
+  sudo linerate lab exec demo lan -- linerate bench udp --to wan   # reaches wan's agent by name
+  sudo linerate lab up pair --name p --vm b --nic e1000e --serve   # b is a QEMU guest with an e1000e NIC
+  sudo linerate lab up pair --name v --vm b --nic virtio --queues 4  # virtio-net, 4 queues, RSS
+  sudo linerate lab up router --name r --vm router --vm-image debian  # a Debian guest that reboots`,
 		Args: argsWith(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			s := lab.Spec{Topology: args[0], Name: o.name, Ports: o.ports, MTU: o.mtu, Queues: o.queues}
 			if s.Name == "" {
 				s.Name = s.Topology
@@ -133,6 +139,9 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
 			} else if o.cpus != "" {
 				return usage.Errorf("--cpus pins the agents: it goes with --serve")
 			}
+			if s.VM, err = o.vm.spec(cmd); err != nil {
+				return err
+			}
 			l, err := o.dir().Up(cmd.Context(), s)
 			if err != nil {
 				return usage.Flags(err, labSpecFlags)
@@ -155,6 +164,7 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
 	f.StringVar(&o.subnet, "subnet", lab.DefaultSubnet.String(), "IPv4 prefix to carve one subnet per link from")
 	f.StringVar(&o.cpus, "cpus", "", "with --serve: pin every agent's sender and receiver threads to these CPUs (serve --cpus: \"0\", \"0-1\"), so that a flow's work piles up there")
 	f.BoolVar(&o.serve, "serve", false, fmt.Sprintf("start an agent (linerate serve, port %d) in every node, with a secret in the state directory; lab down stops them", wire.DefaultPort))
+	o.vm.flags(f)
 	return c
 }
 
@@ -221,7 +231,7 @@ func newLabListCmd(o *labOptions) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tTOPOLOGY\tSTATUS\tNODES\tSUBNET\tAGENTS")
+			fmt.Fprintln(tw, "NAME\tTOPOLOGY\tSTATUS\tNODES\tSUBNET\tAGENTS\tGUESTS")
 			for _, l := range labs {
 				fmt.Fprintln(tw, l.Summary())
 			}
@@ -303,7 +313,10 @@ exit status is the command's. linerate's own flags
 				return usage.Errorf("lab exec %s %s: no command after --", args[0], args[1])
 			}
 			c := exec.Command(argv[0], argv[1:]...)
-			if errors.Is(c.Err, exec.ErrNotFound) {
+			if l.IsVM(args[1]) {
+				// The guest looks the command up on its own PATH.
+				c = &exec.Cmd{Path: argv[0], Args: argv}
+			} else if errors.Is(c.Err, exec.ErrNotFound) {
 				return usage.Errorf("lab exec: %q not found in $PATH", argv[0])
 			}
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
