@@ -136,6 +136,11 @@ func TuneApplied(w io.Writer, r *tune.Record, store, stateFlag string) {
 		return
 	}
 	fmt.Fprintf(w, "applied %d change%s on %s, each read back; journal %s in %s\n", n, tunePlural(n), tuneWhere(r.Netns), r.ID, store)
+	for _, e := range r.Entries {
+		if e.State == tune.Applied && e.Said != "" {
+			fmt.Fprintf(w, "  %s %s: %s\n", e.Kind, e.Target, e.Said)
+		}
+	}
 	fmt.Fprintf(w, "undo with: linerate tune rollback%s; keep across reboots with: linerate tune persist%s\n", stateFlag, stateFlag)
 }
 

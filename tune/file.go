@@ -261,6 +261,13 @@ func buildQueueMask(sys System, it Item, dir, file string) ([]Action, error) {
 		p := d + "/" + file
 		cur, err := readTrim(sys, p)
 		if errors.Is(err, fs.ErrNotExist) {
+			if names, derr := sys.ReadDir(d); derr == nil && file == "xps_cpus" && slices.Contains(names, file) {
+				// The file is there but reading it says ENOENT: the
+				// kernel keeps XPS for NICs with more than one tx queue
+				// (net/core/net-sysfs.c, xps_cpus_show).
+				iface, _, _ := strings.Cut(targets[i], "/")
+				return nil, usage.Errorf("%s: %s has a single tx queue, and the kernel steers transmits (XPS) only between several", targets[i], iface)
+			}
 			return nil, usage.Errorf("%s: not supported by this kernel (no %s)", targets[i], display(p))
 		}
 		if err != nil {
@@ -348,6 +355,9 @@ func buildIRQAffinity(sys System, it Item) ([]Action, error) {
 		a, err := irqAction(sys, it, q, cpus)
 		if err != nil {
 			return nil, err
+		}
+		if q.Ref != strconv.Itoa(q.Number) {
+			a = &irqByName{sys: sys, it: it, ref: q.Ref, cpus: cpus, inner: a}
 		}
 		acts = append(acts, a)
 	}

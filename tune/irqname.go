@@ -2,6 +2,7 @@ package tune
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -104,4 +105,39 @@ func SameCPUs(it Item) Item {
 		it.Value = sameIRQPrefix + it.Value
 	}
 	return it
+}
+
+// irqByName is the affinity of an interrupt named by what it serves
+// ("a/rx-0"): it is resolved again when applied, since a change applied
+// before it in the same transaction (rings, channels, an MTU) may have
+// reset the NIC and given its interrupts new numbers.
+type irqByName struct {
+	sys   System
+	it    Item
+	ref   string
+	cpus  []int
+	inner Action
+	said  string
+}
+
+func (a *irqByName) Describe() Change { return a.inner.Describe() }
+
+// Said reports a number that changed since the plan.
+func (a *irqByName) Said() string { return a.said }
+
+func (a *irqByName) Apply(ctx context.Context) (Undo, error) {
+	was := a.inner.Describe().IRQ
+	irqs, _, err := resolveIRQs(a.sys, a.ref)
+	if err != nil {
+		return nil, fmt.Errorf("find %s again: %w", a.ref, err)
+	}
+	if len(irqs) == 1 && irqs[0].Number != was {
+		inner, err := irqAction(a.sys, a.it, irqs[0], a.cpus)
+		if err != nil {
+			return nil, err
+		}
+		a.inner = inner
+		a.said = fmt.Sprintf("%s is IRQ %d now (IRQ %d when planned)", a.ref, irqs[0].Number, was)
+	}
+	return a.inner.Apply(ctx)
 }

@@ -47,6 +47,10 @@ type Entry struct {
 	Change
 	State string `json:"state"`
 	Error string `json:"error,omitempty"`
+	// Said is what applying it showed: the value the driver kept instead
+	// of the one asked, a link that reset and came back, an interrupt
+	// found under a new number.
+	Said string `json:"said,omitempty"`
 }
 
 // mayHaveChanged reports whether the system may hold the entry's new value.

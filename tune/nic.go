@@ -35,7 +35,12 @@ type nicAction struct {
 	c     Change
 	set   func() error
 	check func() (bool, error)
+	// said is what Apply found worth reporting (Said).
+	said string
 }
+
+// Said is what the driver kept instead of the value asked, if anything.
+func (a *nicAction) Said() string { return a.said }
 
 func (a *nicAction) Describe() Change { return a.c }
 
@@ -62,6 +67,13 @@ func (a *nicAction) Apply(ctx context.Context) (Undo, error) {
 		cur := "?"
 		if acts, err := Build(a.sys, a.c.Item()); err == nil && len(acts) == 1 {
 			cur = acts[0].Describe().From
+		}
+		if roundingKinds[a.c.Kind] && cur != "?" && cur != a.c.From {
+			// The driver took the call and kept a value of its own
+			// near the one asked: that is the new value, said as such.
+			a.said = keptNote(a.c.Target, a.c.To, cur)
+			a.c.To = cur
+			return undo, nil
 		}
 		return undo, fmt.Errorf("%s %s reads %s after setting %s", a.c.Kind, a.c.Target, cur, a.c.To)
 	}

@@ -73,6 +73,7 @@ func newPlan(sys System, items []Item, lenient bool) (*Plan, error) {
 	if c := queueConflicts(p.actions); len(c) > 0 {
 		problems, bad = append(problems, c...), true
 	}
+	p.actions = resetsFirst(p.actions)
 	if len(problems) > 0 {
 		err := fmt.Errorf("%s", strings.Join(problems, "; "))
 		if bad {

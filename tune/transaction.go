@@ -94,6 +94,9 @@ func (t *Transaction) Apply(ctx context.Context) error {
 			e.State = Pending
 			return t.fail(ctx, i, err)
 		}
+		iface := resetIface(e.Change)
+		had := iface != "" && carrier(t.sys, iface)
+		start := time.Now()
 		undo, err := a.Apply(ctx)
 		if err != nil {
 			if undo == nil {
@@ -101,6 +104,17 @@ func (t *Transaction) Apply(ctx context.Context) error {
 				e.State = Failed
 			}
 			return t.fail(ctx, i, err)
+		}
+		if s, ok := a.(sayer); ok && s.Said() != "" {
+			c := a.Describe()
+			e.Said, e.To, e.IRQ = s.Said(), c.To, c.IRQ
+		}
+		if had && undo != nil && !e.Unchanged {
+			note, err := awaitCarrier(ctx, t.sys, iface, start, carrierBack)
+			if err != nil {
+				return t.fail(ctx, i, err)
+			}
+			e.Said = joinNote(e.Said, note)
 		}
 		if t.AfterChange != nil {
 			t.AfterChange(i + 1)
@@ -163,7 +177,14 @@ func (s Store) restore(ctx context.Context, sys System, r *Record) (int, []error
 		case earlier && !e.Boot:
 			// Gone with the reboot; only boot files outlive it.
 		default:
+			iface := resetIface(e.Change)
+			had, start := iface != "" && carrier(sys, iface), time.Now()
 			err = undoWith(sys, *e.Restore)(ctx)
+			if err == nil && had {
+				// The restore reset the link too: the next entry (an
+				// interrupt's affinity, say) waits for it.
+				_, err = awaitCarrier(ctx, sys, iface, start, carrierBack)
+			}
 		}
 		if err != nil {
 			e.State, e.Error = RestoreFailed, err.Error()

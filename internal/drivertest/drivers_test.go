@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -32,15 +33,81 @@ func TestE1000E(t *testing.T) {
 		t.Errorf("plan for a/rx-0:\n%s", plan)
 	}
 
-	// Coalescing applied, held, rolled back.
-	l.must("b", "linerate", "tune", "apply", "--set", "coalesce:a=rx-usecs=100")
-	if out := l.must("b", "ethtool", "-c", "a"); !strings.Contains(out, "rx-usecs: 100\n") {
+	// Coalescing applied, held, rolled back. e1000e keeps coalescing as
+	// an interrupt rate, so 7000 µs comes back as 7142: what the driver
+	// keeps is the new value, said as such.
+	out := l.must("b", "linerate", "tune", "apply", "--set", "coalesce:a=rx-usecs=7000")
+	if !strings.Contains(out, "keeps rx-usecs=7142 where rx-usecs=7000 was asked") {
+		t.Errorf("apply does not say what the driver kept:\n%s", out)
+	}
+	if out := l.must("b", "ethtool", "-c", "a"); !strings.Contains(out, "rx-usecs: 7142\n") {
 		t.Errorf("after apply, ethtool -c a:\n%s", out)
 	}
 	l.must("b", "linerate", "tune", "status")
 	l.must("b", "linerate", "tune", "rollback")
 	if got := l.inspect("b").nic(t, "a").Coalesce.Params["rx-usecs"]; got != n.Coalesce.Params["rx-usecs"] {
 		t.Errorf("rx-usecs %d after rollback, was %d", got, n.Coalesce.Params["rx-usecs"])
+	}
+
+	// A ring change resets e1000e's link: the IRQ affinity planned with
+	// it is applied after the reset, to the interrupt found by name then,
+	// and apply says when the carrier came back.
+	irq := refs["a/rx-0"]
+	affinity := func() string {
+		return strings.TrimSpace(l.must("b", "cat", fmt.Sprintf("/proc/irq/%d/smp_affinity_list", irq)))
+	}
+	before := affinity()
+	out = l.must("b", "linerate", "tune", "apply", "--set", "irq-affinity:a/rx-0=1", "--set", "rings:a=rx=500")
+	if !strings.Contains(out, "carrier back after") || !strings.Contains(out, "keeps rx=504 where rx=500 was asked") {
+		t.Errorf("apply of rings:\n%s", out)
+	}
+	if i, j := strings.Index(out, "  rings"), strings.Index(out, "  irq-affinity"); i < 0 || j < i {
+		t.Errorf("the ring change (a link reset) is not planned first:\n%s", out)
+	}
+	if got := affinity(); got != "1" {
+		t.Errorf("IRQ %d affinity %s after apply, want 1", irq, got)
+	}
+	l.must("b", "linerate", "tune", "status")
+	l.must("b", "linerate", "tune", "rollback")
+	if got := affinity(); got != before {
+		t.Errorf("IRQ %d affinity %s after rollback, was %s", irq, got, before)
+	}
+	if got := l.inspect("b").nic(t, "a").Rings.RX; got != n.Rings.RX {
+		t.Errorf("rx ring %d after rollback, was %d", got, n.Rings.RX)
+	}
+
+	// MTU: up to the driver's maximum, which the error names past it.
+	if n.MaxMTU < 9000 {
+		t.Fatalf("e1000e's max MTU %d", n.MaxMTU)
+	}
+	r := l.exec("b", "linerate", "tune", "plan", "--set", fmt.Sprintf("mtu:a=%d", n.MaxMTU+1))
+	if r.code != 2 || !strings.Contains(r.stderr, fmt.Sprint(n.MaxMTU)) {
+		t.Errorf("MTU past the maximum: exit %d, %s", r.code, r.stderr)
+	}
+	// XPS on a NIC of one tx queue: the kernel keeps none, and says so
+	// by ENOENT on a file that is there.
+	if r := l.exec("b", "linerate", "tune", "plan", "--set", "xps:a/tx-0=1"); r.code != 2 || !strings.Contains(r.stderr, "single tx queue") {
+		t.Errorf("xps on e1000e: exit %d, %s", r.code, r.stderr)
+	}
+
+	// kill -9 between changes on a real driver: rollback puts back
+	// exactly what was there.
+	look := func() string {
+		return l.must("b", "sh", "-c", fmt.Sprintf("ethtool -g a | tail -n +7; ethtool -c a | grep -E '^(rx|tx)-usecs:'; cat /proc/irq/%d/smp_affinity_list /sys/class/net/a/mtu /sys/class/net/a/queues/rx-0/rps_cpus", irq))
+	}
+	was := look()
+	r = l.exec("b", "env", "LINERATE_TUNE_KILL_AFTER=3", "linerate", "tune", "apply",
+		"--set", "rings:a=rx=512", "--set", "mtu:a=9000", "--set", "coalesce:a=rx-usecs=100",
+		"--set", "irq-affinity:a/rx-0=1", "--set", "rps:a/rx-0=1")
+	if r.code != 128+9 {
+		t.Fatalf("apply killed after 3 changes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if look() == was {
+		t.Fatalf("nothing changed before the kill:\n%s", was)
+	}
+	l.must("b", "linerate", "tune", "rollback")
+	if now := look(); now != was {
+		t.Errorf("after kill -9 and rollback:\n%s\nwas:\n%s", now, was)
 	}
 }
 
@@ -73,6 +140,56 @@ func TestVirtio(t *testing.T) {
 	if !strings.Contains(plan, "a/input.2") {
 		t.Errorf("a/rx-2 did not resolve to a/input.2:\n%s", plan)
 	}
+	affinity := func(ref string) string {
+		return strings.TrimSpace(l.must("b", "cat", fmt.Sprintf("/proc/irq/%d/smp_affinity_list", refs[ref])))
+	}
+	before := affinity("a/input.2")
+	l.must("b", "linerate", "tune", "apply", "--set", "irq-affinity:a/rx-2=1")
+	if got := affinity("a/input.2"); got != "1" {
+		t.Errorf("a/input.2 affinity %s, want 1", got)
+	}
+	l.must("b", "linerate", "tune", "rollback")
+	if got := affinity("a/input.2"); got != before {
+		t.Errorf("a/input.2 affinity %s after rollback, was %s", got, before)
+	}
+
+	// Channels 4 → 2 → 4, each a link reset waited for.
+	out := l.must("b", "linerate", "tune", "apply", "--set", "channels:a=combined=2")
+	if !strings.Contains(out, "carrier back after") {
+		t.Errorf("channels apply:\n%s", out)
+	}
+	if c := l.inspect("b").nic(t, "a").Channels; c.Combined != 2 {
+		t.Errorf("combined %d after apply, want 2", c.Combined)
+	}
+	l.must("b", "linerate", "tune", "status")
+	l.must("b", "linerate", "tune", "rollback")
+	if c := l.inspect("b").nic(t, "a").Channels; c.Combined != 4 {
+		t.Errorf("combined %d after rollback, want 4", c.Combined)
+	}
+
+	// The RSS table spread over two queues (ethtool -X a equal 2).
+	l.must("b", "linerate", "tune", "apply", "--set", "rss-equal:a=2")
+	for i, q := range l.inspect("b").nic(t, "a").RSS.Indirection {
+		if q != i%2 {
+			t.Fatalf("indirection[%d] = %d after rss-equal 2", i, q)
+		}
+	}
+	l.must("b", "linerate", "tune", "rollback")
+	if got := l.inspect("b").nic(t, "a").RSS.Indirection; !equalInts(got, n.RSS.Indirection) {
+		t.Errorf("indirection after rollback %v, was %v", got, n.RSS.Indirection)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // TestVMXNET3: VMware's paravirtual NIC; its vectors are a-rxtx-N and
@@ -90,6 +207,21 @@ func TestVMXNET3(t *testing.T) {
 	plan := l.must("b", "linerate", "tune", "plan", "--set", "irq-affinity:a/rx-0=1")
 	if !strings.Contains(plan, "a/rxtx-0") {
 		t.Errorf("a/rx-0 did not resolve to a/rxtx-0:\n%s", plan)
+	}
+	// Rings: vmxnet3 quiesces and reactivates the device, and keeps rx
+	// rings in multiples of its own.
+	rx := b.nic(t, "a").Rings.RX
+	out := l.must("b", "linerate", "tune", "apply", "--set", "rings:a=rx=500")
+	t.Logf("rings on vmxnet3:\n%s", out)
+	l.must("b", "linerate", "tune", "status")
+	l.must("b", "linerate", "tune", "rollback")
+	if got := l.inspect("b").nic(t, "a").Rings.RX; got != rx {
+		t.Errorf("rx ring %d after rollback, was %d", got, rx)
+	}
+	// Coalescing: QEMU's vmxnet3 is a device of version 1, which the
+	// driver gives no coalescing (it needs version 3): the plan says so.
+	if r := l.exec("b", "linerate", "tune", "plan", "--set", "coalesce:a=rx-usecs=100"); r.code != 2 || !strings.Contains(r.stderr, "vmxnet3") {
+		t.Errorf("coalesce on vmxnet3: exit %d %s", r.code, r.stderr)
 	}
 }
 
