@@ -105,10 +105,11 @@ func bannedOf(b []byte) string {
 
 // buildTxQueueLen: sys/class/net/IFACE/tx_queue_len, the length of the
 // queue of a qdisc that takes it from the interface (pfifo_fast, the
-// children of mq).
+// children of mq). 0 is a length too: what a veth or a loopback has, so
+// what a rollback there puts back.
 func buildTxQueueLen(sys System, it Item) ([]Action, error) {
 	n, err := strconv.ParseUint(it.Value, 10, 32)
-	if err != nil || n == 0 {
+	if err != nil {
 		return nil, usage.Errorf("value %q: want a queue length, e.g. 2000", it.Value)
 	}
 	if err := checkIface(sys, it.Target); err != nil {

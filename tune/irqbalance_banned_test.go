@@ -64,3 +64,25 @@ func TestIRQBalanceBannedAndTxQueueLen(t *testing.T) {
 		t.Errorf("tx_queue_len after rollback %q", l)
 	}
 }
+
+// A veth's txqueuelen is 0 (it has no queue of its own): an apply there
+// rolls back to 0, which is a length like any other.
+func TestNetnsTxQueueLenBackToZero(t *testing.T) {
+	l := newLab(t)
+	qlen := func() string { return strings.TrimSpace(l.sh(t, "cat", "/sys/class/net/b/tx_queue_len")) }
+	if qlen() != "0" {
+		t.Skipf("veth b has txqueuelen %s here, not 0", qlen())
+	}
+	sys := openNetns(t, l.ns.Name)
+	store, err := applyOne(t, sys, Item{Kind: "txqueuelen", Target: "b", Value: "1500"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qlen() != "1500" {
+		t.Fatalf("after apply: qlen %s", qlen())
+	}
+	rollbackAll(t, sys, store)
+	if qlen() != "0" {
+		t.Errorf("after rollback: qlen %s, want 0", qlen())
+	}
+}
