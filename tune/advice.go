@@ -48,6 +48,9 @@ func buildBoot(sys System, it Item) ([]Action, error) {
 		return nil, usage.Errorf("empty value")
 	}
 	if strings.HasPrefix(it.Value, restoreFile) || bootEdits(sys) && (it.Target == "cmdline.txt" || it.Target == "config.txt" || it.Target == "grub") {
+		if err := hostWide(sys, "boot files are the host's"); err != nil {
+			return nil, err
+		}
 		return buildBootEdit(sys, it)
 	}
 	c := Change{Kind: it.Kind, Target: it.Target, To: it.Value, Note: it.Note, Boot: true, Manual: true}

@@ -30,8 +30,8 @@ func buildIRQBalanceBanned(sys System, it Item) ([]Action, error) {
 	if it.Target != "box" {
 		return nil, usage.Errorf("target %q: want box", it.Target)
 	}
-	if sys.Netns() != "" {
-		return nil, usage.Errorf("irqbalance is the host's; not changed inside netns %s", sys.Netns())
+	if err := hostWide(sys, "irqbalance is the host's"); err != nil {
+		return nil, err
 	}
 	var file string
 	var old []byte

@@ -522,7 +522,12 @@ func (o *tuneOptions) runPersist(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return usage.Errorf("--state-dir: %w", err)
 	}
-	res, err := tune.Persist(recs, tune.PersistOptions{Root: o.rootDir, Binary: bin, StateDir: stateDir, Target: o.target})
+	here, err := tune.Open("")
+	if err != nil {
+		return err
+	}
+	defer here.Close()
+	res, err := tune.Persist(recs, tune.PersistOptions{Root: o.rootDir, Binary: bin, StateDir: stateDir, Target: o.target, Here: here})
 	if err != nil {
 		return usage.Flags(err, map[string]string{"Target": "--target"})
 	}

@@ -22,6 +22,7 @@ func TestTuneCommand(t *testing.T) {
 	t.Run("reapply a re-created interface", func(t *testing.T) { tuneReapply(t, bin) })
 	t.Run("killed at any moment", func(t *testing.T) { tuneKilled(t, bin) })
 	t.Run("journal belongs where it was made", func(t *testing.T) { tuneWhere(t, bin) })
+	t.Run("records bound to their namespace", func(t *testing.T) { tuneBoundToNamespace(t, bin) })
 }
 
 // tuneBadInput: every mistake is exit 2 with one line naming it.
