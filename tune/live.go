@@ -200,11 +200,15 @@ func (l *Live) Tc(args ...string) (out []byte, err error) {
 	return out, nil
 }
 
-// Services is systemd through systemctl. Services are the host's: inside
-// a network namespace there are none of its own.
+// Services is systemd through systemctl, when systemd runs: it made
+// /run/systemd/system, as sd_booted(3) checks. Services are the host's:
+// inside a network namespace there are none of its own.
 func (l *Live) Services() (Services, error) {
 	if l.ns != nil {
 		return nil, errNone("service manager", l.name)
+	}
+	if st, err := os.Stat(filepath.Join(hostRoot, "run/systemd/system")); err != nil || !st.IsDir() {
+		return nil, noneError{"systemd is not running (no /run/systemd/system)"}
 	}
 	return Systemctl{}, nil
 }

@@ -23,6 +23,7 @@ func TestTuneCommand(t *testing.T) {
 	t.Run("killed at any moment", func(t *testing.T) { tuneKilled(t, bin) })
 	t.Run("journal belongs where it was made", func(t *testing.T) { tuneWhere(t, bin) })
 	t.Run("records bound to their namespace", func(t *testing.T) { tuneBoundToNamespace(t, bin) })
+	t.Run("irqbalance-banned without systemd", func(t *testing.T) { tuneBannedWithoutSystemd(t, bin) })
 }
 
 // tuneBadInput: every mistake is exit 2 with one line naming it.

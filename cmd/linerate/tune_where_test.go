@@ -307,3 +307,43 @@ func anyIRQ(t *testing.T) string {
 	t.Skip("no IRQ in /proc/irq")
 	return ""
 }
+
+// tuneBannedWithoutSystemd: on a box where systemd does not run (made so
+// for the test: a tmpfs over /run/systemd), irqbalance-banned edits the
+// defaults file (a tmpfs over /etc/default, in a private mount namespace:
+// never the machine's), says that irqbalance was not restarted and why,
+// exits 0, and rollback puts the file back. irqbalance must not run: then
+// the item is refused (TestIRQBalanceBannedWithoutServiceManager).
+func tuneBannedWithoutSystemd(t *testing.T, bin string) {
+	testenv.RequireRoot(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare (util-linux) is not installed: it makes the private /etc/default")
+	}
+	if out, err := exec.Command("sh", "-c", "grep -lx irqbalance /proc/[0-9]*/comm").Output(); err == nil && len(out) > 0 {
+		t.Skip("irqbalance runs on this machine: the item is refused without systemd, which the tune package tests")
+	}
+	state := t.TempDir()
+	const file = "# the test: no banned CPUs\n"
+	script := fmt.Sprintf(`mount -t tmpfs linerate-test /etc/default || exit 97
+if [ -d /run/systemd ]; then mount -t tmpfs linerate-test /run/systemd || exit 97; fi
+printf '%%s' '%s' > /etc/default/irqbalance
+%s tune apply --state-dir %s --set irqbalance-banned:box=0
+echo "exit $?"
+cat /etc/default/irqbalance
+%s tune rollback --state-dir %s
+echo "exit $?"
+cat /etc/default/irqbalance`, file, bin, state, bin, state)
+	r := run(t, "unshare", "--mount", "--propagation", "private", "sh", "-c", script)
+	if r.code == 97 {
+		t.Fatalf("private mounts: %s", r.stderr)
+	}
+	applied, rolled, _ := strings.Cut(r.stdout, "restored ")
+	for _, want := range []string{"not restarted (systemd is not running (no /run/systemd/system))", "applied 1 change", "exit 0\n" + file + "IRQBALANCE_BANNED_CPULIST=0\n"} {
+		if !strings.Contains(applied, want) {
+			t.Errorf("apply without systemd: no %q in\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	if !strings.HasSuffix(rolled, "exit 0\n"+file) {
+		t.Errorf("rollback without systemd:\n%s%s", r.stdout, r.stderr)
+	}
+}
