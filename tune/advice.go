@@ -10,11 +10,13 @@ import (
 	"linerate/internal/usage"
 )
 
-// Boot-level items and other advice are never applied: a wrong kernel
-// command line or firmware setting can leave a box that does not boot, and
-// linerate cannot undo it from there. They are printed as the exact edit to
-// make (seed 001: pci=pcie_bus_perf before rootwait in /boot/cmdline.txt;
-// over_voltage=6 and arm_freq=2000 in /boot/config.txt).
+// Boot items are advice unless asked for (`tune apply --boot`, WithBoot,
+// bootedit.go): a wrong kernel command line or firmware setting can leave
+// a box that does not boot, and linerate cannot undo it from there. As
+// advice they are printed as the exact edit to make (seed 001:
+// pci=pcie_bus_perf before rootwait in /boot/cmdline.txt; over_voltage=6
+// and arm_freq=2000 in /boot/config.txt). Bench items and boot items about
+// hardware or cables are advice always.
 
 func init() {
 	builders[diagnose.FixBoot] = buildBoot
