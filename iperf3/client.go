@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -208,7 +209,64 @@ func (cr *clientRun) run(ctx context.Context) (*results.Result, error) {
 			runErr = fmt.Errorf("stream %d: %w", s.id, s.err)
 		}
 	}
-	return t.result(peer, "server", samples, sampleErr), runErr
+	res := t.result(peer, "server", samples, sampleErr)
+	if err := t.doubtServer(peer).Mark(&res.Targets[0]); err != nil {
+		if runErr != nil {
+			res.Targets[0].Errors = append(res.Targets[0].Errors, err.Error())
+		} else {
+			runErr = err
+		}
+	}
+	return res, runErr
+}
+
+// doubtServer checks the server's results against what this end counted
+// and against what a host can do (results.Doubts): what it received of
+// each stream this end sent, what it sent of each stream this end
+// received, and its CPU use. iperf3 counts from the first byte (no
+// warmup), and a UDP receiver's packet count is the highest packet
+// number it saw, which this end's sender numbered.
+func (t *test) doubtServer(peer *Results) results.Doubts {
+	if peer == nil {
+		return nil
+	}
+	var d results.Doubts
+	for _, s := range t.streams {
+		pr := peer.byID(s.id)
+		if pr == nil {
+			continue
+		}
+		who := fmt.Sprintf("the server's stream %d", s.id)
+		bytes, packets := uint64(pr.Bytes), uint64(pr.Packets)
+		if s.send {
+			d.Received(who, "bytes", bytes, s.bytes.Load(), 0)
+			if t.flow.udp {
+				d.Received(who, "datagrams (the highest number it saw)", packets, s.packets.Load(), 0)
+				if pr.Errors > pr.Packets {
+					d.Addf("%s lost %v datagrams of the %v it numbers", who, pr.Errors, pr.Packets)
+				}
+			}
+			continue
+		}
+		d.Sent(who, "bytes", bytes, 0, s.bytes.Load())
+		if !t.flow.udp {
+			packets = 0 // a TCP sender counts no packets
+		} else {
+			d.Sent(who, "datagrams", packets, 0, s.packets.Load())
+		}
+		d.Rate(who+" sent", bytes, packets, t.seconds())
+	}
+	// cpu_util_* are the process's CPU time over the test's wall time, in
+	// percent of one CPU: a process runs on MaxCPUs at most, and the total
+	// is user plus system.
+	most := 100.0 * results.MaxCPUs
+	d.Percent("the server's CPU use in percent (cpu_util_total)", peer.CPUTotal, most)
+	d.Percent("the server's CPU use in percent (cpu_util_user)", peer.CPUUser, most)
+	d.Percent("the server's CPU use in percent (cpu_util_system)", peer.CPUSystem, most)
+	if sum := peer.CPUUser + peer.CPUSystem; math.Abs(peer.CPUTotal-sum) > 0.01*sum+0.01 {
+		d.Addf("the server's CPU use: cpu_util_total %v%% is not cpu_util_user %v%% plus cpu_util_system %v%%", peer.CPUTotal, peer.CPUUser, peer.CPUSystem)
+	}
+	return d
 }
 
 // wait lets the test run until end, ctx ending, or the server saying

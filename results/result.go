@@ -186,9 +186,14 @@ type TargetResult struct {
 	RxQueues *QueueStat `json:"rx_queues,omitempty"`
 	// ForeignPackets is test datagrams either end received from an
 	// address other than the other end's: not counted in the figures.
-	ForeignPackets uint64   `json:"foreign_packets,omitempty"`
-	Notes          []string `json:"notes,omitempty"`
-	Errors         []string `json:"errors,omitempty"`
+	ForeignPackets uint64 `json:"foreign_packets,omitempty"`
+	// NotCredible says why the figures the far end reported (what it
+	// received or sent, its CPU use, its window) are not believed: they
+	// disagree with what this end counted or with what a host can do
+	// (Doubts). They are kept as reported, and the run failed.
+	NotCredible []string `json:"not_credible,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
+	Errors      []string `json:"errors,omitempty"`
 }
 
 // StreamResult is one flow in one direction.

@@ -134,6 +134,7 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 		res.Streams = append(res.Streams, streams...)
 	}
 	addUp(res, tr)
+	r.doubt(tr, r.doubtServer(t, sr, window))
 	for _, e := range sr.LinkEvents {
 		e.Side, e.Target = results.SideServer, i
 		res.LinkEvents = append(res.LinkEvents, e)
@@ -165,6 +166,107 @@ func (r *clientRun) assembleDead(res *results.Result, i int, window float64) {
 		tr.Reverse = &tot
 	}
 	addUp(res, tr)
+	var d results.Doubts
+	if t.spec.ClientSends() {
+		doubtCounts(&d, r.spec.Proto, []results.Count{sum(t.sent)}, []results.Count{srvRecv}, false)
+	}
+	if t.spec.ServerSends() {
+		doubtCounts(&d, r.spec.Proto, []results.Count{srvSent}, []results.Count{sum(gather(t.rev))}, true)
+		doubtRate(&d, r.spec.Proto, []results.Count{srvSent}, window)
+	}
+	r.doubt(tr, d)
+}
+
+// doubt marks a target whose server's figures are not credible, and
+// keeps the error for the run's.
+func (r *clientRun) doubt(tr *results.TargetResult, d results.Doubts) {
+	if err := d.Mark(tr); err != nil {
+		r.notCredible = append(r.notCredible, fmt.Errorf("%s: %w", tr.Target, err))
+	}
+}
+
+// doubtServer checks what a server reported against what the client
+// counted and against what a host can do (results.Doubts): what it
+// received of each stream the client sent, what it sent of each stream
+// the client received, the window it measured its sending over, and its
+// threads' and CPUs' use. window is the client's.
+func (r *clientRun) doubtServer(t *target, sr *results.ServerResult, window float64) results.Doubts {
+	var d results.Doubts
+	proto := r.spec.Proto
+	if t.spec.ClientSends() {
+		doubtCounts(&d, proto, t.sent, sr.Received, false)
+	}
+	if t.spec.ServerSends() {
+		doubtCounts(&d, proto, sr.Sent, gather(t.rev), true)
+		w := window
+		if sr.Seconds != 0 {
+			d.Seconds("the server's window", sr.Seconds, window)
+			w = sr.Seconds
+		}
+		doubtRate(&d, proto, sr.Sent, w)
+	}
+	for _, th := range sr.Threads {
+		// A thread's CPU time over its wall time, each read by its own
+		// clock: a tenth beyond one is let through.
+		d.Percent(fmt.Sprintf("the server's %s thread's busy share", th.Role), th.Busy, 1.1)
+	}
+	for _, rt := range sr.Samples {
+		for _, c := range rt.CPU {
+			for _, f := range []struct {
+				name string
+				v    float64
+			}{{"usr", c.User}, {"sys", c.System}, {"irq", c.IRQ}, {"softirq", c.SoftIRQ}, {"idle", c.Idle}, {"iowait", c.IOWait}, {"steal", c.Steal}, {"busy", c.Busy}} {
+				d.Percent(fmt.Sprintf("the server's CPU %d %s percent", c.ID, f.name), f.v, 100)
+			}
+		}
+	}
+	return d
+}
+
+// doubtCounts checks a direction's receiver counts against its sender's,
+// stream by stream as results.Combine pairs them; peerSends says the
+// server sent (its figures are the senders') or received. A TCP receiver
+// may read in the window what was sent in the warmup; a UDP receiver
+// tells warmup datagrams apart by their flag.
+func doubtCounts(d *results.Doubts, proto wire.Proto, sent, recv []results.Count, peerSends bool) {
+	for i := range max(len(sent), len(recv)) {
+		var s, c results.Count
+		if i < len(sent) {
+			s = sent[i]
+		}
+		if i < len(recv) {
+			c = recv[i]
+		}
+		who := fmt.Sprintf("the server's stream %d", i)
+		warm := s.Warmup
+		if proto == wire.UDP {
+			warm = 0
+		}
+		if peerSends {
+			d.Sent(who, "bytes", s.Bytes, warm, c.Bytes)
+			if proto == wire.UDP {
+				d.Sent(who, "datagrams", s.Packets, 0, c.Unique)
+			}
+			continue
+		}
+		d.Received(who, "bytes", c.Bytes, s.Bytes, warm)
+		if proto == wire.UDP {
+			d.Received(who, "datagrams", c.Packets, s.Packets, 0)
+			if c.Unique > c.Packets || c.Dup > c.Packets || c.Reorder > c.Packets {
+				d.Addf("%s: %d distinct, %d duplicate and %d reordered of %d datagrams received", who, c.Unique, c.Dup, c.Reorder, c.Packets)
+			}
+		}
+	}
+}
+
+// doubtRate checks what a server says it sent in seconds against what a
+// host can move.
+func doubtRate(d *results.Doubts, proto wire.Proto, sent []results.Count, seconds float64) {
+	all := sum(sent)
+	if proto != wire.UDP {
+		all.Packets = 0 // a TCP sender counts no packets
+	}
+	d.Rate("the server sent", all.Bytes, all.Packets, seconds)
 }
 
 // linkEvents puts the client's link events before the servers' (added

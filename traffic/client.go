@@ -161,6 +161,9 @@ type clientRun struct {
 	spec     wire.Spec // as the first target runs it
 	overhead int       // bytes per packet on the wire besides the payload (UDP)
 	notes    []string
+	// notCredible are the targets whose servers reported figures that
+	// fail the checks of results.Doubts (assemble).
+	notCredible []error
 
 	mu         sync.Mutex
 	lastSample *box.Rates // the client's latest counters, for the interval lines
@@ -305,6 +308,7 @@ func (r *clientRun) run(ctx context.Context) (*results.Result, error) {
 	}
 	r.assemble(res)
 	errs = append(errs, r.sess.errs()...)
+	errs = append(errs, r.notCredible...)
 	for _, e := range errs {
 		res.Errors = append(res.Errors, e.Error())
 	}

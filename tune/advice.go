@@ -10,11 +10,13 @@ import (
 	"linerate/internal/usage"
 )
 
-// Boot-level items and other advice are never applied: a wrong kernel
-// command line or firmware setting can leave a box that does not boot, and
-// linerate cannot undo it from there. They are printed as the exact edit to
-// make (seed 001: pci=pcie_bus_perf before rootwait in /boot/cmdline.txt;
-// over_voltage=6 and arm_freq=2000 in /boot/config.txt).
+// Boot items are advice unless asked for (`tune apply --boot`, WithBoot,
+// bootedit.go): a wrong kernel command line or firmware setting can leave
+// a box that does not boot, and linerate cannot undo it from there. As
+// advice they are printed as the exact edit to make (seed 001:
+// pci=pcie_bus_perf before rootwait in /boot/cmdline.txt; over_voltage=6
+// and arm_freq=2000 in /boot/config.txt). Bench items and boot items about
+// hardware or cables are advice always.
 
 func init() {
 	builders[diagnose.FixBoot] = buildBoot
@@ -48,6 +50,9 @@ func buildBoot(sys System, it Item) ([]Action, error) {
 		return nil, usage.Errorf("empty value")
 	}
 	if strings.HasPrefix(it.Value, restoreFile) || bootEdits(sys) && (it.Target == "cmdline.txt" || it.Target == "config.txt" || it.Target == "grub") {
+		if err := hostWide(sys, "boot files are the host's"); err != nil {
+			return nil, err
+		}
 		return buildBootEdit(sys, it)
 	}
 	c := Change{Kind: it.Kind, Target: it.Target, To: it.Value, Note: it.Note, Boot: true, Manual: true}

@@ -328,8 +328,8 @@ func buildRPSFlow(sys System, it Item) ([]Action, error) {
 // interrupt named by what it serves (irqname.go), resolved now: the change
 // and its restore item keep the name, the change also the number.
 func buildIRQAffinity(sys System, it Item) ([]Action, error) {
-	if sys.Netns() != "" {
-		return nil, usage.Errorf("IRQs are the host's; not changed inside netns %s", sys.Netns())
+	if err := hostWide(sys, "IRQs are the host's"); err != nil {
+		return nil, err
 	}
 	val, same := strings.CutPrefix(it.Value, sameIRQPrefix)
 	want, err := cpuValue(val)
@@ -419,8 +419,10 @@ func buildSysctl(sys System, it Item) ([]Action, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sys.Netns() != "" && !strings.HasPrefix(p, "proc/sys/net/") {
-		return nil, usage.Errorf("only net.* sysctls belong to a network namespace; %s would change the host", it.Target)
+	if !strings.HasPrefix(p, "proc/sys/net/") {
+		if err := hostWide(sys, "only net.* sysctls belong to a network namespace; "+it.Target+" would change the host"); err != nil {
+			return nil, err
+		}
 	}
 	want := strings.Fields(it.Value)
 	if len(want) == 0 {
@@ -430,8 +432,8 @@ func buildSysctl(sys System, it Item) ([]Action, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		where := "on this system"
-		if sys.Netns() != "" {
-			where = "in netns " + sys.Netns() + " (a host-wide sysctl is set on the host)"
+		if ns, _ := netnsWhere(sys); ns != "" {
+			where = "in " + ns + " (a host-wide sysctl is set on the host)"
 		}
 		return nil, usage.Errorf("no sysctl %s %s", it.Target, where)
 	case errors.Is(err, fs.ErrPermission):
@@ -477,8 +479,8 @@ func governorCPUs(sys System, target string) ([]int, error) {
 // action per CPU. CPUs sharing a clock policy change together; the later
 // ones then find the value already set.
 func buildGovernor(sys System, it Item) ([]Action, error) {
-	if sys.Netns() != "" {
-		return nil, usage.Errorf("CPU governors are the host's; not changed inside netns %s", sys.Netns())
+	if err := hostWide(sys, "CPU governors are the host's"); err != nil {
+		return nil, err
 	}
 	if it.Value == "" || strings.ContainsAny(it.Value, " /\n") {
 		return nil, usage.Errorf("value %q: want a governor name, e.g. performance", it.Value)

@@ -1,12 +1,16 @@
 package tune
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 
 	"linerate/diagnose"
 	"linerate/internal/usage"
 	"linerate/source/cpuset"
+	"linerate/source/ethtool"
 )
 
 func init() {
@@ -30,8 +34,8 @@ func buildIRQBalanceBanned(sys System, it Item) ([]Action, error) {
 	if it.Target != "box" {
 		return nil, usage.Errorf("target %q: want box", it.Target)
 	}
-	if sys.Netns() != "" {
-		return nil, usage.Errorf("irqbalance is the host's; not changed inside netns %s", sys.Netns())
+	if err := hostWide(sys, "irqbalance is the host's"); err != nil {
+		return nil, err
 	}
 	var file string
 	var old []byte
@@ -58,8 +62,10 @@ func buildIRQBalanceBanned(sys System, it Item) ([]Action, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.c.Note = joinNote(a.c.Note, "edits "+display(file)+"; irqbalance restarts if it runs")
-	if svc, err := sys.Services(); err == nil {
+	svc, err := sys.Services()
+	switch {
+	case err == nil:
+		a.c.Note = joinNote(a.c.Note, "edits "+display(file)+"; irqbalance restarts if it runs")
 		a.after = func() error {
 			st, err := svc.State(irqbalanceUnit)
 			if err != nil || st.Active != "active" {
@@ -70,8 +76,46 @@ func buildIRQBalanceBanned(sys System, it Item) ([]Action, error) {
 			}
 			return svc.Start(irqbalanceUnit)
 		}
+	case !errors.Is(err, ethtool.ErrNotSupported):
+		return nil, err
+	default:
+		// No service manager to restart irqbalance: the file is read when
+		// irqbalance starts. One running now would keep its old list while
+		// the journal said the new one holds; a restore is let through, so
+		// that a rollback always can put the file back.
+		pid, perr := processNamed(sys, "irqbalance")
+		if perr != nil {
+			return nil, perr
+		}
+		if pid != 0 && !a.c.Unchanged && !strings.HasPrefix(it.Value, restoreFile) {
+			return nil, usage.Errorf("irqbalance runs (pid %d) and %v: it would not read the new list until it restarts; stop it, apply, start it", pid, err)
+		}
+		a.c.Note = joinNote(a.c.Note, fmt.Sprintf("edits %s; not restarted (%v): irqbalance reads it when it starts", display(file), err))
 	}
 	return []Action{a}, nil
+}
+
+// processNamed returns the pid of a process whose comm is name, 0 when
+// none runs: the kernel's /proc/PID/comm, read on sys.
+func processNamed(sys System, name string) (int, error) {
+	ents, err := sys.ReadDir("proc")
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fileErr("proc", err)
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		// A process that ended since the listing has no comm: not it.
+		if comm, err := readTrim(sys, "proc/"+e+"/comm"); err == nil && comm == name {
+			return pid, nil
+		}
+	}
+	return 0, nil
 }
 
 // setBanned returns the defaults file with IRQBALANCE_BANNED_CPULIST set
@@ -105,10 +149,11 @@ func bannedOf(b []byte) string {
 
 // buildTxQueueLen: sys/class/net/IFACE/tx_queue_len, the length of the
 // queue of a qdisc that takes it from the interface (pfifo_fast, the
-// children of mq).
+// children of mq). 0 is a length too: what a veth or a loopback has, so
+// what a rollback there puts back.
 func buildTxQueueLen(sys System, it Item) ([]Action, error) {
 	n, err := strconv.ParseUint(it.Value, 10, 32)
-	if err != nil || n == 0 {
+	if err != nil {
 		return nil, usage.Errorf("value %q: want a queue length, e.g. 2000", it.Value)
 	}
 	if err := checkIface(sys, it.Target); err != nil {

@@ -231,11 +231,11 @@ func bootID(sys System) string {
 // netnsID is the identity of the network namespace sys changes; "" when
 // the system cannot say (a directory standing for a root).
 func netnsID(sys System) string {
-	n, ok := sys.(interface{ NetnsID() (string, error) })
-	if !ok {
+	l := liveOf(sys)
+	if l == nil {
 		return ""
 	}
-	id, err := n.NetnsID()
+	id, err := l.NetnsID()
 	if err != nil {
 		return ""
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -181,30 +182,79 @@ func (l *Live) Tc(args ...string) (out []byte, err error) {
 	if _, lerr := exec.LookPath("tc"); lerr != nil {
 		return nil, errNone("tc (iproute2)", l.name)
 	}
-	var stderr bytes.Buffer
-	rerr := l.run(func() {
-		c := exec.Command("tc", args...)
-		c.Stderr = &stderr
-		out, err = c.Output()
-	})
+	rerr := l.run(func() { out, err = runTc(exec.Command("tc", args...)) })
 	if rerr != nil {
 		return nil, rerr
 	}
+	return out, err
+}
+
+// tcError is a tc command that failed, with the first line it wrote to
+// stderr.
+type tcError struct {
+	args []string
+	err  error
+	msg  string
+}
+
+func (e *tcError) Error() string {
+	return fmt.Sprintf("%s: %v: %s", strings.Join(e.args, " "), e.err, e.msg)
+}
+
+func (e *tcError) Unwrap() error { return e.err }
+
+// runTc runs a tc command; its failure is a *tcError.
+func runTc(c *exec.Cmd) ([]byte, error) {
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	out, err := c.Output()
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}
-		return out, fmt.Errorf("tc %s: %w: %s", strings.Join(args, " "), err, msg)
+		return out, &tcError{args: c.Args, err: err, msg: msg}
 	}
 	return out, nil
 }
 
-// Services is systemd through systemctl. Services are the host's: inside
-// a network namespace there are none of its own.
+// errQdiscRefused is wrapped by probeQdisc's error when tc ran and the
+// kernel (or tc itself, for an option) refused the qdisc.
+var errQdiscRefused = errors.New("refused by tc in a scratch network namespace")
+
+// probeQdisc asks the kernel whether it takes a root qdisc (args: the
+// kind and its options, as tc writes them). tc adds it to the loopback of
+// a network namespace made for the purpose, which nobody else sees and
+// which ends with tc: the kinds a kernel has are the same in every
+// namespace, and a module the kind needs is loaded as the apply would
+// load it. The error wraps errQdiscRefused when tc ran and failed, and is
+// another when it could not be asked (no tc, no privilege to make a
+// namespace).
+func (l *Live) probeQdisc(args []string) error {
+	tc, err := exec.LookPath("tc")
+	if err != nil {
+		return errNone("tc (iproute2)", l.name)
+	}
+	c := exec.Command(tc, append([]string{"qdisc", "add", "dev", "lo", "root"}, args...)...)
+	c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	_, err = runTc(c)
+	var te *tcError
+	var exit *exec.ExitError
+	if errors.As(err, &te) && errors.As(err, &exit) {
+		return fmt.Errorf("%w: %s", errQdiscRefused, te.msg)
+	}
+	return err
+}
+
+// Services is systemd through systemctl, when systemd runs: it made
+// /run/systemd/system, as sd_booted(3) checks. Services are the host's:
+// inside a network namespace there are none of its own.
 func (l *Live) Services() (Services, error) {
 	if l.ns != nil {
 		return nil, errNone("service manager", l.name)
+	}
+	if st, err := os.Stat(filepath.Join(hostRoot, "run/systemd/system")); err != nil || !st.IsDir() {
+		return nil, noneError{"systemd is not running (no /run/systemd/system)"}
 	}
 	return Systemctl{}, nil
 }

@@ -68,6 +68,11 @@ type PersistOptions struct {
 	StateDir string
 	// Target is one of Targets(); "" is DefaultTarget(Root).
 	Target string
+	// Here is the system persist runs on (the live host): a network
+	// namespace other than the host's is refused, and records made in
+	// another namespace than Here's are left out, whatever their name.
+	// nil checks neither (a directory root in tests).
+	Here System
 }
 
 // PersistResult says what Persist did.
@@ -115,8 +120,15 @@ func Persist(recs []*Record, opt PersistOptions) (*PersistResult, error) {
 	if !slices.Contains(Targets(), opt.Target) {
 		return nil, usage.Field("Target", "%q: want one of %s", opt.Target, strings.Join(Targets(), ", "))
 	}
+	here := ""
+	if opt.Here != nil {
+		if err := hostWide(opt.Here, "what runs at boot is the host's"); err != nil {
+			return nil, err
+		}
+		here = netnsID(opt.Here)
+	}
 	res := &PersistResult{Target: opt.Target}
-	ifaces, box := res.collect(recs)
+	ifaces, box := res.collect(recs, here)
 	if _, err := Unpersist(opt.Root); err != nil {
 		return nil, err
 	}
@@ -149,9 +161,10 @@ func Persist(recs []*Record, opt PersistOptions) (*PersistResult, error) {
 }
 
 // collect keeps the latest item for each target of the applied host
-// records, sorted into sysctls, boot advice and the rest; it returns the
+// records (made in the network namespace whose identity is host, when it
+// is known), sorted into sysctls, boot advice and the rest; it returns the
 // interfaces the rest changes, and whether some of it is box-wide.
-func (res *PersistResult) collect(recs []*Record) (ifaces []string, box bool) {
+func (res *PersistResult) collect(recs []*Record, host string) (ifaces []string, box bool) {
 	// Later records win over earlier ones for the same target.
 	var order []string
 	latest := map[string]Item{}
@@ -159,6 +172,9 @@ func (res *PersistResult) collect(recs []*Record) (ifaces []string, box bool) {
 		switch {
 		case r.Netns != "":
 			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: netns %s does not survive a reboot", r.ID, r.Netns))
+			continue
+		case host != "" && r.NetnsID != "" && r.NetnsID != host:
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: made in network namespace %s, not the host's (%s; under 'ip netns exec'?): a namespace does not survive a reboot", r.ID, r.NetnsID, host))
 			continue
 		case r.State != RecApplied:
 			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %s, not applied", r.ID, r.State))

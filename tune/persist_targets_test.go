@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"linerate/internal/testenv"
+	"linerate/internal/usage"
 )
 
 // persistRecs is an applied set with something for every part of every
@@ -329,5 +330,54 @@ func TestPersistSystemdLinkUp(t *testing.T) {
 		if !slices.Contains(removed, "/"+h) {
 			t.Errorf("unpersist left %s (removed %q)", h, removed)
 		}
+	}
+}
+
+// Persist keeps a record by the namespace it was made in, not by its
+// name: run on the host, it leaves out a record with no name whose
+// identity is another namespace's (an apply under `ip netns exec`), and
+// keeps one made here; run from a namespace, it writes nothing.
+func TestPersistByNamespaceIdentity(t *testing.T) {
+	testenv.RequireRoot(t)
+	host := NewLive()
+	defer host.Close()
+	if ok, err := initialNetns(host); err != nil || !ok {
+		t.Skipf("this test runs in a network namespace other than the initial one (%v)", err)
+	}
+	ns := testenv.NewNetNS(t)
+	there := openNetns(t, ns.Name)
+	if ok, err := initialNetns(there); err != nil || ok {
+		t.Errorf("netns %s taken for the initial namespace (%v)", ns.Name, err)
+	}
+	hostID, thereID := netnsID(host), netnsID(there)
+	if hostID == "" || thereID == "" || hostID == thereID {
+		t.Fatalf("identities %q and %q", hostID, thereID)
+	}
+	recs := []*Record{
+		{ID: "here", State: RecApplied, NetnsID: hostID, Items: []Item{{Kind: "mtu", Target: "eth1", Value: "9000"}}},
+		{ID: "there", State: RecApplied, NetnsID: thereID, Items: []Item{{Kind: "txqueuelen", Target: "b", Value: "1500"}}},
+	}
+	root := t.TempDir()
+	res, err := Persist(recs, PersistOptions{Root: root, Binary: "/usr/bin/linerate", StateDir: "/var/lib/linerate", Target: TargetOpenWrt, Here: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Target != "eth1" {
+		t.Errorf("persisted %v, want the host's mtu item alone", res.Items)
+	}
+	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "there: made in network namespace "+thereID) {
+		t.Errorf("skipped %q", res.Skipped)
+	}
+	if plan := readRoot(t, root, planPath); strings.Contains(plan, `"b"`) {
+		t.Errorf("the plan file holds the namespace's item:\n%s", plan)
+	}
+
+	root = t.TempDir()
+	_, err = Persist(recs, PersistOptions{Root: root, Binary: "/usr/bin/linerate", StateDir: "/var/lib/linerate", Target: TargetOpenWrt, Here: there})
+	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "not changed from inside netns "+ns.Name) {
+		t.Errorf("persist from a namespace: %v", err)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Errorf("the refused persist wrote %d entries", len(ents))
 	}
 }

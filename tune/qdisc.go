@@ -214,6 +214,15 @@ func buildQdisc(sys System, it Item) ([]Action, error) {
 	c := Change{Kind: it.Kind, Target: it.Target, From: cur, To: it.Value, Note: it.Note,
 		Unchanged: qdiscHolds(qs, it.Target, it.Value)}
 	c.Restore = &Item{Kind: it.Kind, Target: it.Target, Value: cur}
+	if l := liveOf(sys); l != nil && kind != qdiscDefault && !c.Unchanged {
+		err := l.probeQdisc(tcArgs(kind, opts))
+		switch {
+		case errors.Is(err, errQdiscRefused):
+			return nil, usage.Errorf("value %q: %v", it.Value, err)
+		case err != nil:
+			c.Note = joinNote(c.Note, "not tried beforehand ("+err.Error()+"): apply finds out")
+		}
+	}
 	return []Action{&qdiscAction{sys: sys, c: c, kind: kind, opts: opts}}, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"linerate/internal/usage"
 )
 
 // rootQdisc is a's root qdisc as `ip netns exec NS tc -j` shows it, its
@@ -186,5 +188,39 @@ func TestQdiscValues(t *testing.T) {
 		if err := json.Unmarshal([]byte(set), &us); err != nil || us*1000>>10 != u {
 			t.Fatalf("%d units shown as %d us: %s us sets %d units", u, shown, set, us*1000>>10)
 		}
+	}
+}
+
+// plan asks the kernel whether it takes the qdisc, options and all,
+// before anything changes: a kind this kernel lacks (this machine's has
+// no fq_codel, cake or fq) or an option tc cannot parse is refused in
+// plan (exit 2), where apply used to fail. Whether the kernel has a kind
+// is checked independently with tc on the namespace's own macvlan.
+func TestQdiscCheckedInPlan(t *testing.T) {
+	l := newLab(t)
+	if _, err := exec.LookPath("tc"); err != nil {
+		t.Skip("tc is not installed")
+	}
+	sys := openNetns(t, l.ns.Name)
+	before := l.rootQdisc(t)
+	for _, value := range []string{"fq_codel", "cake,bandwidth=100mbit", "pfifo,limit=500", "pfifo,limit=many", "fq_codel,target=soon"} {
+		kind, opts, err := parseQdiscValue(value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"netns", "exec", l.ns.Name, "tc", "qdisc", "replace", "dev", "m0", "root"}, tcArgs(kind, opts)...)
+		out, terr := exec.Command("ip", args...).CombinedOutput()
+		exec.Command("ip", "netns", "exec", l.ns.Name, "tc", "qdisc", "del", "dev", "m0", "root").Run()
+		_, err = NewPlan(sys, []Item{{Kind: "qdisc", Target: "a", Value: value}})
+		t.Logf("%s: tc says %v %s; plan: %v", value, terr, strings.TrimSpace(string(out)), err)
+		switch {
+		case terr == nil && err != nil:
+			t.Errorf("%s: the kernel takes it, plan refused it: %v", value, err)
+		case terr != nil && (err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "refused by tc in a scratch network namespace: "+strings.TrimSpace(string(out)))):
+			t.Errorf("%s: the kernel refuses it (%s), plan: %v", value, strings.TrimSpace(string(out)), err)
+		}
+	}
+	if got := l.rootQdisc(t); got != before {
+		t.Errorf("plan changed a's root qdisc: %s, was %s", got, before)
 	}
 }

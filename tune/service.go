@@ -99,8 +99,8 @@ func buildIRQBalance(sys System, it Item) ([]Action, error) {
 	if it.Value != "stop" && it.Value != "start" {
 		return nil, usage.Errorf("value %q: want stop or start", it.Value)
 	}
-	if sys.Netns() != "" {
-		return nil, usage.Errorf("irqbalance is the host's; not changed inside netns %s", sys.Netns())
+	if err := hostWide(sys, "irqbalance is the host's"); err != nil {
+		return nil, err
 	}
 	svc, err := sys.Services()
 	if err != nil {

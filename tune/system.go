@@ -88,6 +88,13 @@ func errNone(what, sys string) error {
 	return fmt.Errorf("%s on %s: %w", what, sys, ethtool.ErrNotSupported)
 }
 
+// noneError is a facility a system does not have, said in its own words
+// (not a driver's): errors.Is(err, ethtool.ErrNotSupported) holds.
+type noneError struct{ why string }
+
+func (e noneError) Error() string { return e.why }
+func (e noneError) Unwrap() error { return ethtool.ErrNotSupported }
+
 // cleanName checks a root-relative name and returns it cleaned.
 func cleanName(name string) (string, error) {
 	c := path.Clean("/" + name)[1:]

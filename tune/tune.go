@@ -46,14 +46,17 @@ import (
 //	feature       "eth0"                          "rx-gro=on,tx-checksum-ipv4=off"
 //	mtu           "eth1"                          "9000"
 //	irqbalance    "box"                           "stop" / "start"
+//	irqbalance-banned "box"                       CPU list "2-3", "none"
 //	txqueuelen    "eth0"                          "2000"
 //	qdisc         "eth0"                          "fq_codel", "cake,bandwidth=100mbit", "default"
 //	governor      "all", "cpu0-3", "2"            "performance"
 //	boot          "cmdline.txt", "config.txt"     "pci=pcie_bus_perf", "arm_freq=2000"
 //
-// boot items, and the advice-only kinds of diagnose (bench, and boot items
-// about hardware or cables) are never applied: they are printed as exact
-// suggestions.
+// boot items are printed as the exact edit to make, or, on a system
+// opened with WithBoot (`tune apply --boot`), made to cmdline.txt,
+// config.txt and /etc/default/grub as journalled edits. The advice-only
+// items of diagnose (bench, and boot items about hardware or cables) are
+// never applied: they are printed as exact suggestions.
 type Item struct {
 	Kind   diagnose.FixKind `json:"kind"`
 	Target string           `json:"target"`

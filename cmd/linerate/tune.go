@@ -79,10 +79,12 @@ restored on any failure), 'rollback' restores the journal exactly, also
 after an apply killed half way, 'status' checks that applied values still
 hold, and 'persist' makes them survive reboot.
 
-Items are KIND:TARGET=VALUE. Kinds: irq-affinity, rps, rps-flow, xps,
-sysctl, coalesce, rings, channels, rss-equal, rss-table, flow-hash,
-feature, mtu, irqbalance, governor, and boot (printed, never applied).
-See docs/tune.md for each kind's targets and values.`,
+Items are KIND:TARGET=VALUE. Kinds:
+` + wrapWords(strings.Join(appliedKinds(), ", ")+".", 72) + `
+boot items (cmdline.txt, config.txt, grub) are printed as the exact edit
+to make, or, with --boot, made to the file as a journalled change that
+rollback restores; bench items are advice for whoever runs the
+measurement. See docs/tune.md for each kind's targets and values.`,
 		Example: `  linerate tune plan --set rps:eth1/rx-0=1-3 --set coalesce:eth0=rx-usecs=100,rx-frames=10
   linerate diagnose --json > findings.json && linerate tune plan --findings findings.json
   linerate tune apply --set irq-affinity:41=1 --set sysctl:net.core.netdev_max_backlog=4096
@@ -176,8 +178,10 @@ boot: sysctls to /etc/sysctl.d/90-linerate.conf; everything else to
 /etc/linerate/tune-plan.json, applied by linerate-tune.service (box-wide
 items) and by linerate-tune@IFACE.service, which is bound to the interface's
 device so it runs again whenever the interface appears. Boot items are
-printed as the edit to make by hand; they are never written. Changes made
-inside a network namespace are not persisted.`,
+printed as the edit to make by hand; persist does not write them ('tune
+apply --boot' edits them, journalled). Changes made inside a network
+namespace, with --netns or under 'ip netns exec', are not persisted, and
+persist refuses to run from one.`,
 		Example: `  linerate tune persist
   linerate tune persist --root-dir /tmp/root   # write under another root, no daemon-reload`,
 		Args: argsWith(cobra.NoArgs),
@@ -259,6 +263,36 @@ func (o *tuneOptions) addSubcommands(c *cobra.Command) {
 
 // buildPlan builds the plan the --set, --findings, --plan and --scope flags
 // ask for.
+// appliedKinds are the item kinds tune changes, from its builders: the
+// advice kinds (boot, bench) are said apart.
+func appliedKinds() []string {
+	var out []string
+	for _, k := range tune.Kinds() {
+		if !diagnose.FixKind(k).Advice() {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// wrapWords breaks s into lines of at most width columns, between words.
+func wrapWords(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(s) {
+		if n > 0 && n+1+len(w) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}
+
 func (o *tuneOptions) buildPlan(sys tune.System) (*tune.Plan, error) {
 	var set []tune.Item
 	for _, s := range o.sets {
@@ -522,7 +556,12 @@ func (o *tuneOptions) runPersist(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return usage.Errorf("--state-dir: %w", err)
 	}
-	res, err := tune.Persist(recs, tune.PersistOptions{Root: o.rootDir, Binary: bin, StateDir: stateDir, Target: o.target})
+	here, err := tune.Open("")
+	if err != nil {
+		return err
+	}
+	defer here.Close()
+	res, err := tune.Persist(recs, tune.PersistOptions{Root: o.rootDir, Binary: bin, StateDir: stateDir, Target: o.target, Here: here})
 	if err != nil {
 		return usage.Flags(err, map[string]string{"Target": "--target"})
 	}

@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"linerate/diagnose"
 	"linerate/internal/testenv"
 	"linerate/tune"
 )
@@ -22,6 +24,8 @@ func TestTuneCommand(t *testing.T) {
 	t.Run("reapply a re-created interface", func(t *testing.T) { tuneReapply(t, bin) })
 	t.Run("killed at any moment", func(t *testing.T) { tuneKilled(t, bin) })
 	t.Run("journal belongs where it was made", func(t *testing.T) { tuneWhere(t, bin) })
+	t.Run("records bound to their namespace", func(t *testing.T) { tuneBoundToNamespace(t, bin) })
+	t.Run("irqbalance-banned without systemd", func(t *testing.T) { tuneBannedWithoutSystemd(t, bin) })
 }
 
 // tuneBadInput: every mistake is exit 2 with one line naming it.
@@ -54,6 +58,18 @@ func tuneBadInput(t *testing.T, bin string) {
 }
 
 func tuneHelp(t *testing.T, bin string) {
+	// Every kind of the one registry is in tune's help, and boot items
+	// are described as what --boot does with them.
+	r := run(t, bin, "tune", "--help")
+	words := strings.FieldsFunc(r.stdout, func(c rune) bool { return c == ' ' || c == ',' || c == '.' || c == '\n' })
+	for _, k := range diagnose.FixKinds() {
+		if !slices.Contains(words, k.String()) {
+			t.Errorf("tune --help does not list the kind %s:\n%s", k, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "never applied") || !strings.Contains(r.stdout, "with --boot, made to the file") {
+		t.Errorf("tune --help says boot items are never applied, or not what --boot does:\n%s", r.stdout)
+	}
 	for _, sub := range []string{"plan", "apply", "rollback", "status", "persist", "unpersist"} {
 		r := run(t, bin, "tune", sub, "--help")
 		if r.code != 0 || !strings.Contains(r.stdout, "Examples:\n  linerate tune "+sub) {
