@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -73,6 +74,7 @@ type Server struct {
 	mu          sync.Mutex
 	conns       map[net.Conn]struct{} // every open control connection
 	clients     int                   // of them, those past the handshake
+	tests       int                   // tests running
 	wg          sync.WaitGroup
 }
 
@@ -329,12 +331,29 @@ func (s *Server) test(c *ctl, sp *wire.Spec, local, peer netip.Addr) error {
 	if sp == nil {
 		return fmt.Errorf("%w: test without a spec", wire.ErrProtocol)
 	}
+	s.mu.Lock()
+	s.tests++
+	s.mu.Unlock()
+	defer s.testEnded()
 	t, err := s.newTest(sp, local, peer)
 	if err != nil {
 		return fmt.Errorf("%w: %w", wire.ErrTestRefused, err)
 	}
 	defer t.close()
 	return t.run(c)
+}
+
+// testEnded counts a test out; the last one running returns the memory
+// its buffers took to the system at once: the runtime would otherwise
+// keep it for minutes, and an agent sits idle between tests.
+func (s *Server) testEnded() {
+	s.mu.Lock()
+	s.tests--
+	last := s.tests == 0
+	s.mu.Unlock()
+	if last {
+		debug.FreeOSMemory()
+	}
 }
 
 // capSpec applies the server's limits, saying what it changed.
