@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"linerate/box"
+	"linerate/internal/admit"
 	"linerate/results"
 	"linerate/wire"
 )
@@ -31,8 +32,11 @@ type Server struct {
 	// client leaves unlimited and this end sends is capped at MaxRate.
 	Limits wire.Limits
 	// MaxClients bounds the connections read at once before their cookie
-	// arrives; more are turned away with ACCESS_DENIED (0: 8). Running
-	// tests are one at a time regardless, as in iperf3.
+	// arrives, apart from the running test's client's (0: 8). One address
+	// holds at most half of them; more from it are turned away with
+	// ACCESS_DENIED, and when all are taken a newcomer takes the slot of
+	// one whose address holds the most (internal/admit). Running tests are
+	// one at a time regardless, as in iperf3.
 	MaxClients int
 	// Sampling records this machine's counters during each test (nil: none).
 	Sampling Sampling
@@ -45,7 +49,7 @@ type Server struct {
 	Done func(*results.Result)
 
 	mu      sync.Mutex
-	pending int
+	pending *admit.Table // connections waiting for their cookie
 	cur     *serverRun
 	wg      sync.WaitGroup
 }
@@ -68,19 +72,33 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer s.wg.Wait()
+	pending := s.slots()
 	for seq := uint64(0); ; seq++ {
-		c, err := ln.Accept()
+		// Out of descriptors, a connection waiting for its cookie is given
+		// up, and accept tries again after a pause.
+		c, err := admit.Accept(ln, ctx.Done(), pending.Shed, func(err error, pause time.Duration) {
+			s.logf("iperf3: accept on %s: %v; trying again in %s", ln.Addr(), err, pause)
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
-			}
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
 			}
 			return fmt.Errorf("iperf3: accept: %w", err)
 		}
 		s.wg.Go(func() { s.handle(ctx, dataConn{c, seq}) })
 	}
+}
+
+// slots is the table of connections waiting for their cookie, made on
+// first use.
+func (s *Server) slots() *admit.Table {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		limit := cmp.Or(max(s.MaxClients, 0), 8)
+		s.pending = admit.NewTable(limit, max(limit/2, 1))
+	}
+	return s.pending
 }
 
 // dataConn is an accepted connection and its place in the order the
@@ -93,33 +111,41 @@ type dataConn struct {
 }
 
 // handle reads a new connection's cookie and gives it to the running
-// test (a data connection) or starts a test with it (a control one).
+// test (a data connection) or starts a test with it (a control one). A
+// client outside Allow is refused before anything is read; until its
+// cookie arrives a connection holds a slot (Server.MaxClients), of the
+// running test's own when it comes from that test's client.
 func (s *Server) handle(ctx context.Context, nc dataConn) {
 	c := ctrl{nc}
 	peer := addrPort(nc.RemoteAddr())
-	limit := s.MaxClients
-	if limit <= 0 {
-		limit = 8
+	if !s.allowed(peer.Addr()) {
+		s.refuse(c, peer, "not in --allow", ieAuthTest)
+		return
 	}
+	pending := s.slots()
 	s.mu.Lock()
-	full := s.pending >= limit
-	if !full {
-		s.pending++
+	if cur := s.cur; cur != nil && cur.client.Addr() == peer.Addr() {
+		pending = cur.hellos
 	}
 	s.mu.Unlock()
-	if full {
-		s.refuse(c, peer, "too many connections at once (--max-clients)", 0)
+	slot, err := pending.Enter(peer.Addr(), func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
+	if err != nil {
+		s.refuse(c, peer, fmt.Sprintf("%v waiting for their cookie (--max-clients)", err), 0)
 		return
 	}
 	var cookie [CookieLen]byte
-	err := c.readFull(cookie[:], stepTimeout, "cookie")
+	err = c.readFull(cookie[:], stepTimeout, "cookie")
+	if !slot.Leave() {
+		s.refuse(c, peer, "its slot went to a newer connection before its cookie came", 0)
+		return
+	}
 	s.mu.Lock()
-	s.pending--
-	cur, ok := s.cur, s.allowed(peer.Addr())
+	cur := s.cur
 	stream := err == nil && cur != nil && cur.cookie == cookie && cur.client.Addr() == peer.Addr()
-	start := err == nil && cur == nil && ok
+	start := err == nil && cur == nil
 	if start {
-		cur = &serverRun{srv: s, c: c, client: peer, cookie: cookie, tcp: make(chan dataConn, maxStreams)}
+		cur = &serverRun{srv: s, c: c, client: peer, cookie: cookie, tcp: make(chan dataConn, maxStreams),
+			hellos: admit.NewTable(maxStreams, maxStreams)}
 		s.cur = cur
 	}
 	s.mu.Unlock()
@@ -131,8 +157,6 @@ func (s *Server) handle(ctx context.Context, nc dataConn) {
 		cur.addStream(nc)
 	case start:
 		s.serveTest(ctx, cur)
-	case !ok:
-		s.refuse(c, peer, "not in --allow", ieAuthTest)
 	default:
 		s.refuse(c, peer, "busy with another test", 0)
 	}
@@ -213,11 +237,13 @@ type serverRun struct {
 	cookie [CookieLen]byte
 	t      *test
 	// tcp receives the test's data connections (cookie read).
-	tcp   chan dataConn
-	udp   *net.UDPConn
-	notes []string
-	mu    sync.Mutex
-	done  bool // no more data connections taken
+	tcp chan dataConn
+	// hellos are the client's connections waiting for their cookie.
+	hellos *admit.Table
+	udp    *net.UDPConn
+	notes  []string
+	mu     sync.Mutex
+	done   bool // no more data connections taken
 }
 
 // addStream takes a data connection of this test, or closes it when the

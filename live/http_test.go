@@ -187,8 +187,8 @@ func TestSI(t *testing.T) {
 	}
 }
 
-// Beyond maxStreams open event streams, /events answers 503; a closed
-// stream frees its place.
+// Beyond maxStreamsPerSource open event streams from one address,
+// /events answers it 503; a closed stream frees its place.
 func TestEventStreamLimit(t *testing.T) {
 	h := NewHub(&View{Ifaces: []string{"eth0"}, irqs: names, checked: time.Now(), now: time.Now})
 	srv := httptest.NewServer(Handler(h))
@@ -208,7 +208,7 @@ func TestEventStreamLimit(t *testing.T) {
 			r.Body.Close()
 		}
 	}()
-	for range maxStreams {
+	for range maxStreamsPerSource {
 		r := open()
 		if r.StatusCode != 200 {
 			t.Fatalf("stream %d: %s", len(streams)+1, r.Status)
@@ -216,7 +216,7 @@ func TestEventStreamLimit(t *testing.T) {
 		streams = append(streams, r)
 	}
 	if r := open(); r.StatusCode != http.StatusServiceUnavailable {
-		t.Errorf("stream %d: %s, want 503", maxStreams+1, r.Status)
+		t.Errorf("stream %d: %s, want 503", maxStreamsPerSource+1, r.Status)
 		r.Body.Close()
 	}
 	streams[0].Body.Close()

@@ -10,14 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"linerate/internal/admit"
 	"linerate/wire"
 )
 
 // fillDoor enters n handshakes from addrs (round robin) and fails the test
 // if one is refused.
-func fillDoor(t *testing.T, d *door, n int, addr func(i int) netip.Addr) []*ticket {
+func fillDoor(t *testing.T, d *door, n int, addr func(i int) netip.Addr) []*admit.Slot {
 	t.Helper()
-	var ts []*ticket
+	var ts []*admit.Slot
 	for i := range n {
 		tk, err := d.enter(addr(i), nil)
 		if err != nil {
@@ -67,14 +68,14 @@ func TestDoorKeepsHandshakeUnderFlood(t *testing.T) {
 				if _, err := d.enter(tc.flood(maxPending+i), nil); err != nil && tc.evicted == 0 {
 					continue // refused: its address holds its share
 				}
-				if c.gone.Load() {
+				if c.Gone() {
 					if tc.evicted == 0 || i+1 < tc.evicted {
 						t.Fatalf("the client's slot given up after %d arrivals (want %d)", i+1, tc.evicted)
 					}
 					return
 				}
-				if len(d.pending) > maxPending {
-					t.Fatalf("%d handshakes pending", len(d.pending))
+				if n := d.slots.Len(); n > maxPending {
+					t.Fatalf("%d handshakes pending", n)
 				}
 			}
 			if tc.evicted != 0 {
@@ -133,11 +134,7 @@ func TestSilentFloodDoesNotLockOut(t *testing.T) {
 }
 
 // pending is how many handshakes s has under way.
-func pending(s *Server) int {
-	s.door.mu.Lock()
-	defer s.door.mu.Unlock()
-	return len(s.door.pending)
-}
+func pending(s *Server) int { return s.door.slots.Len() }
 
 // waitPending waits (at most 5 s) until s has n handshakes under way.
 func waitPending(t *testing.T, s *Server, n int) {

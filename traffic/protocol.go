@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"linerate/box"
@@ -70,7 +69,7 @@ type ctl struct {
 	limit int
 	// gone, when set, ends every read at once: the door gave this
 	// handshake's slot to a newer connection (door.go).
-	gone *atomic.Bool
+	gone func() bool
 	// peer is the role of the other end: it sends only its own types
 	// (wire.Sizes). Set by the handshake, or by the first message written.
 	peer wire.Role
@@ -124,7 +123,7 @@ func (c *ctl) read(d time.Duration) (*Message, error) {
 	if err := c.c.SetReadDeadline(time.Now().Add(d)); err != nil {
 		return nil, err
 	}
-	if c.gone != nil && c.gone.Load() {
+	if c.gone != nil && c.gone() {
 		// After the deadline above: the door's cut may have come before it.
 		_ = c.c.SetReadDeadline(time.Unix(1, 0))
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"linerate/internal/admit"
 	"linerate/results"
 	"linerate/wire"
 )
@@ -334,13 +335,14 @@ type rrServer struct {
 	total    atomic.Uint64
 	conns    atomic.Uint64
 
-	mu      sync.Mutex
-	open    map[*net.TCPConn]struct{}
-	ports   map[uint16]int // UDP: client port → stream
-	perPort []uint64
-	stopped bool
-	wg      sync.WaitGroup
-	done    chan struct{}
+	mu        sync.Mutex
+	open      map[*net.TCPConn]struct{}
+	answering []*net.TCPConn // per stream, the connection answered (TCP)
+	ports     map[uint16]int // UDP: client port → stream
+	perPort   []uint64
+	stopped   bool
+	wg        sync.WaitGroup
+	done      chan struct{}
 }
 
 // newRRServer opens the test's data port on local (in the caller's
@@ -348,7 +350,7 @@ type rrServer struct {
 // before the test's clock starts.
 func newRRServer(sp *wire.Spec, local, peer netip.Addr, cookie uint64) (*rrServer, error) {
 	s := &rrServer{rr: *sp.RR, peer: peer, cookie: cookie, streams: sp.Streams, answered: make([]atomic.Uint64, sp.Streams),
-		open: map[*net.TCPConn]struct{}{}, ports: map[uint16]int{}, done: make(chan struct{})}
+		open: map[*net.TCPConn]struct{}{}, answering: make([]*net.TCPConn, sp.Streams), ports: map[uint16]int{}, done: make(chan struct{})}
 	if sp.Proto == wire.UDP {
 		uc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
 		if err != nil {
@@ -384,24 +386,30 @@ func (s *rrServer) port() uint16 {
 	return uint16(s.ln.Addr().(*net.TCPAddr).Port)
 }
 
+// acceptTCP takes the client's connections: only from its address, only
+// as many waiting for their hello at once as the test has streams (a
+// newer one takes the place of the oldest), and one answered per stream
+// (answerTCP).
 func (s *rrServer) acceptTCP() {
 	defer s.wg.Done()
+	hellos := admit.NewTable(s.streams, s.streams)
 	for {
-		c, err := s.ln.AcceptTCP()
+		c, err := admit.Accept(s.ln, nil, hellos.Shed, nil)
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
 			return
 		}
-		if addrOf(c.RemoteAddr()) != s.peer || !s.track(c) {
+		tc := c.(*net.TCPConn)
+		if addrOf(c.RemoteAddr()) != s.peer || !s.track(tc) {
 			c.Close()
 			continue
 		}
+		slot, err := hellos.Enter(s.peer, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
+		if err != nil {
+			s.untrack(tc)
+			continue
+		}
 		s.wg.Add(1)
-		go s.answerTCP(c)
+		go s.answerTCP(tc, slot)
 	}
 }
 
@@ -416,23 +424,51 @@ func (s *rrServer) track(c *net.TCPConn) bool {
 	return true
 }
 
+// untrack closes c and forgets it, and its stream's place if it held it.
+func (s *rrServer) untrack(c *net.TCPConn) {
+	s.mu.Lock()
+	delete(s.open, c)
+	for i, o := range s.answering {
+		if o == c {
+			s.answering[i] = nil
+		}
+	}
+	s.mu.Unlock()
+	c.Close()
+}
+
+// answer makes c the connection stream answers on, closing the one that
+// was; false once stopped. A client opens a new connection for a stream
+// after a failure (or, with Connect, for each transaction): the newest is
+// the stream's.
+func (s *rrServer) answer(stream int, c *net.TCPConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false
+	}
+	if o := s.answering[stream]; o != nil {
+		o.Close()
+	}
+	s.answering[stream] = c
+	return true
+}
+
 // answerTCP reads the connection's hello, then answers its requests until
-// the client closes it; with Connect, one, and then it closes first.
-func (s *rrServer) answerTCP(c *net.TCPConn) {
+// the client closes it or a newer connection takes its stream; with
+// Connect, one, and then it closes first. slot is its place among those
+// waiting for their hello.
+func (s *rrServer) answerTCP(c *net.TCPConn, slot *admit.Slot) {
 	defer s.wg.Done()
-	defer func() {
-		s.mu.Lock()
-		delete(s.open, c)
-		s.mu.Unlock()
-		c.Close()
-	}()
+	defer s.untrack(c)
 	hello := make([]byte, wire.DataHelloLen)
 	_ = c.SetReadDeadline(time.Now().Add(s.rr.Timeout.D() + 5*time.Second))
-	if _, err := io.ReadFull(c, hello); err != nil {
+	_, err := io.ReadFull(c, hello)
+	if !slot.Leave() || err != nil {
 		return
 	}
 	cookie, stream, dir, err := wire.ParseDataHello(hello)
-	if err != nil || cookie != s.cookie || dir != 'f' || stream < 0 || stream >= s.streams {
+	if err != nil || cookie != s.cookie || dir != 'f' || stream < 0 || stream >= s.streams || !s.answer(stream, c) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})

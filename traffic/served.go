@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"linerate/internal/admit"
 	"linerate/results"
 	"linerate/source/xdpcount"
 	"linerate/wire"
@@ -343,10 +344,14 @@ func (t *serverTest) openTCP() error {
 }
 
 // acceptData takes the client's TCP data connections: only from the
-// control connection's peer, only with the test's cookie.
+// control connection's peer, only with the test's cookie, and only as
+// many waiting for their hello at once as the test has connections (a
+// newer one takes the place of the oldest). A duplicate, or one past the
+// test's, is closed once its hello is read (dataHello).
 func (t *serverTest) acceptData() {
+	hellos := admit.NewTable(len(t.fwdConns)+len(t.revConns), len(t.fwdConns)+len(t.revConns))
 	for {
-		c, err := t.tcpLn.AcceptTCP()
+		c, err := admit.Accept(t.tcpLn, nil, hellos.Shed, nil)
 		if err != nil {
 			return
 		}
@@ -354,16 +359,23 @@ func (t *serverTest) acceptData() {
 			c.Close()
 			continue
 		}
-		go t.dataHello(c)
+		slot, err := hellos.Enter(t.peer, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
+		if err != nil {
+			c.Close()
+			continue
+		}
+		go t.dataHello(c.(*net.TCPConn), slot)
 	}
 }
 
 // dataHello reads a data connection's first bytes and files it under its
-// direction and stream.
-func (t *serverTest) dataHello(c *net.TCPConn) {
+// direction and stream; slot is its place among those waiting for their
+// hello.
+func (t *serverTest) dataHello(c *net.TCPConn, slot *admit.Slot) {
 	b := make([]byte, wire.DataHelloLen)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadFull(c, b); err != nil {
+	_, err := io.ReadFull(c, b)
+	if !slot.Leave() || err != nil {
 		c.Close()
 		return
 	}

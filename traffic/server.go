@@ -10,10 +10,12 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"linerate/box"
+	"linerate/internal/admit"
 	"linerate/wire"
 )
 
@@ -72,6 +74,7 @@ type Server struct {
 	mu          sync.Mutex
 	conns       map[net.Conn]struct{} // every open control connection
 	clients     int                   // of them, those past the handshake
+	tests       int                   // tests running
 	wg          sync.WaitGroup
 }
 
@@ -108,12 +111,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var err error
 	for {
 		var c net.Conn
-		c, err = ln.Accept()
+		// Out of descriptors, a handshake under way gives up its slot (the
+		// door's victim) and accept tries again after a pause.
+		c, err = admit.Accept(ln, ctx.Done(), s.door.slots.Shed, func(err error, pause time.Duration) {
+			s.logf("accept on %s: %v; trying again in %s", ln.Addr(), err, pause)
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				err = nil
-			} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				continue
 			}
 			break
 		}
@@ -157,7 +162,7 @@ func (s *Server) admit(ctx context.Context, c net.Conn) {
 	s.wg.Add(1)
 	t, err := s.door.enter(peer, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
 	if err == nil && ctx.Err() != nil {
-		s.door.leave(t)
+		t.Leave()
 		err = fmt.Errorf("%w: the server is stopping", wire.ErrBusy)
 	}
 	if err != nil {
@@ -184,16 +189,21 @@ func (s *Server) admit(ctx context.Context, c net.Conn) {
 
 // serveConn authenticates the client on c, which holds the handshake slot
 // t, takes a client slot and speaks the protocol until the client is done.
-func (s *Server) serveConn(ctx context.Context, conn net.Conn, peer netip.Addr, t *ticket) error {
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, peer netip.Addr, t *admit.Slot) error {
 	c := newCtl(conn)
-	c.gone = &t.gone
+	c.gone = t.Gone
 	err := s.serverHandshake(c)
-	s.door.leave(t)
+	// A slot given up, even as the handshake ended, ends the connection:
+	// its cut may yet come.
+	given := !t.Leave()
 	c.gone = nil
+	if given && s.door.slots.Len() < maxPending {
+		err = fmt.Errorf("%w: the server ran short of descriptors and gave up this handshake's slot", wire.ErrBusy)
+	} else if given {
+		err = fmt.Errorf("%w: %d connections are authenticating; this one's slot went to a newer one", wire.ErrBusy, maxPending)
+	}
 	if err != nil {
-		if t.gone.Load() {
-			err = fmt.Errorf("%w: %d connections are authenticating; this one's slot went to a newer one", wire.ErrBusy, maxPending)
-		} else if errors.Is(err, wire.ErrWrongToken) {
+		if errors.Is(err, wire.ErrWrongToken) {
 			wait := s.door.failed(peer)
 			err = fmt.Errorf("%w (this address must now wait %s)", err, wait)
 		}
@@ -321,12 +331,29 @@ func (s *Server) test(c *ctl, sp *wire.Spec, local, peer netip.Addr) error {
 	if sp == nil {
 		return fmt.Errorf("%w: test without a spec", wire.ErrProtocol)
 	}
+	s.mu.Lock()
+	s.tests++
+	s.mu.Unlock()
+	defer s.testEnded()
 	t, err := s.newTest(sp, local, peer)
 	if err != nil {
 		return fmt.Errorf("%w: %w", wire.ErrTestRefused, err)
 	}
 	defer t.close()
 	return t.run(c)
+}
+
+// testEnded counts a test out; the last one running returns the memory
+// its buffers took to the system at once: the runtime would otherwise
+// keep it for minutes, and an agent sits idle between tests.
+func (s *Server) testEnded() {
+	s.mu.Lock()
+	s.tests--
+	last := s.tests == 0
+	s.mu.Unlock()
+	if last {
+		debug.FreeOSMemory()
+	}
 }
 
 // capSpec applies the server's limits, saying what it changed.
