@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,9 +59,17 @@ func Reapply(ctx context.Context, store Store, sys System, items []Item, scope s
 		mine := Scope(items, sc)
 		nic := slices.DeleteFunc(slices.Clone(mine), func(it Item) bool { return slices.Contains(queueKinds, it.Kind) })
 		queues := slices.DeleteFunc(slices.Clone(mine), func(it Item) bool { return !slices.Contains(queueKinds, it.Kind) })
-		for _, stage := range [][]Item{nic, queues} {
+		for i, stage := range [][]Item{nic, queues} {
 			if len(stage) == 0 {
 				continue
+			}
+			if i == 1 && sc != "box" && namesIRQs(stage) && !ifaceUp(sys, sc) {
+				// A driver names its vectors when the interface is
+				// opened (e1000e, vmxnet3: request_irq in ndo_open): an
+				// interface that has just appeared (a reset, a driver
+				// bound again) has numbers without names until whatever
+				// manages the network brings it up.
+				awaitUp(ctx, sys, sc, reapplyUpWait)
 			}
 			st, err := reapplyStage(ctx, store, sys, stage, sc)
 			out = append(out, st)
@@ -156,4 +165,44 @@ func CheckItems(sys System, items []Item) []string {
 		}
 	}
 	return out
+}
+
+// reapplyUpWait bounds how long a re-apply waits for an interface to be
+// brought up before it sets the affinity of interrupts named by what
+// they serve.
+const reapplyUpWait = 60 * time.Second
+
+// namesIRQs reports whether items hold an interrupt named by what it
+// serves ("eth0/rx-0", "eth0").
+func namesIRQs(items []Item) bool {
+	return slices.ContainsFunc(items, func(it Item) bool {
+		return it.Kind == diagnose.FixIRQAffinity && ItemIface(it) != ""
+	})
+}
+
+// ifaceUp reports whether iface is administratively up (IFF_UP in
+// sysfs's flags).
+func ifaceUp(sys System, iface string) bool {
+	v, err := readTrim(sys, "sys/class/net/"+iface+"/flags")
+	if err != nil {
+		return false
+	}
+	f, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), 16, 32)
+	return err == nil && f&1 != 0
+}
+
+// awaitUp waits until iface is up, ctx ends or within has passed.
+func awaitUp(ctx context.Context, sys System, iface string, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for !ifaceUp(sys, iface) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return true
 }

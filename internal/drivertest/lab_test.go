@@ -104,9 +104,14 @@ func (l *vmLab) run(args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
-// exec runs argv inside node through lab exec.
+// exec runs argv inside node through lab exec. "linerate" is the binary
+// under test: a namespace node runs it by its path on the host, a guest
+// looks that path up by its base name and runs its own copy of it.
 func (l *vmLab) exec(node string, argv ...string) result {
 	l.t.Helper()
+	if argv[0] == "linerate" {
+		argv = append([]string{l.bin}, argv[1:]...)
+	}
 	return l.run(append([]string{"lab", "--state-dir", l.dir, "exec", l.name, node, "--"}, argv...)...)
 }
 

@@ -176,6 +176,8 @@ func utsString(b []int8) string {
 type guest struct {
 	log io.Writer
 	mu  sync.Mutex // serialises configs
+	// stopWatch ends the watch of the NICs (watchNICs).
+	stopWatch chan struct{}
 }
 
 func (g *guest) logf(format string, a ...any) {

@@ -44,13 +44,10 @@ func (g *guest) configure(c *Config) error {
 	if lo, err := nl.LinkByName("lo"); err == nil {
 		nl.LinkSetUp(lo)
 	}
-	var links []netlink.Link
 	for _, f := range c.Ifaces {
-		l, err := configureIface(nl, f)
-		if err != nil {
+		if err := configureIface(nl, f); err != nil {
 			return err
 		}
-		links = append(links, l)
 	}
 	if err := waitCarrier(nl, c.Ifaces); err != nil {
 		return err
@@ -82,6 +79,7 @@ func (g *guest) configure(c *Config) error {
 			return err
 		}
 	}
+	g.watchNICs(c.Ifaces)
 	if c.Serve != nil {
 		return g.startServe(c.Serve)
 	}
@@ -90,52 +88,136 @@ func (g *guest) configure(c *Config) error {
 
 // configureIface finds a NIC by its MAC, names it, sets its MTU, address
 // and rate cap, and brings it up.
-func configureIface(nl *netlink.Handle, f IfaceConfig) (netlink.Link, error) {
-	mac, err := net.ParseMAC(f.MAC)
+func configureIface(nl *netlink.Handle, f IfaceConfig) error {
+	link, err := linkByMAC(nl, f.MAC)
 	if err != nil {
-		return nil, fmt.Errorf("NIC %s: %w", f.Name, err)
+		return err
+	}
+	if link == nil {
+		return fmt.Errorf("no NIC with address %s for %s: did its driver load? (dmesg)", f.MAC, f.Name)
+	}
+	if link.Attrs().Name != f.Name {
+		if err := nl.LinkSetDown(link); err != nil {
+			return err
+		}
+		if err := nl.LinkSetName(link, f.Name); err != nil {
+			return fmt.Errorf("name NIC %s %s: %w", link.Attrs().Name, f.Name, err)
+		}
+	}
+	if link, err = nl.LinkByName(f.Name); err != nil {
+		return err
+	}
+	if f.MTU != 0 && link.Attrs().MTU != f.MTU {
+		if err := nl.LinkSetMTU(link, f.MTU); err != nil {
+			return fmt.Errorf("MTU %d on %s: %w", f.MTU, f.Name, err)
+		}
+	}
+	if err := nl.AddrReplace(link, &netlink.Addr{IPNet: nodenet.IPNet(f.Addr)}); err != nil {
+		return fmt.Errorf("address %s on %s: %w", f.Addr, f.Name, err)
+	}
+	if f.Rate != 0 {
+		if err := nl.QdiscReplace(nodenet.TBF(link.Attrs().Index, f.Rate)); err != nil {
+			return fmt.Errorf("cap %s with tbf: %w", f.Name, err)
+		}
+	}
+	if err := nl.LinkSetUp(link); err != nil {
+		return fmt.Errorf("bring %s up: %w", f.Name, err)
+	}
+	return nil
+}
+
+// linkByMAC finds the NIC (a device, not a virtual link) with the
+// address; nil when there is none.
+func linkByMAC(nl *netlink.Handle, addr string) (netlink.Link, error) {
+	mac, err := net.ParseMAC(addr)
+	if err != nil {
+		return nil, err
 	}
 	links, err := nl.LinkList()
 	if err != nil {
 		return nil, err
 	}
-	var link netlink.Link
 	for _, l := range links {
 		if l.Type() == "device" && l.Attrs().HardwareAddr.String() == mac.String() {
-			link = l
+			return l, nil
 		}
 	}
-	if link == nil {
-		return nil, fmt.Errorf("no NIC with address %s for %s: did its driver load? (dmesg)", mac, f.Name)
+	return nil, nil
+}
+
+// nicSettle is how long a NIC that appeared is left to udev (which names
+// it in a Debian guest) before the agent sets it up.
+const nicSettle = 500 * time.Millisecond
+
+// watchNICs sets up again a NIC of the guest that comes back as a new
+// device (its driver unbound and bound again, its module reloaded), as
+// the network manager of a real box brings an interface up when it
+// appears. A NIC someone only set down is left down: a new device is
+// told by its new ifindex. One watch runs at a time; a new setup
+// replaces it.
+func (g *guest) watchNICs(ifaces []IfaceConfig) {
+	if g.stopWatch != nil {
+		close(g.stopWatch)
 	}
-	if link.Attrs().Name != f.Name {
-		if err := nl.LinkSetDown(link); err != nil {
-			return nil, err
+	done := make(chan struct{})
+	g.stopWatch = done
+	index := map[string]int{}
+	if nl, err := netlink.NewHandle(unix.NETLINK_ROUTE); err == nil {
+		for _, f := range ifaces {
+			if l, err := linkByMAC(nl, f.MAC); err == nil && l != nil {
+				index[f.MAC] = l.Attrs().Index
+			}
 		}
-		if err := nl.LinkSetName(link, f.Name); err != nil {
-			return nil, fmt.Errorf("name NIC %s %s: %w", link.Attrs().Name, f.Name, err)
+		nl.Close()
+	}
+	updates := make(chan netlink.LinkUpdate, 64)
+	if err := netlink.LinkSubscribe(updates, done); err != nil {
+		g.logf("watch NICs: %v", err)
+		return
+	}
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case u, ok := <-updates:
+				if !ok {
+					return
+				}
+				if u.Header.Type != unix.RTM_NEWLINK || u.Attrs().Flags&net.FlagUp != 0 {
+					continue
+				}
+				for _, f := range ifaces {
+					if u.Attrs().HardwareAddr.String() != f.MAC || index[f.MAC] == u.Attrs().Index {
+						continue
+					}
+					index[f.MAC] = u.Attrs().Index
+					time.Sleep(nicSettle)
+					g.mu.Lock()
+					err := g.reconfigure(f)
+					g.mu.Unlock()
+					if err != nil {
+						g.logf("set %s up again: %v", f.Name, err)
+					}
+				}
+			}
 		}
+	}()
+}
+
+// reconfigure sets one NIC up again if it is down.
+func (g *guest) reconfigure(f IfaceConfig) error {
+	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return err
 	}
-	if link, err = nl.LinkByName(f.Name); err != nil {
-		return nil, err
+	defer nl.Close()
+	l, err := linkByMAC(nl, f.MAC)
+	if err != nil || l == nil || l.Attrs().Flags&net.FlagUp != 0 {
+		return err
 	}
-	if f.MTU != 0 && link.Attrs().MTU != f.MTU {
-		if err := nl.LinkSetMTU(link, f.MTU); err != nil {
-			return nil, fmt.Errorf("MTU %d on %s: %w", f.MTU, f.Name, err)
-		}
-	}
-	if err := nl.AddrReplace(link, &netlink.Addr{IPNet: nodenet.IPNet(f.Addr)}); err != nil {
-		return nil, fmt.Errorf("address %s on %s: %w", f.Addr, f.Name, err)
-	}
-	if f.Rate != 0 {
-		if err := nl.QdiscReplace(nodenet.TBF(link.Attrs().Index, f.Rate)); err != nil {
-			return nil, fmt.Errorf("cap %s with tbf: %w", f.Name, err)
-		}
-	}
-	if err := nl.LinkSetUp(link); err != nil {
-		return nil, fmt.Errorf("bring %s up: %w", f.Name, err)
-	}
-	return link, nil
+	g.logf("%s (%s) came back down: setting it up", f.Name, f.MAC)
+	return configureIface(nl, f)
 }
 
 // waitCarrier waits until every NIC is operationally up.
