@@ -2,8 +2,15 @@ package drivertest
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"linerate/internal/testenv"
+	"linerate/lab"
 )
 
 // TestE1000E: QEMU's Intel 82574 under the e1000e driver, the NIC the
@@ -242,4 +249,46 @@ func TestExec(t *testing.T) {
 	}
 	// The guest reaches its peer, a namespace, by name.
 	l.must("a", "ping", "-c", "1", "-W", "5", "b")
+}
+
+// TestLabUpKilled: lab up killed with -9 while its guest boots leaves a
+// journal that lab down removes whole: the supervisor, QEMU, the taps,
+// the namespaces, the guest's files.
+func TestLabUpKilled(t *testing.T) {
+	requireVM(t)
+	l := &vmLab{t: t, bin: testenv.Linerate(t), dir: t.TempDir(), name: "dtk", start: time.Now()}
+	t.Cleanup(func() { l.down() })
+	cmd := exec.Command(l.bin, "lab", "--state-dir", l.dir, "up", "pair", "--name", l.name, "--vm", "b")
+	cmd.Env = append(os.Environ(), lab.EnvCacheDir+"="+cacheDir(t))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the guest's supervisor is recorded: QEMU is booting.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := lab.Dir(l.dir).Load(l.name)
+		if err == nil && len(st.Guests) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no guest recorded within a minute (%v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if r := l.run("lab", "--state-dir", l.dir, "list"); !strings.Contains(r.stdout, "incomplete") || !strings.Contains(r.stdout, "1/1 running") {
+		t.Errorf("lab list after kill -9 of lab up:\n%s", r.stdout)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "qemu.*"+l.dir).Output(); len(out) == 0 {
+		t.Errorf("no QEMU running after lab up was killed: nothing to clean up, so nothing tested")
+	}
+	r := l.run("lab", "--state-dir", l.dir, "down", l.name)
+	if r.code != 0 {
+		t.Fatalf("lab down after kill -9: exit %d %s", r.code, r.stderr)
+	}
+	if out, _ := exec.Command("pgrep", "-af", "qemu.*"+l.dir).Output(); len(out) > 0 {
+		t.Errorf("QEMU left after lab down: %s", out)
+	}
 }

@@ -66,7 +66,7 @@ func (l *vmLab) down() {
 	if r.code != 0 && !strings.Contains(r.stderr, "no lab named") {
 		t.Errorf("lab down %s: exit %d: %s", l.name, r.code, r.stderr)
 	}
-	out, _ := exec.Command("pgrep", "-f", "linerate-"+"[a-z0-9]+ .*"+l.dir).Output()
+	out, _ := exec.Command("pgrep", "-af", "(qemu|vm-supervise).*"+l.dir).Output()
 	if len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("processes of lab %s left: %s", l.name, out)
 	}
