@@ -115,8 +115,12 @@ type Config struct {
 	History *history.Store
 	// Progress gets a line for each thing the demo does; nil discards.
 	Progress io.Writer
-	// Steps run in order once the lab and serve are up; nil runs Steps().
+	// Steps run in order once the lab and serve are up; nil runs Steps()
+	// (VMSteps() with VM).
 	Steps []Step
+	// VM makes the router a QEMU guest with e1000e NICs (lab up --vm
+	// router): the same story on a real driver.
+	VM bool
 }
 
 // Check fills in defaults and reports a bad Config as a usage error.
@@ -165,6 +169,9 @@ func (c *Config) Check() error {
 	}
 	if c.Steps == nil {
 		c.Steps = Steps()
+		if c.VM {
+			c.Steps = VMSteps()
+		}
 	}
 	return nil
 }
@@ -223,6 +230,9 @@ type Report struct {
 	Runs []SavedRun `json:"runs"`
 	// Kept says the lab was left up (--keep).
 	Kept bool `json:"kept"`
+	// Guest says what the router was when it was a virtual machine
+	// (Config.VM): QEMU, KVM or TCG, its NICs, its kernel.
+	Guest string `json:"guest,omitempty"`
 	// Page is the file the report page was written to ("" when none was),
 	// set by the caller that writes it (WritePage).
 	Page string `json:"page,omitempty"`
@@ -248,6 +258,16 @@ func Steps() []Step {
 		steps = append(steps, Measure(e))
 	}
 	return append(steps, Diagnose(), Tune())
+}
+
+// VMSteps are Steps for a router that is a guest: the same experiments,
+// then DiagnoseVM and TuneVM, run in the guest.
+func VMSteps() []Step {
+	steps := make([]Step, 0, len(Experiments)+2)
+	for _, e := range Experiments {
+		steps = append(steps, Measure(e))
+	}
+	return append(steps, DiagnoseVM(), TuneVM())
 }
 
 // Session is a demo under way: what steps work with.
@@ -312,7 +332,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	spec := lab.Spec{Name: cfg.Name, Topology: lab.Router, Rate: rep.ShapeBps,
 		Serve: &lab.Serve{Port: wire.DefaultPort, CPUs: rep.AgentCPUs, Command: func(_, secretFile string) *exec.Cmd {
 			return exec.Command(cfg.Self, "serve", "--token-file", secretFile, "--cpus", pin)
-		}}}
+		}},
+		VM: vmSpec(&cfg)}
 	if cfg.Speed > 0 {
 		s.Logf("building lab %s: %s — %s (forwards, NAT) — %s, links shaped like %s Ethernet ports (tbf at %sbit/s each way)",
 			cfg.Name, clientNode, routerNode, serverNode, ceiling.FormatSpeed(cfg.Speed), lab.FormatRate(rep.ShapeBps))
@@ -327,6 +348,10 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return rep, fmt.Errorf("build lab %s: %w", cfg.Name, err)
 	}
 	s.Lab = l
+	if cfg.VM {
+		rep.Guest = s.guestNote()
+		s.Logf("%s", rep.Guest)
+	}
 	defer func() {
 		// One line even when both fail; both stay in the chain (%w twice).
 		err = joinErrors([]error{err, s.teardown()})

@@ -134,6 +134,9 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	tw.Flush()
 	b.WriteString("Mb/s: TCP goodput, UDP Ethernet frames with FCS. pps: UDP datagrams received, TCP segments (goodput ÷ segment payload).\n")
+	if r.Guest != "" {
+		b.WriteString(strings.ToUpper(r.Guest[:1]) + r.Guest[1:] + ".\n")
+	}
 	if r.SpeedBps > 0 {
 		fmt.Fprintf(&b, "%s: what a %s Ethernet port carries in the same frames (preamble, FCS and gap counted); SHARE: pps over that.\n",
 			ceilHead, ceiling.FormatSpeed(r.SpeedBps))
@@ -148,10 +151,17 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	slices.Sort(ids)
-	if len(ids) > 0 {
+	switch {
+	case len(ids) > 0 && r.Guest != "":
+		fmt.Fprintf(&b, "\nCPU per core of %s, a guest of its own, while each ran, busy %% (usr/sys/softirq):\n"+
+			"the router's forwarding alone (%s's and %s's agents run in namespaces of this machine).\n",
+			r.Router, r.Client, r.Server)
+	case len(ids) > 0:
 		fmt.Fprintf(&b, "\nCPU per core while each ran, busy %% (usr/sys/softirq). %s, %s and %s are network namespaces\n"+
 			"of this machine and share its %d CPUs: this is the sender, the router's forwarding and the receiver together.\n",
 			r.Client, r.Router, r.Server, len(ids))
+	}
+	if len(ids) > 0 {
 		for lo := 0; lo < len(ids); lo += cpusPerRow {
 			row := ids[lo:min(lo+cpusPerRow, len(ids))]
 			tw := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)

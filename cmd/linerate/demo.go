@@ -25,6 +25,7 @@ type demoOptions struct {
 	quick    bool
 	json     bool
 	keep     bool
+	vm       bool
 	speed    string
 	name     string
 	report   string
@@ -79,12 +80,21 @@ little faster than on a real port. --speed 0 leaves the links uncapped.
 It takes about a minute (5 s measured per experiment, 2 s per tuning
 round); --quick about half that. Ctrl-C stops it at any point: the change
 being tried is rolled back, the kept ones too, the lab removed (exit 130);
-the page is written of what was measured.`,
+the page is written of what was measured.
+
+With --vm the router is a QEMU guest (lab up --vm router) whose lan and wan
+NICs are e1000e, driven by the kernel's own e1000e: the receive work lands
+on the guest CPU its interrupts are on, and diagnose names those interrupts
+by their driver's names. Diagnose and tune auto then run inside the guest,
+as a user runs them on a real router. Under TCG (no KVM) the guest's CPUs
+are emulated: its rates are the emulator's, which the report and the page
+say.`,
 		Example: `  sudo linerate demo
   sudo linerate demo --quick               # 1 s per experiment and per tuning round, for CI
   sudo linerate demo --rounds 3 --round-duration 5s   # tune with more, longer rounds
   sudo linerate demo --duration 10s --json > demo.json
   sudo linerate demo --speed 2.5G --keep   # leave the lab up to explore
+  sudo linerate demo --vm --quick          # the router a QEMU guest with e1000e NICs
   sudo linerate demo -o /tmp/demo.html --no-save   # the page elsewhere, nothing in the history`,
 		Args: argsWith(cobra.NoArgs),
 		RunE: o.run,
@@ -97,6 +107,7 @@ the page is written of what was measured.`,
 		demo.QuickDuration, demo.QuickTuneDuration, demo.QuickWarmup))
 	f.BoolVar(&o.json, "json", false, "print the report as JSON on stdout (each bench result, the diagnosis, tune auto's report); progress goes to stderr")
 	f.BoolVar(&o.keep, "keep", false, "leave the lab up at the end (remove it with linerate lab down NAME); the tuning is rolled back all the same")
+	f.BoolVar(&o.vm, "vm", false, "make the router a QEMU guest with e1000e NICs (lab up --vm router): the same story on a real driver, whose IRQs have names; diagnose and tune auto run inside the guest (docs/lab.md)")
 	f.StringVar(&o.speed, "speed", "1G", "Ethernet port speed the lab's links stand for and the ceilings are for (100M, 1G, 2.5G; 0: uncapped)")
 	f.StringVar(&o.name, "name", demo.DefaultName, "name of the lab to build; no lab of that name may exist")
 	f.StringVarP(&o.report, "report", "o", demoReport, "write the report page (HTML: before and after tuning side by side, tune auto's trials) to `FILE`")
@@ -106,7 +117,7 @@ the page is written of what was measured.`,
 
 // config turns the flags into a demo.Config.
 func (o *demoOptions) config(cmd *cobra.Command) (demo.Config, error) {
-	c := demo.Config{Name: o.name, Duration: o.duration, Keep: o.keep,
+	c := demo.Config{Name: o.name, Duration: o.duration, Keep: o.keep, VM: o.vm,
 		TuneRounds: o.rounds, TuneDuration: o.roundDur}
 	if o.duration <= 0 {
 		return c, usage.Errorf("--duration %s: want 100ms to %s per experiment", o.duration, demo.MaxDuration)

@@ -1,9 +1,11 @@
 package drivertest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -290,5 +292,56 @@ func TestLabUpKilled(t *testing.T) {
 	}
 	if out, _ := exec.Command("pgrep", "-af", "qemu.*"+l.dir).Output(); len(out) > 0 {
 		t.Errorf("QEMU left after lab down: %s", out)
+	}
+}
+
+// TestDemoVM: `linerate demo --vm`, the seeds' story with the router a
+// guest whose NICs are e1000e: the experiments through it, the diagnosis
+// and tune auto run in it, every change rolled back, the lab gone, and
+// the page saying the router was a QEMU guest and under what.
+func TestDemoVM(t *testing.T) {
+	requireVM(t)
+	l := &vmLab{t: t, bin: testenv.Linerate(t), dir: t.TempDir(), name: "dtdemo", start: time.Now()}
+	t.Cleanup(func() { l.down() })
+	page := filepath.Join(t.TempDir(), "demo.html")
+	r := l.run("demo", "--vm", "--quick", "--name", l.name, "--no-save", "--json", "-o", page)
+	if r.code != 0 {
+		t.Fatalf("demo --vm: exit %d\n%s", r.code, r.stderr)
+	}
+	var rep struct {
+		Guest     string `json:"guest"`
+		Diagnosis *struct {
+			Findings []struct {
+				Rule string `json:"rule"`
+			} `json:"findings"`
+		} `json:"diagnosis"`
+		Tuning *struct {
+			Auto *struct {
+				Baseline []json.RawMessage `json:"baseline"`
+			} `json:"auto"`
+			JournalRemoved bool `json:"journal_removed"`
+		} `json:"tune"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("demo --json: %v\n%s", err, r.stdout)
+	}
+	if !strings.Contains(rep.Guest, "QEMU guest under") || !strings.Contains(rep.Guest, "e1000e") {
+		t.Errorf("report's guest: %q", rep.Guest)
+	}
+	if rep.Diagnosis == nil || rep.Tuning == nil || rep.Tuning.Auto == nil || len(rep.Tuning.Auto.Baseline) == 0 {
+		t.Fatalf("diagnosis %+v, tuning %+v", rep.Diagnosis, rep.Tuning)
+	}
+	if !rep.Tuning.JournalRemoved {
+		t.Errorf("the guest's journal was not emptied and removed")
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "QEMU guest under") {
+		t.Errorf("the page does not say the router was a guest")
+	}
+	if !strings.Contains(r.stderr, "lab dtdemo is gone") {
+		t.Errorf("demo did not say its lab is gone:\n%s", r.stderr)
 	}
 }

@@ -91,7 +91,7 @@ func (l *vmLab) run(args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, l.bin, args...)
-	cmd.Env = append(os.Environ(), lab.EnvCacheDir+"="+cacheDir(l.t))
+	cmd.Env = append(os.Environ(), lab.EnvCacheDir+"="+cacheDir(l.t), lab.EnvDir+"="+l.dir)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
