@@ -36,6 +36,7 @@ func TestE1000E(t *testing.T) {
 	if n.Rings == nil || n.Rings.RX == 0 || n.Coalesce == nil {
 		t.Errorf("rings %+v, coalesce %+v: the driver has both", n.Rings, n.Coalesce)
 	}
+	l.captured("b", "a", "e1000e")
 
 	plan := l.must("b", "linerate", "tune", "plan", "--set", "irq-affinity:a/rx-0=1")
 	if !strings.Contains(plan, "a/rx-0") {
@@ -136,6 +137,7 @@ func TestVirtio(t *testing.T) {
 	if n.RSS == nil || len(n.RSS.Indirection) == 0 {
 		t.Errorf("RSS %+v: the device has RSS on", n.RSS)
 	}
+	l.captured("b", "a", "virtio_net")
 	refs := b.irqRefs("a")
 	for q := 0; q < 4; q++ {
 		for _, dir := range []string{"input", "output"} {
@@ -161,6 +163,13 @@ func TestVirtio(t *testing.T) {
 	if got := affinity("a/input.2"); got != before {
 		t.Errorf("a/input.2 affinity %s after rollback, was %s", got, before)
 	}
+
+	// XPS: transmits of queue 1 from CPU 1 only.
+	l.must("b", "linerate", "tune", "apply", "--set", "xps:a/tx-1=1")
+	if got := strings.TrimSpace(l.must("b", "cat", "/sys/class/net/a/queues/tx-1/xps_cpus")); got != "2" {
+		t.Errorf("tx-1's xps_cpus %s, want 2 (CPU 1)", got)
+	}
+	l.must("b", "linerate", "tune", "rollback")
 
 	// Channels 4 → 2 → 4, each a link reset waited for.
 	out := l.must("b", "linerate", "tune", "apply", "--set", "channels:a=combined=2")
@@ -209,6 +218,7 @@ func TestVMXNET3(t *testing.T) {
 	if d := b.nic(t, "a").Driver.Driver; d != "vmxnet3" {
 		t.Errorf("driver %q, want vmxnet3", d)
 	}
+	l.captured("b", "a", "vmxnet3")
 	refs := b.irqRefs("a")
 	if _, ok := refs["a/rxtx-0"]; !ok {
 		t.Errorf("no IRQ named a/rxtx-0: %v", refs)
@@ -238,7 +248,7 @@ func TestVMXNET3(t *testing.T) {
 // apart, returns the command's exit status, and a command missing in the
 // guest says so.
 func TestExec(t *testing.T) {
-	l := upLab(t, "dtc", "pair", "--name", "dtc", "--vm", "a")
+	l := upLab(t, "dtc", "pair", "--name", "dtc", "--vm", "a", "--rate", "100M", "--mtu", "4000")
 	r := l.exec("a", "sh", "-c", "echo out; echo err >&2; exit 7")
 	if r.stdout != "out\n" || r.stderr != "err\n" || r.code != 7 {
 		t.Errorf("got %q %q exit %d, want out, err, 7", r.stdout, r.stderr, r.code)
@@ -251,6 +261,18 @@ func TestExec(t *testing.T) {
 	}
 	// The guest reaches its peer, a namespace, by name.
 	l.must("a", "ping", "-c", "1", "-W", "5", "b")
+	// --rate caps both ways: a tbf on the guest's NIC and on its tap;
+	// --mtu is on both too.
+	for _, node := range []string{"a", "b"} {
+		iface := map[string]string{"a": "b", "b": "a"}[node]
+		out := l.must(node, "/usr/sbin/tc", "qdisc", "show", "dev", iface)
+		if !strings.Contains(out, "tbf") || !strings.Contains(out, "rate 100Mbit") {
+			t.Errorf("%s's %s: %s", node, iface, out)
+		}
+		if mtu := strings.TrimSpace(l.must(node, "cat", "/sys/class/net/"+iface+"/mtu")); mtu != "4000" {
+			t.Errorf("%s's %s has MTU %s, want 4000", node, iface, mtu)
+		}
+	}
 }
 
 // TestLabUpKilled: lab up killed with -9 while its guest boots leaves a

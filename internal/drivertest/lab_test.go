@@ -196,3 +196,22 @@ func (b inspectBox) nic(t *testing.T, name string) inspectNIC {
 	t.Fatalf("inspect shows no NIC %s", name)
 	return inspectNIC{}
 }
+
+// captured runs capture in node and reads the capture back with inspect
+// --root, there: the same driver and the same IRQ names as live.
+func (l *vmLab) captured(node, iface, driver string) {
+	l.t.Helper()
+	l.must(node, "linerate", "capture", "-o", "/tmp/capture.tar.gz", "--samples", "1")
+	var b inspectBox
+	out := l.must(node, "linerate", "inspect", "--root", "/tmp/capture.tar.gz", "--json")
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		l.t.Fatalf("inspect --root of the capture: %v", err)
+	}
+	if d := b.nic(l.t, iface).Driver.Driver; d != driver {
+		l.t.Errorf("the capture's %s has driver %q, want %s", iface, d, driver)
+	}
+	live := l.inspect(node).irqRefs(iface)
+	if got := b.irqRefs(iface); len(got) == 0 || len(got) != len(live) {
+		l.t.Errorf("the capture names IRQs %v, live %v", got, live)
+	}
+}
