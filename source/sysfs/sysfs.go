@@ -245,7 +245,7 @@ type NetDevice struct {
 	// "" otherwise.
 	IRQDevice string
 	RXQueues  []RXQueue
-	TXQueues []TXQueue
+	TXQueues  []TXQueue
 }
 
 // RXQueue is queues/rx-N.
