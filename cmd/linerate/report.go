@@ -13,6 +13,7 @@ import (
 	"linerate/history"
 	"linerate/internal/outfile"
 	"linerate/internal/usage"
+	"linerate/report"
 	"linerate/report/page"
 )
 
@@ -81,7 +82,8 @@ func (o *reportOptions) run(cmd *cobra.Command, args []string) error {
 
 // loadRun reads a run from a file when arg names one (or looks like a
 // path), else from the history by id or id prefix. A missing id, an
-// unreadable or foreign file are bad input.
+// unreadable or foreign file, or a result that would not decode within
+// its budget (jsonbudget) are bad input.
 func loadRun(store *history.Store, arg string) (*history.Run, error) {
 	st, err := os.Stat(arg)
 	switch {
@@ -89,6 +91,9 @@ func loadRun(store *history.Store, arg string) (*history.Run, error) {
 		r, err := history.ReadFile(arg)
 		if err != nil {
 			return nil, usage.Wrap(err)
+		}
+		if err := report.CheckRun(r); err != nil {
+			return nil, usage.Errorf("%s: %w", arg, err)
 		}
 		return r, nil
 	case err == nil:
@@ -104,6 +109,9 @@ func loadRun(store *history.Store, arg string) (*history.Run, error) {
 		return nil, usage.Wrap(err)
 	case err != nil:
 		return nil, err
+	}
+	if err := report.CheckRun(r); err != nil {
+		return nil, usage.Errorf("run %s: %w", r.ID, err)
 	}
 	return r, nil
 }
