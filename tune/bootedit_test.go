@@ -244,6 +244,15 @@ func TestBootValuesRefused(t *testing.T) {
 			}
 		}
 	}
+	// From findings (tune plan --findings), what cannot be built is left
+	// out with its reason, and nothing of it is planned.
+	p, err := PlanFixes(WithBoot(NewDir(root)), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions()) != 0 || len(p.Skipped) != len(items) {
+		t.Errorf("from findings: %d actions, %d of %d skipped", len(p.Actions()), len(p.Skipped), len(items))
+	}
 	if _, err := ParseItem("boot:grub=" + whole); err != nil {
 		t.Fatal(err) // parsed, refused when built (above)
 	}
