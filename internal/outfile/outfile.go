@@ -29,6 +29,9 @@ const defaultMode fs.FileMode = 0o644
 // (usage); a failed write is an error (a device that is full: ENOSPC).
 // Errors do not name the path: the caller says which flag gave it.
 func Write(path string, write func(io.Writer) error) error {
+	if path == "" {
+		return usage.Errorf("no file named")
+	}
 	st, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -70,15 +70,15 @@ func TestReplacesRegularFile(t *testing.T) {
 	}
 }
 
-// A path that cannot take a file is bad input: a directory, a directory
-// that is not there, a link that leads nowhere (nothing is created at its
+// A path that cannot take a file is bad input: none, a directory, a
+// directory that is not there, a link that leads nowhere (nothing is created at its
 // target).
 func TestBadPaths(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.Symlink(filepath.Join(dir, "target"), filepath.Join(dir, "dangling")); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{dir, filepath.Join(dir, "no", "such.html"), filepath.Join(dir, "dangling")} {
+	for _, p := range []string{"", dir, filepath.Join(dir, "no", "such.html"), filepath.Join(dir, "dangling")} {
 		err := Write(p, text("x"))
 		if err == nil || !usage.Is(err) || strings.Contains(err.Error(), ".tmp") {
 			t.Errorf("%s: %v (want bad input, no temporary file named)", p, err)
