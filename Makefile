@@ -60,6 +60,8 @@ FUZZ_TARGETS := ./source/ethtool:FuzzParsers ./source/procfs:FuzzParsers \
 	./source/sysfs:FuzzThrottled ./source/sysfs:FuzzResolve ./source/pci:FuzzConfig \
 	./source/cpuset:FuzzSets ./source:FuzzIPLink ./source:FuzzExtract \
 	./traffic:FuzzControlRead ./traffic:FuzzControlSizes ./traffic:FuzzServerHandshake ./iperf3:FuzzDecode
+FUZZ_TARGETS += ./tune:FuzzBootValue ./plan:FuzzMatrixCounts ./internal/jsonbudget:FuzzBudget \
+	./internal/jsonbudget:FuzzCheck
 FUZZTIME ?= 1m
 FUZZTIME_SHORT ?= 2000x
 

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"linerate/internal/jsonbudget"
 )
 
 const (
@@ -26,6 +28,11 @@ const (
 	// maxRun bounds a run file read back, decompressed: a run of hours
 	// with every counter of both ends sampled is tens of megabytes.
 	maxRun = 512 << 20
+	// maxInflate bounds how many times its size a gzip-compressed run may
+	// inflate to (plus a MiB): a run's JSON compresses about ten times,
+	// where repeated empty values compress a thousand times, so a small
+	// file cannot stand for hundreds of megabytes.
+	maxInflate = 64
 )
 
 // DefaultDir is where the history lives unless told: LINERATE_HISTORY_DIR,
@@ -403,25 +410,34 @@ func ReadFile(path string) (*Run, error) {
 	defer f.Close()
 	br := bufio.NewReader(f)
 	var rd io.Reader = br
+	limit := int64(maxRun)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		rd = zr
+		if st, err := f.Stat(); err == nil {
+			limit = min(limit, maxInflate*st.Size()+1<<20)
+		}
 	}
-	data, err := io.ReadAll(io.LimitReader(rd, maxRun+1))
+	data, err := io.ReadAll(io.LimitReader(rd, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(data) > maxRun {
+	switch {
+	case int64(len(data)) <= limit:
+	case limit < maxRun:
+		return nil, fmt.Errorf("%s: inflates to more than %d times its size: not a linerate run (whose JSON compresses about ten times)", path, maxInflate)
+	default:
 		return nil, fmt.Errorf("%s: more than %d MiB decompressed: not a linerate run", path, maxRun>>20)
 	}
 	return Decode(data, path)
 }
 
 // Decode reads a run (or a bare result) from JSON; where names it in
-// errors.
+// errors. The envelope is decoded within jsonbudget's budget; the result
+// stays raw, for the reader that knows its kind to decode the same way.
 func Decode(data []byte, where string) (*Run, error) {
 	var probe struct {
 		Schema   *int            `json:"schema"`
@@ -437,7 +453,7 @@ func Decode(data []byte, where string) (*Run, error) {
 		Time     time.Time       `json:"time"`
 		Version  string          `json:"linerate_version"`
 	}
-	if err := json.Unmarshal(data, &probe); err != nil {
+	if err := jsonbudget.Unmarshal(data, &probe); err != nil {
 		return nil, fmt.Errorf("%s: not a linerate run or result: %w", where, err)
 	}
 	if probe.Kind != "" && len(probe.Result) > 0 {
@@ -445,7 +461,7 @@ func Decode(data []byte, where string) (*Run, error) {
 			return nil, &NewerError{Where: where, Schema: *probe.Schema}
 		}
 		var r Run
-		if err := json.Unmarshal(data, &r); err != nil {
+		if err := jsonbudget.Unmarshal(data, &r); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		return &r, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -229,5 +230,62 @@ func TestDecodeBareResults(t *testing.T) {
 	}
 	if _, err := Decode([]byte(`[1,2`), "y.json"); err == nil || !strings.Contains(err.Error(), "y.json") {
 		t.Errorf("bad JSON: %v", err)
+	}
+}
+
+// gzipped writes text to a new file, gzip-compressed at the best ratio.
+func gzipped(t *testing.T, text []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "r.json.gz")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
+	if _, err := zw.Write(text); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(zw.Close(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// plain writes text to a new file as it is.
+func plain(t *testing.T, text []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "r.json")
+	if err := os.WriteFile(p, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A small file cannot stand for a large run: the issue's 58 KB gzip of 20
+// million empty intervals (60 MB inflated, which took report to 3 GB and
+// more) is refused having inflated at most 64 times its size; and an
+// envelope whose command line is millions of empty strings (9 MB, 384 MB
+// as strings) is refused by its budget before it is decoded. Both with
+// little allocated.
+func TestSmallFileLargeRun(t *testing.T) {
+	intervals := []byte(`{"schema":1,"spec":{"proto":"udp","duration":5},"intervals":[` + strings.Repeat("{},", 20_000_000) + `{}]}`)
+	command := []byte(`{"schema":1,"kind":"bench","id":"x","result":{},"command":[` + strings.Repeat(`"",`, 3_000_000) + `""]}`)
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"intervals", gzipped(t, intervals), "inflates to more than 64 times its size"},
+		{"command", plain(t, command), "command["},
+	} {
+		st, _ := os.Stat(tc.path)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := ReadFile(tc.path)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), tc.path) {
+			t.Errorf("%s (%d bytes): %v, want %q", tc.name, st.Size(), err, tc.want)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+			t.Errorf("%s (%d bytes): %d MiB allocated to refuse it", tc.name, st.Size(), got>>20)
+		}
 	}
 }

@@ -164,10 +164,12 @@ func (p *parser) matrix(f *field, pl *Plan) (*Matrix, error) {
 	if !sweep {
 		m.Sets = [][]string{names}
 	}
-	cells := m.Cells()
-	if len(cells) > maxCells {
-		return nil, p.errorf(f.k, "matrix: %d cells: at most %d (fewer combinations, sizes or rates)", len(cells), maxCells)
+	// Counted from the axes before any cell is made: 300 sizes, rates and
+	// MSS each are 27 million cells, a few lines of YAML.
+	if n, ok := m.count(); !ok {
+		return nil, p.errorf(f.k, "matrix: %s cells: at most %d (fewer combinations, sizes, mss or rates)", n, maxCells)
 	}
+	cells := m.Cells()
 	// Every flow of every cell, as the agents will check it.
 	for _, c := range cells {
 		cp := pl.CellPlan(c)
@@ -180,6 +182,20 @@ func (p *parser) matrix(f *field, pl *Plan) (*Matrix, error) {
 		}
 	}
 	return m, nil
+}
+
+// count is how many cells the matrix has, as text, and whether that is
+// at most maxCells: the product of its axes, multiplied in floating point
+// so that no product of list lengths can overflow.
+func (m *Matrix) count() (string, bool) {
+	n := float64(len(m.Sets))
+	for _, axis := range []int{len(m.Sizes), len(m.MSS), len(m.Rates)} {
+		n *= float64(max(axis, 1))
+	}
+	if m.Tune != "" {
+		n *= 2
+	}
+	return strconv.FormatFloat(n, 'f', -1, 64), n <= maxCells
 }
 
 // addSets adds the sets not already there.
@@ -206,12 +222,15 @@ func (p *parser) combinations(n *yaml.Node, names []string) ([][]string, error) 
 		}
 	}
 	var out [][]string
-	for _, k := range ks {
+	total := 0.0
+	for i, k := range ks {
 		if k > len(names) {
 			return nil, p.errorf(n, "matrix: combinations %d: the plan has %d flows", k, len(names))
 		}
-		if c := binomial(len(names), k); c > maxCells {
-			return nil, p.errorf(n, "matrix: combinations %d of %d flows: %.0f sets, at most %d", k, len(names), c, maxCells)
+		// Counted before the sets are made, over every K given.
+		c := binomial(len(names), k)
+		if total += c; total > maxCells {
+			return nil, p.errorf(n, "matrix: combinations %s of %d flows: %.0f sets, at most %d", strings.Trim(fmt.Sprint(ks[:i+1]), "[]"), len(names), total, maxCells)
 		}
 		out = append(out, Combinations(names, k)...)
 	}

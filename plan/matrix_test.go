@@ -1,8 +1,11 @@
 package plan
 
 import (
+	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -187,5 +190,44 @@ func TestBeyond(t *testing.T) {
 		if got := Change(tc.a, tc.b); got != tc.diff {
 			t.Errorf("%v → %v: change %q, want %q", tc.a, tc.b, got, tc.diff)
 		}
+	}
+}
+
+// A matrix is counted from its axes before any cell is made: the issue's
+// 4.8 KB plan of 300 sizes, rates and MSS (27 million cells, 4.7 GB and an
+// out-of-memory crash when every cell was built first) is refused having
+// allocated little more than its YAML, and so is a smaller one the old
+// order could build (a million cells). Combinations are counted over
+// every K given before any set is made.
+func TestMatrixCountedFirst(t *testing.T) {
+	axis := func(from, n int, unit string) string {
+		var vs []string
+		for i := range n {
+			vs = append(vs, strconv.Itoa(from+i)+unit)
+		}
+		return "[" + strings.Join(vs, ", ") + "]"
+	}
+	for _, n := range []int{100, 300} {
+		m := fmt.Sprintf("\n  sizes: %s\n  mss: %s\n  rates: %s\n", axis(64, n, ""), axis(88, n, ""), axis(1, n, "Mbps"))
+		doc := []byte(matrixHosts + "matrix:" + m)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Parse("m.yaml", doc)
+		runtime.ReadMemStats(&after)
+		want := fmt.Sprintf("m.yaml:11: matrix: %d cells: at most 4096", n*n*n)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%d×%d×%d: %v, want %s", n, n, n, err, want)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+			t.Errorf("%d×%d×%d (%d bytes of YAML): %d MiB allocated before it was refused", n, n, n, len(doc), got>>20)
+		}
+	}
+	var flows strings.Builder
+	for i := range 14 {
+		fmt.Fprintf(&flows, "  - {from: a, to: box, proto: udp, name: f%d}\n", i)
+	}
+	doc := "hosts: {box: 10.0.0.1, a: 10.0.0.2}\nflows:\n" + flows.String() + "matrix: {combinations: [1, 2, 3, 4, 5, 6]}\n"
+	if _, err := Parse("m.yaml", []byte(doc)); err == nil || !strings.Contains(err.Error(), "matrix: combinations 1 2 3 4 5 6 of 14 flows: 6475 sets, at most 4096") {
+		t.Errorf("combinations over 14 flows: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,6 +16,7 @@ import (
 
 	"linerate/autotune"
 	"linerate/history"
+	"linerate/internal/jsonbudget"
 	"linerate/internal/units"
 	"linerate/internal/version"
 	"linerate/plan"
@@ -118,7 +120,7 @@ func diagnoseHeadline(r *DiagnoseReport) string {
 		Rule     string `json:"rule"`
 		Severity string `json:"severity"`
 	}
-	json.Unmarshal(r.Findings, &fs)
+	jsonbudget.Unmarshal(r.Findings, &fs)
 	if len(fs) == 0 {
 		return fmt.Sprintf("%s: no finding (%d rules)", r.Source, r.Rules)
 	}
@@ -158,25 +160,47 @@ func shortCommand(argv []string, n int) string {
 // and search, *autotune.Report for tune auto, *DiagnoseReport for
 // diagnose.
 func DecodeRun(r *history.Run) (any, error) {
-	var v any
-	switch r.Kind {
-	case history.KindBench, history.KindSearch:
-		v = new(results.Result)
-	case history.KindFlows:
-		v = new(results.FlowSet)
-	case history.KindPlan:
-		v = new(plan.Result)
-	case history.KindTuneAuto:
-		v = new(autotune.Report)
-	case history.KindDiagnose:
-		v = new(DiagnoseReport)
-	default:
+	v := resultOf(r.Kind)
+	if v == nil {
 		return nil, fmt.Errorf("run %s: kind %q is not one this linerate reads", runName(r), r.Kind)
 	}
-	if err := json.Unmarshal(r.Result, v); err != nil {
+	if err := jsonbudget.Unmarshal(r.Result, v); err != nil {
 		return nil, fmt.Errorf("run %s: %s result: %w", runName(r), r.Kind, err)
 	}
 	return v, nil
+}
+
+// CheckRun says whether a run's result would decode into its type within
+// jsonbudget's budget, without decoding it, so that a file that would not
+// is refused as it is read rather than while a page is written. A kind
+// this linerate does not read passes (a page shows it as text).
+func CheckRun(r *history.Run) error {
+	v := resultOf(r.Kind)
+	if v == nil {
+		return nil
+	}
+	if err := jsonbudget.Check(r.Result, reflect.TypeOf(v).Elem(), jsonbudget.Limit(len(r.Result))); err != nil {
+		return fmt.Errorf("a %s result: %w", r.Kind, err)
+	}
+	return nil
+}
+
+// resultOf is a new value of the type a kind of run's result decodes
+// into, nil for a kind this linerate does not read.
+func resultOf(kind string) any {
+	switch kind {
+	case history.KindBench, history.KindSearch:
+		return new(results.Result)
+	case history.KindFlows:
+		return new(results.FlowSet)
+	case history.KindPlan:
+		return new(plan.Result)
+	case history.KindTuneAuto:
+		return new(autotune.Report)
+	case history.KindDiagnose:
+		return new(DiagnoseReport)
+	}
+	return nil
 }
 
 func runName(r *history.Run) string {

@@ -10,13 +10,13 @@ import (
 	"linerate/internal/usage"
 )
 
-// Boot items are advice unless asked for (`tune apply --boot`, WithBoot,
-// bootedit.go): a wrong kernel command line or firmware setting can leave
-// a box that does not boot, and linerate cannot undo it from there. As
-// advice they are printed as the exact edit to make (seed 001:
-// pci=pcie_bus_perf before rootwait in /boot/cmdline.txt; over_voltage=6
-// and arm_freq=2000 in /boot/config.txt). Bench items and boot items about
-// hardware or cables are advice always.
+// Boot-level items and other advice are printed as the exact edit to make
+// (seed 001: pci=pcie_bus_perf before rootwait in /boot/cmdline.txt;
+// over_voltage=6 and arm_freq=2000 in /boot/config.txt), unless the system
+// is opened for boot edits (bootedit.go): a wrong kernel command line or
+// firmware setting can leave a box that does not boot, and linerate cannot
+// undo it from there. Either way a value is read by its file's grammar
+// first (bootvalue.go).
 
 func init() {
 	builders[diagnose.FixBoot] = buildBoot
@@ -49,7 +49,16 @@ func buildBoot(sys System, it Item) ([]Action, error) {
 	if it.Value == "" {
 		return nil, usage.Errorf("empty value")
 	}
-	if strings.HasPrefix(it.Value, restoreFile) || bootEdits(sys) && (it.Target == "cmdline.txt" || it.Target == "config.txt" || it.Target == "grub") {
+	if strings.HasPrefix(it.Value, restoreFile) {
+		if err := hostWide(sys, "boot files are the host's"); err != nil {
+			return nil, err
+		}
+		return buildBootEdit(sys, it)
+	}
+	if err := checkBootValue(it.Target, it.Value); err != nil {
+		return nil, err
+	}
+	if bootEdits(sys) && (it.Target == "cmdline.txt" || it.Target == "config.txt" || it.Target == "grub") {
 		if err := hostWide(sys, "boot files are the host's"); err != nil {
 			return nil, err
 		}
@@ -81,13 +90,12 @@ func buildBoot(sys System, it Item) ([]Action, error) {
 			strings.Join(params, " "), where, display(file))
 	case "config.txt":
 		file, text := firstFile(sys, "boot/firmware/config.txt", "boot/config.txt")
-		lines := strings.Split(it.Value, ",")
+		lines, keys, err := configLines(it.Value)
+		if err != nil {
+			return nil, err
+		}
 		var cur []string
-		for _, l := range lines {
-			key, _, ok := strings.Cut(strings.TrimSpace(l), "=")
-			if !ok || key == "" {
-				return nil, usage.Errorf("value %q: want KEY=VALUE[,KEY=VALUE...] lines for config.txt", it.Value)
-			}
+		for _, key := range keys {
 			for _, have := range strings.Split(string(text), "\n") {
 				if k, _, ok := strings.Cut(strings.TrimSpace(have), "="); ok && k == key {
 					cur = append(cur, strings.TrimSpace(have))

@@ -2,10 +2,15 @@ package tune
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"linerate/internal/usage"
 )
 
 // Raspberry Pi OS's files as its images ship them (Bookworm's
@@ -101,5 +106,189 @@ func TestBootApply(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Values that would run a command when /etc/default/grub is sourced, add
+// lines or sections to config.txt, or change what the box boots.
+var hostileBootValues = []string{
+	`x="; touch MARK; "`,
+	"`touch MARK`",
+	"$(touch MARK)",
+	`x=$(touch${IFS}MARK)`,
+	"quiet\ntouch MARK",
+	`pci=realloc;touch MARK`,
+	`x='a'`,
+	`a\b`,
+	"init=/bin/sh",
+	"rdinit=/bin/sh",
+	"quiet init=/bin/sh",
+	"root=/dev/sda9",
+	"systemd.run=/tmp/x",
+	"systemd.debug_shell",
+	"rd.break",
+	"single",
+	"LD_PRELOAD=/tmp/x.so",
+	"security=none",
+	"module.sig_enforce=0",
+	"mitigations=off",
+	"kgdboc=ttyS0",
+}
+
+// A grub item is read as kernel parameters and written so that sh reads
+// back exactly them: the file is sourced, as grub-mkconfig does, by a real
+// sh and by busybox ash, in a temporary directory, and no value may leave
+// a MARK file there or a variable other than the parameters asked for.
+// Values that are not kernel parameters are refused, one line, bad input.
+// The last assignment (the one that wins) is the one edited, and its
+// quotes and comment are kept.
+func TestGrubValueSourced(t *testing.T) {
+	shells := [][]string{{"sh"}}
+	if _, err := exec.LookPath("busybox"); err == nil {
+		shells = append(shells, []string{"busybox", "ash"})
+	} else {
+		t.Log("no busybox: ash not checked")
+	}
+	const head = "GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\n"
+	files := []struct{ name, text, was string }{
+		{"debian", head + "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\nGRUB_CMDLINE_LINUX=\"\"\n", "quiet"},
+		{"two lines", head + "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet splash\"\n", "quiet splash"},
+		{"single quotes", head + "GRUB_CMDLINE_LINUX_DEFAULT='quiet  splash' # set by the installer\n", "quiet splash"},
+		{"bare", head + "export GRUB_CMDLINE_LINUX_DEFAULT=quiet\n", "quiet"},
+		{"none", head, ""},
+	}
+	values := append([]string{"pci=pcie_bus_perf", "isolcpus=2-3 nohz_full=2-3", "console=ttyS0,115200n8 video=HDMI-A-1:1920x1080@60", "quiet"}, hostileBootValues...)
+	for _, f := range files {
+		for _, v := range values {
+			got, err := editBoot("grub", []byte(f.text), v)
+			if err != nil {
+				if !usage.Is(err) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("%s, %q: %v (want one line of bad input)", f.name, v, err)
+				}
+				continue
+			}
+			want := strings.Join(withParamsWords(strings.Fields(f.was), strings.Fields(v)), " ")
+			for _, sh := range shells {
+				if out := sourced(t, sh, got); out != want {
+					t.Errorf("%s, %q, sourced by %s: %q, want %q\n%s", f.name, v, sh[0], out, want, got)
+				}
+			}
+		}
+	}
+}
+
+// withParamsWords is what a grub value should hold after params are
+// added to was: a key=value replaces the same key, the rest are added.
+func withParamsWords(was, params []string) []string {
+	out := slices.Clone(was)
+	for _, p := range params {
+		k, _, _ := strings.Cut(p, "=")
+		if i := slices.IndexFunc(out, func(w string) bool { wk, _, _ := strings.Cut(w, "="); return wk == k }); i >= 0 {
+			out[i] = p
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sourced writes text to a file in a new directory, sources it with shell
+// (cwd the directory) and returns GRUB_CMDLINE_LINUX_DEFAULT as the shell
+// sees it; it fails the test if anything but the file appeared there.
+func sourced(t *testing.T, shell []string, text string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "grub"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append(slices.Clone(shell[1:]), "-c", `. ./grub; printf %s "$GRUB_CMDLINE_LINUX_DEFAULT"`)
+	cmd := exec.Command(shell[0], args...)
+	cmd.Dir, cmd.Env = dir, []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Errorf("%s: %v", shell[0], err)
+	}
+	if des, _ := os.ReadDir(dir); len(des) != 1 {
+		t.Errorf("sourcing by %s made files: %v\n%s", shell[0], des, text)
+	}
+	return string(out)
+}
+
+// Every boot target reads its value by its grammar, with --boot and
+// without (advice), from --set and from a plan: what could inject, add a
+// line or change what boots is refused as bad input naming the target, in
+// one line, and nothing is written. A whole file (restore-file:) is taken
+// only from the journal.
+func TestBootValuesRefused(t *testing.T) {
+	root, files := bootRoot(t, "boot/firmware")
+	config := []string{
+		"arm_freq=2000\n[all]\nkernel=evil.img",
+		"kernel=evil.img", "include=extra.txt", "cmdline=evil.txt", "dtoverlay=x",
+		"arm_freq=2000 # fast", "arm_freq=fast", "over_voltage=6,over_voltage=8",
+		"os_prefix=x/",
+	}
+	var items []Item
+	for _, v := range hostileBootValues {
+		items = append(items, Item{Kind: "boot", Target: "grub", Value: v}, Item{Kind: "boot", Target: "cmdline.txt", Value: v})
+	}
+	for _, v := range config {
+		items = append(items, Item{Kind: "boot", Target: "config.txt", Value: v})
+	}
+	whole := restoreFile + base64.StdEncoding.EncodeToString([]byte("GRUB_CMDLINE_LINUX_DEFAULT=\"init=/bin/sh\"\n"))
+	items = append(items, Item{Kind: "boot", Target: "grub", Value: whole}, Item{Kind: "irqbalance-banned", Target: "box", Value: whole})
+	for _, sys := range []System{NewDir(root), WithBoot(NewDir(root))} {
+		for _, it := range items {
+			_, err := NewPlan(sys, []Item{it})
+			if err == nil || !usage.Is(err) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), it.Target) {
+				t.Errorf("boot edits %v, %q: %v (want one line of bad input naming the target)", bootEdits(sys), it, err)
+			}
+		}
+	}
+	// From findings (tune plan --findings), what cannot be built is left
+	// out with its reason, and nothing of it is planned.
+	p, err := PlanFixes(WithBoot(NewDir(root)), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Actions()) != 0 || len(p.Skipped) != len(items) {
+		t.Errorf("from findings: %d actions, %d of %d skipped", len(p.Actions()), len(p.Skipped), len(items))
+	}
+	if _, err := ParseItem("boot:grub=" + whole); err != nil {
+		t.Fatal(err) // parsed, refused when built (above)
+	}
+	for rel, want := range files {
+		if b, _ := os.ReadFile(filepath.Join(root, rel)); string(b) != want {
+			t.Errorf("%s changed:\n%s", rel, b)
+		}
+	}
+}
+
+// A grub line that sh would do more with than assign a list of words is
+// left to a person: the edit is refused, naming the line.
+func TestGrubLineRefused(t *testing.T) {
+	for _, line := range []string{
+		"GRUB_CMDLINE_LINUX_DEFAULT=\"quiet $(cat /etc/extra)\"\n",
+		"GRUB_CMDLINE_LINUX_DEFAULT=\"quiet `cat /etc/extra`\"\n",
+		"GRUB_CMDLINE_LINUX_DEFAULT=\"quiet \\\nsplash\"\n",
+		"GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"; echo hi\n",
+		"GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"'splash'\n",
+		"GRUB_CMDLINE_LINUX_DEFAULT=quiet;echo\n",
+	} {
+		_, err := editBoot("grub", []byte("GRUB_TIMEOUT=5\n"+line), "pci=realloc")
+		if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "line 2") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v", line, err)
+		}
+	}
+}
+
+// config.txt takes its known keys as whole numbers, one line each, under
+// [all]; status and rollback are as before (TestBootApply).
+func TestConfigValue(t *testing.T) {
+	got, err := editBoot("config.txt", []byte(piConfig), "arm_freq=2147, over_voltage=-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(got, "[all]\narm_freq=2147\nover_voltage=-2\n") || strings.Count(got, "\n") != strings.Count(piConfig, "\n")+1 {
+		t.Errorf("config.txt:\n%s", got)
 	}
 }

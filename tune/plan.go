@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 
 	"linerate/diagnose"
+	"linerate/internal/jsonbudget"
 	"linerate/internal/usage"
 )
 
@@ -165,7 +167,7 @@ func ReadFindings(r io.Reader) (Findings, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '[' {
 		var fs []diagnose.Finding
-		if err := json.Unmarshal(b, &fs); err != nil {
+		if err := jsonbudget.Unmarshal(b, &fs); err != nil {
 			return Findings{}, usage.Errorf("findings: %w", err)
 		}
 		return Findings{Findings: fs}, nil
@@ -174,7 +176,7 @@ func ReadFindings(r io.Reader) (Findings, error) {
 		Findings *[]diagnose.Finding `json:"findings"`
 		Origin   *diagnose.Origin    `json:"origin"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
+	if err := jsonbudget.Unmarshal(b, &doc); err != nil {
 		return Findings{}, usage.Errorf("findings: %w", err)
 	}
 	if doc.Findings == nil {
@@ -197,7 +199,14 @@ type PlanFile struct {
 // ReadPlanFile reads a plan file and checks its items' kinds.
 func ReadPlanFile(r io.Reader) (PlanFile, error) {
 	var pf PlanFile
-	dec := json.NewDecoder(r)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return pf, err
+	}
+	if err := jsonbudget.Check(b, reflect.TypeFor[PlanFile](), jsonbudget.Limit(len(b))); err != nil {
+		return pf, usage.Errorf("plan file: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&pf); err != nil {
 		return pf, usage.Errorf("plan file: %w", err)

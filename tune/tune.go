@@ -19,7 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"linerate/diagnose"
 	"linerate/internal/usage"
@@ -63,9 +65,23 @@ type Item struct {
 	Value  string           `json:"value"`
 	// Note says why; shown beside the change.
 	Note string `json:"note,omitempty"`
+	// restore marks an item this package made to put a value back (a
+	// Change's Restore, a journal entry's): only such an item may carry a
+	// whole file (restoreFile). Items read from a user, a plan or findings
+	// never have it: JSON does not fill an unexported field.
+	restore bool
 }
 
-func (it Item) String() string { return it.Kind.String() + ":" + it.Target + "=" + it.Value }
+// String is the item in the --set form; a value with a line break or
+// another control character is quoted, so that a message naming the item
+// stays one line.
+func (it Item) String() string {
+	v := it.Value
+	if strings.ContainsFunc(v, unicode.IsControl) {
+		v = strconv.Quote(v)
+	}
+	return it.Kind.String() + ":" + it.Target + "=" + v
+}
 
 // key identifies what an item changes, to refuse the same thing set twice.
 func (it Item) key() string { return it.Kind.String() + ":" + it.Target }
@@ -203,6 +219,7 @@ func itemErr(it Item, err error) error {
 
 // undoWith returns an Undo that applies the restore item on sys.
 func undoWith(sys System, restore Item) Undo {
+	restore.restore = true
 	return func(ctx context.Context) error {
 		acts, err := Build(sys, restore)
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -91,6 +92,18 @@ var benchFlags = map[string]string{
 	"duration": "--duration", "warmup": "--warmup", "streams": "--streams", "ports": "--ports", "threads": "--threads",
 	"rcvbuf": "--rcvbuf", "probe_interval": "--probe-interval", "payload": "--payload", "write_size": "--write-size", "mss": "--mss",
 	"dscp": "--dscp", "sources": "--src", "Sources": "--src", "window": "--window", "congestion": "--congestion", "fq_rate": "--fq-rate", "nagle": "--nagle",
+}
+
+// benchFlagsFor is benchFlags for a run given the flags changed: without
+// --ports or --flows a UDP test has as many ports as --threads
+// (defaultPorts), so what is wrong with its ports is --threads' value.
+func benchFlagsFor(proto wire.Proto, changed func(string) bool) map[string]string {
+	if proto != wire.UDP || changed("ports") || changed("flows") {
+		return benchFlags
+	}
+	m := maps.Clone(benchFlags)
+	m["ports"], m["Ports"] = "--threads", "--threads"
+	return m
 }
 
 func newBenchCmd() *cobra.Command { return (&benchOptions{}).command() }
@@ -490,7 +503,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 		defer stop()
 	}
 	res, runErr := runBench(cmd.Context(), cfg, cmd.Flags().Changed)
-	runErr = usage.Flags(runErr, benchFlags)
+	runErr = usage.Flags(runErr, benchFlagsFor(proto, cmd.Flags().Changed))
 	if live && cfg.OnInterval != nil {
 		report.BenchEndLive(cmd.ErrOrStderr())
 		if !o.json && !o.csv {

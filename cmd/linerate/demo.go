@@ -186,7 +186,7 @@ func (o *demoOptions) run(cmd *cobra.Command, _ []string) error {
 	rep, runErr := demo.Run(cmd.Context(), cfg)
 	var page error
 	if rep != nil && rep.HasPage() {
-		page = writeFileAtomic(o.report, rep.WritePage)
+		page = writeOutput(stdout, "--report", o.report, rep.WritePage)
 		if page == nil {
 			rep.Page = o.report
 		}

@@ -12,6 +12,7 @@ import (
 	"linerate/box"
 	"linerate/diagnose"
 	"linerate/history"
+	"linerate/internal/jsonbudget"
 	"linerate/internal/usage"
 	"linerate/report"
 	"linerate/results"
@@ -184,7 +185,7 @@ func (o *diagnoseOptions) resultEvidence(cmd *cobra.Command, path string) (*diag
 		if err != nil {
 			return nil, "", usage.Wrap(err)
 		}
-		if err := json.Unmarshal(data, &r); err != nil {
+		if err := jsonbudget.Unmarshal(data, &r); err != nil {
 			return nil, "", usage.Errorf("%s: not a bench result: %w", path, err)
 		}
 	} else {
@@ -196,10 +197,10 @@ func (o *diagnoseOptions) resultEvidence(cmd *cobra.Command, path string) (*diag
 		}
 		switch run.Kind {
 		case history.KindBench:
-			err = json.Unmarshal(run.Result, &r)
+			err = jsonbudget.Unmarshal(run.Result, &r)
 		case history.KindFlows:
 			var set results.FlowSet
-			err = json.Unmarshal(run.Result, &set)
+			err = jsonbudget.Unmarshal(run.Result, &set)
 			r = results.Result{Schema: set.Schema, Spec: set.Spec, Samples: set.Samples}
 			r.Summary.Totals = set.Total
 			if !cmd.Flags().Changed("side") {

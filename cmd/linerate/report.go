@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"linerate/history"
+	"linerate/internal/outfile"
 	"linerate/internal/usage"
+	"linerate/report"
 	"linerate/report/page"
 )
 
@@ -72,10 +73,7 @@ func (o *reportOptions) run(cmd *cobra.Command, args []string) error {
 	if out == "" {
 		out = "report-" + reportBase(args[0], runs[0]) + ".html"
 	}
-	if out == "-" {
-		return page.Write(cmd.OutOrStdout(), runs)
-	}
-	if err := writeFileAtomic(out, func(w io.Writer) error { return page.Write(w, runs) }); err != nil {
+	if err := writeOutput(cmd.OutOrStdout(), "-o", out, func(w io.Writer) error { return page.Write(w, runs) }); err != nil || out == "-" {
 		return err
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), out)
@@ -84,7 +82,8 @@ func (o *reportOptions) run(cmd *cobra.Command, args []string) error {
 
 // loadRun reads a run from a file when arg names one (or looks like a
 // path), else from the history by id or id prefix. A missing id, an
-// unreadable or foreign file are bad input.
+// unreadable or foreign file, or a result that would not decode within
+// its budget (jsonbudget) are bad input.
 func loadRun(store *history.Store, arg string) (*history.Run, error) {
 	st, err := os.Stat(arg)
 	switch {
@@ -92,6 +91,9 @@ func loadRun(store *history.Store, arg string) (*history.Run, error) {
 		r, err := history.ReadFile(arg)
 		if err != nil {
 			return nil, usage.Wrap(err)
+		}
+		if err := report.CheckRun(r); err != nil {
+			return nil, usage.Errorf("%s: %w", arg, err)
 		}
 		return r, nil
 	case err == nil:
@@ -107,6 +109,9 @@ func loadRun(store *history.Store, arg string) (*history.Run, error) {
 		return nil, usage.Wrap(err)
 	case err != nil:
 		return nil, err
+	}
+	if err := report.CheckRun(r); err != nil {
+		return nil, usage.Errorf("run %s: %w", r.ID, err)
 	}
 	return r, nil
 }
@@ -132,39 +137,21 @@ func reportBase(arg string, r *history.Run) string {
 	return base
 }
 
-// writeFileAtomic writes a file through a temporary one beside it, so a
-// failed write leaves no half page behind (and a reader that watches the
-// file never sees half of it); mode 644. Errors name the -o flag.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	return writeFileAtomicFlag("-o", path, write)
-}
-
-// writeFileAtomicFlag is writeFileAtomic for a file given by flag.
-func writeFileAtomicFlag(flag, path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		// A directory that is not there or not writable: the flag is wrong.
-		// The temporary file's name would only confuse.
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return usage.Errorf("%s %s: cannot write in %s: %w", flag, path, filepath.Dir(path), err)
+// writeOutput writes the output write produces to the file a flag named:
+// "-" is stdout; a regular file (or none) is replaced whole, a device, a
+// pipe or a link is written to as it is (outfile). A path that cannot take
+// it is bad input; a failed write (a full device) is a failure.
+func writeOutput(stdout io.Writer, flag, path string, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(stdout)
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
+	err := outfile.Write(path, write)
+	switch {
+	case err == nil:
+		return nil
+	case usage.Is(err):
+		return usage.Errorf("%s %s: %w", flag, path, err)
+	default:
 		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -147,5 +148,37 @@ func TestReportBadInput(t *testing.T) {
 	}
 	if m, _ := filepath.Glob("report-*.html"); len(m) > 0 {
 		t.Errorf("bad input left %v", m)
+	}
+}
+
+// A result whose intervals are two million empty objects (6 MB of text,
+// 700 MB and more once decoded and drawn) is bad input, refused as it is
+// read, naming where, with little allocated, and no page is written;
+// diagnose refuses it the same way.
+func TestReportEmptyIntervals(t *testing.T) {
+	dir := t.TempDir()
+	text := `{"schema":1,"linerate_version":"dev","spec":{"proto":"udp","direction":"forward","duration":5},"intervals":[` +
+		strings.Repeat("{},", 2_000_000) + `{}]}`
+	file := filepath.Join(dir, "run.json")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := runArgs(t, "report", file, "-o", filepath.Join(dir, "page.html"))
+	runtime.ReadMemStats(&after)
+	if code := exitCode(err); code != exitBadInput || !strings.Contains(err.Error(), file+": a bench result: decoding would take more than") ||
+		!strings.Contains(err.Error(), " at intervals[") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("exit %d: %v", code, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 128<<20 {
+		t.Errorf("%d MiB allocated to refuse %d MB of text", got>>20, len(text)>>20)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "page.html")); err == nil {
+		t.Error("a page was written")
+	}
+	_, err = runArgs(t, "diagnose", file)
+	if code := exitCode(err); code != exitBadInput || !strings.Contains(err.Error(), " at intervals[") {
+		t.Errorf("diagnose: exit %d: %v", code, err)
 	}
 }

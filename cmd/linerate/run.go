@@ -160,7 +160,7 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 		return usage.Errorf("%s: %w", pl.File, err)
 	}
 	if o.promTargets != "" {
-		if err := writeTargets(o.promTargets, pl); err != nil {
+		if err := writeTargets(cmd.OutOrStdout(), o.promTargets, pl); err != nil {
 			return err
 		}
 	}

@@ -8,10 +8,10 @@ import (
 )
 
 // writeTargets writes pl's agents as a Prometheus file_sd target list to
-// file, replacing it at once: Prometheus rereads the file when it
-// changes, and never sees half of it.
-func writeTargets(file string, pl *plan.Plan) error {
-	return writeFileAtomicFlag("--prometheus-targets", file, func(w io.Writer) error {
+// file, replacing a regular file at once (Prometheus rereads the file
+// when it changes, and never sees half of it); "-" is stdout.
+func writeTargets(stdout io.Writer, file string, pl *plan.Plan) error {
+	return writeOutput(stdout, "--prometheus-targets", file, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(pl.PrometheusTargets())

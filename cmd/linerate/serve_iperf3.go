@@ -15,6 +15,7 @@ import (
 	"linerate/iperf3"
 	"linerate/results"
 	"linerate/traffic"
+	"linerate/wire"
 )
 
 // iperf3ServeOptions are serve's flags for answering iperf3 clients.
@@ -26,7 +27,7 @@ type iperf3ServeOptions struct {
 
 func (o *iperf3ServeOptions) add(f *pflag.FlagSet) {
 	f.BoolVar(&o.on, "iperf3", false, "also answer unmodified iperf3 clients ('iperf3 -c HOST'), one test at a time, each kept in the run history with this box's samples; with a secret, only the addresses --allow names may use it")
-	f.IntVar(&o.port, "iperf3-port", iperf3.DefaultPort, "TCP and UDP port for iperf3 clients (--iperf3)")
+	f.IntVar(&o.port, "iperf3-port", iperf3.DefaultPort, "TCP and UDP port for iperf3 clients (--iperf3); not the control port of --listen")
 	o.history.add(f, true)
 }
 
@@ -47,14 +48,20 @@ func (o *iperf3ServeOptions) start(cmd *cobra.Command, srv *traffic.Server, list
 	hosts := []string{""}
 	if len(listen) > 0 {
 		hosts = hosts[:0]
-		for _, l := range listen {
-			a, err := listenAddr(l)
-			if err != nil {
-				return nil, err
-			}
-			h, _, _ := net.SplitHostPort(a)
-			hosts = append(hosts, h)
+	}
+	for _, l := range listen {
+		a, err := listenAddr(l)
+		if err != nil {
+			return nil, err
 		}
+		h, p, _ := net.SplitHostPort(a)
+		if p == strconv.Itoa(o.port) {
+			return nil, usage.Errorf("--iperf3-port %d: the control port of --listen %s; give another", o.port, l)
+		}
+		hosts = append(hosts, h)
+	}
+	if len(listen) == 0 && o.port == wire.DefaultPort {
+		return nil, usage.Errorf("--iperf3-port %d: the control port; give another", o.port)
 	}
 	var lns []net.Listener
 	for _, h := range hosts {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"linerate/history"
+	"linerate/internal/jsonbudget"
 	"linerate/plan"
 	"linerate/results"
 )
@@ -90,13 +91,13 @@ func flowRuns(r *history.Run) ([]*history.Run, error) {
 	switch r.Kind {
 	case history.KindFlows:
 		var fs results.FlowSet
-		if err := json.Unmarshal(r.Result, &fs); err != nil {
+		if err := jsonbudget.Unmarshal(r.Result, &fs); err != nil {
 			return nil, fmt.Errorf("run %s: a flows result that does not decode: %w", runName(r), err)
 		}
 		sets = []results.FlowSet{fs}
 	case history.KindPlan:
 		var pr plan.Result
-		if err := json.Unmarshal(r.Result, &pr); err != nil {
+		if err := jsonbudget.Unmarshal(r.Result, &pr); err != nil {
 			return nil, fmt.Errorf("run %s: a plan result that does not decode: %w", runName(r), err)
 		}
 		if pr.Matrix != nil {

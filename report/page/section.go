@@ -9,6 +9,7 @@ import (
 	"linerate/autotune"
 	"linerate/diagnose"
 	"linerate/history"
+	"linerate/internal/jsonbudget"
 	"linerate/plan"
 	"linerate/results"
 )
@@ -84,7 +85,7 @@ func newSection(r *history.Run) (*section, error) {
 	switch r.Kind {
 	case history.KindBench, history.KindSearch:
 		var res results.Result
-		if err := json.Unmarshal(r.Result, &res); err != nil {
+		if err := jsonbudget.Unmarshal(r.Result, &res); err != nil {
 			return nil, bad(err)
 		}
 		s.Bench = newBenchView(&res)
@@ -97,14 +98,14 @@ func newSection(r *history.Run) (*section, error) {
 		}
 	case history.KindDiagnose:
 		var d diagnosis
-		if err := json.Unmarshal(r.Result, &d); err != nil {
+		if err := jsonbudget.Unmarshal(r.Result, &d); err != nil {
 			return nil, bad(err)
 		}
 		s.Diag = newDiagView(&d)
 		s.Figures = s.Diag.figures()
 	case history.KindTuneAuto:
 		var a autotune.Report
-		if err := json.Unmarshal(r.Result, &a); err != nil {
+		if err := jsonbudget.Unmarshal(r.Result, &a); err != nil {
 			return nil, bad(err)
 		}
 		s.Auto = newAutoView(&a)
@@ -113,7 +114,7 @@ func newSection(r *history.Run) (*section, error) {
 		// A plan without a matrix is one bench section per flow
 		// (flowRuns); one with a matrix is this.
 		var pr plan.Result
-		if err := json.Unmarshal(r.Result, &pr); err != nil {
+		if err := jsonbudget.Unmarshal(r.Result, &pr); err != nil {
 			return nil, bad(err)
 		}
 		s.Matrix = newMatrixView(&pr)
