@@ -140,10 +140,11 @@ it is missing.`,
 // up, not by hand).
 func newLabSuperviseCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    "vm-supervise FILE",
-		Short:  "Run a lab guest's QEMU and its session (started by lab up)",
-		Hidden: true,
-		Args:   argsWith(cobra.ExactArgs(1)),
+		Use:     "vm-supervise FILE",
+		Short:   "Run a lab guest's QEMU and its session (started by lab up)",
+		Example: "  linerate lab vm-supervise /run/linerate/lab/p.vm/b/supervisor.json   # what lab up --vm b starts",
+		Hidden:  true,
+		Args:    argsWith(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := vm.LoadSupervisor(args[0])
 			if err != nil {
@@ -160,10 +161,11 @@ func newLabSuperviseCmd() *cobra.Command {
 // guest's init).
 func newLabGuestCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    "guest",
-		Short:  "Inside a lab guest: answer the host over virtio-serial",
-		Hidden: true,
-		Args:   argsWith(cobra.NoArgs),
+		Use:     "guest",
+		Short:   "Inside a lab guest: answer the host over virtio-serial",
+		Example: "  linerate lab guest   # what a guest's init (busybox init, systemd) runs",
+		Hidden:  true,
+		Args:    argsWith(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return vm.Guest(cmd.Context(), cmd.ErrOrStderr())
 		},
@@ -175,10 +177,11 @@ func newLabGuestCmd() *cobra.Command {
 func newLabVMExecCmd() *cobra.Command {
 	var socket string
 	c := &cobra.Command{
-		Use:    "vm-exec --socket S -- CMD [ARG...]",
-		Short:  "Run a command in a lab guest (lab exec does this for a VM node)",
-		Hidden: true,
-		Args:   argsWith(cobra.MinimumNArgs(1)),
+		Use:     "vm-exec --socket S -- CMD [ARG...]",
+		Short:   "Run a command in a lab guest (lab exec does this for a VM node)",
+		Example: "  linerate lab vm-exec --socket /run/linerate/lab/p.vm/b/exec.sock -- ethtool -l a",
+		Hidden:  true,
+		Args:    argsWith(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var env []string
 			for _, kv := range os.Environ() {
