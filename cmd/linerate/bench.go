@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -201,7 +202,9 @@ func (o *benchOptions) protoCmd(proto wire.Proto) *cobra.Command {
 		f.StringVar(&o.engine, "engine", "auto", "send engine: socket (batched sendmmsg), ring (AF_PACKET TX_RING: IPv4, forward, direct route, root), xdp (AF_XDP: as the ring; a socket per TX queue, ports sharing one when there are fewer queues) or auto (xdp, else the ring, else socket, whichever applies first; with auto and no --threads, one thread per CPU up to 4)")
 		f.BoolVar(&o.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
 		o.search.flags(f)
-		c.Example += "\n" + searchExample
+		if searchExample != "" {
+			c.Example += "\n" + searchExample
+		}
 	} else {
 		c.Short = "TCP: goodput per stream, retransmits and RTT"
 		c.Example = `  linerate bench tcp --to 10.0.0.2 --streams 4
@@ -569,6 +572,19 @@ func withPort(targets []string, port int) []string {
 }
 
 func saveResult(path string, res *results.Result) error { return saveJSON(path, res) }
+
+// saveJSON writes v as indented JSON to path (--out).
+func saveJSON(path string, v any) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return usage.Errorf("--out: %w", err)
+	}
+	if err := report.TuneJSON(f, v); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
 
 // checkLoadFlags checks the flags bench and tune auto share, naming the
 // flag in the error.
