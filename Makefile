@@ -62,7 +62,7 @@ test: deps build
 	@# once starve each other's samples and windows (flaky, not faster).
 	$(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory fuzz-short
-	@out=$$(mktemp -d) && $(MAKE) --no-print-directory release OUT=$$out && sh packaging/check.sh $$out; rc=$$?; rm -rf $$out; exit $$rc
+	@out=$$(mktemp -d) && $(MAKE) --no-print-directory release OUT=$$out && sh packaging/check.sh $$out && sh packaging/ipk-check.sh $$out; rc=$$?; rm -rf $$out; exit $$rc
 
 # Fuzz targets (PACKAGE:TARGET): every text parser, the capture reader and
 # the control protocol decoder.
@@ -128,6 +128,9 @@ release:
 	@# (packaging/deb.sh); make test checks them (packaging/check.sh).
 	@if command -v dpkg-deb >/dev/null; then sh packaging/deb.sh '$(VERSION)' $(OUT); \
 	  else echo "note: no dpkg-deb: no .deb packages"; fi
+	@# .ipk packages for OpenWrt (packaging/ipk.sh); make test checks them
+	@# (packaging/ipk-check.sh).
+	sh packaging/ipk.sh '$(VERSION)' $(OUT)
 	@ls -l $(OUT)
 
 bench: build
