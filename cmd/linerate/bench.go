@@ -66,6 +66,7 @@ type benchOptions struct {
 	engine  string
 	xdp     bool
 	search  searchOptions
+	soak    soakOptions
 	// tcp
 	mss        int
 	zerocopy   bool
@@ -185,6 +186,7 @@ func (o *benchOptions) protoCmd(proto wire.Proto) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, proto) },
 	}
 	f := c.Flags()
+	o.soak.flags(f)
 	if proto == wire.UDP {
 		c.Short = "UDP: packets per second, loss, reordering and duplicates"
 		c.Example = `  linerate bench udp --to 10.0.0.2 --size 64 --duration 10s
@@ -275,6 +277,9 @@ func (o *benchOptions) config(proto wire.Proto, changed func(string) bool) (traf
 	rate, err := wire.ParseRate(o.rate)
 	if err != nil {
 		return cfg, usage.Errorf("--rate: %w", err)
+	}
+	if o.soak.on && !changed("duration") {
+		o.duration = soakDefault
 	}
 	if err := checkLoadFlags(o.duration, o.warmup, o.threads, o.streams); err != nil {
 		return cfg, err
@@ -446,6 +451,9 @@ func defaultPorts(ports, threads int) int {
 }
 
 func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
+	if o.soak.on && (len(o.from) > 0 || o.search.asked()) {
+		return usage.Errorf("--soak: not with --from or --search: a soak watches the heat of the box that sends")
+	}
 	if len(o.from) > 0 {
 		if len(o.src) > 0 {
 			return usage.Errorf("--src and --from: --src names this host's addresses, and with --from this host does not send")
@@ -484,6 +492,11 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 	if show != nil && o.interval > 0 {
 		cfg.OnInterval = results.GroupIntervals(o.interval, show)
 	}
+	ctx, finishSoak, err := o.soak.start(cmd.Context(), &cfg, cmd.Flags().Changed)
+	if err != nil {
+		stream.Error(err)
+		return err
+	}
 	if o.web != "" {
 		stop, err := benchLive(cmd.Context(), o.web, &cfg, cmd.ErrOrStderr())
 		if err != nil {
@@ -492,8 +505,13 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 		}
 		defer stop()
 	}
-	res, runErr := runBench(cmd.Context(), cfg, cmd.Flags().Changed)
+	res, runErr := runBench(ctx, cfg, cmd.Flags().Changed)
 	runErr = usage.Flags(runErr, benchFlags)
+	if res != nil {
+		if err := finishSoak(res); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "linerate: warning:", err)
+		}
+	}
 	if live && cfg.OnInterval != nil {
 		report.BenchEndLive(cmd.ErrOrStderr())
 		if !o.json && !o.csv {
@@ -526,6 +544,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 		}
 	default:
 		report.BenchText(stdout, res)
+		report.SoakText(stdout, res.Soak)
 	}
 	if res.Interrupted {
 		return errInterrupted
