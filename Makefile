@@ -13,7 +13,7 @@ BIN      := bin/linerate
 # notices, and costs flash.
 SMALL_TAGS    := small
 SMALL_GCFLAGS := -gcflags=all=-l -gcflags=runtime= -gcflags=linerate/traffic= -gcflags=syscall= \
-	-gcflags=golang.org/x/sys/unix= -gcflags=internal/poll= -gcflags=net= -gcflags=sync= -gcflags=time= -gcflags=encoding/binary=
+	-gcflags=golang.org/x/sys/unix= -gcflags=internal/poll=
 SMALL_BUILD    = CGO_ENABLED=0 $(GO) build -tags $(SMALL_TAGS) $(SMALL_GCFLAGS) -trimpath -ldflags '$(LDFLAGS)'
 # Debian packages the tests and benchmarks use: ethtool and iproute2 to
 # cross-check what linerate reads, nftables for the lab's NAT, iperf3,
