@@ -5,6 +5,16 @@ GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X linerate/internal/version.Version=$(VERSION)
 BIN      := bin/linerate
+# The small build, for routers' flash (OpenWrt's arm and mips packages):
+# -tags small leaves out what a router never runs (cmd/linerate/small.go
+# lists it; docs/openwrt.md weighs it), and the compiler inlines only in
+# the packages of the packet path (the runtime, the traffic engine and the
+# system calls under it): inlining elsewhere buys no speed a router
+# notices, and costs flash.
+SMALL_TAGS    := small
+SMALL_GCFLAGS := -gcflags=all=-l -gcflags=runtime= -gcflags=linerate/traffic= -gcflags=syscall= \
+	-gcflags=golang.org/x/sys/unix= -gcflags=internal/poll=
+SMALL_BUILD    = CGO_ENABLED=0 $(GO) build -tags $(SMALL_TAGS) $(SMALL_GCFLAGS) -trimpath -ldflags '$(LDFLAGS)'
 # Debian packages the tests and benchmarks use: ethtool and iproute2 to
 # cross-check what linerate reads, nftables for the lab's NAT, iperf3,
 # iperf (2), nuttcp, sockperf and netsniff-ng (trafgen) for side-by-side
@@ -23,12 +33,16 @@ DEB_PKGS := ethtool iproute2 nftables iperf3 iperf nuttcp sockperf netsniff-ng p
 # minutes here, a Debian image built the first time included).
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build deps test test-short fuzz fuzz-short demo demo-smoke release bench bench-rate soak clean
+.PHONY: all build small deps test test-short fuzz fuzz-short demo demo-smoke release bench bench-rate soak clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/linerate
+
+# small builds the small binary for this machine (bin/linerate-small).
+small:
+	$(SMALL_BUILD) -o $(BIN)-small ./cmd/linerate
 
 # deps installs missing Debian packages (only when running as root with apt)
 # and downloads Go modules.
@@ -50,7 +64,7 @@ test: deps build
 	@# once starve each other's samples and windows (flaky, not faster).
 	$(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory fuzz-short
-	@out=$$(mktemp -d) && $(MAKE) --no-print-directory release OUT=$$out && sh packaging/check.sh $$out; rc=$$?; rm -rf $$out; exit $$rc
+	@out=$$(mktemp -d) && $(MAKE) --no-print-directory release OUT=$$out && sh packaging/check.sh $$out && sh packaging/ipk-check.sh $$out; rc=$$?; rm -rf $$out; exit $$rc
 
 # Fuzz targets (PACKAGE:TARGET): every text parser, the capture reader and
 # the control protocol decoder.
@@ -101,17 +115,26 @@ demo-smoke: build
 	./$(BIN) demo --quick
 
 # release cross-builds the static binaries and, where dpkg-deb is, the
-# .deb packages (binary, man pages, completions, the agent's systemd unit).
+# .deb packages (binary, man pages, completions, the agent's systemd unit);
+# and the OpenWrt packages (.ipk: binary, procd init script, UCI config)
+# from the full arm64 and amd64 binaries and small builds for 32-bit arm
+# and mips (packaging/ipk.sh; docs/openwrt.md).
 OUT ?= dist
 release:
 	@mkdir -p $(OUT)
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-amd64 ./cmd/linerate
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-arm64 ./cmd/linerate
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-armv7 ./cmd/linerate
+	GOOS=linux GOARCH=arm GOARM=7 $(SMALL_BUILD) -o $(OUT)/linerate-small-linux-armv7 ./cmd/linerate
+	GOOS=linux GOARCH=mipsle GOMIPS=softfloat $(SMALL_BUILD) -o $(OUT)/linerate-small-linux-mipsle ./cmd/linerate
+	GOOS=linux GOARCH=mips GOMIPS=softfloat $(SMALL_BUILD) -o $(OUT)/linerate-small-linux-mips ./cmd/linerate
 	@# .deb packages for amd64, arm64 and armhf from the binaries above
 	@# (packaging/deb.sh); make test checks them (packaging/check.sh).
 	@if command -v dpkg-deb >/dev/null; then sh packaging/deb.sh '$(VERSION)' $(OUT); \
 	  else echo "note: no dpkg-deb: no .deb packages"; fi
+	@# .ipk packages for OpenWrt (packaging/ipk.sh); make test checks them
+	@# (packaging/ipk-check.sh).
+	sh packaging/ipk.sh '$(VERSION)' $(OUT)
 	@ls -l $(OUT)
 
 bench: build

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"linerate/box"
+	"linerate/results"
 )
 
 // Severity orders findings.
@@ -120,6 +121,8 @@ type Evidence struct {
 	// Host names the machine the evidence is of, when it is not this one
 	// (a device in the middle sampled by its agent); "" otherwise.
 	Host string
+	// Soak is what a bench --soak saw of this box's heat; nil otherwise.
+	Soak *results.Soak
 
 	// mean caches Mean for the rules of one Run.
 	mean *box.Rates
@@ -142,7 +145,7 @@ func Rules() []Rule {
 		cpuThrottled{}, irqbalanceConflict{}, generatorLimited{},
 		netfilterDrop{}, conntrackDrop{}, qdiscDrop{}, udpClosedPort{},
 		nicUnbound{}, pciKernelLog{}, offloadOff{}, channelsUnused{}, xpsOff{}, piOverclock{},
-		jumboFrames{},
+		jumboFrames{}, soakThrottled{},
 	}
 }
 

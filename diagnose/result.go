@@ -11,6 +11,9 @@ import (
 // model of the box.
 func FromResult(r *results.Result, side results.Side, b *box.Box) *Evidence {
 	ev := &Evidence{Box: b}
+	if side == results.SideClient {
+		ev.Soak = r.Soak // the heat of the end that ran bench --soak
+	}
 	target := -1
 	for _, s := range r.Samples {
 		if s.Side != side {

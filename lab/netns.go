@@ -87,7 +87,7 @@ func identity(fd int) (dev, ino uint64, err error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return 0, 0, fmt.Errorf("stat network namespace: %w", err)
 	}
-	return st.Dev, st.Ino, nil
+	return uint64(st.Dev), st.Ino, nil
 }
 
 // bindNetns names the namespace h: it creates /run/netns/NAME, failing if
@@ -159,7 +159,7 @@ func owner(o Object) (ownership, error) {
 		// Up died before the namespace existed; the name was never ours.
 		return foreign, nil
 	}
-	if st.Dev == o.Dev && st.Ino == o.Ino {
+	if uint64(st.Dev) == o.Dev && st.Ino == o.Ino {
 		return owned, nil
 	}
 	var dir unix.Stat_t
@@ -234,7 +234,7 @@ func pidsIn(ids map[nsID]bool) []int {
 		if unix.Stat(filepath.Join(procDir, e.Name(), "ns", "net"), &st) != nil {
 			continue
 		}
-		if ids[nsID{st.Dev, st.Ino}] {
+		if ids[nsID{uint64(st.Dev), st.Ino}] {
 			pids = append(pids, pid)
 		}
 	}

@@ -123,7 +123,7 @@ func lockHeld(p string) bool {
 	}
 	// Lines read "1: FLOCK  ADVISORY  WRITE 20893 fe:00:9773057 0 EOF":
 	// the device as hex major:minor, then the inode.
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
 	// The pid before it is the holder's: this process's own lock (Down
 	// loading the lab again under it) does not count.
 	for _, line := range strings.Split(string(b), "\n") {

@@ -1,3 +1,5 @@
+//go:build !small
+
 package live
 
 import (
@@ -158,6 +160,10 @@ func sourceOf(r *http.Request) netip.Addr {
 	}
 	return ap.Addr().Unmap()
 }
+
+// WebBuilt is nil in a build that serves the web view; the small build
+// says why it does not (http_small.go).
+func WebBuilt() error { return nil }
 
 // Serve serves Handler(h) on ln until ctx ends, then closes the hub and
 // the server. It returns nil when stopped by ctx.

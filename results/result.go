@@ -43,6 +43,9 @@ type Result struct {
 	// Samples are both ends' counters, once a second over the measured
 	// window (client first, then each server).
 	Samples []Sample `json:"samples"`
+	// Soak is the heat of this end, once a second, and its first throttle
+	// (bench --soak; soak.go); nil for other runs.
+	Soak *Soak `json:"soak,omitempty"`
 	// Ledger is where the lost datagrams died (UDP, when the ends read
 	// their drop counters: docs/ledger.md).
 	Ledger *ledger.Ledger `json:"ledger,omitempty"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"maps"
 	"net"
 	"net/netip"
@@ -66,6 +67,7 @@ type benchOptions struct {
 	engine  string
 	xdp     bool
 	search  searchOptions
+	soak    soakOptions
 	// tcp
 	mss        int
 	zerocopy   bool
@@ -197,6 +199,7 @@ func (o *benchOptions) protoCmd(proto wire.Proto) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, proto) },
 	}
 	f := c.Flags()
+	o.soak.flags(f)
 	if proto == wire.UDP {
 		c.Short = "UDP: packets per second, loss, reordering and duplicates"
 		c.Example = `  linerate bench udp --to 10.0.0.2 --size 64 --duration 10s
@@ -214,7 +217,9 @@ func (o *benchOptions) protoCmd(proto wire.Proto) *cobra.Command {
 		f.StringVar(&o.engine, "engine", "auto", "send engine: socket (batched sendmmsg), ring (AF_PACKET TX_RING: IPv4, forward, direct route, root), xdp (AF_XDP: as the ring; a socket per TX queue, ports sharing one when there are fewer queues) or auto (xdp, else the ring, else socket, whichever applies first; with auto and no --threads, one thread per CPU up to 4)")
 		f.BoolVar(&o.xdp, "xdp", false, "also count the packets reaching the server's interface with an XDP program (beside those reaching its sockets)")
 		o.search.flags(f)
-		c.Example += "\n" + searchExample
+		if searchExample != "" {
+			c.Example += "\n" + searchExample
+		}
 	} else {
 		c.Short = "TCP: goodput per stream, retransmits and RTT"
 		c.Example = `  linerate bench tcp --to 10.0.0.2 --streams 4
@@ -285,6 +290,9 @@ func (o *benchOptions) config(proto wire.Proto, changed func(string) bool) (traf
 	rate, err := wire.ParseRate(o.rate)
 	if err != nil {
 		return cfg, usage.Errorf("--rate: %w", err)
+	}
+	if o.soak.on && !changed("duration") {
+		o.duration = soakDefault
 	}
 	if err := checkLoadFlags(o.duration, o.warmup, o.threads, o.streams); err != nil {
 		return cfg, err
@@ -456,6 +464,9 @@ func defaultPorts(ports, threads int) int {
 }
 
 func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
+	if o.soak.on && (len(o.from) > 0 || o.search.asked()) {
+		return usage.Errorf("--soak: not with --from or --search: a soak watches the heat of the box that sends")
+	}
 	if len(o.from) > 0 {
 		if len(o.src) > 0 {
 			return usage.Errorf("--src and --from: --src names this host's addresses, and with --from this host does not send")
@@ -494,6 +505,11 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 	if show != nil && o.interval > 0 {
 		cfg.OnInterval = results.GroupIntervals(o.interval, show)
 	}
+	ctx, finishSoak, err := o.soak.start(cmd.Context(), &cfg, cmd.Flags().Changed)
+	if err != nil {
+		stream.Error(err)
+		return err
+	}
 	if o.web != "" {
 		stop, err := benchLive(cmd.Context(), o.web, &cfg, cmd.ErrOrStderr())
 		if err != nil {
@@ -502,8 +518,13 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 		}
 		defer stop()
 	}
-	res, runErr := runBench(cmd.Context(), cfg, cmd.Flags().Changed)
+	res, runErr := runBench(ctx, cfg, cmd.Flags().Changed)
 	runErr = usage.Flags(runErr, benchFlagsFor(proto, cmd.Flags().Changed))
+	if res != nil {
+		if err := finishSoak(res); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "linerate: warning:", err)
+		}
+	}
 	if live && cfg.OnInterval != nil {
 		report.BenchEndLive(cmd.ErrOrStderr())
 		if !o.json && !o.csv {
@@ -536,6 +557,7 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 		}
 	default:
 		report.BenchText(stdout, res)
+		report.SoakText(stdout, res.Soak)
 	}
 	if res.Interrupted {
 		return errInterrupted
@@ -582,6 +604,19 @@ func withPort(targets []string, port int) []string {
 }
 
 func saveResult(path string, res *results.Result) error { return saveJSON(path, res) }
+
+// saveJSON writes v as indented JSON to path (--out).
+func saveJSON(path string, v any) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return usage.Errorf("--out: %w", err)
+	}
+	if err := report.TuneJSON(f, v); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
 
 // checkLoadFlags checks the flags bench and tune auto share, naming the
 // flag in the error.

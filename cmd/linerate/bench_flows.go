@@ -1,9 +1,10 @@
+//go:build !small
+
 package main
 
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -166,19 +167,6 @@ func joinTargets(ts []string) string {
 		return ts[0]
 	}
 	return fmt.Sprintf("%s +%d", ts[0], len(ts)-1)
-}
-
-// saveJSON writes v as indented JSON to path (--out).
-func saveJSON(path string, v any) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return usage.Errorf("--out: %w", err)
-	}
-	if err := report.TuneJSON(f, v); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // sampleHosts are the hosts of --sample: agents (HOST[:PORT]) or ssh://,

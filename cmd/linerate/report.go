@@ -1,7 +1,8 @@
+//go:build !small
+
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"linerate/history"
 	"linerate/internal/outfile"
 	"linerate/internal/usage"
-	"linerate/report"
 	"linerate/report/page"
 )
 
@@ -78,47 +78,6 @@ func (o *reportOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), out)
 	return nil
-}
-
-// loadRun reads a run from a file when arg names one (or looks like a
-// path), else from the history by id or id prefix. A missing id, an
-// unreadable or foreign file, or a result that would not decode within
-// its budget (jsonbudget) are bad input.
-func loadRun(store *history.Store, arg string) (*history.Run, error) {
-	st, err := os.Stat(arg)
-	switch {
-	case err == nil && st.Mode().IsRegular():
-		r, err := history.ReadFile(arg)
-		if err != nil {
-			return nil, usage.Wrap(err)
-		}
-		if err := report.CheckRun(r); err != nil {
-			return nil, usage.Errorf("%s: %w", arg, err)
-		}
-		return r, nil
-	case err == nil:
-		return nil, usage.Errorf("%s: not a regular file", arg)
-	case looksLikePath(arg):
-		return nil, usage.Wrap(err)
-	}
-	r, err := store.Load(arg)
-	var nf *history.NotFoundError
-	var newer *history.NewerError
-	switch {
-	case errors.As(err, &nf), errors.As(err, &newer), errors.Is(err, history.ErrAmbiguous):
-		return nil, usage.Wrap(err)
-	case err != nil:
-		return nil, err
-	}
-	if err := report.CheckRun(r); err != nil {
-		return nil, usage.Errorf("run %s: %w", r.ID, err)
-	}
-	return r, nil
-}
-
-// looksLikePath says whether arg is meant as a file rather than an id.
-func looksLikePath(arg string) bool {
-	return strings.ContainsRune(arg, os.PathSeparator) || strings.HasSuffix(arg, ".json") || strings.HasSuffix(arg, ".gz")
 }
 
 // reportBase names the default output after the first run: its id, else

@@ -176,6 +176,9 @@ func sampleLive(proc procfs.FS, interval time.Duration, hub *live.Hub, each func
 // startLiveWeb serves hub's page, /events and /metrics on addr until stop
 // is called or ctx ends, and says where on stderr; page is its URL.
 func startLiveWeb(ctx context.Context, addr string, hub *live.Hub, stderr io.Writer) (page string, stop func(), err error) {
+	if err := live.WebBuilt(); err != nil {
+		return "", nil, usage.Errorf("--web %s: %w", addr, err)
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", nil, usage.Errorf("--web %q: want HOST:PORT, such as 127.0.0.1:9464", addr)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+	"golang.org/x/sys/unix"
 
 	"linerate/internal/version"
 )
@@ -149,9 +150,9 @@ func readHello() Hello {
 	if b, err := os.ReadFile(bootIDFile); err == nil {
 		h.BootID = strings.TrimSpace(string(b))
 	}
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		h.Kernel = utsString(u.Release[:])
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	if b, err := os.ReadFile(uptimeFile); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 0 {
@@ -159,17 +160,6 @@ func readHello() Hello {
 		}
 	}
 	return h
-}
-
-func utsString(b []int8) string {
-	var s []byte
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		s = append(s, byte(c))
-	}
-	return string(s)
 }
 
 // guest is the agent's state across requests.

@@ -120,6 +120,7 @@ func newBenchView(r *results.Result) *benchView {
 		v.sizes()
 		v.queues()
 		v.rates()
+		v.soak()
 		v.latency()
 	}
 	v.rrul()

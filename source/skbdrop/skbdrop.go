@@ -1,3 +1,5 @@
+//go:build !small
+
 // Package skbdrop counts the packets the kernel frees as dropped, by drop
 // reason and network namespace: a small eBPF program on the skb:kfree_skb
 // tracepoint adds one to a per-CPU map entry keyed by (namespace inode,

@@ -1,3 +1,5 @@
+//go:build !small
+
 // Package xdpcount is the XDP receive counter: a small eBPF program,
 // assembled here with cilium/ebpf's asm package (no C compiler), attached to
 // a receiving interface. It counts the IPv4 UDP packets (optionally only
@@ -20,33 +22,11 @@ import (
 	"linerate/source/internal/bpfprog"
 )
 
-// ErrUnsupported is wrapped by every error of Attach that comes
-// from the kernel refusing the program or the attachment: no BPF
-// permission, a kernel without BPF links for XDP, an interface that already
-// has an XDP program, a verifier that rejects the program. The message
-// after it says why.
-var ErrUnsupported = errors.New("xdp counter unavailable")
-
 // XDP actions, from include/uapi/linux/bpf.h (enum xdp_action).
 const (
 	actionDrop = 1
 	actionPass = 2
 )
-
-// Mode is how an XDP program is attached to an interface.
-type Mode string
-
-const (
-	// Native runs the program in the driver, before an skb exists.
-	Native Mode = "native"
-	// Generic runs it after the skb is built: works on any interface,
-	// slower.
-	Generic Mode = "generic"
-)
-
-// MaxQueues is how many receive queues the counter tells apart: a packet
-// on a higher queue is counted on the last one.
-const MaxQueues = 256
 
 // cpuCounts is the value of the per-CPU counter map, one per CPU.
 type cpuCounts struct {
@@ -122,23 +102,6 @@ func load(port uint16, drop bool) (*ebpf.Map, *ebpf.Program, error) {
 
 // Mode says whether the program runs in the driver or after the skb.
 func (c *Counter) Mode() Mode { return c.mode }
-
-// Count returns the packets counted since the program was attached and
-// their bytes, from the Ethernet header to the end of the payload (the
-// frame without FCS), summed over CPUs and receive queues.
-func (c *Counter) Count() (pkts, bytes uint64, err error) {
-	queues, err := c.Queues(MaxQueues)
-	for _, q := range queues {
-		pkts += q.Packets
-		bytes += q.Bytes
-	}
-	return pkts, bytes, err
-}
-
-// QueueCount is what the counter counted on one receive queue.
-type QueueCount struct {
-	Packets, Bytes uint64
-}
 
 // Queues returns what was counted on each of the first n receive queues
 // (at most MaxQueues; the last one also holds the queues past it), summed
