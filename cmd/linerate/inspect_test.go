@@ -51,6 +51,13 @@ func run(t *testing.T, bin string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = repoRoot
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and gives what it wrote and its exit code; a command
+// that could not run at all fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -59,7 +66,7 @@ func run(t *testing.T, bin string, args ...string) result {
 	if errors.As(err, &ee) {
 		r.code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("run linerate %v: %v", args, err)
+		t.Fatalf("run %v: %v", cmd.Args, err)
 	}
 	return r
 }

@@ -36,7 +36,10 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 		return err
 	}
 	defer closeChannels()
-	res := &plan.Result{Schema: results.ResultSchema, Linerate: version.Version, Plan: pl.File, Expected: e}
+	if err := report.Expansions(stderr, pl); err != nil {
+		return err
+	}
+	res := &plan.Result{Schema: results.ResultSchema, Linerate: version.Version, Plan: pl.File, Expansions: pl.Expansions, Expected: e}
 	if pl.Matrix == nil {
 		res.Rounds, res.Errors = runRounds(cmd, planFleet(pl, ports, base, o.token), pl, "")
 		if len(res.Rounds) == 0 && len(res.Errors) > 0 {
