@@ -16,12 +16,15 @@ BIN      := bin/linerate
 # loader; for lab nodes that are virtual machines (lab up --vm): QEMU, the
 # kernel the guests boot, a static busybox for their initramfs (it also
 # provides ash), qemu-img for their disks, and mmdebstrap and e2fsprogs to
-# build the Debian guest image.
+# build the Debian guest image; podman and runc to run the agent's OCI image
+# (make image) in a lab namespace, and dnsmasq-base (the program without
+# its service, so nothing listens on the machine) to serve plan hosts by DNS.
 DEB_PKGS := ethtool iproute2 nftables iperf3 iperf nuttcp sockperf netsniff-ng pciutils openssh-server openssh-client chromium jq prometheus lintian systemd busybox-static tuned \
-	qemu-system-x86 qemu-utils linux-image-amd64 mmdebstrap e2fsprogs
+	qemu-system-x86 qemu-utils linux-image-amd64 mmdebstrap e2fsprogs \
+	podman runc dnsmasq-base
 TEST_TIMEOUT ?= 12m
 
-.PHONY: all build deps test test-short fuzz fuzz-short demo demo-smoke release bench bench-rate soak clean
+.PHONY: all build deps test test-short fuzz fuzz-short demo demo-smoke release image bench bench-rate soak clean
 
 all: build
 
@@ -109,6 +112,17 @@ release:
 	@if command -v dpkg-deb >/dev/null; then sh packaging/deb.sh '$(VERSION)' $(OUT); \
 	  else echo "note: no dpkg-deb: no .deb packages"; fi
 	@ls -l $(OUT)
+
+# image writes the agent's OCI images, $(OUT)/linerate_VERSION_{amd64,arm64}.oci.tar:
+# the static binaries on an empty base, built without a daemon or root
+# (packaging/image, a Go program; docs/kubernetes.md). podman load -i FILE.
+IMAGE_SOURCE ?= $(shell git config --get remote.origin.url 2>/dev/null)
+image:
+	@mkdir -p $(OUT)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-amd64 ./cmd/linerate
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-arm64 ./cmd/linerate
+	$(GO) run ./packaging/image -version '$(VERSION)' -out $(OUT) -source '$(IMAGE_SOURCE)' \
+	  -revision "$$(git rev-parse HEAD 2>/dev/null)" -created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 
 bench: build
 	bash bench/compare.sh
