@@ -184,7 +184,7 @@ type Ceiling struct {
 // Limits on what one plan may hold.
 const (
 	maxFileBytes = 1 << 20
-	maxHosts     = 256
+	maxHosts     = MaxHosts
 	maxFlows     = 1024
 	maxRounds    = 1000
 	maxDuration  = 24 * time.Hour

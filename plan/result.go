@@ -54,8 +54,9 @@ type TuneChange struct {
 	To     string `json:"to"`
 }
 
-// Usage is the resources a process used (getrusage(2) of itself): its
-// CPU time in user and kernel mode and its peak resident memory.
+// Usage is the resources a process used: its CPU time in user and kernel
+// mode (getrusage(2) of itself) and its peak resident memory since its
+// exec (VmHWM).
 type Usage struct {
 	UserSeconds float64 `json:"user_seconds"`
 	SysSeconds  float64 `json:"sys_seconds"`

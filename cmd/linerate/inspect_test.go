@@ -29,7 +29,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/golden from the 
 const repoRoot = "../.."
 
 // buildLinerate builds the real binary into dir.
-func buildLinerate(t *testing.T, dir string) string {
+func buildLinerate(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "linerate")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
@@ -47,7 +47,7 @@ type result struct {
 }
 
 // run runs the binary from the repository root.
-func run(t *testing.T, bin string, args ...string) result {
+func run(t testing.TB, bin string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = repoRoot
@@ -56,7 +56,7 @@ func run(t *testing.T, bin string, args ...string) result {
 
 // runCmd runs cmd and gives what it wrote and its exit code; a command
 // that could not run at all fails the test.
-func runCmd(t *testing.T, cmd *exec.Cmd) result {
+func runCmd(t testing.TB, cmd *exec.Cmd) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
