@@ -45,7 +45,7 @@ func StartDNS(t testing.TB, ns *NetNS, addr netip.Addr, r DNSRecords) *DNS {
 		t.Skipf("%s not found: install dnsmasq-base (make test does)", DNSMasqPath)
 	}
 	args := []string{"--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--no-poll",
-		"--bind-interfaces", "--listen-address=" + addr.String(), "--except-interface=none", "--port=53",
+		"--bind-interfaces", "--listen-address=" + addr.String(), "--port=53",
 		"--pid-file=", "--user=root", "--log-facility=-", "--log-queries",
 		"--local=/" + r.Domain + "/"}
 	for name, addrs := range r.Hosts {
