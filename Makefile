@@ -26,14 +26,17 @@ SMALL_BUILD    = CGO_ENABLED=0 $(GO) build -tags $(SMALL_TAGS) $(SMALL_GCFLAGS) 
 # loader; for lab nodes that are virtual machines (lab up --vm): QEMU, the
 # kernel the guests boot, a static busybox for their initramfs (it also
 # provides ash), qemu-img for their disks, and mmdebstrap and e2fsprogs to
-# build the Debian guest image.
+# build the Debian guest image; podman and runc to run the agent's OCI image
+# (make image) in a lab namespace, and dnsmasq-base (the program without
+# its service, so nothing listens on the machine) to serve plan hosts by DNS.
 DEB_PKGS := ethtool iproute2 nftables iperf3 iperf nuttcp sockperf netsniff-ng pciutils openssh-server openssh-client chromium jq prometheus lintian systemd busybox-static tuned \
-	qemu-system-x86 qemu-utils linux-image-amd64 mmdebstrap e2fsprogs
-# Per package: internal/drivertest boots QEMU guests under TCG (about 6
+	qemu-system-x86 qemu-utils linux-image-amd64 mmdebstrap e2fsprogs \
+	podman runc dnsmasq-base
+# Per package: internal/drivertest boots QEMU guests under TCG (about 7
 # minutes here, a Debian image built the first time included).
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build small deps test test-short fuzz fuzz-short demo demo-smoke release bench bench-rate soak clean
+.PHONY: all build small deps test test-short fuzz fuzz-short demo demo-smoke release image bench bench-rate soak clean
 
 all: build
 
@@ -136,6 +139,17 @@ release:
 	@# (packaging/ipk-check.sh).
 	sh packaging/ipk.sh '$(VERSION)' $(OUT)
 	@ls -l $(OUT)
+
+# image writes the agent's OCI images, $(OUT)/linerate_VERSION_{amd64,arm64}.oci.tar:
+# the static binaries on an empty base, built without a daemon or root
+# (packaging/image, a Go program; docs/kubernetes.md). podman load -i FILE.
+IMAGE_SOURCE ?= $(shell git config --get remote.origin.url 2>/dev/null)
+image:
+	@mkdir -p $(OUT)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-amd64 ./cmd/linerate
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(OUT)/linerate-linux-arm64 ./cmd/linerate
+	$(GO) run ./packaging/image -version '$(VERSION)' -out $(OUT) -source '$(IMAGE_SOURCE)' \
+	  -revision "$$(git rev-parse HEAD 2>/dev/null)" -created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 
 bench: build
 	bash bench/compare.sh

@@ -223,8 +223,11 @@ func (p *parser) flow(idx int, n *yaml.Node, defaults *settings, pl *Plan) error
 			return err
 		}
 	}
-	if ends[0] == ends[1] {
+	if ends[0] == ends[1] && !pl.Host(ends[0]).Discovered() {
 		return p.errorf(endNodes[1], "%s: from and to are both %s: a flow runs between two hosts", what, ends[0])
+	}
+	if to := pl.Host(ends[1]); to.Discovered() && len(addrs) > 0 {
+		return p.errorf(addrNodes[0], "%s: address: %s is %s, whose agents are each reached at their own address", what, to.Name, to.Reach)
 	}
 	if s.proto == "" && s.rr != nil {
 		s.proto = string(wire.TCP)

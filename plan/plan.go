@@ -51,6 +51,9 @@ type Plan struct {
 	// Matrix sweeps the flows over sets, sizes, MSS and rates; nil when
 	// the plan runs every flow at once each round.
 	Matrix *Matrix
+	// Expansions say what each host given as dns:// or dns+srv:// stood
+	// for, once Discover looked them up.
+	Expansions []Expansion
 }
 
 // Host is one host of a plan: an agent already running there or one
@@ -181,7 +184,7 @@ type Ceiling struct {
 // Limits on what one plan may hold.
 const (
 	maxFileBytes = 1 << 20
-	maxHosts     = 256
+	maxHosts     = MaxHosts
 	maxFlows     = 1024
 	maxRounds    = 1000
 	maxDuration  = 24 * time.Hour
@@ -325,6 +328,9 @@ func Parse(file string, data []byte) (*Plan, error) {
 		}
 	}
 	if f := top["matrix"]; f != nil {
+		if h := pl.discovered(); h != nil {
+			return nil, p.errorf(f.k, "matrix: not with hosts found through DNS (%s is %s): name the hosts of a matrix one by one", h.Name, h.Reach)
+		}
 		if pl.Matrix, err = p.matrix(f, pl); err != nil {
 			return nil, err
 		}
@@ -420,6 +426,11 @@ func (p *parser) hosts(f *field, dir string, pl *Plan) error {
 		h.Reach = r
 		if h.Copy && r.Kind != remote.SSH {
 			return p.errorf(specNode, "%s: copy needs an ssh:// host (linerate copies itself there over ssh); %s is an agent already running", what, r)
+		}
+		if h.Discovered() {
+			if err := p.discoveredHost(v, what, &h); err != nil {
+				return err
+			}
 		}
 		pl.Hosts = append(pl.Hosts, h)
 	}
@@ -583,6 +594,9 @@ func (p *parser) ceiling(f *field, dir string, pl *Plan) (*Ceiling, error) {
 			if err := p.knownHost(cf.v, pl, "ceiling: host", c.Host); err != nil {
 				return nil, err
 			}
+			if h := pl.Host(c.Host); h.Discovered() {
+				return nil, p.errorf(cf.v, "ceiling: host %s is %s: the ceiling is one host's bus", c.Host, h.Reach)
+			}
 		case "pcie":
 			s, err := p.scalar(cf.v, "ceiling: pcie")
 			if err != nil {
@@ -636,7 +650,7 @@ func (p *parser) ceiling(f *field, dir string, pl *Plan) (*Ceiling, error) {
 		return nil, p.errorf(busKey.k, "ceiling: %s describes a PCIe link: give pcie: genNxM too", busKey.key)
 	}
 	if c.Host == "" {
-		if len(pl.Sample) != 1 {
+		if len(pl.Sample) != 1 || pl.Host(pl.Sample[0]).Discovered() {
 			return nil, p.errorf(f.k, "ceiling: say whose bus it is (host: NAME)")
 		}
 		c.Host = pl.Sample[0]

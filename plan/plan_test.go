@@ -186,7 +186,7 @@ func TestParseErrors(t *testing.T) {
 		{"hosts a list", "hosts: [a, b]\nflows: []\n", `p.yaml:1: hosts: want a mapping of names to hosts (cm4: ssh://pi@cm4.local), not a list`},
 		{"bad host name", "hosts:\n  a b: 10.0.0.1\n", `p.yaml:2: host name "a b": want letters, digits, '.', '-' and '_' (at most 63)`},
 		{"host twice", "hosts:\n  a: 10.0.0.1\n  a: 10.0.0.2\n", `p.yaml:3: host a given twice`},
-		{"bad spec", "hosts:\n  a: http://x\n", `p.yaml:2: host a: bad host spec "http://x": scheme "http": want ssh://[user@]host[:port] or HOST[:PORT] of a running agent`},
+		{"bad spec", "hosts:\n  a: http://x\n", `p.yaml:2: host a: bad host spec "http://x": scheme "http": want ssh://[user@]host[:port], HOST[:PORT] of a running agent, dns://NAME[:PORT] or dns+srv://_SERVICE._tcp.DOMAIN`},
 		{"bad port", "hosts:\n  a:\n    at: 10.0.0.1:99999\n", `p.yaml:3: host a: bad host spec "10.0.0.1:99999": port "99999": want 1-65535`},
 		{"no at", "hosts:\n  a: {copy: true}\n", `p.yaml:2: host a: no at: say how to reach it (at: ssh://user@host, or ADDR[:PORT] of a running agent)`},
 		{"copy agent", "hosts:\n  a: {at: 10.0.0.1, copy: true}\n", `p.yaml:2: host a: copy needs an ssh:// host (linerate copies itself there over ssh); 10.0.0.1:7557 is an agent already running`},

@@ -13,9 +13,12 @@ type Result struct {
 	Schema   int    `json:"schema"`
 	Linerate string `json:"linerate_version"`
 	// Plan is the plan's file as given.
-	Plan     string            `json:"plan"`
-	Expected *Expectation      `json:"expected,omitempty"`
-	Rounds   []results.FlowSet `json:"rounds"`
+	Plan string `json:"plan"`
+	// Expansions say what each host given as dns:// or dns+srv:// stood
+	// for in this run.
+	Expansions []Expansion       `json:"expansions,omitempty"`
+	Expected   *Expectation      `json:"expected,omitempty"`
+	Rounds     []results.FlowSet `json:"rounds"`
 	// Matrix holds each cell of a plan with a matrix: (then Rounds is
 	// empty), in the order the matrix makes them.
 	Matrix []CellResult `json:"matrix,omitempty"`
@@ -51,8 +54,9 @@ type TuneChange struct {
 	To     string `json:"to"`
 }
 
-// Usage is the resources a process used (getrusage(2) of itself): its
-// CPU time in user and kernel mode and its peak resident memory.
+// Usage is the resources a process used: its CPU time in user and kernel
+// mode (getrusage(2) of itself) and its peak resident memory since its
+// exec (VmHWM).
 type Usage struct {
 	UserSeconds float64 `json:"user_seconds"`
 	SysSeconds  float64 `json:"sys_seconds"`

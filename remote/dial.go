@@ -78,6 +78,8 @@ func Dial(ctx context.Context, h Host, o Options) (net.Conn, error) {
 		return dialAgent(ctx, h, &o)
 	case SSH:
 		return dialSSH(ctx, h, &o)
+	case DNS, SRV:
+		return nil, fmt.Errorf("%w: %s stands for the agents DNS gives: look them up first (Discover)", ErrSpec, h)
 	}
 	return nil, fmt.Errorf("%w: no way to reach %q", ErrSpec, h.Name)
 }

@@ -5,7 +5,9 @@
 // for which the system's OpenSSH client starts `linerate serve --stdio` on
 // the host and ssh's standard input and output become the channel; with
 // Copy, a static release binary of the host's architecture is copied there
-// first and removed at the end.
+// first and removed at the end. A spec may also stand for many agents
+// found through DNS (dns://NAME, every A and AAAA record; dns+srv://, every
+// SRV target): Discover looks them up and gives one agent spec for each.
 //
 // The package knows nothing of the control protocol spoken on the channel
 // (package traffic does): it gives a net.Conn, and when the channel fails it
@@ -38,6 +40,12 @@ const (
 	Agent Kind = iota + 1
 	// SSH starts the agent on the host through the system's ssh client.
 	SSH
+	// DNS stands for every agent a name's A and AAAA records give, each at
+	// Port (dns://NAME[:PORT]); Discover turns it into Agent hosts.
+	DNS
+	// SRV stands for every target and port of a name's SRV records
+	// (dns+srv://_SERVICE._tcp.DOMAIN); Discover turns it into Agent hosts.
+	SRV
 )
 
 func (k Kind) String() string {
@@ -46,6 +54,10 @@ func (k Kind) String() string {
 		return "agent"
 	case SSH:
 		return "ssh"
+	case DNS:
+		return "dns"
+	case SRV:
+		return "dns+srv"
 	}
 	return "unknown"
 }
@@ -68,18 +80,22 @@ type Host struct {
 }
 
 // Parse reads a host spec: HOST[:PORT] (an agent already running; port
-// 7557 by default; an IPv6 address in brackets when a port follows) or
-// ssh://[user@]host[:port].
+// 7557 by default; an IPv6 address in brackets when a port follows),
+// ssh://[user@]host[:port], or a name that stands for many agents:
+// dns://NAME[:PORT] or dns+srv://_SERVICE._tcp.DOMAIN (Discover).
 func Parse(spec string) (Host, error) {
 	s := strings.TrimSpace(spec)
 	if s == "" {
 		return Host{}, fmt.Errorf("%w: empty", ErrSpec)
 	}
 	if scheme, _, ok := strings.Cut(s, "://"); ok {
-		if scheme != "ssh" {
-			return Host{}, fmt.Errorf("%w %q: scheme %q: want ssh://[user@]host[:port] or HOST[:PORT] of a running agent", ErrSpec, spec, scheme)
+		switch scheme {
+		case "ssh":
+			return parseSSH(spec, s)
+		case "dns", "dns+srv":
+			return parseDNS(spec, s)
 		}
-		return parseSSH(spec, s)
+		return Host{}, fmt.Errorf("%w %q: scheme %q: want ssh://[user@]host[:port], HOST[:PORT] of a running agent, dns://NAME[:PORT] or dns+srv://_SERVICE._tcp.DOMAIN", ErrSpec, spec, scheme)
 	}
 	host, port := s, DefaultPort
 	if h, p, err := net.SplitHostPort(s); err == nil {
@@ -187,6 +203,10 @@ func (h Host) String() string {
 			u.User = url.User(h.User)
 		}
 		return u.String()
+	case DNS:
+		return "dns://" + net.JoinHostPort(h.Name, strconv.Itoa(h.Port))
+	case SRV:
+		return "dns+srv://" + h.Name
 	}
 	return "?"
 }

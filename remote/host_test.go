@@ -36,6 +36,10 @@ func TestParse(t *testing.T) {
 		{"ssh://mars/", Host{Kind: SSH, Name: "mars"}, "ssh://mars"},
 		{"[fe80::1%eth0.10]:9000", Host{Kind: Agent, Name: "fe80::1%eth0.10", Port: 9000}, "[fe80::1%eth0.10]:9000"},
 		{"ssh://the_admin-2@[fe80::1%25br-lan]", Host{Kind: SSH, Name: "fe80::1%br-lan", User: "the_admin-2"}, "ssh://the_admin-2@[fe80::1%25br-lan]"},
+		{"dns://agents.lab", Host{Kind: DNS, Name: "agents.lab", Port: 7557}, "dns://agents.lab:7557"},
+		{"dns://agents.linerate.svc.cluster.local.:9000", Host{Kind: DNS, Name: "agents.linerate.svc.cluster.local", Port: 9000}, "dns://agents.linerate.svc.cluster.local:9000"},
+		{"dns+srv://_linerate._tcp.lab", Host{Kind: SRV, Name: "_linerate._tcp.lab"}, "dns+srv://_linerate._tcp.lab"},
+		{"dns+srv://_linerate._tcp.agents.linerate.svc.cluster.local.", Host{Kind: SRV, Name: "_linerate._tcp.agents.linerate.svc.cluster.local"}, "dns+srv://_linerate._tcp.agents.linerate.svc.cluster.local"},
 	} {
 		h, err := Parse(tc.spec)
 		if err != nil {
@@ -54,7 +58,18 @@ func TestParse(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ spec, want string }{
 		{"", "bad host spec: empty"},
-		{"http://cm4", `bad host spec "http://cm4": scheme "http": want ssh://[user@]host[:port] or HOST[:PORT] of a running agent`},
+		{"http://cm4", `bad host spec "http://cm4": scheme "http": want ssh://[user@]host[:port], HOST[:PORT] of a running agent, dns://NAME[:PORT] or dns+srv://_SERVICE._tcp.DOMAIN`},
+		{"dns://", `bad host spec "dns://": no name`},
+		{"dns://10.0.0.2:9000", `bad host spec "dns://10.0.0.2:9000": 10.0.0.2 is an address: give it as 10.0.0.2:9000 (an agent), dns:// takes a name to look up`},
+		{"dns://agents.lab:0", `bad host spec "dns://agents.lab:0": port "0": want 1-65535`},
+		{"dns://agents.lab/x", `bad host spec "dns://agents.lab/x": a dns:// spec is a name only: dns://NAME[:PORT]`},
+		{"dns://user@agents.lab", `bad host spec "dns://user@agents.lab": a dns:// spec is a name only: dns://NAME[:PORT]`},
+		{"dns://agents..lab", `bad host spec "dns://agents..lab": name "agents..lab": label "": want 1 to 63 letters, digits, '-' or '_', not starting or ending with '-'`},
+		{"dns://-x.lab", `bad host spec "dns://-x.lab": name "-x.lab": label "-x": want 1 to 63 letters, digits, '-' or '_', not starting or ending with '-'`},
+		{"dns://a$b.lab", `bad host spec "dns://a$b.lab": name "a$b": '$' is not allowed (only A-Z a-z 0-9 . _ -)`},
+		{"dns+srv://agents.lab", `bad host spec "dns+srv://agents.lab": want dns+srv://_SERVICE._tcp.DOMAIN (_linerate._tcp.example.org), the name of SRV records`},
+		{"dns+srv://_linerate._udp.lab", `bad host spec "dns+srv://_linerate._udp.lab": want dns+srv://_SERVICE._tcp.DOMAIN (_linerate._tcp.example.org), the name of SRV records`},
+		{"dns+srv://_linerate._tcp.lab:7557", `bad host spec "dns+srv://_linerate._tcp.lab:7557": dns+srv:// takes no port: the SRV records give each target's`},
 		{"10.0.0.2:0", `bad host spec "10.0.0.2:0": port "0": want 1-65535`},
 		{"10.0.0.2:70000", `bad host spec "10.0.0.2:70000": port "70000": want 1-65535`},
 		{"ssh://pi@cm4:x", `bad host spec "ssh://pi@cm4:x": invalid port ":x" after host`},

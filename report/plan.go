@@ -19,6 +19,9 @@ func Plan(w io.Writer, pl *plan.Plan, e *plan.Expectation) error {
 	ew := &ceilErrWriter{w: w}
 	fmt.Fprintf(ew, "plan %s: %s, %s; %s of %s after a %s warmup\n\n", pl.File,
 		plural(len(pl.Flows), "flow"), plural(len(pl.Hosts), "host"), plural(pl.Rounds, "round"), pl.Duration, pl.Warmup)
+	if err := Expansions(ew, pl); err != nil {
+		return err
+	}
 
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tREACHED\tROLE\tPORTS")

@@ -29,7 +29,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/golden from the 
 const repoRoot = "../.."
 
 // buildLinerate builds the real binary into dir.
-func buildLinerate(t *testing.T, dir string) string {
+func buildLinerate(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "linerate")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
@@ -47,10 +47,17 @@ type result struct {
 }
 
 // run runs the binary from the repository root.
-func run(t *testing.T, bin string, args ...string) result {
+func run(t testing.TB, bin string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = repoRoot
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and gives what it wrote and its exit code; a command
+// that could not run at all fails the test.
+func runCmd(t testing.TB, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -59,7 +66,7 @@ func run(t *testing.T, bin string, args ...string) result {
 	if errors.As(err, &ee) {
 		r.code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("run linerate %v: %v", args, err)
+		t.Fatalf("run %v: %v", cmd.Args, err)
 	}
 	return r
 }

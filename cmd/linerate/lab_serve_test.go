@@ -88,7 +88,7 @@ func TestLabServe(t *testing.T) {
 // labName is a fresh lab name with its own state directory; whatever of
 // the lab is left when the test ends is taken down, and the test fails if
 // anything remains.
-func labName(t *testing.T, bin, prefix string) (name, dir string) {
+func labName(t testing.TB, bin, prefix string) (name, dir string) {
 	t.Helper()
 	dir = t.TempDir()
 	var b [3]byte
@@ -108,11 +108,11 @@ func labName(t *testing.T, bin, prefix string) (name, dir string) {
 // TOPOLOGY ARGS... --serve`), taken down when the test ends; exec runs the
 // linerate built for the test (args) in one of its nodes.
 type agentLab struct {
-	t              *testing.T
+	t              testing.TB
 	bin, name, dir string
 }
 
-func upAgentLab(t *testing.T, prefix, topology string, args ...string) *agentLab {
+func upAgentLab(t testing.TB, prefix, topology string, args ...string) *agentLab {
 	t.Helper()
 	testenv.RequireRoot(t)
 	l := &agentLab{t: t, bin: buildLinerate(t, t.TempDir())}
@@ -136,7 +136,7 @@ func (l *agentLab) exec(node string, args ...string) result {
 
 // checkLabGone fails the test if anything of lab name is left: a
 // namespace, a process started in it, a file in the state directory.
-func checkLabGone(t *testing.T, dir, name string) {
+func checkLabGone(t testing.TB, dir, name string) {
 	t.Helper()
 	ents, _ := os.ReadDir("/run/netns")
 	for _, e := range ents {
@@ -154,4 +154,4 @@ func checkLabGone(t *testing.T, dir, name string) {
 }
 
 // labPids lists the running processes started in lab name's nodes.
-func labPids(t *testing.T, name string) []int { return testenv.PidsWithEnv(t, lab.EnvLab+"="+name) }
+func labPids(t testing.TB, name string) []int { return testenv.PidsWithEnv(t, lab.EnvLab+"="+name) }

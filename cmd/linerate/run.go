@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -52,14 +53,18 @@ func newRunCmd() *cobra.Command {
 		Short: "Run a plan: flows between many hosts at once, the hosts to sample, the total against the ceiling",
 		Long: `run takes a plan: a YAML file naming the hosts of a test and how each is
 reached (an agent already running, HOST[:PORT], or ssh://[user@]host[:port]
-where linerate starts one over ssh), the flows between them (from, to,
+where linerate starts one over ssh, or many agents found through DNS:
+dns://NAME[:PORT], every A and AAAA record, or dns+srv://_SERVICE._tcp.DOMAIN,
+every SRV target), the flows between them (from, to,
 address, proto, size, streams, rate, direction ...), the hosts to sample,
 duration, warmup and rounds, and the ceiling to hold the total against (a
 host's PCIe bus, given as a link or read from a capture). The format is in
 docs/plans.md; examples/ holds the seeds' three setups.
 
 --check reads the plan, reports the first mistake as file:line (exit 2),
-and prints the plan as it will run: each host and how it is reached, each
+looks up the hosts given through DNS (a name that gives nothing is one line
+naming it, exit 1) and prints the plan as it will run: what each such name
+gave (HOST-1, HOST-2 ...), each host and how it is reached, each
 flow with the frame it sends, what each port and the whole plan can carry
 at line rate, and what the ceiling leaves of it. Nothing is reached or
 sent, unless --reach: then each host is reached as the run will reach it
@@ -96,6 +101,7 @@ two halves.`,
   linerate run examples/routerpi-bidir.yaml --check     # a NAT router, both directions at once
   linerate run examples/apu4-mars-venus.yaml --check    # mars to four addresses of venus
   linerate run plan.yaml --check --reach                # and reach every host: ssh, keys, linerate there
+  linerate run deploy/kubernetes/plan.yaml --check      # hosts: {nodes: dns://linerate-agents}: what the name gives
   linerate run plan.yaml --check --prometheus-targets /etc/prometheus/linerate.json   # the agents as scrape targets`,
 		Args: argsWith(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -141,6 +147,11 @@ func (o *runOptions) validate() error {
 
 func (o *runOptions) run(cmd *cobra.Command) error {
 	pl, err := plan.Load(o.file)
+	if err == nil {
+		// Hosts given as dns:// or dns+srv:// are looked up once, here:
+		// the run and its result use what they gave.
+		pl, err = pl.Discover(cmd.Context(), net.DefaultResolver)
+	}
 	if err != nil {
 		var pe *plan.Error
 		if errors.As(err, &pe) {

@@ -18,6 +18,7 @@ import (
 	"linerate/remote"
 	"linerate/report"
 	"linerate/results"
+	"linerate/source/procfs"
 	"linerate/traffic"
 	"linerate/wire"
 )
@@ -38,7 +39,10 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 		return err
 	}
 	defer closeChannels()
-	res := &plan.Result{Schema: results.ResultSchema, Linerate: version.Version, Plan: pl.File, Expected: e}
+	if err := report.Expansions(stderr, pl); err != nil {
+		return err
+	}
+	res := &plan.Result{Schema: results.ResultSchema, Linerate: version.Version, Plan: pl.File, Expansions: pl.Expansions, Expected: e}
 	if pl.Matrix == nil {
 		res.Rounds, res.Errors = runRounds(cmd, planFleet(pl, ports, base, o.token), pl, "")
 		if len(res.Rounds) == 0 && len(res.Errors) > 0 {
@@ -96,16 +100,21 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 	return failure(err, nil, !o.json && !o.csv)
 }
 
-// selfUsage is what this process used so far (getrusage(2)): the cost
-// of coordinating the plan; nil if the kernel would not say.
+// selfUsage is what this process used so far: the cost of coordinating
+// the plan; nil if the kernel would not say. CPU time is getrusage(2)'s;
+// the peak memory is VmHWM, this process's own since its exec:
+// ru_maxrss keeps the peak of the process this one was started from.
 func selfUsage() *plan.Usage {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		return nil
 	}
 	secs := func(tv unix.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
-	// Linux gives ru_maxrss in KiB.
-	return &plan.Usage{UserSeconds: secs(ru.Utime), SysSeconds: secs(ru.Stime), MaxRSSBytes: int64(ru.Maxrss) * 1024}
+	peak, err := procfs.NewFS("/proc").SelfPeakRSS()
+	if err != nil {
+		peak = int64(ru.Maxrss) * 1024 // Linux gives ru_maxrss in KiB
+	}
+	return &plan.Usage{UserSeconds: secs(ru.Utime), SysSeconds: secs(ru.Stime), MaxRSSBytes: peak}
 }
 
 // runMatrix runs every cell of pl's matrix, each for the matrix's rounds

@@ -137,42 +137,68 @@ LogLevel INFO
 	write(t, config, cfg)
 
 	cmd := exec.Command(SSHDPath, "-D", "-e", "-f", config)
+	startDaemon(t, ns, cmd, s.log, func(line string) bool { return strings.HasPrefix(line, "Server listening on") }, func() { s.stopSessions(t, cmd) })
+	return s
+}
+
+// startDaemon starts cmd in ns, keeps what it writes on stderr in log,
+// and returns once ready says a line of it tells it is ready. When the
+// test ends, also when it fails, it runs before (if not nil), sends cmd
+// SIGTERM, waits for it (SIGKILL after 10 s) and logs what it wrote if
+// the test failed.
+func startDaemon(t testing.TB, ns *NetNS, cmd *exec.Cmd, log *lockedBuffer, ready func(line string) bool, before func()) {
+	t.Helper()
+	name := filepath.Base(cmd.Path)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := ns.Do(cmd.Start); err != nil {
-		t.Fatalf("start sshd in %s: %v", ns.Name, err)
+		t.Fatalf("start %s in %s: %v", name, ns.Name, err)
 	}
-	listening := make(chan struct{})
+	started := make(chan struct{})
 	exited := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		once := sync.Once{}
 		for sc.Scan() {
-			s.log.add(sc.Text())
-			if strings.HasPrefix(sc.Text(), "Server listening on") {
-				once.Do(func() { close(listening) })
+			log.add(sc.Text())
+			if ready(sc.Text()) {
+				once.Do(func() { close(started) })
 			}
 		}
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	t.Cleanup(func() { s.stop(t, cmd, exited) })
+	t.Cleanup(func() {
+		if before != nil {
+			before()
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, log)
+		}
+	})
 	select {
-	case <-listening:
+	case <-started:
 	case <-exited:
-		t.Fatalf("sshd ended before it listened:\n%s", s.log)
+		t.Fatalf("%s ended before it was ready:\n%s", name, log)
 	case <-time.After(30 * time.Second):
-		t.Fatalf("sshd did not listen within 30s:\n%s", s.log)
+		t.Fatalf("%s was not ready within 30s:\n%s", name, log)
 	}
-	return s
 }
 
-// stop ends what sshd forked and is still running (each connection's
-// sshd calls setsid, so it is not in sshd's process group, and what runs
-// in its sessions), then sshd itself, and waits until all are gone.
-func (s *SSHD) stop(t testing.TB, cmd *exec.Cmd, exited chan struct{}) {
+// stopSessions ends what sshd forked and is still running (each
+// connection's sshd calls setsid, so it is not in sshd's process group,
+// and what runs in its sessions) and waits until all are gone; sshd
+// itself is stopped after.
+func (s *SSHD) stopSessions(t testing.TB, cmd *exec.Cmd) {
 	var all []int
 	for next := []int{cmd.Process.Pid}; len(next) > 0; {
 		var kids []int
@@ -183,16 +209,6 @@ func (s *SSHD) stop(t testing.TB, cmd *exec.Cmd, exited chan struct{}) {
 	}
 	for _, pid := range all {
 		stopPid(t, pid)
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-	}
-	if t.Failed() {
-		t.Logf("sshd log:\n%s", s.log)
 	}
 }
 

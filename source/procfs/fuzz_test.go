@@ -52,5 +52,10 @@ func FuzzParsers(f *testing.F) {
 		check("net/dev", err)
 		_, err = ParseSNMP(r())
 		check("net/snmp", err)
+		if v, err := ParsePeakRSS(r()); err == nil && v < 0 {
+			t.Errorf("status: VmHWM %d", v)
+		} else {
+			check("status", err)
+		}
 	})
 }

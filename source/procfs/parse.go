@@ -465,3 +465,36 @@ func ParseSNMP(r io.Reader) (map[string]map[string]uint64, error) {
 	}
 	return out, err
 }
+
+// ParsePeakRSS reads VmHWM, the peak resident memory, from a process's
+// status file (/proc/PID/status), in bytes. It is the peak of the
+// process's own memory since it last called exec, where getrusage's
+// ru_maxrss also keeps the peak of the process it was forked from (the
+// kernel carries it across exec): a program started by a large one would
+// report the larger's memory as its own.
+func ParsePeakRSS(r io.Reader) (int64, error) {
+	var kib int64 = -1
+	err := lines(r, func(_ int, line string) error {
+		v, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			return nil
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 || f[1] != "kB" {
+			return fmt.Errorf("VmHWM: %q: want a number of kB", tree.Clip(strings.TrimSpace(v)))
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || n < 0 || n > 1<<40 {
+			return fmt.Errorf("VmHWM: %q: want a number of kB", tree.Clip(f[0]))
+		}
+		kib = n
+		return nil
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case kib < 0:
+		return 0, errors.New("no VmHWM (a kernel thread, or not a status file)")
+	}
+	return kib * 1024, nil
+}

@@ -414,3 +414,23 @@ func TestParsersLeaveOutBadLines(t *testing.T) {
 		}
 	})
 }
+
+func TestParsePeakRSS(t *testing.T) {
+	status := "Name:\tlinerate\nVmPeak:\t 1263772 kB\nVmSize:\t 1263772 kB\nVmHWM:\t   48220 kB\nVmRSS:\t   40112 kB\nThreads:\t10\n"
+	if v, err := ParsePeakRSS(strings.NewReader(status)); err != nil || v != 48220*1024 {
+		t.Errorf("VmHWM: %d, %v", v, err)
+	}
+	for text, want := range map[string]string{
+		"Name:\tkthreadd\nThreads:\t1\n": "no VmHWM (a kernel thread, or not a status file)",
+		"VmHWM:\t 12 MB\n":               `line 1: VmHWM: "12 MB": want a number of kB`,
+		"VmHWM:\t -5 kB\n":               `line 1: VmHWM: "-5": want a number of kB`,
+	} {
+		if _, err := ParsePeakRSS(strings.NewReader(text)); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", text, err, want)
+		}
+	}
+	// This process's own.
+	if v, err := NewFS("/proc").SelfPeakRSS(); err != nil || v <= 0 {
+		t.Errorf("self: %d, %v", v, err)
+	}
+}

@@ -163,6 +163,10 @@ func (fs FS) BootID() (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// SelfPeakRSS is the peak resident memory of the calling process since
+// its exec (self/status's VmHWM), in bytes.
+func (fs FS) SelfPeakRSS() (int64, error) { return parseFile(fs.t, "self/status", ParsePeakRSS) }
+
 // Stat returns the per-CPU lines of /proc/stat (the aggregate "cpu" line is dropped).
 func (fs FS) Stat() ([]CPUTimes, error) { return parseFile(fs.t, "stat", ParseStat) }
 
