@@ -400,11 +400,24 @@ func guestLogs(dir string) string {
 	return b.String()
 }
 
-// guestClient is the client of a VM node's supervisor.
-func (l *Lab) guestClient(node string) (vm.Client, error) {
+// liveGuest is the record of a VM node whose supervisor still runs.
+func (l *Lab) liveGuest(node string) (Guest, error) {
 	g, ok := l.Guest(node)
 	if !ok {
-		return vm.Client{}, fmt.Errorf("lab %s records no guest for node %s (lab down %s, then up again)", l.Spec.Name, node, l.Spec.Name)
+		return g, fmt.Errorf("lab %s records no guest for node %s (lab down %s, then up again)", l.Spec.Name, node, l.Spec.Name)
+	}
+	if !alive(g.Pid, g.Started) {
+		return g, fmt.Errorf("the guest of node %s of lab %s is not running: its supervisor (pid %d) has ended, and QEMU with it (why: %s, %s); lab down %s removes the lab",
+			node, l.Spec.Name, g.Pid, filepath.Join(g.Dir, "supervisor.log"), filepath.Join(g.Dir, "console.log"), l.Spec.Name)
+	}
+	return g, nil
+}
+
+// guestClient is the client of a VM node's supervisor.
+func (l *Lab) guestClient(node string) (vm.Client, error) {
+	g, err := l.liveGuest(node)
+	if err != nil {
+		return vm.Client{}, err
 	}
 	return vm.Client{Socket: g.Socket}, nil
 }
@@ -416,9 +429,9 @@ func (l *Lab) guestClient(node string) (vm.Client, error) {
 // (a host path of linerate or of a tool is looked up there by its base
 // name) and with the LINERATE_ variables of cmd's environment.
 func (l *Lab) startGuestCmd(n Node, cmd *exec.Cmd) error {
-	g, ok := l.Guest(n.Name)
-	if !ok {
-		return fmt.Errorf("lab %s records no guest for node %s", l.Spec.Name, n.Name)
+	g, err := l.liveGuest(n.Name)
+	if err != nil {
+		return err
 	}
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()

@@ -273,6 +273,22 @@ func TestExec(t *testing.T) {
 			t.Errorf("%s's %s has MTU %s, want 4000", node, iface, mtu)
 		}
 	}
+
+	// QEMU killed under the lab: lab list says the guest is gone, and a
+	// command for it is refused at once, saying why and where to look.
+	exec.Command("pkill", "-9", "-f", "qemu.*"+l.dir).Run()
+	time.Sleep(500 * time.Millisecond)
+	if r := l.run("lab", "--state-dir", l.dir, "list"); !strings.Contains(r.stdout, "0/1 running") {
+		t.Errorf("lab list after QEMU was killed:\n%s", r.stdout)
+	}
+	start := time.Now()
+	r = l.exec("a", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "is not running") || !strings.Contains(r.stderr, "console.log") {
+		t.Errorf("exec into a dead guest: exit %d, %s", r.code, r.stderr)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("exec into a dead guest took %s to fail", d)
+	}
 }
 
 // TestLabUpKilled: lab up killed with -9 while its guest boots leaves a
