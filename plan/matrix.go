@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"linerate/ceiling"
+	"linerate/internal/confidence"
 	"linerate/results"
 	"linerate/wire"
 )
@@ -472,36 +473,8 @@ func (e Estimate) HasInterval() bool { return e.N >= 2 }
 // Mean95 is the mean of xs and the half-width of its 95 % confidence
 // interval, t(0.975, n−1) · s/√n, s the sample standard deviation.
 func Mean95(xs []float64) Estimate {
-	e := Estimate{N: len(xs)}
-	if e.N == 0 {
-		return e
-	}
-	for _, x := range xs {
-		e.Mean += x
-	}
-	e.Mean /= float64(e.N)
-	if e.N < 2 {
-		return e
-	}
-	var ss float64
-	for _, x := range xs {
-		ss += (x - e.Mean) * (x - e.Mean)
-	}
-	s := math.Sqrt(ss / float64(e.N-1))
-	e.Half = t975(e.N-1) * s / math.Sqrt(float64(e.N))
-	return e
-}
-
-// t975 is Student's t at 0.975 for df degrees of freedom (tables to 30,
-// then the normal's 1.96, off by under 2 % at 31).
-func t975(df int) float64 {
-	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
-	if df >= 1 && df <= len(table) {
-		return table[df-1]
-	}
-	return 1.96
+	i := confidence.Mean(xs, 0.95)
+	return Estimate{Mean: i.Mean, Half: i.Half, N: i.N}
 }
 
 // String is "Mean ± Half" in bit/s, for messages.
