@@ -281,10 +281,26 @@ func Judge(metric Metric, pairs []Pair, minGain, conf float64) Verdict {
 	return v
 }
 
-// intervalText is "(interval +12.1 % to +45.0 %, 98.3 %, 6 pairs)".
+// intervalText is "(interval +12.1 % to +45.0 % at 98.3 %, 6 pairs)".
 func (v Verdict) intervalText() string {
-	return fmt.Sprintf("(interval %s to %s at %s, %d pairs)", signedPct(v.GainLow), signedPct(v.GainHigh),
-		units.Percent(v.Confidence, 1, " "), v.Pairs)
+	return fmt.Sprintf("(interval %s at %s, %d pairs)", v.IntervalText(), units.Percent(v.Confidence, 1, " "), v.Pairs)
+}
+
+// IntervalText is the gain's interval, "+12.1 % to +45.0 %"; an end
+// beyond ±999 % (a few pairs of very noisy rounds) is written as such
+// rather than as a figure nobody can read.
+func (v Verdict) IntervalText() string { return GainText(v.GainLow) + " to " + GainText(v.GainHigh) }
+
+// GainText is a relative gain with its sign, "+12.1 %", or "above +999 %"
+// and "below -999 %" past those.
+func GainText(g float64) string {
+	switch {
+	case g > 9.99:
+		return "above +999 %"
+	case g < -9.99:
+		return "below -999 %"
+	}
+	return signedPct(g)
 }
 
 // median of a non-empty set.

@@ -32,8 +32,10 @@ const (
 	// answer is unclear.
 	DefaultMaxRounds = 8
 	// minLook is the fewest pairs a trial is judged on: one pair has no
-	// spread to judge by.
-	minLook       = 2
+	// spread to judge by, and two give Student's t one degree of freedom,
+	// whose interval is so wide (t is 12.7 at 95 %) that a look at two
+	// pairs would only spend confidence.
+	minLook       = 3
 	DefaultPasses = 2
 	// autoLockWait bounds the wait for another linerate changing the
 	// system, as tune apply waits.
@@ -63,7 +65,7 @@ type Config struct {
 	// Rounds is the number of bench rounds of the baseline, and the
 	// pairs of rounds (one without the change, one with it) a trial
 	// measures before it is first judged (DefaultRounds when 0; judged
-	// on 2 pairs at the fewest).
+	// on 3 pairs at the fewest).
 	Rounds int
 	// MaxRounds bounds the pairs of a trial: while its answer is unclear
 	// it adds a pair and judges again, up to this many (DefaultMaxRounds,
@@ -158,6 +160,17 @@ type Trial struct {
 	// Restored is set for a change put back: every value read back as it
 	// was before the trial.
 	Restored bool `json:"restored,omitempty"`
+}
+
+// AfterRounds are the rounds After is the median of: those with the last
+// change kept, or the baseline's when nothing was kept.
+func (r *Report) AfterRounds() []Round {
+	for i := len(r.Trials) - 1; i >= 0; i-- {
+		if t := r.Trials[i]; t.Outcome == Kept && len(t.Rounds) > 0 {
+			return t.Rounds
+		}
+	}
+	return r.Baseline
 }
 
 // Kept lists the trials whose change stays applied.

@@ -306,10 +306,10 @@ func TestAutoInterrupted(t *testing.T) {
 	store := tune.NewStore(t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// Rounds: 1-2 baseline, 3-6 the rps trial's two pairs, 7 the
+	// Rounds: 1-2 baseline, 3-8 the rps trial's three pairs, 9 the
 	// rps-flow trial's first.
 	f.onMeasure = func(n int) {
-		if n == 7 {
+		if n == 9 {
 			cancel()
 		}
 	}
@@ -519,7 +519,7 @@ func TestAutoAddsRoundsWhileUnclear(t *testing.T) {
 	if v.GainLow <= DefaultMinGain || v.GainLow > 0.275 || v.GainHigh < 0.275 || math.Abs(v.Gain-0.275) > 0.03 {
 		t.Errorf("gain %.3f, interval %.3f to %.3f: want about +27.5 %% inside it, clear of 2 %%", v.Gain, v.GainLow, v.GainHigh)
 	}
-	if !strings.Contains(tr.Why, fmt.Sprintf("%d pairs)", v.Pairs)) || !strings.Contains(progress, "after 2 pairs:") {
+	if !strings.Contains(tr.Why, fmt.Sprintf("%d pairs)", v.Pairs)) || !strings.Contains(progress, "after 3 pairs:") {
 		t.Errorf("the trial does not say the pairs it took: %q", tr.Why)
 	}
 	// The order of each pair alternates: with first in odd pairs.

@@ -259,8 +259,8 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 	if !cmd.Flags().Changed("max-rounds") {
 		o.maxRound = max(o.maxRound, o.rounds)
 	}
-	if low := max(o.rounds, 2); o.maxRound < low || o.maxRound > 100 {
-		return usage.Errorf("--max-rounds %d: want %d to 100 (no fewer than --rounds, and a change is judged on 2 pairs at the fewest)", o.maxRound, low)
+	if low := max(o.rounds, 3); o.maxRound < low || o.maxRound > 100 {
+		return usage.Errorf("--max-rounds %d: want %d to 100 (no fewer than --rounds, and a change is judged on 3 pairs at the fewest)", o.maxRound, low)
 	}
 	if o.passes < 1 {
 		return usage.Errorf("--passes %d: want 1 or more", o.passes)

@@ -19,7 +19,7 @@ func TestTuneAutoFrom(t *testing.T) {
 	state := t.TempDir()
 	onRouter := func(args ...string) *exec.Cmd {
 		return exec.Command(bin, append([]string{"lab", "exec", "--state-dir", dir, name, "router", "--", bin,
-			"tune", "auto", "--from", "lan", "--to", "wan", "--warmup", "300ms", "--duration", "1s", "--rounds", "1", "--max-rounds", "2",
+			"tune", "auto", "--from", "lan", "--to", "wan", "--warmup", "300ms", "--duration", "1s", "--rounds", "1", "--max-rounds", "3",
 			"--state-dir", state, "--json", "--no-save"}, args...)...)
 	}
 	rps := func() string {

@@ -179,9 +179,9 @@ func TestTuneAutoLab(t *testing.T) {
 	}
 
 	t.Run("json", func(t *testing.T) {
-		rep, progress := autoJSON(t, auto("--duration", "1s", "--rounds", "1", "--max-rounds", "2", "--json"))
-		if len(rep.Baseline) != 1 || len(rep.Trials) != 1 || rep.Trials[0].Item.Kind != "rps" || len(rep.Trials[0].Rounds) != 2 ||
-			len(rep.Trials[0].Without) != 2 || rep.MaxRounds != 2 {
+		rep, progress := autoJSON(t, auto("--duration", "1s", "--rounds", "1", "--max-rounds", "3", "--json"))
+		if len(rep.Baseline) != 1 || len(rep.Trials) != 1 || rep.Trials[0].Item.Kind != "rps" || len(rep.Trials[0].Rounds) != 3 ||
+			len(rep.Trials[0].Without) != 3 || rep.MaxRounds != 3 {
 			t.Fatalf("report: %+v", rep)
 		}
 		tr := rep.Trials[0]
@@ -340,7 +340,7 @@ func TestTuneAutoLabAgents(t *testing.T) {
 	// A light load, not pinned: what is checked is that the agent carries
 	// it, and a generator pinned to a CPU that other tests load may not
 	// get to send within a short round.
-	c := exec.Command(bin, "tune", "auto", "--lab", name, "--warmup", "300ms", "--duration", "1s", "--rounds", "1", "--max-rounds", "2",
+	c := exec.Command(bin, "tune", "auto", "--lab", name, "--warmup", "300ms", "--duration", "1s", "--rounds", "1", "--max-rounds", "3",
 		"--rate", "20kpps", "--state-dir", state, "--try", "rps:lan/rx-0="+other, "--no-fixes", "--json")
 	c.Env = append(os.Environ(), lab.EnvDir+"="+dir)
 	rep, progress := autoJSON(t, c)
