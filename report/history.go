@@ -264,8 +264,10 @@ func Figures(result any) []Figure {
 		}
 		return out
 	case *autotune.Report:
+		// The spread of the rounds the figure is the median of: the last
+		// kept change's, not the baseline's.
 		var rounds []float64
-		for _, rd := range r.Baseline {
+		for _, rd := range r.AfterRounds() {
 			if v, ok := rd.Value(r.Metric); ok {
 				rounds = append(rounds, v)
 			}
