@@ -446,7 +446,84 @@ type CellResult struct {
 	// Received is the total received bit rate over the rounds: the mean
 	// and its 95 % confidence interval.
 	Received Estimate `json:"received_bps"`
-	Errors   []string `json:"errors,omitempty"`
+	// Ports are the goodput through each port the cell's flows go to,
+	// over its rounds; Expected is what the cell's links and the plan's
+	// ceiling let it carry. Both are absent from a result of before them.
+	Ports    []CellPort    `json:"ports,omitempty"`
+	Expected *CellExpected `json:"expected,omitempty"`
+	Errors   []string      `json:"errors,omitempty"`
+}
+
+// CellPort is one port's goodput over a cell's rounds (UDP payload, TCP
+// data): into its host and out of it, each a mean with its 95 % interval.
+type CellPort struct {
+	Host string `json:"host"`
+	// Port names it: its name and addresses, or its addresses.
+	Port string   `json:"port"`
+	In   Estimate `json:"in_bps"`
+	Out  Estimate `json:"out_bps"`
+	// ExpectedIn is the goodput into it at line rate; 0 when unknown.
+	ExpectedIn float64 `json:"expected_in_bps,omitempty"`
+}
+
+// CellExpected is the ceiling of a cell: its links' goodput at line rate
+// (LineBps, 0 when a flow goes as fast as the path allows) and what is
+// left after the plan's bus (LimitedBps, below LineBps only when the bus
+// binds). BusApplies is false when a round showed that a port behind the
+// bus is a virtual interface (a lab's), so the bus does not hold it; Why
+// says which.
+type CellExpected struct {
+	LineBps    float64 `json:"line_bps,omitempty"`
+	LimitedBps float64 `json:"limited_bps,omitempty"`
+	Bus        bool    `json:"bus,omitempty"`
+	BusApplies bool    `json:"bus_applies,omitempty"`
+	Why        string  `json:"why,omitempty"`
+}
+
+// ExpectCell is a cell's expectation (cp is its CellPlan) with the plan's
+// bus: a cell none of whose flows cross the bus (the CM4's eth0 alone) is
+// held by its links only.
+func (cp *Plan) ExpectCell(bus *ceiling.Bus) (*Expectation, error) {
+	e, err := cp.Expect(bus)
+	if err != nil && bus != nil {
+		return cp.Expect(nil)
+	}
+	return e, err
+}
+
+// Measure fills Ports and Expected from the cell's rounds, cp being the
+// plan the cell ran (CellPlan) and e its expectation.
+func (c *CellResult) Measure(cp *Plan, e *Expectation) {
+	if e == nil {
+		return
+	}
+	per := make([][]PortGoodput, len(c.Rounds))
+	for r := range c.Rounds {
+		per[r] = cp.PortsOf(e, &c.Rounds[r])
+	}
+	c.Ports = nil
+	for j, p := range e.Ports {
+		var in, out []float64
+		for r := range per {
+			in, out = append(in, per[r][j].In), append(out, per[r][j].Out)
+		}
+		cport := CellPort{Host: p.Host, Port: p.PortName(), In: Mean95(in), Out: Mean95(out)}
+		if p.In.Known {
+			cport.ExpectedIn = p.In.GoodputBps
+		}
+		c.Ports = append(c.Ports, cport)
+	}
+	x := &CellExpected{Bus: e.Bus != nil, BusApplies: e.Bus != nil}
+	if e.Total.Known {
+		x.LineBps, x.LimitedBps = e.Total.GoodputBps, e.LimitedBps
+	}
+	for r := range c.Rounds {
+		if ev := cp.BusOf(e, &c.Rounds[r]); !ev.Applies() {
+			x.BusApplies, x.Why = false, ev.String()
+			break
+		}
+	}
+	c.Expected = x
 }
 
 // Summarize fills Received from the rounds' totals.
