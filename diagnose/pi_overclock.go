@@ -6,11 +6,11 @@ import (
 
 // piOverclock: a Raspberry Pi whose CPU is the limit (one core saturated at
 // its full clock) and that is cool and not throttled: overclocking is
-// the remaining lever. Seed 000 measured what it buys: its CM4, CPU-bound
-// behind five gigabit ports, gave about 3.06 Gb/s at the stock 1.5 GHz and
-// about 3.4 Gb/s at 2.147 GHz. Seed 001 gives the setting: over_voltage=6
-// and arm_freq=2000, as high as its author goes without special cooling.
-// Advice only: a config.txt edit, never applied by linerate.
+// the remaining lever. Seed 000 measured what it buys on a CM4 CPU-bound
+// behind five gigabit ports; seed 001 gives the setting, the highest clock
+// its author runs without special cooling. The finding's evidence quotes
+// each with its own figures. Advice only: a config.txt edit, never applied
+// by linerate.
 type piOverclock struct{}
 
 func (piOverclock) ID() string { return "pi-overclock" }
