@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"linerate/internal/confidence"
 	"linerate/internal/units"
 	"linerate/internal/usage"
 	"linerate/wire"
@@ -136,20 +137,45 @@ func (m Metric) Format(v float64) string {
 // not worth a line in a boot script.
 const DefaultMinGain = 0.02
 
-// Verdict is the noise test's answer for one trial.
+// Decision is what a trial's pairs say of its change.
+type Decision string
+
+// Decisions.
+const (
+	// Better: the gain's interval lies above the threshold; kept.
+	Better Decision = "better"
+	// NotBetter: the interval lies below the threshold (worse, or not
+	// enough better); rolled back.
+	NotBetter Decision = "not-better"
+	// Unclear: the interval straddles the threshold; rolled back, and
+	// said as undecided when no more rounds may be added.
+	Unclear Decision = "unclear"
+)
+
+// Verdict is what one trial's interleaved pairs of rounds say of its
+// change, on one metric.
 type Verdict struct {
-	Keep bool `json:"keep"`
-	// Before and After are the medians of the baseline's and the trial's
-	// rounds.
+	Keep     bool     `json:"keep"`
+	Decision Decision `json:"decision"`
+	// Before and After are the medians of the pairs' rounds without and
+	// with the change, for the tables.
 	Before float64 `json:"before"`
 	After  float64 `json:"after"`
-	// Change is the metric's relative change, (After-Before)/Before; Gain
-	// is the same signed so that positive is better (for loss and CPU a
-	// fall is a gain).
+	// Change is the metric's estimated relative change (the geometric
+	// mean of the pairs' after/before ratios, less 1); Gain is the same
+	// signed so that positive is better (for loss and CPU a fall is a
+	// gain: 1 − after/before).
 	Change float64 `json:"change"`
 	Gain   float64 `json:"gain"`
-	// Noise is the threshold the gain had to pass: the larger of the
-	// minimum gain and the relative spread of either set of rounds.
+	// GainLow and GainHigh bound the gain at Confidence (two-sided),
+	// from Pairs pairs; Method says how.
+	GainLow    float64 `json:"gain_low"`
+	GainHigh   float64 `json:"gain_high"`
+	Confidence float64 `json:"confidence"`
+	Pairs      int     `json:"pairs"`
+	Method     string  `json:"method,omitempty"`
+	// Noise is half the interval's width: how far the estimate may be
+	// off either way.
 	Noise float64 `json:"noise"`
 	// Why says in words why the change is kept or not.
 	Why string `json:"why"`
@@ -158,77 +184,123 @@ type Verdict struct {
 	Note string `json:"note,omitempty"`
 }
 
-// Judge decides whether a trial's rounds beat the baseline's on a metric,
-// beyond the noise of the measurement.
+// Methods of a verdict's interval.
+const (
+	MethodLogRatio   = "Student's t on the pairs' log ratios"
+	MethodDifference = "Student's t on the pairs' differences over the mean without the change"
+)
+
+// Judge decides what a trial's pairs of rounds say of its change on a
+// metric: a two-sided Student-t interval, at confidence conf, on the mean
+// of the pairs' log ratios ln(after/before) — a tuning scales a rate, and
+// the log makes a gain and the loss that undoes it the same size — turned
+// into a gain. A metric that is 0 in a round (no loss at all) has no
+// ratio; then the interval is on the pairs' differences over the mean
+// without the change.
 //
-// With the 2 to 5 rounds a trial can afford, rank tests cannot say
-// much: Mann-Whitney's smallest one-sided p-value with 3 rounds against 3
-// is 1/20, with 2 against 2 it is 1/6, whatever the figures are; and
-// Welch's t on 2 or 3 samples leans on a normality nobody can check.
-// Judge uses a rule a person can verify from the table instead. A change
-// is kept only when both hold:
-//
-//  1. its median beats the baseline's median by more than the noise:
-//     the larger of minGain and the relative spread ((max-min)/median) of
-//     the baseline's rounds and of the trial's own rounds — the scatter
-//     that identical runs showed;
-//  2. every one of its rounds beats the baseline's median, so that one
-//     lucky round cannot carry it.
-//
-// Anything else is rolled back: worse, or within the noise.
-func Judge(metric Metric, base, trial []float64, minGain float64) Verdict {
-	v := Verdict{Noise: minGain}
-	if len(base) == 0 || len(trial) == 0 {
+// The change is Better (kept) when the whole interval lies above minGain,
+// which is above zero; NotBetter when it lies below minGain (worse, or
+// not worth a change); Unclear otherwise, and with fewer than two pairs.
+// Pairing each round with the next one cancels what drifts slower than
+// a pair (other work on the machine, a warming CPU); the interval then
+// measures only what is left.
+func Judge(metric Metric, pairs []Pair, minGain, conf float64) Verdict {
+	v := Verdict{Decision: Unclear, Confidence: conf, Pairs: len(pairs)}
+	if len(pairs) == 0 {
 		v.Why = "no rounds to compare"
 		return v
 	}
-	v.Before, v.After = median(base), median(trial)
+	before, after := make([]float64, len(pairs)), make([]float64, len(pairs))
+	positive := true
+	for i, p := range pairs {
+		before[i], after[i] = p.Before, p.After
+		positive = positive && p.Before > 0 && p.After > 0
+	}
+	v.Before, v.After = median(before), median(after)
 	higher := metric.HigherIsBetter()
-	if v.Before == 0 {
-		switch {
-		case !higher && v.After == 0:
-			v.Why = "nothing to improve: the baseline's median is 0"
-		case !higher:
-			v.Why = "worse: from 0 to " + metric.Format(v.After)
-		default:
-			v.Why = "the baseline's median is 0: no relative gain to judge"
+	var iv confidence.Interval
+	var change func(float64) float64
+	if positive {
+		ds := make([]float64, len(pairs))
+		for i, p := range pairs {
+			ds[i] = math.Log(p.After / p.Before)
 		}
-		return v
+		iv, change, v.Method = confidence.Mean(ds, conf), math.Expm1, MethodLogRatio
+	} else {
+		base := 0.0
+		for _, b := range before {
+			base += b
+		}
+		base /= float64(len(before))
+		if base == 0 {
+			v.Decision = NotBetter
+			if !higher && slices.Max(after) == 0 {
+				v.Why = "nothing to improve: 0 without the change and with it"
+			} else if !higher {
+				v.Why = "worse: from 0 to " + metric.Format(v.After)
+			} else {
+				v.Decision = Unclear
+				v.Why = "0 without the change: no relative gain to judge"
+			}
+			return v
+		}
+		ds := make([]float64, len(pairs))
+		for i, p := range pairs {
+			ds[i] = (p.After - p.Before) / math.Abs(base)
+		}
+		iv, change, v.Method = confidence.Mean(ds, conf), func(d float64) float64 { return d }, MethodDifference
 	}
-	v.Change = (v.After - v.Before) / math.Abs(v.Before)
-	v.Gain = v.Change
-	if !higher {
-		v.Gain = -v.Change
-	}
-	// A trial whose own median is 0 (a flood that stalled) is measured
-	// against the baseline's median, so the noise stays finite.
-	ref := median(trial)
-	if ref == 0 {
-		ref = v.Before
-	}
-	v.Noise = max(minGain, spread(base, v.Before), spread(trial, ref))
-	better := func(x float64) bool {
+	gain := func(d float64) float64 {
 		if higher {
-			return x > v.Before
+			return change(d)
 		}
-		return x < v.Before
+		return -change(d)
 	}
-	worst := slices.Max(trial)
-	if higher {
-		worst = slices.Min(trial)
+	v.Change, v.Gain = change(iv.Mean), gain(iv.Mean)
+	v.GainLow, v.GainHigh = gain(iv.Low()), gain(iv.High())
+	if v.GainLow > v.GainHigh {
+		v.GainLow, v.GainHigh = v.GainHigh, v.GainLow
 	}
+	v.Noise = (v.GainHigh - v.GainLow) / 2
+	est := fmt.Sprintf("%s %s", signedPct(v.Gain), v.intervalText())
 	switch {
-	case v.Gain > v.Noise && better(worst):
-		v.Keep = true
-		v.Why = fmt.Sprintf("%s better, beyond the noise (%s); every round beat the baseline's median", pctAbs(v.Gain), pctAbs(v.Noise))
-	case v.Gain > v.Noise:
-		v.Why = fmt.Sprintf("%s better, but a round (%s) was no better than the baseline's median", pctAbs(v.Gain), metric.Format(worst))
-	case v.Gain < -v.Noise:
-		v.Why = fmt.Sprintf("worse by %s (noise %s)", pctAbs(-v.Gain), pctAbs(v.Noise))
+	case !iv.OK():
+		v.Why = fmt.Sprintf("%s from one pair: no interval yet", signedPct(v.Gain))
+	case v.GainLow > minGain:
+		v.Decision, v.Keep = Better, true
+		v.Why = fmt.Sprintf("%s: clear of the %s threshold", est, pctAbs(minGain))
+	case v.GainHigh < 0:
+		v.Decision = NotBetter
+		v.Why = fmt.Sprintf("worse: %s", est)
+	case v.GainHigh < minGain:
+		v.Decision = NotBetter
+		v.Why = fmt.Sprintf("%s: below the %s threshold", est, pctAbs(minGain))
 	default:
-		v.Why = fmt.Sprintf("%s is within the noise (%s)", signedPct(v.Gain), pctAbs(v.Noise))
+		v.Why = fmt.Sprintf("%s: straddles the %s threshold", est, pctAbs(minGain))
 	}
 	return v
+}
+
+// intervalText is "(interval +12.1 % to +45.0 % at 98.3 %, 6 pairs)".
+func (v Verdict) intervalText() string {
+	return fmt.Sprintf("(interval %s at %s, %d pairs)", v.IntervalText(), units.Percent(v.Confidence, 1, " "), v.Pairs)
+}
+
+// IntervalText is the gain's interval, "+12.1 % to +45.0 %"; an end
+// beyond ±999 % (a few pairs of very noisy rounds) is written as such
+// rather than as a figure nobody can read.
+func (v Verdict) IntervalText() string { return GainText(v.GainLow) + " to " + GainText(v.GainHigh) }
+
+// GainText is a relative gain with its sign, "+12.1 %", or "above +999 %"
+// and "below -999 %" past those.
+func GainText(g float64) string {
+	switch {
+	case g > 9.99:
+		return "above +999 %"
+	case g < -9.99:
+		return "below -999 %"
+	}
+	return signedPct(g)
 }
 
 // median of a non-empty set.

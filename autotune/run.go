@@ -28,6 +28,14 @@ import (
 // Defaults of an Config.
 const (
 	DefaultRounds = 3
+	// DefaultMaxRounds bounds the pairs of rounds a trial adds while its
+	// answer is unclear.
+	DefaultMaxRounds = 8
+	// minLook is the fewest pairs a trial is judged on: one pair has no
+	// spread to judge by, and two give Student's t one degree of freedom,
+	// whose interval is so wide (t is 12.7 at 95 %) that a look at two
+	// pairs would only spend confidence.
+	minLook       = 3
 	DefaultPasses = 2
 	// autoLockWait bounds the wait for another linerate changing the
 	// system, as tune apply waits.
@@ -36,8 +44,11 @@ const (
 
 // Trial outcomes.
 const (
-	Kept        = "kept"
-	RolledBack  = "rolled-back"
+	Kept       = "kept"
+	RolledBack = "rolled-back"
+	// Undecided: rolled back because its interval still straddled the
+	// threshold when the bound on rounds came.
+	Undecided   = "undecided"
 	Refused     = "refused"     // the system refused the change; nothing is left changed
 	Interrupted = "interrupted" // stopped by Ctrl-C; rolled back
 	InPlace     = "in-place"    // a change kept earlier already made it
@@ -51,9 +62,15 @@ type Config struct {
 	// `tune apply`, for `tune rollback`.
 	Store tune.Store
 	Goal  Goal
-	// Rounds is the number of bench rounds of the baseline and of each
-	// trial (DefaultRounds when 0).
+	// Rounds is the number of bench rounds of the baseline, and the
+	// pairs of rounds (one without the change, one with it) a trial
+	// measures before it is first judged (DefaultRounds when 0; judged
+	// on 3 pairs at the fewest).
 	Rounds int
+	// MaxRounds bounds the pairs of a trial: while its answer is unclear
+	// it adds a pair and judges again, up to this many (DefaultMaxRounds,
+	// or Rounds when that is more, when 0).
+	MaxRounds int
 	// MinGain is the smallest relative gain worth keeping
 	// (DefaultMinGain when 0).
 	MinGain float64
@@ -86,6 +103,10 @@ type Report struct {
 	Goal   Goal   `json:"goal"`
 	Metric Metric `json:"metric"`
 	Rounds int    `json:"rounds"`
+	// MaxRounds bounds each trial's pairs; Confidence is each look's
+	// two-sided confidence (LookConfidence of the looks a trial may take).
+	MaxRounds  int     `json:"max_rounds"`
+	Confidence float64 `json:"confidence"`
 	// MinGain is the smallest relative gain kept, 0.02 = 2 %.
 	MinGain float64 `json:"min_gain"`
 	DryRun  bool    `json:"dry_run,omitempty"`
@@ -123,10 +144,15 @@ type Candidate struct {
 // Trial is one candidate tried.
 type Trial struct {
 	Candidate
+	// Rounds are the rounds with the change, Without those without it,
+	// pair by pair (Rounds[i] and Without[i] are pair i, measured one
+	// right after the other: with first in odd pairs, without first in
+	// even ones).
 	Rounds  []Round `json:"rounds"`
+	Without []Round `json:"rounds_without"`
 	Verdict Verdict `json:"verdict"`
-	// Outcome is Kept, RolledBack, Refused, Interrupted or InPlace; Why
-	// says why.
+	// Outcome is Kept, RolledBack, Undecided, Refused, Interrupted or
+	// InPlace; Why says why.
 	Outcome string `json:"outcome"`
 	Why     string `json:"why"`
 	// Record is the journal record of a kept change.
@@ -134,6 +160,17 @@ type Trial struct {
 	// Restored is set for a change put back: every value read back as it
 	// was before the trial.
 	Restored bool `json:"restored,omitempty"`
+}
+
+// AfterRounds are the rounds After is the median of: those with the last
+// change kept, or the baseline's when nothing was kept.
+func (r *Report) AfterRounds() []Round {
+	for i := len(r.Trials) - 1; i >= 0; i-- {
+		if t := r.Trials[i]; t.Outcome == Kept && len(t.Rounds) > 0 {
+			return t.Rounds
+		}
+	}
+	return r.Baseline
 }
 
 // Kept lists the trials whose change stays applied.
@@ -178,7 +215,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	a := &auto{cfg: cfg, rig: cfg.Rig, sys: cfg.Rig.System}
 	a.rep = &Report{Schema: Schema, Rig: a.rig.Name, DUT: a.rig.DUT, Netns: a.sys.Netns(), Goal: cfg.Goal,
-		Rounds: cfg.Rounds, MinGain: cfg.MinGain, DryRun: cfg.DryRun,
+		Rounds: cfg.Rounds, MaxRounds: cfg.MaxRounds, MinGain: cfg.MinGain, DryRun: cfg.DryRun,
 		Baseline: []Round{}, Findings: []diagnose.Finding{}, Candidates: []Candidate{}, Skipped: []tune.Skip{},
 		Trials: []Trial{}, Records: []string{}}
 	err := a.run(ctx)
@@ -212,6 +249,13 @@ func (c *Config) check() error {
 	}
 	if c.Rounds < 1 || c.Rounds > 100 {
 		return usage.Field("Rounds", "%d: want 1 to 100", c.Rounds)
+	}
+	if c.MaxRounds == 0 {
+		c.MaxRounds = max(DefaultMaxRounds, c.Rounds, minLook)
+	}
+	if c.MaxRounds < max(c.Rounds, minLook) || c.MaxRounds > 100 {
+		return usage.Field("MaxRounds", "%d: want %d to 100 (no fewer than Rounds, and a trial is judged on %d pairs at the fewest)",
+			c.MaxRounds, max(c.Rounds, minLook), minLook)
 	}
 	if c.MinGain == 0 {
 		c.MinGain = DefaultMinGain
@@ -253,7 +297,9 @@ func (a *auto) run(ctx context.Context) error {
 			return err
 		}
 	}
-	a.logf("tune auto: %s; tuning %s; goal %s, %d round%s each", a.rig.Name, a.rig.DUT, cfg.Goal, cfg.Rounds, plural(cfg.Rounds))
+	a.rep.Confidence = a.confidence()
+	a.logf("tune auto: %s; tuning %s; goal %s; a baseline of %d round%s, then each change in pairs of rounds without and with it, judged from %d pairs on, %d at the most",
+		a.rig.Name, a.rig.DUT, cfg.Goal, cfg.Rounds, plural(cfg.Rounds), a.firstLook(), cfg.MaxRounds)
 	ms, rounds, err := a.bench(ctx, "baseline")
 	if err != nil {
 		return fmt.Errorf("baseline: %w", err)
@@ -330,28 +376,47 @@ func (a *auto) run(ctx context.Context) error {
 
 func (a *auto) setBase(ms []Measurement, rounds []Round) { a.base, a.rounds = ms, rounds }
 
-// bench runs the configured number of rounds. When ctx ends it returns
-// ctx's error.
+// bench runs the baseline's rounds. When ctx ends it returns ctx's
+// error.
 func (a *auto) bench(ctx context.Context, what string) ([]Measurement, []Round, error) {
 	n := a.cfg.Rounds
 	var ms []Measurement
 	var rounds []Round
 	for i := range n {
-		m, err := a.rig.Measure(ctx)
-		if ctx.Err() != nil {
-			return ms, rounds, ctx.Err()
-		}
+		m, r, err := a.measure(ctx, fmt.Sprintf("  %s round %d/%d", what, i+1, n))
 		if err != nil {
-			return ms, rounds, fmt.Errorf("round %d: %w", i+1, err)
-		}
-		r, err := m.round()
-		if err != nil {
-			return ms, rounds, fmt.Errorf("round %d: %w", i+1, err)
+			return ms, rounds, err
 		}
 		ms, rounds = append(ms, m), append(rounds, r)
-		a.logf("  %s round %d/%d: %s", what, i+1, n, describeRound(r))
 	}
 	return ms, rounds, nil
+}
+
+// measure runs one round and logs it after label. When ctx ends it
+// returns ctx's error.
+func (a *auto) measure(ctx context.Context, label string) (Measurement, Round, error) {
+	m, err := a.rig.Measure(ctx)
+	if ctx.Err() != nil {
+		return m, Round{}, ctx.Err()
+	}
+	if err != nil {
+		return m, Round{}, fmt.Errorf("%s: %w", strings.TrimSpace(label), err)
+	}
+	r, err := m.round()
+	if err != nil {
+		return m, r, fmt.Errorf("%s: %w", strings.TrimSpace(label), err)
+	}
+	a.logf("%s: %s", label, describeRound(r))
+	return m, r, nil
+}
+
+// firstLook is the pairs a trial measures before it is first judged.
+func (a *auto) firstLook() int { return max(a.cfg.Rounds, minLook) }
+
+// confidence is each look's two-sided confidence: a trial looks after
+// each pair from firstLook to MaxRounds.
+func (a *auto) confidence() float64 {
+	return LookConfidence(a.cfg.MaxRounds - a.firstLook() + 1)
 }
 
 // notes adds what the reader of the results should know about them.
@@ -541,98 +606,207 @@ func (a *auto) skip(it tune.Item, why string) {
 	a.logf("skipped: %s: %s", it, why)
 }
 
-// trial applies one candidate in a transaction, benches it and keeps or
-// rolls it back. The error is for what must stop the loop: ctx ended, a
-// restore failed, the journal could not be written.
+// trial measures one candidate in interleaved pairs of rounds, one with
+// the change applied (B) and one without it (A), in the order B A, A B,
+// B A, ...: each pair's rounds are adjacent, so what drifts slower than a
+// pair cancels in its ratio, and the order alternates, so a drift within
+// a pair cancels over two pairs (and the change is applied and rolled
+// back every second round only). From the first look on (Config.Rounds
+// pairs) it judges after each pair, and stops once the interval is clear
+// of the threshold either way, or at MaxRounds pairs (undecided). The
+// change ends applied when kept, rolled back otherwise. Every application
+// is a journalled transaction. The error is for what must stop the loop:
+// ctx ended, a restore failed, the journal could not be written.
 func (a *auto) trial(ctx context.Context, c Candidate) (Trial, error) {
-	tr := Trial{Candidate: c, Rounds: []Round{}}
-	// Planned again now: a change kept before may have moved the values.
-	p, err := tune.NewPlan(a.sys, []tune.Item{c.Item})
-	if err != nil {
-		tr.Outcome, tr.Why = Refused, err.Error()
-		a.logf("  refused: %s", tr.Why)
+	tr := Trial{Candidate: c, Rounds: []Round{}, Without: []Round{}}
+	tx, err := a.apply(ctx, &tr, true)
+	if tx == nil || err != nil {
+		return tr, err
+	}
+	var ms []Measurement
+	var pairs []roundPair
+	var v Verdict
+	for n := 1; n <= a.cfg.MaxRounds; n++ {
+		var p roundPair
+		var m Measurement
+		for _, with := range []bool{n%2 == 1, n%2 == 0} {
+			switch {
+			case with && tx == nil:
+				if tx, err = a.apply(ctx, &tr, false); tx == nil || err != nil {
+					return tr, err
+				}
+			case !with && tx != nil:
+				if err := a.rollback(ctx, tx, &tr); err != nil {
+					return tr, err
+				}
+				tx = nil
+			}
+			what := "without"
+			if with {
+				what = "with"
+			}
+			mm, r, err := a.measure(ctx, fmt.Sprintf("  pair %d, %s it", n, what))
+			if ctx.Err() != nil || err != nil {
+				return tr, a.stopTrial(ctx, tx, &tr, err)
+			}
+			if with {
+				p.with, m = r, mm
+				tr.Rounds = append(tr.Rounds, r)
+			} else {
+				p.without = r
+				tr.Without = append(tr.Without, r)
+			}
+		}
+		pairs, ms = append(pairs, p), append(ms, m)
+		if n < a.firstLook() {
+			continue
+		}
+		v = a.judge(pairs)
+		a.logf("  after %d pairs: %s", n, v.Why)
+		if v.Decision != Unclear {
+			break
+		}
+	}
+	tr.Verdict = v
+	switch {
+	case v.Keep:
+		if tx == nil {
+			if tx, err = a.apply(ctx, &tr, false); tx == nil || err != nil {
+				return tr, err
+			}
+		}
+		tr.Outcome, tr.Why, tr.Record = Kept, v.Why, tx.Record().ID
+		a.setBase(ms, tr.Rounds)
+		a.logf("  kept: %s → %s, %s", a.metric.Format(v.Before), a.metric.Format(v.After), tr.Why)
 		return tr, nil
+	case v.Decision == Unclear:
+		tr.Outcome = Undecided
+		tr.Why = fmt.Sprintf("undecided after %d pairs (%d rounds, the most --max-rounds allows): %s", v.Pairs, 2*v.Pairs, v.Why)
+	default:
+		tr.Outcome, tr.Why = RolledBack, v.Why
+	}
+	if tx != nil {
+		if err := a.rollback(ctx, tx, &tr); err != nil {
+			return tr, err
+		}
+	} else {
+		tr.Restored = a.holdsBefore(tr.Changes)
+	}
+	a.logf("  %s: %s → %s, %s", TrialOutcomeWord(tr.Outcome), a.metric.Format(v.Before), a.metric.Format(v.After), tr.Why)
+	return tr, nil
+}
+
+// apply plans the trial's change again (a change kept before may have
+// moved the values) and applies it in a transaction of its own. A nil
+// transaction and a nil error mean the trial is over (refused, already
+// in place), with tr saying why. The first application fills tr.Changes.
+func (a *auto) apply(ctx context.Context, tr *Trial, first bool) (*tune.Transaction, error) {
+	again := ""
+	if !first {
+		again = " when applied again"
+	}
+	p, err := tune.NewPlan(a.sys, []tune.Item{tr.Item})
+	if err != nil {
+		tr.Outcome, tr.Why = Refused, err.Error()+again
+		a.logf("  refused: %s", tr.Why)
+		return nil, nil
 	}
 	tx, err := a.cfg.Store.Begin(a.sys, p)
 	if err != nil {
-		return tr, err
+		return nil, err
 	}
-	tr.Changes = nil
-	for _, e := range tx.Record().Entries {
-		tr.Changes = append(tr.Changes, e.Change)
+	if first {
+		tr.Changes = nil
+		for _, e := range tx.Record().Entries {
+			tr.Changes = append(tr.Changes, e.Change)
+		}
 	}
-	if len(tr.Changes) == 0 {
-		tr.Outcome, tr.Why = InPlace, "already in place"
+	if len(tx.Record().Entries) == 0 {
+		tr.Outcome, tr.Why = InPlace, "already in place"+again
 		a.logf("  %s", tr.Why)
-		return tr, nil
+		return nil, nil
 	}
 	if err := tx.Apply(ctx); err != nil {
 		var ae *tune.ApplyError
 		if errors.As(err, &ae) && len(ae.Unrestored) > 0 {
 			tr.Outcome, tr.Why = Refused, err.Error()
-			return tr, err
+			return nil, err
 		}
 		tr.Restored = a.holdsBefore(tr.Changes)
 		if ctx.Err() != nil {
 			tr.Outcome, tr.Why = Interrupted, "interrupted while applying; restored"
-			return tr, ctx.Err()
+			return nil, ctx.Err()
 		}
-		tr.Outcome, tr.Why = Refused, "the system refused it: "+err.Error()
+		tr.Outcome, tr.Why = Refused, "the system refused it"+again+": "+err.Error()
 		a.logf("  %s", tr.Why)
-		if c.Item.Kind == diagnose.FixIRQAffinity {
-			a.refuseIRQs(c.Item.Target, tr.Changes, err)
+		if tr.Item.Kind == diagnose.FixIRQAffinity {
+			a.refuseIRQs(tr.Item.Target, tr.Changes, err)
 		}
-		return tr, a.mustHold(tr)
+		return nil, a.mustHold(*tr)
 	}
-	ms, rounds, err := a.bench(ctx, "trial")
-	tr.Rounds = append(tr.Rounds, rounds...)
-	if ctx.Err() != nil {
-		tr.Outcome, tr.Why = Interrupted, "interrupted during the bench; rolled back"
-		if rerr := a.rollback(ctx, tx, &tr); rerr != nil {
-			return tr, rerr
-		}
-		a.logf("  interrupted: %s rolled back", describeChanges(tr.Changes))
-		return tr, ctx.Err()
-	}
-	if err != nil {
-		tr.Outcome, tr.Why = RolledBack, "the bench failed with it: "+err.Error()
-		if rerr := a.rollback(ctx, tx, &tr); rerr != nil {
-			return tr, rerr
-		}
-		a.logf("  rolled back: %s", tr.Why)
-		return tr, nil
-	}
-	tr.Verdict = a.judge(rounds)
-	if tr.Verdict.Keep {
-		tr.Outcome, tr.Why, tr.Record = Kept, tr.Verdict.Why, tx.Record().ID
-		a.setBase(ms, rounds)
-		a.logf("  kept: %s → %s, %s", a.metric.Format(tr.Verdict.Before), a.metric.Format(tr.Verdict.After), tr.Why)
-		return tr, nil
-	}
-	tr.Outcome, tr.Why = RolledBack, tr.Verdict.Why
-	if err := a.rollback(ctx, tx, &tr); err != nil {
-		return tr, err
-	}
-	a.logf("  rolled back: %s → %s, %s", a.metric.Format(tr.Verdict.Before), a.metric.Format(tr.Verdict.After), tr.Why)
-	return tr, nil
+	return tx, nil
 }
 
-// judge compares a trial's rounds with the baseline's on the goal; for
-// the loss and CPU goals a change must not cost throughput beyond the
-// noise either.
-func (a *auto) judge(rounds []Round) Verdict {
-	v := Judge(a.metric, values(a.rounds, a.metric), values(rounds, a.metric), a.cfg.MinGain)
+// stopTrial ends a trial whose round failed or was interrupted: the
+// change, if applied, is rolled back.
+func (a *auto) stopTrial(ctx context.Context, tx *tune.Transaction, tr *Trial, err error) error {
+	if ctx.Err() != nil {
+		tr.Outcome, tr.Why = Interrupted, "interrupted during the bench; rolled back"
+	} else {
+		tr.Outcome, tr.Why = RolledBack, "a round failed: "+err.Error()
+	}
+	if tx != nil {
+		if rerr := a.rollback(ctx, tx, tr); rerr != nil {
+			return rerr
+		}
+	} else {
+		tr.Restored = a.holdsBefore(tr.Changes)
+	}
+	a.logf("  %s: %s", TrialOutcomeWord(tr.Outcome), tr.Why)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// roundPair is one pair of a trial's rounds, without and with the change.
+type roundPair struct{ without, with Round }
+
+// metricPairs are the pairs' figures of a metric (pairs where either
+// round lacks it are left out).
+func metricPairs(ps []roundPair, m Metric) []Pair {
+	out := make([]Pair, 0, len(ps))
+	for _, p := range ps {
+		b, ok1 := p.without.Value(m)
+		f, ok2 := p.with.Value(m)
+		if ok1 && ok2 {
+			out = append(out, Pair{Before: b, After: f})
+		}
+	}
+	return out
+}
+
+// judge judges a trial's pairs on the goal; for the loss and CPU goals a
+// change must not cost throughput either (its interval clear below
+// zero).
+func (a *auto) judge(pairs []roundPair) Verdict {
+	conf := a.confidence()
+	v := Judge(a.metric, metricPairs(pairs, a.metric), a.cfg.MinGain, conf)
 	if a.metric == MetricLoss {
-		atLoad(&v, a.rounds, rounds)
+		without, with := make([]Round, len(pairs)), make([]Round, len(pairs))
+		for i, p := range pairs {
+			without[i], with[i] = p.without, p.with
+		}
+		atLoad(&v, without, with)
 	}
 	if !v.Keep || a.cfg.Goal == GoalThroughput {
 		return v
 	}
-	tm := GoalThroughput.Metric(rounds[0].Proto)
-	t := Judge(tm, values(a.rounds, tm), values(rounds, tm), a.cfg.MinGain)
-	if t.Gain < -t.Noise {
-		v.Keep = false
-		v.Why = fmt.Sprintf("%s, but throughput fell %s (noise %s)", v.Why, pctAbs(-t.Gain), pctAbs(t.Noise))
+	tm := GoalThroughput.Metric(pairs[0].with.Proto)
+	t := Judge(tm, metricPairs(pairs, tm), a.cfg.MinGain, conf)
+	if t.GainHigh < 0 {
+		v.Keep, v.Decision = false, NotBetter
+		v.Why = fmt.Sprintf("%s, but throughput fell %s %s", v.Why, pctAbs(-t.Gain), t.intervalText())
 	}
 	return v
 }
@@ -661,7 +835,7 @@ func atLoad(v *Verdict, base, trial []Round) {
 	v.Note = fmt.Sprintf("offered loads differ: the baseline sent %s, the trial %s; loss is judged at equal offered load: a fixed --rate below both compares like with like",
 		units.Rate(b, "pps"), units.Rate(t, "pps"))
 	if (t > b) == (v.Gain < 0) && v.Gain != 0 {
-		v.Keep = false
+		v.Keep, v.Decision = false, NotBetter
 		v.Why = "not judged: " + v.Note
 		return
 	}
@@ -784,6 +958,18 @@ func describeChanges(cs []tune.Change) string {
 		parts = append(parts, fmt.Sprintf("%s %s %s → %s", c.Kind, c.Target, c.From, c.To))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// TrialOutcomeWord words a trial's outcome ("kept", "rolled back",
+// "undecided (rolled back)", ...).
+func TrialOutcomeWord(o string) string {
+	switch o {
+	case RolledBack:
+		return "rolled back"
+	case Undecided:
+		return "undecided (rolled back)"
+	}
+	return o
 }
 
 func plural(n int) string {

@@ -226,22 +226,21 @@ func writeTuning(b *strings.Builder, t *Tuning, before *Diagnosis) {
 	if r.Spec != nil {
 		each = " of " + r.Spec.Duration.D().String()
 	}
-	fmt.Fprintf(b, "\ntune auto on %s: goal %s, median of %d round%s%s each; a change is kept when it gains more than %.0f%% and more than the rounds' spread\n",
-		r.DUT, r.Metric, r.Rounds, plural(r.Rounds), each, r.MinGain*100)
+	if m := report.AutoMethod(r); m != "" {
+		fmt.Fprintf(b, "\ntune auto on %s: goal %s, rounds%s each; %s\n", r.DUT, r.Metric, each, m)
+	} else {
+		fmt.Fprintf(b, "\ntune auto on %s: goal %s, median of %d round%s%s each; a change is kept when it gains more than %.0f%% and more than the rounds' spread\n",
+			r.DUT, r.Metric, r.Rounds, plural(r.Rounds), each, r.MinGain*100)
+	}
 	if len(r.Trials) == 0 {
 		b.WriteString("nothing was tried: no candidate this system can take\n")
 	} else {
 		tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHANGE\tFROM → TO\tTRIED FOR\tBEFORE\tAFTER\tDELTA\tRESULT\tWHY")
+		fmt.Fprintln(tw, "CHANGE\tFROM → TO\tTRIED FOR\tWITHOUT\tWITH\tGAIN\tINTERVAL\tPAIRS\tRESULT\tWHY")
 		for _, tr := range r.Trials {
-			before, after, delta := "-", "-", "-"
-			if len(tr.Rounds) > 0 && tr.Verdict.Before != 0 {
-				before = r.Metric.Format(tr.Verdict.Before)
-				after = r.Metric.Format(tr.Verdict.After)
-				delta = fmt.Sprintf("%+.1f%%", tr.Verdict.Change*100)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", report.TuneChangeName(tr.Changes, tr.Item), changeFromTo(tr), triedFor(tr.Source),
-				before, after, delta, report.TuneOutcome(tr.Outcome), tr.Why)
+			f := report.TrialFigures(r.Metric, tr)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", report.TuneChangeName(tr.Changes, tr.Item), changeFromTo(tr), triedFor(tr.Source),
+				f.Without, f.With, f.Gain, f.Interval, f.Pairs, report.TuneOutcome(tr.Outcome), tr.Why)
 		}
 		tw.Flush()
 	}

@@ -38,9 +38,12 @@ import (
 
 // Defaults of the tune step.
 const (
-	DefaultTuneRounds   = 2
-	DefaultTuneDuration = 2 * time.Second
-	QuickTuneDuration   = time.Second
+	DefaultTuneRounds = 2
+	// DefaultTuneMaxRounds bounds the pairs of rounds tune auto adds to a
+	// trial while its answer is unclear.
+	DefaultTuneMaxRounds = 8
+	DefaultTuneDuration  = 2 * time.Second
+	QuickTuneDuration    = time.Second
 	// MaxTuneRounds bounds Config.TuneRounds: each round of each change
 	// costs its warmup and duration.
 	MaxTuneRounds = 10
@@ -206,7 +209,7 @@ func Tune() Step {
 				}
 			}
 			rep, err := autotune.Run(ctx, autotune.Config{Rig: s.rig, Store: store, Goal: autotune.GoalThroughput,
-				Rounds: c.TuneRounds, Try: try, Progress: &indent{w: c.Progress, prefix: "  "}})
+				Rounds: c.TuneRounds, MaxRounds: s.maxRounds(), Try: try, Progress: &indent{w: c.Progress, prefix: "  "}})
 			t.Auto = rep
 			if rep != nil && len(rep.Baseline) > 0 {
 				s.save(RoleTuneAuto, history.KindTuneAuto, s.tuneCommand(try), rep)
@@ -281,11 +284,14 @@ func (s *Session) floodCommand() []string {
 // tuning: a tuning round's, and at least minFlood.
 func (s *Session) floodDuration() time.Duration { return max(s.Config.TuneDuration, minFlood) }
 
+// maxRounds bounds the pairs of each trial of the tune step.
+func (s *Session) maxRounds() int { return max(DefaultTuneMaxRounds, s.Config.TuneRounds) }
+
 // tuneCommand is the tune step as a command the router could run itself.
 func (s *Session) tuneCommand(try []tune.Item) []string {
 	c := &s.Config
 	cmd := []string{"linerate", "tune", "auto", "--from", clientNode, "--to", serverNode, "--size", strconv.Itoa(floodFrame),
-		"--duration", c.TuneDuration.String(), "--warmup", c.Warmup.String(), "--rounds", strconv.Itoa(c.TuneRounds)}
+		"--duration", c.TuneDuration.String(), "--warmup", c.Warmup.String(), "--rounds", strconv.Itoa(c.TuneRounds), "--max-rounds", strconv.Itoa(s.maxRounds())}
 	for _, it := range try {
 		cmd = append(cmd, "--try", it.String())
 	}

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"linerate/ceiling"
+	"linerate/internal/confidence"
 	"linerate/results"
 	"linerate/wire"
 )
@@ -464,7 +465,84 @@ type CellResult struct {
 	// Received is the total received bit rate over the rounds: the mean
 	// and its 95 % confidence interval.
 	Received Estimate `json:"received_bps"`
-	Errors   []string `json:"errors,omitempty"`
+	// Ports are the goodput through each port the cell's flows go to,
+	// over its rounds; Expected is what the cell's links and the plan's
+	// ceiling let it carry. Both are absent from a result of before them.
+	Ports    []CellPort    `json:"ports,omitempty"`
+	Expected *CellExpected `json:"expected,omitempty"`
+	Errors   []string      `json:"errors,omitempty"`
+}
+
+// CellPort is one port's goodput over a cell's rounds (UDP payload, TCP
+// data): into its host and out of it, each a mean with its 95 % interval.
+type CellPort struct {
+	Host string `json:"host"`
+	// Port names it: its name and addresses, or its addresses.
+	Port string   `json:"port"`
+	In   Estimate `json:"in_bps"`
+	Out  Estimate `json:"out_bps"`
+	// ExpectedIn is the goodput into it at line rate; 0 when unknown.
+	ExpectedIn float64 `json:"expected_in_bps,omitempty"`
+}
+
+// CellExpected is the ceiling of a cell: its links' goodput at line rate
+// (LineBps, 0 when a flow goes as fast as the path allows) and what is
+// left after the plan's bus (LimitedBps, below LineBps only when the bus
+// binds). BusApplies is false when a round showed that a port behind the
+// bus is a virtual interface (a lab's), so the bus does not hold it; Why
+// says which.
+type CellExpected struct {
+	LineBps    float64 `json:"line_bps,omitempty"`
+	LimitedBps float64 `json:"limited_bps,omitempty"`
+	Bus        bool    `json:"bus,omitempty"`
+	BusApplies bool    `json:"bus_applies,omitempty"`
+	Why        string  `json:"why,omitempty"`
+}
+
+// ExpectCell is a cell's expectation (cp is its CellPlan) with the plan's
+// bus: a cell none of whose flows cross the bus (the CM4's eth0 alone) is
+// held by its links only.
+func (cp *Plan) ExpectCell(bus *ceiling.Bus) (*Expectation, error) {
+	e, err := cp.Expect(bus)
+	if err != nil && bus != nil {
+		return cp.Expect(nil)
+	}
+	return e, err
+}
+
+// Measure fills Ports and Expected from the cell's rounds, cp being the
+// plan the cell ran (CellPlan) and e its expectation.
+func (c *CellResult) Measure(cp *Plan, e *Expectation) {
+	if e == nil {
+		return
+	}
+	per := make([][]PortGoodput, len(c.Rounds))
+	for r := range c.Rounds {
+		per[r] = cp.PortsOf(e, &c.Rounds[r])
+	}
+	c.Ports = nil
+	for j, p := range e.Ports {
+		var in, out []float64
+		for r := range per {
+			in, out = append(in, per[r][j].In), append(out, per[r][j].Out)
+		}
+		cport := CellPort{Host: p.Host, Port: p.PortName(), In: Mean95(in), Out: Mean95(out)}
+		if p.In.Known {
+			cport.ExpectedIn = p.In.GoodputBps
+		}
+		c.Ports = append(c.Ports, cport)
+	}
+	x := &CellExpected{Bus: e.Bus != nil, BusApplies: e.Bus != nil}
+	if e.Total.Known {
+		x.LineBps, x.LimitedBps = e.Total.GoodputBps, e.LimitedBps
+	}
+	for r := range c.Rounds {
+		if ev := cp.BusOf(e, &c.Rounds[r]); !ev.Applies() {
+			x.BusApplies, x.Why = false, ev.String()
+			break
+		}
+	}
+	c.Expected = x
 }
 
 // Summarize fills Received from the rounds' totals.
@@ -491,36 +569,8 @@ func (e Estimate) HasInterval() bool { return e.N >= 2 }
 // Mean95 is the mean of xs and the half-width of its 95 % confidence
 // interval, t(0.975, n−1) · s/√n, s the sample standard deviation.
 func Mean95(xs []float64) Estimate {
-	e := Estimate{N: len(xs)}
-	if e.N == 0 {
-		return e
-	}
-	for _, x := range xs {
-		e.Mean += x
-	}
-	e.Mean /= float64(e.N)
-	if e.N < 2 {
-		return e
-	}
-	var ss float64
-	for _, x := range xs {
-		ss += (x - e.Mean) * (x - e.Mean)
-	}
-	s := math.Sqrt(ss / float64(e.N-1))
-	e.Half = t975(e.N-1) * s / math.Sqrt(float64(e.N))
-	return e
-}
-
-// t975 is Student's t at 0.975 for df degrees of freedom (tables to 30,
-// then the normal's 1.96, off by under 2 % at 31).
-func t975(df int) float64 {
-	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
-	if df >= 1 && df <= len(table) {
-		return table[df-1]
-	}
-	return 1.96
+	i := confidence.Mean(xs, 0.95)
+	return Estimate{Mean: i.Mean, Half: i.Half, N: i.N}
 }
 
 // String is "Mean ± Half" in bit/s, for messages.

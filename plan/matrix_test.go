@@ -125,8 +125,8 @@ func TestCombinations(t *testing.T) {
 
 func TestMean95(t *testing.T) {
 	e := Mean95([]float64{940e6, 930e6, 950e6})
-	// s = 10e6, t(0.975, 2) = 4.303: half = 4.303 * 10e6 / sqrt(3).
-	if e.Mean != 940e6 || math.Abs(e.Half-4.303*10e6/math.Sqrt(3)) > 1 || e.N != 3 || !e.HasInterval() {
+	// s = 10e6, t(0.975, 2) = 4.3027: half = 4.3027 * 10e6 / sqrt(3).
+	if e.Mean != 940e6 || math.Abs(e.Half-4.3027*10e6/math.Sqrt(3)) > 1e3 || e.N != 3 || !e.HasInterval() {
 		t.Errorf("%+v", e)
 	}
 	if one := Mean95([]float64{5}); one.Mean != 5 || one.Half != 0 || one.HasInterval() {

@@ -367,6 +367,30 @@ func TestExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			near(t, f+" all five", all.LimitedBps, 3.08e9+941.5e6, 0.03e9)
+		case "cm4-fan-in-lab.yaml":
+			// The twin in a star lab: five 1G links, the CM4's bus kept
+			// (the run says it does not apply to veths).
+			near(t, f+" total", e.Total.GoodputBps, 5*941.5e6, 1e6)
+			if len(e.Ports) != 5 || e.Bus == nil || len(e.Bus.Ports) != 4 || pl.Hosts[0].Reach.Kind == remote.SSH {
+				t.Fatalf("%s: %d ports, bus %+v", f, len(e.Ports), e.Bus)
+			}
+			near(t, f+" limited", e.LimitedBps, 3.08e9+941.5e6, 0.03e9)
+		case "cm4-matrix-lab.yaml":
+			if cells := pl.Matrix.Cells(); len(cells) != 31 || pl.Matrix.Rounds != 3 {
+				t.Fatalf("%s: %d cells, %d rounds", f, len(cells), pl.Matrix.Rounds)
+			}
+		case "routerpi-bidir-lab.yaml":
+			if r := pl.Roles("router"); len(r) != 1 || r[0] != RoleDUT {
+				t.Errorf("%s: router roles %v, want dut", f, r)
+			}
+			near(t, f+" total", e.Total.GoodputBps, 2*941.5e6, 1e6)
+		case "apu4-mars-venus-lab.yaml":
+			// One address on one gigabit port, the datagrams spread over
+			// four destination ports: 78-byte frames at line rate.
+			if len(pl.Flows) != 1 || len(e.Ports) != 1 || pl.Flows[0].Ports != 4 {
+				t.Fatalf("%s: %d flows, %d ports", f, len(pl.Flows), len(e.Ports))
+			}
+			near(t, f+" pps", e.Total.PPS, 1275510, 1)
 		case "lab-star32.yaml":
 			// 32 peers of a star lab, each a paced 2 kpps to the box.
 			if len(pl.Hosts) != 33 || len(pl.Flows) != 32 {

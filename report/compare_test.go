@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"linerate/autotune"
 	"linerate/history"
 	"linerate/results"
 	"linerate/wire"
@@ -64,5 +65,45 @@ func TestCompareOfferedLoads(t *testing.T) {
 	}
 	if l := line(out, "loss"); strings.Contains(l, "not judged") {
 		t.Errorf("loss at the same load not judged: %q", l)
+	}
+}
+
+// tuneRun is a saved tune auto run whose baseline rounds are base and
+// whose one change, kept, was measured in rounds with.
+func tuneRun(t *testing.T, id string, base, with []float64) *history.Run {
+	t.Helper()
+	round := func(pps float64) autotune.Round { return autotune.Round{Proto: wire.UDP, ReceivedPPS: pps} }
+	rep := &autotune.Report{Schema: autotune.Schema, Goal: autotune.GoalThroughput, Metric: autotune.MetricRxPPS}
+	for _, v := range base {
+		rep.Baseline = append(rep.Baseline, round(v))
+	}
+	tr := autotune.Trial{Outcome: autotune.Kept}
+	for _, v := range with {
+		tr.Rounds = append(tr.Rounds, round(v))
+	}
+	rep.Trials = []autotune.Trial{tr}
+	rep.Before, rep.After = round(base[len(base)/2]), round(with[len(with)/2])
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &history.Run{Entry: history.Entry{Schema: history.Schema, ID: id, Kind: history.KindTuneAuto, Time: time.Unix(0, 0)}, Result: b}
+}
+
+// Two tune auto runs that kept the same change: A's rounds with it were
+// 563.9 to 675.6 kpps (a 17 % spread), B's median 607.7. The figure
+// compared is the median after tuning, so its noise is the spread of the
+// rounds after tuning, not of the baseline's (quiet here).
+func TestCompareTuneAutoNoise(t *testing.T) {
+	a := tuneRun(t, "a", []float64{400e3, 401e3, 402e3}, []float64{563.9e3, 646.4e3, 675.6e3})
+	b := tuneRun(t, "b", []float64{400e3, 400.5e3, 401e3}, []float64{590e3, 607.7e3, 640e3})
+	var out strings.Builder
+	if err := Compare(&out, a, b); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	l := line(out.String(), "received_pps after tuning")
+	if !strings.Contains(l, "within the noise") || !strings.Contains(l, "±17.3 %") {
+		t.Errorf("the same tuning twice: %q, want within the noise of A's rounds after tuning (±17.3 %%)", l)
 	}
 }

@@ -40,6 +40,9 @@ func Headline(kind string, result any) string {
 	case *results.FlowSet:
 		return flowsHeadline(r)
 	case *plan.Result:
+		if len(r.Matrix) > 0 {
+			return matrixHeadline(r)
+		}
 		if len(r.Rounds) == 0 {
 			return r.Plan + ": no round ran"
 		}
@@ -98,6 +101,35 @@ func benchHeadline(r *results.Result) string {
 		b.WriteString(" (interrupted)")
 	}
 	return b.String()
+}
+
+// matrixHeadline is a matrix run's line: its cells and their rounds, the
+// highest and lowest cell by mean received rate.
+func matrixHeadline(r *plan.Result) string {
+	var hi, lo *plan.CellResult
+	ran := 0
+	for i := range r.Matrix {
+		c := &r.Matrix[i]
+		if len(c.Rounds) == 0 {
+			continue
+		}
+		ran++
+		if hi == nil || c.Received.Mean > hi.Received.Mean {
+			hi = c
+		}
+		if lo == nil || c.Received.Mean < lo.Received.Mean {
+			lo = c
+		}
+	}
+	s := fmt.Sprintf("%s: matrix, %d of %d cells ran", r.Plan, ran, len(r.Matrix))
+	if hi == nil {
+		return s
+	}
+	s += fmt.Sprintf(": highest %s %s", hi.Key, units.Fixed.Unit(hi.Received.Mean, "b/s"))
+	if lo != hi {
+		s += fmt.Sprintf(", lowest %s %s", lo.Key, units.Fixed.Unit(lo.Received.Mean, "b/s"))
+	}
+	return s
 }
 
 func searchHeadline(r *results.Result) string {
@@ -288,8 +320,10 @@ func Figures(result any) []Figure {
 		}
 		return out
 	case *autotune.Report:
+		// The spread of the rounds the figure is the median of: the last
+		// kept change's, not the baseline's.
 		var rounds []float64
-		for _, rd := range r.Baseline {
+		for _, rd := range r.AfterRounds() {
 			if v, ok := rd.Value(r.Metric); ok {
 				rounds = append(rounds, v)
 			}

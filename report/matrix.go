@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,27 +16,37 @@ import (
 
 // Matrix writes a plan's matrix: a table of its cells (the mean received
 // rate over the rounds with its t-based 95 % interval, the lowest and
-// highest round) and a heat map, a row per flow set and a column per size,
-// MSS or rate, shaded by the cell's share of the best cell.
+// highest round, the cell's ceiling), the goodput through each port cell
+// by cell, and a heat map, a row per flow set and a column per size, MSS
+// or rate, shaded by the cell's share of the best cell.
 func Matrix(w io.Writer, cells []plan.CellResult) error {
 	ew := &ceilErrWriter{w: w}
-	fmt.Fprintln(ew, "matrix: total received per cell, mean over its rounds ± the 95 % interval (Student's t; none with one round)")
+	fmt.Fprintln(ew, "matrix: total received per cell, mean over its rounds ± the 95 % interval (Student's t; none with one round);")
+	fmt.Fprintln(ew, "CEILING: the goodput its links carry at line rate, and what the plan's bus leaves of it")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CELL\tROUNDS\tRECEIVED\t± 95 %\tLOWEST\tHIGHEST\t")
+	fmt.Fprintln(tw, "CELL\tROUNDS\tRECEIVED\t± 95 %\tLOWEST\tHIGHEST\tCEILING\t")
+	var busWhy string
 	for _, c := range cells {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, r := range c.Rounds {
 			lo, hi = min(lo, r.Total.ReceivedBPS), max(hi, r.Total.ReceivedBPS)
 		}
+		if x := c.Expected; x != nil && x.Bus && !x.BusApplies && busWhy == "" {
+			busWhy = x.Why
+		}
 		if len(c.Rounds) == 0 {
-			fmt.Fprintf(tw, "%s\t0\t-\t\t\t\t%s\n", c.Key, strings.Join(c.Errors, "; "))
+			fmt.Fprintf(tw, "%s\t0\t-\t\t\t\t%s\t%s\n", c.Key, cellCeiling(c.Expected), strings.Join(c.Errors, "; "))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Key, len(c.Rounds), bps(c.Received.Mean), interval(c.Received),
-			bps(lo), bps(hi), strings.Join(c.Errors, "; "))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Key, len(c.Rounds), bps(c.Received.Mean), interval(c.Received),
+			bps(lo), bps(hi), cellCeiling(c.Expected), strings.Join(c.Errors, "; "))
 	}
 	tw.Flush()
+	if busWhy != "" {
+		fmt.Fprintf(ew, "* the plan's bus does not apply here: %s; the links alone are the ceiling\n", busWhy)
+	}
 	fmt.Fprintln(ew)
+	matrixPorts(ew, cells)
 	MatrixHeat(ew, plan.NewGrid(cells))
 	if len(plan.TunePairs(cells)) > 0 {
 		fmt.Fprintln(ew)
@@ -45,6 +56,67 @@ func Matrix(w io.Writer, cells []plan.CellResult) error {
 }
 
 func bps(v float64) string { return units.Rate(v, "b/s") }
+
+// cellCeiling is a cell's ceiling: "941.50 Mb/s", "4.71 Gb/s, 4.03 after
+// the bus" (with "*" when the bus does not apply), "-" when unknown.
+func cellCeiling(x *plan.CellExpected) string {
+	switch {
+	case x == nil || x.LineBps <= 0:
+		return "-"
+	case x.Bus && x.LimitedBps < x.LineBps && !x.BusApplies:
+		return fmt.Sprintf("%s (%s after the bus*)", bps(x.LineBps), bps(x.LimitedBps))
+	case x.Bus && x.LimitedBps < x.LineBps:
+		return fmt.Sprintf("%s, %s after the bus", bps(x.LineBps), bps(x.LimitedBps))
+	}
+	return bps(x.LineBps)
+}
+
+// matrixPorts writes the goodput into each port cell by cell: a column
+// per port (host and name) of any cell, "-" where a cell sends it
+// nothing; nothing for cells of a result from before ports were kept.
+func matrixPorts(w io.Writer, cells []plan.CellResult) {
+	var cols []string
+	for _, c := range cells {
+		for _, p := range c.Ports {
+			if k := portCol(p); !slices.Contains(cols, k) {
+				cols = append(cols, k)
+			}
+		}
+	}
+	if len(cols) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "per port: goodput received into each port (UDP payload, TCP data), mean over the cell's rounds; at line rate in brackets")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "CELL")
+	for _, k := range cols {
+		fmt.Fprintf(tw, "\t%s", strings.ToUpper(k))
+	}
+	fmt.Fprintln(tw, "\t")
+	for _, c := range cells {
+		fmt.Fprint(tw, c.Key)
+		for _, k := range cols {
+			i := slices.IndexFunc(c.Ports, func(p plan.CellPort) bool { return portCol(p) == k })
+			switch {
+			case i < 0 || c.Ports[i].In.N == 0:
+				fmt.Fprint(tw, "\t-")
+			case c.Ports[i].ExpectedIn > 0:
+				fmt.Fprintf(tw, "\t%s (%s)", bps(c.Ports[i].In.Mean), bps(c.Ports[i].ExpectedIn))
+			default:
+				fmt.Fprintf(tw, "\t%s", bps(c.Ports[i].In.Mean))
+			}
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// portCol names a port's column: its host and its name (or first address).
+func portCol(p plan.CellPort) string {
+	name, _, _ := strings.Cut(p.Port, " ")
+	return p.Host + " " + name
+}
 
 // interval is an estimate's half-width, "-" without one.
 func interval(e plan.Estimate) string {

@@ -122,3 +122,35 @@ func TestBenchCSV(t *testing.T) {
 		t.Errorf("receive queues: %q", rows)
 	}
 }
+
+// TestMatrixPortsAndCeiling: seed 000's question in a lab (a star shaped
+// to 1G, five senders): each cell's ceiling beside its total, the
+// goodput through each port, the plan's bus said not to apply when the
+// ports behind it are veths, and the history's headline names the cells
+// rather than "no round ran".
+func TestMatrixPortsAndCeiling(t *testing.T) {
+	est := func(v float64) plan.Estimate { return plan.Mean95([]float64{v, v}) }
+	cells := matrixCells(1)
+	cells[0].Ports = []plan.CellPort{{Host: "cm4", Port: "peer1 10.231.1.1", In: est(941e6), ExpectedIn: 941.5e6}}
+	cells[0].Expected = &plan.CellExpected{LineBps: 941.5e6, LimitedBps: 941.5e6, Bus: true, BusApplies: true}
+	cells[1].Ports = []plan.CellPort{{Host: "cm4", Port: "peer1 10.231.1.1", In: est(930e6), ExpectedIn: 941.5e6},
+		{Host: "cm4", Port: "peer5 10.231.5.1", In: est(880e6), ExpectedIn: 941.5e6}}
+	cells[1].Expected = &plan.CellExpected{LineBps: 4.71e9, LimitedBps: 4.03e9, Bus: true, Why: "cm4 peer1 (veth): virtual, on no PCIe bus"}
+	var b bytes.Buffer
+	if err := Matrix(&b, cells); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Log(out)
+	for _, want := range []string{"CEILING", "941.50 Mb/s", "4.71 Gb/s (4.03 Gb/s after the bus*)",
+		"* the plan's bus does not apply here: cm4 peer1 (veth): virtual, on no PCIe bus",
+		"per port: goodput received into each port", "CM4 PEER1", "CM4 PEER5", "930.00 Mb/s (941.50 Mb/s)", "880.00 Mb/s (941.50 Mb/s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q", want)
+		}
+	}
+	h := Headline("plan", &plan.Result{Plan: "cm4-matrix-lab.yaml", Matrix: cells})
+	if h != "cm4-matrix-lab.yaml: matrix, 2 of 2 cells ran: highest set a-box+b-box 1.80Gb/s, lowest set a-box 940.00Mb/s" {
+		t.Errorf("headline %q", h)
+	}
+}

@@ -29,7 +29,7 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 			planPorts(ew, pl, r.Expected, &set)
 		}
 		if !pl.OnlyRR() {
-			planTotal(ew, r.Expected, &set)
+			planTotal(ew, pl, r.Expected, &set)
 		}
 		planHosts(ew, pl, &set)
 		for _, l := range set.StartLines() {
@@ -78,18 +78,42 @@ func PlanResult(w io.Writer, pl *plan.Plan, r *plan.Result) error {
 	return ew.err
 }
 
-// planTotal writes a round's bulk total against what was expected.
-func planTotal(w io.Writer, e *plan.Expectation, set *results.FlowSet) {
+// planTotal writes a round's bulk total against what was expected: the
+// links' line rate and what the plan's bus leaves of it, and whether the
+// bus held this round (a lab's ports are on none) or the total went past
+// it.
+func planTotal(w io.Writer, pl *plan.Plan, e *plan.Expectation, set *results.FlowSet) {
 	t := set.Total
-	fmt.Fprintf(w, "total: received %s, goodput %s", units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(goodput(&t), "b/s"))
+	got := plan.Goodput(&t)
+	fmt.Fprintf(w, "total: received %s, goodput %s", units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(got, "b/s"))
 	if e != nil && e.Total.Known {
 		fmt.Fprintf(w, " (expected at line rate %s", ceiling.FormatBps(e.Total.GoodputBps))
 		if e.Bus != nil && e.LimitedBps < e.Total.GoodputBps {
 			fmt.Fprintf(w, "; %s after the bus", ceiling.FormatBps(e.LimitedBps))
+			fmt.Fprint(w, busNote(pl, e, pl.BusOf(e, set), got))
 		}
 		fmt.Fprint(w, ")")
 	}
 	fmt.Fprintln(w)
+}
+
+// busNote says what became of the bus's limit in a run that measured
+// got: it does not apply (a port behind it is virtual: a lab's), or got
+// is past it (the bus modelled is not the one the traffic crossed), or
+// nothing.
+func busNote(pl *plan.Plan, e *plan.Expectation, ev plan.BusEvidence, got float64) string {
+	link := "the plan's bus"
+	if e.Bus != nil {
+		link = fmt.Sprintf("%s's PCIe %s link", e.Bus.Host, linkName(e.Bus.Bus.Link))
+	}
+	switch {
+	case !ev.Applies():
+		return fmt.Sprintf(", which does not apply here: %s is the plan's model, and %s", link, ev)
+	case got > results.OverCeiling*e.LimitedBps:
+		return fmt.Sprintf("; the goodput is %.0f %% of that: %s as the plan models it is not what this traffic crossed (the ports are not behind it, or the link is another)",
+			100*got/e.LimitedBps, link)
+	}
+	return ""
 }
 
 // PlanEnd writes what follows a plan's figures (and its matrix): what a
@@ -127,15 +151,6 @@ func PlanEnd(w io.Writer, r *plan.Result) error {
 	return ew.err
 }
 
-// flowWays is a flow's forward and reverse totals (nil where it sent none).
-func flowWays(fr *results.FlowRun) (fwd, rev *results.Totals) {
-	if fr.Result == nil || len(fr.Result.Targets) == 0 {
-		return nil, nil
-	}
-	t := fr.Result.Targets[0]
-	return t.Forward, t.Reverse
-}
-
 func planFlows(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "FLOW\tFROM\tTO\tWAY\tSENT\tRECEIVED\tLOST\tRETRANS\tRECV PPS\tRECV BIT/S\t")
@@ -150,7 +165,7 @@ func planFlows(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
 			fmt.Fprintf(tw, "%d\t%s\t%s\tfailed\t\t\t\t\t\t\t%s\n", f.Index, f.From, to, fr.Error)
 			continue
 		}
-		fwd, rev := flowWays(fr)
+		fwd, rev := plan.FlowWays(fr)
 		for _, way := range []struct {
 			name string
 			t    *results.Totals
@@ -172,26 +187,9 @@ func planPorts(w io.Writer, pl *plan.Plan, e *plan.Expectation, set *results.Flo
 	fmt.Fprintln(w, "per port (goodput received: UDP payload, TCP data):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tPORT\tIN\tEXPECTED IN\tOUT\tEXPECTED OUT")
-	for _, p := range e.Ports {
-		var in, out float64
-		for _, i := range p.Flows {
-			if i >= len(set.Flows) {
-				continue
-			}
-			fwd, rev := flowWays(&set.Flows[i])
-			f := &pl.Flows[i]
-			into, back := &in, &out
-			if f.From == p.Host {
-				into, back = &out, &in
-			}
-			*into += goodput(fwd)
-			*back += goodput(rev)
-		}
-		port := strings.Join(p.Addresses, " ")
-		if p.Port != "" {
-			port = p.Port + " " + port
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Host, port, measured(in, p.In), oneWay(p.In), measured(out, p.Out), oneWay(p.Out))
+	got := pl.PortsOf(e, set)
+	for j, p := range e.Ports {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Host, p.PortName(), measured(got[j].In, p.In), oneWay(p.In), measured(got[j].Out, p.Out), oneWay(p.Out))
 	}
 	tw.Flush()
 }
@@ -235,14 +233,6 @@ func planHosts(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
 	if line := cpuSummary(self); line != "" {
 		fmt.Fprintf(w, "this host: %s\n", line)
 	}
-}
-
-// goodput is the payload bits per second received (UDP payload, TCP data).
-func goodput(t *results.Totals) float64 {
-	if t == nil || t.Seconds <= 0 {
-		return 0
-	}
-	return float64(t.ReceivedBytes) * 8 / t.Seconds
 }
 
 // measured writes a port's measured goodput, "-" where nothing went and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"linerate/autotune"
+	"linerate/internal/units"
 	"linerate/results"
 	"linerate/tune"
 	"linerate/wire"
@@ -21,8 +22,10 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 	ew := &autoErrWriter{w: w}
 	w = ew
 	fmt.Fprintf(w, "tune auto: %s\n", r.Rig)
-	fmt.Fprintf(w, "tuning %s; goal %s (%s, median of %d round%s; a change is kept when it gains more than %.0f %% and more than the rounds' spread)\n",
-		r.DUT, r.Goal, r.Metric, r.Rounds, tunePlural(r.Rounds), r.MinGain*100)
+	fmt.Fprintf(w, "tuning %s; goal %s (%s)\n", r.DUT, r.Goal, r.Metric)
+	if line := AutoMethod(r); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if r.Spec != nil {
 		fmt.Fprintf(w, "each round: %s\n", autoSpec(r.Spec, r.FrameSize))
 	}
@@ -45,20 +48,15 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 	if len(r.Trials) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHANGE\tFROM → TO\tBEFORE\tAFTER\tDELTA\tRESULT\tWHY")
+		fmt.Fprintln(tw, "CHANGE\tFROM → TO\tWITHOUT\tWITH\tGAIN\tINTERVAL\tPAIRS\tRESULT\tWHY")
 		for _, t := range r.Trials {
-			before, after, delta := "-", "-", "-"
-			if len(t.Rounds) > 0 && t.Verdict.Before != 0 {
-				before = r.Metric.Format(t.Verdict.Before)
-				after = r.Metric.Format(t.Verdict.After)
-				delta = fmt.Sprintf("%+.1f %%", t.Verdict.Change*100)
-			}
+			f := TrialFigures(r.Metric, t)
 			why := t.Why
 			if t.Outcome != autotune.Kept && t.Restored {
 				why += "; restored, read back"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", TuneChangeName(t.Changes, t.Item), autoFromTo(t.Changes),
-				before, after, delta, TuneOutcome(t.Outcome), why)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", TuneChangeName(t.Changes, t.Item), autoFromTo(t.Changes),
+				f.Without, f.With, f.Gain, f.Interval, f.Pairs, TuneOutcome(t.Outcome), why)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -125,6 +123,45 @@ func autoCandidates(w io.Writer, ew *autoErrWriter, r *autotune.Report) error {
 	return ew.err
 }
 
+// AutoMethod says how tune auto judged each change, in one line: the
+// pairs, the interval and the thresholds. "" for a report from before
+// interleaved pairs (no max_rounds).
+func AutoMethod(r *autotune.Report) string {
+	if r.MaxRounds == 0 {
+		return ""
+	}
+	return fmt.Sprintf("each change measured in pairs of adjacent rounds, without and with it (with first in odd pairs), "+
+		"judged after %d pairs and each one more up to %d; kept when the gain's %s interval (Student's t on the pairs' ratios) "+
+		"lies above %s, rolled back when it lies below, undecided (rolled back) when it still straddles %s at %d pairs",
+		max(r.Rounds, 3), r.MaxRounds, units.Percent(r.Confidence, 1, " "), units.Percent(r.MinGain, 1, " "),
+		units.Percent(r.MinGain, 1, " "), r.MaxRounds)
+}
+
+// TrialCells are a trial's figures as a table shows them, "-" where it
+// has none: the medians without and with the change, the estimated gain,
+// its interval and the pairs it took.
+type TrialCells struct {
+	Without, With, Gain, Interval, Pairs string
+}
+
+// TrialFigures are a trial's cells on metric m.
+func TrialFigures(m autotune.Metric, t autotune.Trial) TrialCells {
+	c := TrialCells{"-", "-", "-", "-", "-"}
+	v := t.Verdict
+	if len(t.Rounds) == 0 || v.Before == 0 {
+		return c
+	}
+	c.Without, c.With = m.Format(v.Before), m.Format(v.After)
+	c.Gain = units.SignedPercent(v.Gain, 1, " ")
+	if v.Pairs > 1 {
+		c.Interval = v.IntervalText()
+	}
+	if v.Pairs > 0 {
+		c.Pairs = fmt.Sprint(v.Pairs)
+	}
+	return c
+}
+
 // TuneChangeName names a trial's change: the kind and target of its first
 // change, and how many more an item such as "eth1/rx-*" made.
 func TuneChangeName(cs []tune.Change, it tune.Item) string {
@@ -146,12 +183,7 @@ func autoFromTo(cs []tune.Change) string {
 }
 
 // TuneOutcome words a trial's outcome ("kept", "rolled back", ...).
-func TuneOutcome(o string) string {
-	if o == autotune.RolledBack {
-		return "rolled back"
-	}
-	return o
-}
+func TuneOutcome(o string) string { return autotune.TrialOutcomeWord(o) }
 
 func autoWhere(netns string) string {
 	if netns == "" {

@@ -22,7 +22,7 @@ func autoReport() *autotune.Report {
 		Warmup: wire.Seconds(time.Second)}
 	return &autotune.Report{
 		Schema: autotune.Schema, Diagnosed: true, Rig: "lab demo: lan → router → wan (10.231.2.2:7557)", DUT: "router (netns lr-demo-router)",
-		Netns: "lr-demo-router", Goal: autotune.GoalThroughput, Metric: autotune.MetricRxPPS, Rounds: 3, MinGain: 0.02,
+		Netns: "lr-demo-router", Goal: autotune.GoalThroughput, Metric: autotune.MetricRxPPS, Rounds: 3, MaxRounds: 8, Confidence: 0.9833, MinGain: 0.02,
 		Spec: &sp, FrameSize: 64,
 		Baseline: []autotune.Round{round(100e3, 0.4, 10), round(101e3, 0.4, 10), round(99e3, 0.4, 10)},
 		Before:   round(100e3, 0.4, 10), After: round(150e3, 0.1, 7),
@@ -31,14 +31,18 @@ func autoReport() *autotune.Report {
 		Trials: []autotune.Trial{
 			{Candidate: autotune.Candidate{Item: tune.Item{Kind: "rps", Target: "lan/rx-0", Value: "1"}, Source: "diagnose rps-off",
 				Changes: []tune.Change{{Kind: "rps", Target: "lan/rx-0", From: "none", To: "1"}}},
-				Rounds:  []autotune.Round{round(150e3, 0.1, 7)},
-				Verdict: autotune.Verdict{Keep: true, Before: 100e3, After: 150e3, Change: 0.5, Gain: 0.5, Noise: 0.02},
-				Outcome: autotune.Kept, Why: "50.0 % better, beyond the noise (2.0 %)", Record: "20260101T000000.000000001-7"},
+				Rounds:  []autotune.Round{round(150e3, 0.1, 7), round(150e3, 0.1, 7), round(150e3, 0.1, 7)},
+				Without: []autotune.Round{round(100e3, 0.4, 10), round(100e3, 0.4, 10), round(100e3, 0.4, 10)},
+				Verdict: autotune.Verdict{Keep: true, Decision: autotune.Better, Before: 100e3, After: 150e3, Change: 0.5, Gain: 0.5,
+					GainLow: 0.455, GainHigh: 0.557, Confidence: 0.9833, Pairs: 3, Noise: 0.051},
+				Outcome: autotune.Kept, Why: "+50.0 % (interval +45.5 % to +55.7 % at 98.3 %, 3 pairs): clear of the 2.0 % threshold", Record: "20260101T000000.000000001-7"},
 			{Candidate: autotune.Candidate{Item: tune.Item{Kind: "rps-flow", Target: "lan/rx-0", Value: "4096"}, Source: "diagnose rps-off",
 				Changes: []tune.Change{{Kind: "rps-flow", Target: "lan/rx-0", From: "0", To: "4096"}}},
-				Rounds:  []autotune.Round{round(149e3, 0.1, 7)},
-				Verdict: autotune.Verdict{Before: 150e3, After: 149e3, Change: -1.0 / 150, Gain: -1.0 / 150, Noise: 0.02},
-				Outcome: autotune.RolledBack, Why: "-0.7 % is within the noise (2.0 %)", Restored: true},
+				Rounds:  []autotune.Round{round(149e3, 0.1, 7), round(149e3, 0.1, 7), round(149e3, 0.1, 7), round(149e3, 0.1, 7)},
+				Without: []autotune.Round{round(150e3, 0.1, 7), round(150e3, 0.1, 7), round(150e3, 0.1, 7), round(150e3, 0.1, 7)},
+				Verdict: autotune.Verdict{Decision: autotune.Unclear, Before: 150e3, After: 149e3, Change: -1.0 / 150, Gain: -1.0 / 150,
+					GainLow: -0.03, GainHigh: 0.025, Confidence: 0.9833, Pairs: 8, Noise: 0.0275},
+				Outcome: autotune.Undecided, Why: "undecided after 8 pairs (16 rounds, the most --max-rounds allows): -0.7 % (interval -3.0 % to +2.5 % at 98.3 %, 8 pairs): straddles the 2.0 % threshold", Restored: true},
 			{Candidate: autotune.Candidate{Item: tune.Item{Kind: "mtu", Target: "lan", Value: "9000"}, Source: "--try",
 				Changes: []tune.Change{{Kind: "mtu", Target: "lan", From: "1500", To: "9000"}}},
 				Rounds: []autotune.Round{}, Outcome: autotune.Refused, Why: "the system refused it: invalid argument", Restored: true},
@@ -56,7 +60,11 @@ func TestTuneAutoText(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"tune auto: lab demo: lan → router → wan (10.231.2.2:7557)\n",
-		"tuning router (netns lr-demo-router); goal throughput (received_pps, median of 3 rounds;",
+		"tuning router (netns lr-demo-router); goal throughput (received_pps)\n",
+		"judged after 3 pairs and each one more up to 8; kept when the gain's 98.3 % interval (Student's t on the pairs' ratios) lies above 2.0 %",
+		"WITHOUT", "INTERVAL", "PAIRS",
+		"+45.5 % to +55.7 %",
+		"undecided (rolled back)",
 		"each round: udp forward, 64-byte frames, as fast as possible, 5s measured after 1s of warmup\n",
 		"baseline: 100.0 kpps received, loss 40.00 %, CPU 10 s/Mpkt (3 rounds, spread 2.0 %)\n",
 		"finding: rps-off lan (critical): lan has one rx queue and RPS is off\n",
@@ -79,18 +87,18 @@ func TestTuneAutoText(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	// The table's columns line up: every row of it has its BEFORE column
+	// The table's columns line up: every row of it has its WITHOUT column
 	// where the header has it.
 	lines := strings.Split(out, "\n")
 	var col int
 	for _, l := range lines {
 		if strings.HasPrefix(l, "CHANGE") {
-			col = strings.Index(l, "BEFORE")
+			col = strings.Index(l, "WITHOUT")
 		}
 	}
 	for _, l := range lines {
 		if strings.HasPrefix(l, "rps lan/rx-0") && strings.Index(l, "100.0 kpps") != col {
-			t.Errorf("row %q: BEFORE not at column %d", l, col)
+			t.Errorf("row %q: WITHOUT not at column %d", l, col)
 		}
 	}
 }

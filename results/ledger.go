@@ -114,6 +114,15 @@ func sameNetns(hosts []ledger.Host, h ledger.Host) int {
 // the other direction). The client's shapers are left out when its
 // engine sends below them (BypassesQdisc).
 func PathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
+	senderSide := SideClient
+	if !res.Spec.ClientSends() {
+		senderSide = SideServer
+	}
+	return pathCeiling(res, frame, senderSide)
+}
+
+// pathCeiling is PathCeiling of the direction senderSide sends.
+func pathCeiling(res *Result, frame int, senderSide Side) (ceiling.PathLimit, bool) {
 	mix := ceiling.SingleFrame(frame)
 	if res.Spec.Proto == wire.UDP && res.Spec.Mixed() {
 		mix = res.Mix()
@@ -121,13 +130,9 @@ func PathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
 	if frame == 0 || len(res.Drops) == 0 {
 		return ceiling.PathLimit{}, false
 	}
-	senderSide := SideClient
-	if !res.Spec.ClientSends() {
-		senderSide = SideServer
-	}
 	// An engine below the qdiscs sends past the client's shapers: the
 	// client's links limit it, its qdiscs do not.
-	bypassed := res.Spec.ClientSends() && BypassesQdisc(res.Engine)
+	bypassed := senderSide == SideClient && BypassesQdisc(res.Engine)
 	type ifaceKey struct {
 		netns uint64
 		side  Side
@@ -216,8 +221,10 @@ func PathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
 // segments: the bytes received per segment, plus the headers of a segment
 // with timestamps (Ethernet 14, IPv4 20 or IPv6 40, TCP 32, FCS 4). 0 when
 // nothing was received.
-func tcpFrame(res *Result) int {
-	sum := res.Summary
+func tcpFrame(res *Result) int { return tcpFrameOf(res, res.Summary.Totals) }
+
+// tcpFrameOf is tcpFrame of the segments sum counts (one direction's).
+func tcpFrameOf(res *Result, sum Totals) int {
 	if sum.ReceivedPackets == 0 || len(res.Targets) == 0 {
 		return 0
 	}

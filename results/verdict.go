@@ -167,6 +167,7 @@ func Verdict(res *Result, clientThreads []ThreadCPU) {
 	achieved := sum.ReceivedPPS
 	met := asked > 0 && sum.SentPPS >= MetRate*asked && sum.LossRatio <= Lossy
 	dropBy, dropWhy := dropVerdict(res.Ledger)
+	bidirWhy, bidirLink := bidirAtLink(res)
 	switch {
 	case sum.SentPackets == 0 && sum.SentBytes == 0:
 		sum.LimitedBy, sum.LimitedWhy = LimitUnknown, "nothing was sent"
@@ -175,6 +176,8 @@ func Verdict(res *Result, clientThreads []ThreadCPU) {
 	case hasLim && sp.Direction != wire.Bidir && !met && achieved >= AtLink*lim.FPS:
 		sum.LimitedBy = LimitLink
 		sum.LimitedWhy = fmt.Sprintf("received %.0f pps, %.1f%% of the path's ceiling of %.0f pps: %s on %s %s", achieved, 100*achieved/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)
+	case bidirLink && !met:
+		sum.LimitedBy, sum.LimitedWhy = LimitLink, "both ways at once: "+bidirWhy
 	case asked > 0 && sum.SentPPS < MetRate*asked && sendBusy >= BusyThread:
 		sum.LimitedBy = LimitSender
 		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked with a sender thread at %.0f%% of a CPU", sum.SentPPS, asked, sendBusy*100)

@@ -153,7 +153,7 @@ func TestBenchFrom(t *testing.T) {
 	}
 	id := strings.Fields(kept.stderr[i+len("saved as run "):])[0]
 	diag := onRouter("diagnose", id, "--history-dir", hist, "--no-save")
-	if diag.code != 0 || !strings.Contains(diag.stdout, "diagnosis of run "+id+" (the device in the middle)") {
+	if diag.code != 0 || !strings.Contains(diag.stdout, "diagnosis of run "+id+" (the device in the middle; this host's configuration, read now)") {
 		t.Errorf("diagnose of the flows run: %d\n%s%s", diag.code, diag.stdout, diag.stderr)
 	}
 

@@ -72,6 +72,17 @@ func TestBenchRRUL(t *testing.T) {
 	if r.UpBPS < 10e6 || r.DownBPS < 10e6 || r.UpBPS > 110e6 || r.DownBPS > 110e6 {
 		t.Errorf("goodput up %.0f, down %.0f b/s over a 100 Mbit/s link", r.UpBPS, r.DownBPS)
 	}
+	// A way at the cap is named: the verdict is the link, with the
+	// shaper of the end that sends that way (not "cannot tell").
+	sum := res.Summary
+	t.Logf("limited by %q: %s", sum.LimitedBy, sum.LimitedWhy)
+	if lim := sum.PathCeiling; lim != nil && lim.L2Bps > 0 {
+		at := max(r.UpBPS, r.DownBPS) >= results.AtLink*lim.L2Bps*1448/1518
+		if at && (sum.LimitedBy != results.LimitLink || !strings.Contains(sum.LimitedWhy, "tbf")) {
+			t.Errorf("up %.1f, down %.1f Mbit/s under a 100 Mbit/s cap: limited by %q (%s), want the link naming the tbf",
+				r.UpBPS/1e6, r.DownBPS/1e6, sum.LimitedBy, sum.LimitedWhy)
+		}
+	}
 	idle, load := 0, 0
 	for _, p := range r.Probes {
 		if p.Idle {

@@ -60,9 +60,11 @@ as root, it:
      the findings with their fixes;
   5. runs 'tune auto --from lan --to wan' as the router: a baseline of
      --rounds rounds of that flood, then each change — RPS on the router's
-     lan queue (the seeds' fix) and the fixes of the findings — in a
-     journalled transaction of its own, measured again, kept when it beats
-     the noise, rolled back otherwise; prints the before/after table; then
+     lan queue (the seeds' fix) and the fixes of the findings — measured
+     in pairs of adjacent rounds with and without it (each application a
+     journalled transaction), kept when the interval of its gain clears
+     2 %, rolled back when it falls short, undecided (rolled back) when the
+     pairs still cannot tell after 8; prints the before/after table; then
      floods once more with what was kept (the run "after");
   6. rolls back every change it kept, in a journal of its own under $TMPDIR
      that it removes, and removes the lab and its agents, also on Ctrl-C or
@@ -103,7 +105,7 @@ say.`,
 	}
 	f := c.Flags()
 	f.DurationVar(&o.duration, "duration", demo.DefaultDuration, "measured time of each experiment (after a 1 s warmup)")
-	f.IntVar(&o.rounds, "rounds", demo.DefaultTuneRounds, fmt.Sprintf("rounds of tune auto's baseline and of each change it tries (1 to %d)", demo.MaxTuneRounds))
+	f.IntVar(&o.rounds, "rounds", demo.DefaultTuneRounds, fmt.Sprintf("rounds of tune auto's baseline, and the pairs of rounds each change is measured in before it is first judged (1 to %d; 3 pairs at the fewest)", demo.MaxTuneRounds))
 	f.DurationVar(&o.roundDur, "round-duration", demo.DefaultTuneDuration, "measured time of each round of the diagnosis flood and of tune auto (after the warmup)")
 	f.BoolVar(&o.quick, "quick", false, fmt.Sprintf("measure %s per experiment and %s per tuning round after a %s warmup (a smoke test)",
 		demo.QuickDuration, demo.QuickTuneDuration, demo.QuickWarmup))

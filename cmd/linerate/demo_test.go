@@ -296,8 +296,8 @@ func testDemoEndToEnd(t *testing.T, bin string) {
 	// The before/after table: the seed's RPS change on the router, measured
 	// before and after, kept or rolled back.
 	if runtime.NumCPU() > 1 {
-		row := regexp.MustCompile(`(?m)^CHANGE +FROM → TO +TRIED FOR +BEFORE +AFTER +DELTA +RESULT +WHY\n` +
-			`rps lan/rx-0 +none → [0-9,-]+ +seeds/002 +[0-9.]+ k?pps +[0-9.]+ k?pps +[-+][0-9.]+% +(kept|rolled back) +\S`)
+		row := regexp.MustCompile(`(?m)^CHANGE +FROM → TO +TRIED FOR +WITHOUT +WITH +GAIN +INTERVAL +PAIRS +RESULT +WHY\n` +
+			`rps lan/rx-0 +none → [0-9,-]+ +seeds/002 +[0-9.]+ k?pps +[0-9.]+ k?pps +[-+][0-9.]+ % +\S.* to .*\S +[0-9]+ +(kept|rolled back|undecided \(rolled back\)) +\S`)
 		if !row.MatchString(got) {
 			t.Errorf("no before/after table with the seed's RPS change in:\n%s", got)
 		}

@@ -169,8 +169,12 @@ func liveEvidence(cmd *cobra.Command, d time.Duration) (*diagnose.Evidence, stri
 }
 
 // resultEvidence reads a saved `bench --json` result. The result holds the
-// counters of both ends but not their configuration: the configuration is
-// this machine's, read now, so run it on the end you diagnose.
+// counters of both ends and, of their configuration, their CPUs and their
+// interfaces on the test's path. When the end diagnosed ran here (this
+// machine and network namespace, as the result records them), its
+// configuration is read now; when it ran elsewhere, the findings rest on
+// what the run saved of it; when the result does not say, this machine's
+// is used, and the label says so.
 func (o *diagnoseOptions) resultEvidence(cmd *cobra.Command, path string) (*diagnose.Evidence, string, error) {
 	side := results.Side(o.side)
 	if side != results.SideClient && side != results.SideServer && side != results.SideDUT {
@@ -221,16 +225,45 @@ func (o *diagnoseOptions) resultEvidence(cmd *cobra.Command, path string) (*diag
 	if err != nil {
 		return nil, "", err
 	}
+	here, hereOK := livePlace(src)
 	src.Close()
-	ev := diagnose.FromResult(&r, side, b)
-	if len(ev.Rates) == 0 {
-		return nil, "", usage.Errorf("%s: no %s samples in the result", path, side)
-	}
 	what := string(side) + " end"
 	if side == results.SideDUT {
 		what = "the device in the middle"
 	}
-	return ev, fmt.Sprintf("%s (%s)", path, what), nil
+	target := diagnose.EndTarget(&r, side)
+	end, endOK := diagnose.EndPlace(&r, side, target)
+	config := "configuration of this machine, read now: the run does not say where that end ran"
+	switch {
+	case side == results.SideDUT:
+		config = "this host's configuration, read now"
+	case endOK && hereOK && end == here:
+		config = "its configuration read now: it ran on this machine, in this network namespace"
+	case endOK:
+		b = diagnose.SavedBox(&r, side, target)
+		config = "it ran on another machine or in another network namespace: of its configuration only what the run saved " +
+			"(its CPUs, its interfaces on the path); run diagnose there for its queues, IRQs and settings"
+	}
+	ev := diagnose.FromResult(&r, side, b)
+	if len(ev.Rates) == 0 {
+		return nil, "", usage.Errorf("%s: no %s samples in the result", path, side)
+	}
+	return ev, fmt.Sprintf("%s (%s; %s)", path, what, config), nil
+}
+
+// livePlace is where this process reads src: its machine's boot id and
+// its network namespace; ok is false when either cannot be read.
+func livePlace(src source.Source) (diagnose.Place, bool) {
+	boot, err := src.Proc().BootID()
+	if err != nil {
+		return diagnose.Place{}, false
+	}
+	f, inode, err := source.OpenNetns(src)
+	if err != nil {
+		return diagnose.Place{}, false
+	}
+	f.Close()
+	return diagnose.Place{Machine: boot, Netns: inode}, true
 }
 
 // liveBox opens this machine and collects its model; the caller closes src.

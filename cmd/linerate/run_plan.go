@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"linerate/ceiling"
 	"linerate/fleet"
 	"linerate/history"
 	"linerate/internal/version"
@@ -49,7 +50,7 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 			return errors.New(res.Errors[0])
 		}
 	} else {
-		res.Matrix, res.Tune = runMatrix(cmd, pl, ab, func(cp *plan.Plan) *fleet.Run { return planFleet(cp, ports, base, o.token) })
+		res.Matrix, res.Tune = runMatrix(cmd, pl, e.BusOf(), ab, func(cp *plan.Plan) *fleet.Run { return planFleet(cp, ports, base, o.token) })
 	}
 	res.Interrupted = ctx.Err() != nil
 	res.Controller = selfUsage()
@@ -122,7 +123,8 @@ func selfUsage() *plan.Usage {
 // runs). With a tune plan (ab), the "tune on" half runs after ab applied
 // it, and ab rolls it back when the last cell ends or the run is
 // interrupted; if it cannot be applied, those cells say so and do not run.
-func runMatrix(cmd *cobra.Command, pl *plan.Plan, ab *abTune, run func(*plan.Plan) *fleet.Run) ([]plan.CellResult, *plan.TuneRun) {
+// Each cell's ports and ceiling are worked out with bus, the plan's.
+func runMatrix(cmd *cobra.Command, pl *plan.Plan, bus *ceiling.Bus, ab *abTune, run func(*plan.Plan) *fleet.Run) ([]plan.CellResult, *plan.TuneRun) {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	var out []plan.CellResult
@@ -149,6 +151,9 @@ func runMatrix(cmd *cobra.Command, pl *plan.Plan, ab *abTune, run func(*plan.Pla
 			cr.Rounds, cr.Errors = runRounds(cmd, run(cp), cp, fmt.Sprintf("cell %d of %d (%s): ", i+1, len(cells), c.Key))
 		}
 		cr.Summarize()
+		if ce, err := cp.ExpectCell(bus); err == nil {
+			cr.Measure(cp, ce)
+		}
 		out = append(out, cr)
 	}
 	if ab == nil {

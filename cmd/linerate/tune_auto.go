@@ -43,6 +43,7 @@ type tuneAutoOptions struct {
 	cpus     string
 	goal     string
 	rounds   int
+	maxRound int
 	minGain  float64
 	try      []string
 	noFixes  bool
@@ -58,7 +59,7 @@ type tuneAutoOptions struct {
 // autotune's Config (and the bench's Targets). MinGain is not among them:
 // the flag is in percent, the field a fraction, and the flag is checked
 // here.
-var tuneAutoFlags = map[string]string{"Goal": "--goal", "Rounds": "--rounds", "Passes": "--passes", "Targets": "--to"}
+var tuneAutoFlags = map[string]string{"Goal": "--goal", "Rounds": "--rounds", "MaxRounds": "--max-rounds", "Passes": "--passes", "Targets": "--to"}
 
 func newTuneAutoCmd() *cobra.Command {
 	o := &tuneAutoOptions{}
@@ -68,15 +69,19 @@ func newTuneAutoCmd() *cobra.Command {
 		Long: `auto closes the loop. It benches a baseline, diagnoses the device under test
 with the counters sampled during it, and tries each candidate change — the
 --try items first, then the fixes of the findings — one at a time, each as
-a journalled transaction: apply it, bench --rounds rounds again, compare
-with the baseline on the --goal metric, keep it when it gained beyond the
-noise (it stays applied and its rounds become the new baseline), roll it
-back and read the old values back otherwise. Then it prints a before/after
-table with each change's measured effect and why it was kept or not.
+a journalled transaction: it measures the change in pairs of adjacent
+rounds, one with it and one without it (applied and rolled back in turn,
+the order alternating so that a drift of the machine cancels), and judges
+the --goal metric on the pairs' ratios. Then it prints a before/after
+table with each change's measured gain, its interval, the pairs it took
+and why it was kept or not.
 
-A change is kept when its median beats the baseline's median by more than
---min-gain and more than the relative spread of either set of rounds, and
-every one of its rounds beats the baseline's median.
+After --rounds pairs, and after each pair it adds up to --max-rounds, the
+gain's interval (Student's t on the pairs' log ratios, at a confidence
+that covers every look: 1 − 0.10/looks) decides: a change is kept when the
+whole interval lies above --min-gain, rolled back when it lies below it
+(worse, or not worth it), and, still straddling it at --max-rounds pairs,
+rolled back and reported as undecided.
 
 --lab NAME runs the traffic between two nodes of a lab built with 'linerate
 lab up' (--client lan to --server wan, through the router) and tunes the
@@ -119,7 +124,8 @@ it was in; 'linerate tune rollback' also undoes the kept changes.`,
 	f.IntVar(&o.streams, "streams", 1, "flows per port (udp) or connections (tcp)")
 	f.StringVar(&o.cpus, "cpus", "", "pin the load generator's threads to these CPUs (\"0\", \"2-3\"); in a lab without agents the far end's too")
 	f.StringVar(&o.goal, "goal", string(autotune.GoalThroughput), "what to improve: throughput (received pps, or bit/s for tcp), loss (udp), or cpu (CPU seconds per million packets)")
-	f.IntVar(&o.rounds, "rounds", autotune.DefaultRounds, "bench rounds of the baseline and of each change")
+	f.IntVar(&o.rounds, "rounds", autotune.DefaultRounds, "bench rounds of the baseline, and pairs of rounds (without and with) each change is measured in before it is first judged")
+	f.IntVar(&o.maxRound, "max-rounds", autotune.DefaultMaxRounds, "while a change's answer is unclear, add pairs of rounds up to this many")
 	f.Float64Var(&o.minGain, "min-gain", autotune.DefaultMinGain*100, "smallest gain in percent worth keeping a change for")
 	f.StringArrayVar(&o.try, "try", nil, "also try this change, KIND:TARGET=VALUE as for 'tune plan --set' (repeatable; tried first)")
 	f.BoolVar(&o.noFixes, "no-fixes", false, "try only the --try changes, not diagnose's fixes")
@@ -252,6 +258,12 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 	if o.rounds < 1 || o.rounds > 100 {
 		return usage.Errorf("--rounds %d: want 1 to 100", o.rounds)
 	}
+	if !cmd.Flags().Changed("max-rounds") {
+		o.maxRound = max(o.maxRound, o.rounds)
+	}
+	if low := max(o.rounds, 3); o.maxRound < low || o.maxRound > 100 {
+		return usage.Errorf("--max-rounds %d: want %d to 100 (no fewer than --rounds, and a change is judged on 3 pairs at the fewest)", o.maxRound, low)
+	}
 	if o.passes < 1 {
 		return usage.Errorf("--passes %d: want 1 or more", o.passes)
 	}
@@ -277,7 +289,7 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 	defer rig.Close()
 
 	rep, err := autotune.Run(cmd.Context(), autotune.Config{Rig: rig, Store: tune.NewStore(o.stateDir), Goal: goal,
-		Rounds: o.rounds, MinGain: o.minGain / 100, Try: try, NoFixes: o.noFixes, Passes: o.passes,
+		Rounds: o.rounds, MaxRounds: o.maxRound, MinGain: o.minGain / 100, Try: try, NoFixes: o.noFixes, Passes: o.passes,
 		DryRun: o.dryRun, Progress: cmd.ErrOrStderr()})
 	err = usage.Flags(err, tuneAutoFlags)
 	if rep != nil && (err == nil || len(rep.Baseline) > 0) {

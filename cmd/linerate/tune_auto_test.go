@@ -83,6 +83,7 @@ func TestTuneAutoBadInput(t *testing.T) {
 		{[]string{"tune", "auto", "--to", "10.0.0.2", "--goal", "speed"}, `--goal "speed": want throughput, loss or cpu`},
 		{[]string{"tune", "auto", "--to", "10.0.0.2", "--goal", "loss", "--proto", "tcp"}, "--goal loss is for udp"},
 		{[]string{"tune", "auto", "--to", "10.0.0.2", "--rounds", "0"}, "--rounds 0: want 1 to 100"},
+		{[]string{"tune", "auto", "--to", "10.0.0.2", "--rounds", "5", "--max-rounds", "3"}, "--max-rounds 3: want 5 to 100"},
 		{[]string{"tune", "auto", "--to", "10.0.0.2", "--min-gain", "0"}, "--min-gain 0"},
 		{[]string{"tune", "auto", "--to", "10.0.0.2", "--passes", "0"}, "--passes 0"},
 		{[]string{"tune", "auto", "--to", "10.0.0.2", "--try", "rps"}, `--try "rps": want KIND:TARGET=VALUE`},
@@ -178,8 +179,9 @@ func TestTuneAutoLab(t *testing.T) {
 	}
 
 	t.Run("json", func(t *testing.T) {
-		rep, progress := autoJSON(t, auto("--duration", "1s", "--rounds", "1", "--json"))
-		if len(rep.Baseline) != 1 || len(rep.Trials) != 1 || rep.Trials[0].Item.Kind != "rps" || len(rep.Trials[0].Rounds) != 1 {
+		rep, progress := autoJSON(t, auto("--duration", "1s", "--rounds", "1", "--max-rounds", "3", "--json"))
+		if len(rep.Baseline) != 1 || len(rep.Trials) != 1 || rep.Trials[0].Item.Kind != "rps" || len(rep.Trials[0].Rounds) != 3 ||
+			len(rep.Trials[0].Without) != 3 || rep.MaxRounds != 3 {
 			t.Fatalf("report: %+v", rep)
 		}
 		tr := rep.Trials[0]
@@ -192,7 +194,7 @@ func TestTuneAutoLab(t *testing.T) {
 			if out, err := rb.CombinedOutput(); err != nil {
 				t.Fatalf("rollback: %v\n%s", err, out)
 			}
-		case autotune.RolledBack:
+		case autotune.RolledBack, autotune.Undecided:
 			if !tr.Restored {
 				t.Errorf("rolled back but not restored: %+v", tr)
 			}
@@ -338,7 +340,7 @@ func TestTuneAutoLabAgents(t *testing.T) {
 	// A light load, not pinned: what is checked is that the agent carries
 	// it, and a generator pinned to a CPU that other tests load may not
 	// get to send within a short round.
-	c := exec.Command(bin, "tune", "auto", "--lab", name, "--warmup", "300ms", "--duration", "1s", "--rounds", "1",
+	c := exec.Command(bin, "tune", "auto", "--lab", name, "--warmup", "300ms", "--duration", "1s", "--rounds", "1", "--max-rounds", "3",
 		"--rate", "20kpps", "--state-dir", state, "--try", "rps:lan/rx-0="+other, "--no-fixes", "--json")
 	c.Env = append(os.Environ(), lab.EnvDir+"="+dir)
 	rep, progress := autoJSON(t, c)
@@ -348,7 +350,7 @@ func TestTuneAutoLabAgents(t *testing.T) {
 	if len(rep.Baseline) != 1 || rep.Baseline[0].ReceivedPPS <= 0 || !rep.Baseline[0].CPUSampled {
 		t.Errorf("baseline: %+v\n%s", rep.Baseline, progress)
 	}
-	if len(rep.Trials) != 1 || (rep.Trials[0].Outcome != autotune.Kept && rep.Trials[0].Outcome != autotune.RolledBack) {
+	if len(rep.Trials) != 1 || (rep.Trials[0].Outcome != autotune.Kept && rep.Trials[0].Outcome != autotune.RolledBack && rep.Trials[0].Outcome != autotune.Undecided) {
 		t.Errorf("trials: %+v", rep.Trials)
 	}
 }

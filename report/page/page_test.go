@@ -192,7 +192,7 @@ func TestDiagnose(t *testing.T) {
 func TestTuneAuto(t *testing.T) {
 	page := fixturePage(t, "tune-auto", history.KindTuneAuto)
 	contains(t, page, "rps lan/rx-0", "feature lan/generic-receive-offload", "rolled back", "+37.6 %", "± 39.3 %",
-		"+37.6 % is within the noise (39.3 %)", "kept nothing", "Before and after", "noise band")
+		"+37.6 % is within the noise (39.3 %)", "kept nothing", "Before and after", "with the change")
 	if charts(page) != 1 {
 		t.Errorf("%d charts, want the rounds' chart", charts(page))
 	}

@@ -37,15 +37,20 @@ type trialRow struct {
 	Change, FromTo, Source   string
 	Rounds                   []string
 	Before, After, Change100 string
-	Noise                    string
-	Outcome, Why             string
-	Kept                     bool
+	// Interval is the gain's interval and the pairs it took (a report
+	// from before interleaved pairs: its noise band).
+	Interval     string
+	Outcome, Why string
+	Kept         bool
 }
 
 func newAutoView(r *autotune.Report) *autoView {
 	v := &autoView{rep: r, Rig: r.Rig, DUT: r.DUT, DryRun: r.DryRun, Notes: r.Notes, Interrupted: r.Interrupted}
 	v.Goal = fmt.Sprintf("%s (%s, median of %d rounds; a change is kept when it gains more than %.0f %% and more than the rounds' spread)",
 		r.Goal, r.Metric, r.Rounds, r.MinGain*100)
+	if m := report.AutoMethod(r); m != "" {
+		v.Goal = fmt.Sprintf("%s (%s); %s", r.Goal, r.Metric, m)
+	}
 	if r.Spec != nil {
 		v.Each = roundSpec(r.Spec, r.FrameSize)
 	}
@@ -68,16 +73,22 @@ func newAutoView(r *autotune.Report) *autoView {
 	}
 	for _, t := range r.Trials {
 		row := trialRow{Change: changeName(t.Candidate), FromTo: fromTo(t.Candidate), Source: t.Source, Outcome: outcome(t.Outcome),
-			Why: t.Why, Kept: t.Outcome == autotune.Kept, Before: "-", After: "-", Change100: "-", Noise: "-"}
-		for _, rd := range t.Rounds {
+			Why: t.Why, Kept: t.Outcome == autotune.Kept}
+		for i, rd := range t.Rounds {
 			val, _ := rd.Value(r.Metric)
-			row.Rounds = append(row.Rounds, r.Metric.Format(val))
+			pair := r.Metric.Format(val)
+			if i < len(t.Without) {
+				without, _ := t.Without[i].Value(r.Metric)
+				pair = fmt.Sprintf("%s without, %s with", r.Metric.Format(without), pair)
+			}
+			row.Rounds = append(row.Rounds, pair)
 		}
-		if len(t.Rounds) > 0 && t.Verdict.Before != 0 {
-			row.Before = r.Metric.Format(t.Verdict.Before)
-			row.After = r.Metric.Format(t.Verdict.After)
-			row.Change100 = fmt.Sprintf("%+.1f %%", t.Verdict.Change*100)
-			row.Noise = fmt.Sprintf("± %.1f %%", t.Verdict.Noise*100)
+		f := report.TrialFigures(r.Metric, t)
+		row.Before, row.After, row.Change100, row.Interval = f.Without, f.With, f.Gain, f.Interval
+		if f.Pairs != "-" {
+			row.Interval += ", " + f.Pairs + " pairs"
+		} else if t.Verdict.Noise > 0 && len(t.Rounds) > 0 {
+			row.Interval = fmt.Sprintf("± %.1f %%", t.Verdict.Noise*100)
 		}
 		if t.Outcome != autotune.Kept && t.Restored {
 			row.Why += "; restored, read back"
@@ -105,37 +116,41 @@ func newAutoView(r *autotune.Report) *autoView {
 }
 
 // chart draws the goal metric of every round in order: the baseline's,
-// then each trial's, with each trial's noise band around its baseline.
+// then each trial's pairs, the rounds without the change and those with
+// it as two lines.
 func (v *autoView) chart() {
 	r := v.rep
-	var x, y []float64
-	var bandLo, bandHi []float64
-	add := func(rd autotune.Round, lo, hi float64) {
+	var x, without, with []float64
+	add := func(rd autotune.Round, changed bool) {
 		val, _ := rd.Value(r.Metric)
 		x = append(x, float64(len(x)+1))
-		y = append(y, val)
-		bandLo, bandHi = append(bandLo, lo), append(bandHi, hi)
+		if changed {
+			without, with = append(without, math.NaN()), append(with, val)
+		} else {
+			without, with = append(without, val), append(with, math.NaN())
+		}
 	}
 	for _, b := range r.Baseline {
-		add(b, math.NaN(), math.NaN())
+		add(b, false)
 	}
 	for _, t := range r.Trials {
-		base := t.Verdict.Before
-		for _, rd := range t.Rounds {
-			if base != 0 {
-				add(rd, base*(1-t.Verdict.Noise), base*(1+t.Verdict.Noise))
-			} else {
-				add(rd, math.NaN(), math.NaN())
+		for i, rd := range t.Rounds {
+			// Pair i: with the change first in odd pairs (i even).
+			if i < len(t.Without) && i%2 == 1 {
+				add(t.Without[i], false)
+			}
+			add(rd, true)
+			if i < len(t.Without) && i%2 == 0 {
+				add(t.Without[i], false)
 			}
 		}
 	}
-	if len(y) == 0 {
+	if len(x) == 0 {
 		return
 	}
-	v.Chart = chart{Title: "the goal metric (" + r.Metric.String() + ") of every round in order: baseline first, then each trial's, against its baseline's noise band",
+	v.Chart = chart{Title: "the goal metric (" + r.Metric.String() + ") of every round in order: the baseline's, then each trial's pairs, without and with its change",
 		X: x, XFormat: func(f float64) string { return fmt.Sprintf("#%.0f", f) },
-		Series: []series{{Name: r.Metric.String(), Color: colour(0), Y: y}, {Name: "noise band low", Color: "#999999", Y: bandLo},
-			{Name: "noise band high", Color: "#999999", Y: bandHi}}}.Render()
+		Series: []series{{Name: "without the change", Color: "#999999", Y: without}, {Name: "with the change", Color: colour(0), Y: with}}}.Render()
 }
 
 func (v *autoView) figures() []figure {
@@ -163,12 +178,7 @@ func fromTo(c autotune.Candidate) string {
 	return c.Changes[0].From + " → " + c.Changes[0].To
 }
 
-func outcome(o string) string {
-	if o == autotune.RolledBack {
-		return "rolled back"
-	}
-	return o
-}
+func outcome(o string) string { return autotune.TrialOutcomeWord(o) }
 
 // roundRows are a round's figures, one per line of a before/after table.
 func roundRows(rd autotune.Round) []string {
