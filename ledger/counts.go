@@ -22,7 +22,7 @@ var reasonPlaces = map[string]Place{
 	"SOCKET_CLOSE":       SocketBuffer, // unread datagrams freed when the socket closed
 	"CPU_BACKLOG":        Backlog,
 	"XDP":                XDP,
-	"FULL_RING":          NICRxRing, // a veth peer's ring full (NAPI mode)
+	"FULL_RING":          NICRxRing, // a veth peer's ring full (NAPI mode), a tap's queue to its reader
 	"DEV_READY":          NICTx,
 	"QDISC_DROP":         Qdisc,
 	"QDISC_OVERLIMIT":    Qdisc,
@@ -110,18 +110,29 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 		}
 	}
 	sort.Strings(names)
-	var rxDropped, xdpDrops, vethTx uint64
+	// peerTx is what veths and taps dropped because the far side had no
+	// room: with no qdisc between, a UDP sender counts it in SndbufErrors.
+	var rxDropped, xdpDrops, peerTx uint64
 	for _, n := range names {
 		l := d.Links[n]
 		s := l.Stats
 		// A veth's tx_dropped counts what its peer's backlog or ring
 		// refused: that drop belongs to the peer's place.
-		if l.Kind == "veth" {
-			vethTx += s.TxDropped
+		if l.Kind == "veth" || l.Kind == "tun" {
+			peerTx += s.TxDropped
+		}
+		txDropped := s.TxDropped
+		if l.Kind == "tun" && txDropped > 0 {
+			// A tap's tx_dropped is mostly what its reader had no room for
+			// (tun_net_xmit's FULL_RING: the queue to the process behind
+			// it, a QEMU guest's NIC, was full): the next hop's receive
+			// ring, counted on this side.
+			c.add(NICRxRing, false, txDropped, fmt.Sprintf("%s (tap): tx_dropped %d: its reader (the NIC of a guest behind it) had no room", n, txDropped))
+			txDropped = 0
 		}
 		if l.Kind != "veth" && !l.Loopback {
-			if tx := s.TxDropped + s.TxErrors; tx > 0 {
-				c.add(NICTx, false, tx, fmt.Sprintf("%s: tx_dropped %d, tx_errors %d (fifo %d, carrier %d, aborted %d)", n, s.TxDropped, s.TxErrors, s.TxFifoErrors, s.TxCarrierErrors, s.TxAbortedErrors))
+			if tx := txDropped + s.TxErrors; tx > 0 {
+				c.add(NICTx, false, tx, fmt.Sprintf("%s: tx_dropped %d, tx_errors %d (fifo %d, carrier %d, aborted %d)", n, txDropped, s.TxErrors, s.TxFifoErrors, s.TxCarrierErrors, s.TxAbortedErrors))
 			}
 		}
 		if ring := s.RxMissedErrors + s.RxFifoErrors + s.RxOverErrors; ring > 0 {
@@ -190,11 +201,11 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 		// application saw fail (EAGAIN, ENOBUFS). What remains died in the
 		// socket layer after the application counted it sent.
 		snd := udp["SndbufErrors"]
-		raw := sub(snd, qdrops+vethTx)
+		raw := sub(snd, qdrops+peerTx)
 		mine := min(raw, refused)
 		refused -= mine
 		if n := raw - mine; n > 0 {
-			c.add(SenderSocket, false, n, fmt.Sprintf("Udp SndbufErrors %d, less %d qdisc drops, %d a veth peer refused and %d refused sends", snd, qdrops, vethTx, mine))
+			c.add(SenderSocket, false, n, fmt.Sprintf("Udp SndbufErrors %d, less %d qdisc drops, %d a veth peer or a tap's reader refused and %d refused sends", snd, qdrops, peerTx, mine))
 		}
 	}
 	ip, ipext := d.SNMP["Ip"], d.SNMP["IpExt"]
