@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"linerate/source/ethtool"
 	"linerate/source/rtnl"
 )
 
@@ -66,6 +67,41 @@ func (c *counts) add(p Place, fromReason bool, n uint64, ev string) {
 
 func (c *counts) value(p Place) (uint64, []string) {
 	return max(c.counter[p], c.reason[p]), c.evidence[p]
+}
+
+// queueDrops reads what the driver of iface dropped per receive queue
+// (ethtool -S rx_queue_N_drops and the like). Where the interface's ring
+// counters (ring) saw drops, the driver's per-queue figures say on which
+// queues (igb counts a queue's overflows in both); otherwise they are the
+// driver's own drops (virtio_net: receive errors and XDP drops, xdp of
+// them already placed at XDP), placed as other.
+func (c *counts) queueDrops(iface string, stats map[string]uint64, ring, xdp uint64) {
+	drops := ethtool.RxQueueDrops(stats)
+	if len(drops) == 0 {
+		return
+	}
+	qs := make([]int, 0, len(drops))
+	var total uint64
+	for q, v := range drops {
+		qs = append(qs, q)
+		total += v
+	}
+	sort.Ints(qs)
+	parts := make([]string, len(qs))
+	for i, q := range qs {
+		parts[i] = fmt.Sprintf("queue %d %d", q, drops[q])
+	}
+	ev := fmt.Sprintf("%s: the driver's per-queue drops: %s", iface, strings.Join(parts, ", "))
+	if ring > 0 {
+		c.evidence[NICRxRing] = append(c.evidence[NICRxRing], ev)
+		return
+	}
+	if n := sub(total, xdp); n > 0 {
+		if xdp > 0 {
+			ev += fmt.Sprintf(" (less the %d XDP drops among them)", xdp)
+		}
+		c.add(Other, false, n, ev)
+	}
 }
 
 func newCounts(h Host, t Test, sharedMachine bool) *counts {
@@ -135,7 +171,8 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 				c.add(NICTx, false, tx, fmt.Sprintf("%s: tx_dropped %d, tx_errors %d (fifo %d, carrier %d, aborted %d)", n, txDropped, s.TxErrors, s.TxFifoErrors, s.TxCarrierErrors, s.TxAbortedErrors))
 			}
 		}
-		if ring := s.RxMissedErrors + s.RxFifoErrors + s.RxOverErrors; ring > 0 {
+		ring := s.RxMissedErrors + s.RxFifoErrors + s.RxOverErrors
+		if ring > 0 {
 			c.add(NICRxRing, false, ring, fmt.Sprintf("%s: rx_missed %d, rx_fifo %d, rx_over %d", n, s.RxMissedErrors, s.RxFifoErrors, s.RxOverErrors))
 		}
 		if o := s.RxNohandler + s.RxOtherhostDropped + s.RxCRCErrors + s.RxFrameErrors + s.RxLengthErrors; o > 0 {
@@ -155,6 +192,7 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 			c.add(XDP, false, x, n+": "+strings.Join(xnames, ", "))
 		}
 		xdpDrops += x
+		c.queueDrops(n, d.Ethtool[n], ring, x)
 		rxDropped += s.RxDropped
 	}
 

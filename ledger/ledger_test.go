@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +49,8 @@ func TestBuild(t *testing.T) {
 		want   map[string]uint64
 		excess uint64
 		note   string
+		// evidence is a line some entry's evidence must hold.
+		evidence string
 	}{{
 		name: "veth backlog seen three times, placed once",
 		test: Test{Sent: 100000, Received: 99500},
@@ -180,6 +183,26 @@ func TestBuild(t *testing.T) {
 		// the measured one.
 		excess: 916,
 	}, {
+		// igb counts a queue's ring overflows per queue and in
+		// rx_fifo_errors: placed once, the queue named.
+		name: "a ring's drops by queue",
+		test: Test{Sent: 10000, Received: 9500},
+		hosts: []Host{{Name: "server", Side: Receiver, Delta: box.Drops{
+			Links:   map[string]rtnl.Link{"eth1": {Name: "eth1", Stats: rtnl.LinkStats{RxFifoErrors: 500}}},
+			Ethtool: map[string]map[string]uint64{"eth1": {"rx_queue_0_drops": 0, "rx_queue_1_drops": 500, "rx_queue_1_packets": 9500}}}}},
+		want:     map[string]uint64{"server/nic-rx-ring": 500},
+		evidence: "eth1: the driver's per-queue drops: queue 1 500",
+	}, {
+		// virtio_net's per-queue drops are its own (receive errors and
+		// XDP drops): the XDP ones are placed at xdp, the rest as other.
+		name: "a driver's own drops by queue",
+		test: Test{Sent: 1000, Received: 970},
+		hosts: []Host{{Name: "server", Side: Receiver, Delta: box.Drops{
+			Links:   map[string]rtnl.Link{"a": {Name: "a", Stats: rtnl.LinkStats{RxDropped: 30}}},
+			Ethtool: map[string]map[string]uint64{"a": {"rx_queue_2_drops": 30, "rx_queue_2_xdp_drops": 10}}}}},
+		want:     map[string]uint64{"server/xdp": 10, "server/other": 20},
+		evidence: "a: the driver's per-queue drops: queue 2 30 (less the 10 XDP drops among them)",
+	}, {
 		name:   "counters see more than the test lost",
 		test:   Test{Sent: 1000, Received: 900},
 		hosts:  []Host{{Name: "server", Side: Receiver, Delta: box.Drops{SNMP: snmp("Udp", "NoPorts", 400)}}},
@@ -209,10 +232,15 @@ func TestBuild(t *testing.T) {
 			if c.note != "" && !strings.Contains(strings.Join(l.Notes, "\n"), c.note) {
 				t.Errorf("notes %q lack %q", l.Notes, c.note)
 			}
+			var all []string
 			for _, e := range l.Entries {
 				if len(e.Evidence) == 0 {
 					t.Errorf("%s/%s has no evidence", e.Host, e.Place)
 				}
+				all = append(all, e.Evidence...)
+			}
+			if c.evidence != "" && !slices.Contains(all, c.evidence) {
+				t.Errorf("evidence %q lacks %q", all, c.evidence)
 			}
 		})
 	}

@@ -18,7 +18,9 @@ func TestParseQueueStat(t *testing.T) {
 		{"tx15_bytes", 't', 15, "bytes", true},
 		{"rxq2_packets", 'r', 2, "packets", true},   // bcmgenet
 		{"rx_queue_0_xdp_packets", 0, 0, "", false}, // veth: XDP, not the queue's traffic
-		{"rx_queue_0_drops", 0, 0, "", false},
+		{"rx_queue_0_drops", 'r', 0, "drops", true}, // igb, virtio_net
+		{"rx1_drops", 'r', 1, "drops", true},
+		{"rx_queue_0_xdp_drops", 0, 0, "", false},
 		{"rx0_kicks", 0, 0, "", false},
 		{"rx_packets", 0, 0, "", false},
 		{"rx_bytes", 0, 0, "", false},
@@ -62,5 +64,18 @@ func TestRxQueuePackets(t *testing.T) {
 	veth := Stats{{Name: "peer_ifindex", Value: 5}, {Name: "rx_queue_0_xdp_packets", Value: 7}}
 	if got := RxQueuePackets(veth, "veth"); got != nil {
 		t.Errorf("veth: %v, want none", got)
+	}
+}
+
+func TestRxQueueDrops(t *testing.T) {
+	// A delta of a virtio_net guest's ethtool -S: queue 1 dropped 30, 10
+	// of them by XDP (a part of its drops, not counted again).
+	got := RxQueueDrops(map[string]uint64{"rx_queue_0_drops": 0, "rx_queue_1_drops": 30, "rx_queue_1_xdp_drops": 10,
+		"rx_queue_1_packets": 900, "tx_queue_1_drops": 4})
+	if len(got) != 1 || got[1] != 30 {
+		t.Errorf("virtio_net: %v, want queue 1: 30", got)
+	}
+	if got := RxQueueDrops(map[string]uint64{"rx_queue_0_packets": 5}); got != nil {
+		t.Errorf("no drops: %v", got)
 	}
 }
