@@ -59,8 +59,9 @@ type QueueStat struct {
 	Interface string `json:"interface"`
 	// Counter is where the counts come from: CounterQstats or
 	// CounterEthtool, the NIC's own per-queue counters (every packet, the
-	// control connection's too), or CounterXDP, linerate's XDP counter by
-	// rx_queue_index (IPv4 UDP only).
+	// control connection's too), CounterLink, the receive counter of an
+	// interface with one queue (every packet too), or CounterXDP,
+	// linerate's XDP counter by rx_queue_index (IPv4 UDP only).
 	Counter string `json:"counter,omitempty"`
 	// Packets is per receive queue, queue 0 first.
 	Packets []uint64 `json:"packets,omitempty"`
@@ -75,6 +76,9 @@ const (
 	CounterQstats = "qstats"
 	// CounterEthtool: the driver's per-queue counters in ethtool -S.
 	CounterEthtool = "ethtool"
+	// CounterLink: the interface's own receive counter (rtnetlink), for
+	// an interface with one receive queue.
+	CounterLink = "link"
 	// CounterXDP: linerate's XDP counter, by the queue it ran on.
 	CounterXDP = "xdp"
 )
