@@ -14,6 +14,8 @@ package qstats
 import (
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 
 	"github.com/mdlayher/netlink"
 	"github.com/mdlayher/netlink/nlenc"
@@ -70,6 +72,33 @@ func Dial() (*Conn, error) {
 
 // Close closes the socket.
 func (c *Conn) Close() error { return c.c.Close() }
+
+// ByName is the packets each receive queue of the named interfaces (all
+// that report them when ifaces is empty) counted, by name: one dump in the
+// calling thread's network namespace. Interfaces whose drivers report no
+// qstats are absent; a kernel without the family is ErrUnsupported.
+func ByName(ifaces []string) (map[string][]uint64, error) {
+	c, err := Dial()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	all, err := c.RxPacketsAll()
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	links, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("qstats: %w", err)
+	}
+	out := map[string][]uint64{}
+	for _, l := range links {
+		if q, ok := all[l.Index]; ok && (len(ifaces) == 0 || slices.Contains(ifaces, l.Name)) {
+			out[l.Name] = q
+		}
+	}
+	return out, nil
+}
 
 // RxPackets is the packets each receive queue of the interface ifindex
 // counted since the driver started counting, queue 0 first; queues the
