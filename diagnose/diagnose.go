@@ -120,9 +120,23 @@ type Evidence struct {
 	// Host names the machine the evidence is of, when it is not this one
 	// (a device in the middle sampled by its agent); "" otherwise.
 	Host string
+	// Queues are what a test counted per receive queue of an interface
+	// over its measured window (a bench result's rx_queues); empty when
+	// it counted none.
+	Queues []QueueCount
 
 	// mean caches Mean for the rules of one Run.
 	mean *box.Rates
+}
+
+// QueueCount is the packets each receive queue of an interface took over
+// a test's window, and what counted them ("ethtool", "qstats", "link",
+// "xdp": results.QueueStat's counters).
+type QueueCount struct {
+	Iface   string
+	Counter string
+	Packets []uint64
+	Seconds float64
 }
 
 // Rule is one check.

@@ -19,6 +19,7 @@ type QueueStat struct{ Packets, Bytes, Drops *uint64 }
 //	rx-0.packets        tx-0.bytes         i40e, iavf
 //	rx0_packets         tx0_bytes          mlx5, virtio_net
 //	rxq0_packets        txq0_bytes         bcmgenet
+//	queue_0_rx_packets  queue_0_tx_bytes
 //
 // Only these exact shapes count (with _drops too): veth's
 // rx_queue_0_xdp_packets, for one, are XDP packets and not the queue's
@@ -71,6 +72,26 @@ func driverQueue(driver string, q int) int {
 // parseQueueStat reads a per-queue statistic's name: its direction ('r'
 // or 't'), queue and field ("packets", "bytes" or "drops").
 func parseQueueStat(name string) (dir byte, q int, field string, ok bool) {
+	if rest, found := strings.CutPrefix(name, "queue_"); found {
+		// queue_0_rx_packets: the queue first.
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i > 6 {
+			return 0, 0, "", false
+		}
+		q, _ = strconv.Atoi(rest[:i])
+		switch rest[i:] {
+		case "_rx_packets", "_tx_packets":
+			return rest[i+1], q, "packets", true
+		case "_rx_bytes", "_tx_bytes":
+			return rest[i+1], q, "bytes", true
+		case "_rx_drops", "_tx_drops":
+			return rest[i+1], q, "drops", true
+		}
+		return 0, 0, "", false
+	}
 	if len(name) < 3 || (name[:2] != "rx" && name[:2] != "tx") {
 		return 0, 0, "", false
 	}
@@ -119,6 +140,27 @@ func RxQueuePackets(stats Stats, driver string) []uint64 {
 			out = append(out, make([]uint64, q+1-len(out))...)
 		}
 		out[q] = *s.Packets
+	}
+	return out
+}
+
+// RxQueueRates is RxQueuePackets over per-second rates of a driver's
+// statistics (box.Rates' ethtool map): each receive queue's packets per
+// second, queue 0 first; nil when the driver counts none per queue.
+func RxQueueRates(rates map[string]float64, driver string) []float64 {
+	var out []float64
+	for name, v := range rates {
+		dir, q, field, ok := parseQueueStat(name)
+		if !ok || dir != 'r' || field != "packets" {
+			continue
+		}
+		if q = driverQueue(driver, q); q >= maxQueues {
+			continue
+		}
+		if q >= len(out) {
+			out = append(out, make([]float64, q+1-len(out))...)
+		}
+		out[q] = v
 	}
 	return out
 }
