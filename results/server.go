@@ -41,15 +41,44 @@ type ServerResult struct {
 	RR *RRServed `json:"rr,omitempty"`
 }
 
+// XDP modes: how an XDP program or an AF_XDP socket meets the driver.
+const (
+	// XDPNative: in the driver (XDP_DRV; for an AF_XDP socket, zero-copy:
+	// the driver sends frames from the UMEM).
+	XDPNative = "native"
+	// XDPGeneric: in the core, on an skb (XDP_SKB; for an AF_XDP socket,
+	// copy mode: each frame is copied into an skb).
+	XDPGeneric = "generic"
+	// XDPMixed: some AF_XDP sockets of a target one way, some the other.
+	XDPMixed = "mixed"
+)
+
 // XDPStat is what an XDP counter on the receiving interface counted in the
 // measured window: packets that reached the interface, before any socket.
 type XDPStat struct {
-	Interface string  `json:"interface"`
-	Mode      string  `json:"mode,omitempty"` // "native" or "generic"
-	Packets   uint64  `json:"packets"`
-	Bytes     uint64  `json:"bytes"`
-	PPS       float64 `json:"pps"`
-	Error     string  `json:"error,omitempty"`
+	Interface string `json:"interface"`
+	// Mode is XDPNative or XDPGeneric; NativeError why the driver refused
+	// native mode, when it did.
+	Mode        string  `json:"mode,omitempty"`
+	NativeError string  `json:"native_error,omitempty"`
+	Packets     uint64  `json:"packets"`
+	Bytes       uint64  `json:"bytes"`
+	PPS         float64 `json:"pps"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// AFXDPStat is how the AF_XDP engine's sockets towards a target were
+// bound.
+type AFXDPStat struct {
+	Interface string `json:"interface"`
+	Sockets   int    `json:"sockets"`
+	// ZeroCopy is how many sockets the driver took in zero-copy mode.
+	ZeroCopy int `json:"zero_copy"`
+	// Mode is XDPNative when every socket is zero-copy, XDPGeneric when
+	// every one copies, XDPMixed otherwise.
+	Mode string `json:"mode"`
+	// ZeroCopyError is why the driver refused zero-copy, when it did.
+	ZeroCopyError string `json:"zero_copy_error,omitempty"`
 }
 
 // QueueStat is how the packets that reached a receiving interface in the

@@ -79,14 +79,16 @@ type XDPSender struct {
 	base     RingSender
 	queue    int
 	zeroCopy bool
-	fd       int
-	umem     []byte
-	chunk    int
-	txMap    []byte
-	cqMap    []byte
-	tx       xdpRing
-	cq       xdpRing
-	free     []uint64 // chunk addresses that hold no frame in flight
+	// zcErr is why the driver refused zero-copy, when it did.
+	zcErr error
+	fd    int
+	umem  []byte
+	chunk int
+	txMap []byte
+	cqMap []byte
+	tx    xdpRing
+	cq    xdpRing
+	free  []uint64 // chunk addresses that hold no frame in flight
 }
 
 // xdpRing is a mapped AF_XDP ring: the shared producer and consumer
@@ -101,6 +103,10 @@ type xdpRing struct {
 
 // ZeroCopy says whether the socket was bound in zero-copy mode.
 func (s *XDPSender) ZeroCopy() bool { return s.zeroCopy }
+
+// ZeroCopyError is why a socket in copy mode is not zero-copy: the
+// zero-copy bind's error (nil when zero-copy was not tried).
+func (s *XDPSender) ZeroCopyError() error { return s.zcErr }
 
 // Queue is the interface queue the socket is bound to.
 func (s *XDPSender) Queue() int { return s.queue }
@@ -140,7 +146,7 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 	}
 	// Zero-copy first; copy mode when the driver has none. The error
 	// reported is the last mode's: copy mode's, which works everywhere.
-	var lastErr error
+	var lastErr, zcErr error
 	modes := []bool{true, false}
 	if cfg.CopyOnly {
 		modes = modes[1:]
@@ -153,6 +159,7 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 			s := &XDPSender{base: RingSender{cfg: rc, fd: -1, frameLen: frameLen, mix: newFrameMix(rc)}, queue: cfg.Queue, fd: -1, chunk: chunk}
 			lastErr = s.open(attrs.Index, zc)
 			if lastErr == nil {
+				s.zcErr = zcErr
 				return s, nil
 			}
 			s.Close()
@@ -162,6 +169,9 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 		}
 		if errors.Is(lastErr, ErrAFXDPUnavailable) {
 			break
+		}
+		if zc {
+			zcErr = lastErr
 		}
 	}
 	if cfg.Queue > 0 && errors.Is(lastErr, unix.EINVAL) {

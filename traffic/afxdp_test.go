@@ -11,6 +11,7 @@ import (
 
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
+	"linerate/results"
 	"linerate/wire"
 )
 
@@ -79,6 +80,13 @@ func testXDPEngine(t *testing.T, peerXDP bool) {
 	}
 	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "copy mode") }) {
 		t.Errorf("notes %q: nothing says veth sends in copy mode", res.Notes)
+	}
+	// The result says so too: veth has no AF_XDP zero-copy, and why.
+	if a := res.Targets[0].AFXDP; a == nil || a.Interface != "lra" || a.Sockets < 1 || a.ZeroCopy != 0 || a.Mode != results.XDPGeneric || a.ZeroCopyError == "" {
+		t.Errorf("afxdp %+v: want generic (copy mode) sockets on lra and why zero-copy was refused", a)
+	}
+	if x := res.Targets[0].XDP; peerXDP && (x == nil || x.Mode != results.XDPNative || x.NativeError != "") {
+		t.Errorf("xdp counter %+v: veth takes it in native mode", x)
 	}
 	if len(res.Intervals) == 0 || res.Intervals[0].SentPPS < 10000 {
 		t.Errorf("intervals %+v: the first second sent under half the asked 20 kpps", res.Intervals)
