@@ -208,12 +208,23 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 	if softnet > 0 {
 		ev := "softnet_stat dropped: " + strings.Join(per, ", ")
 		n := softnet
-		if sharedMachine {
+		switch {
+		case sharedMachine:
 			// Another host of the ledger shares these counters: take only
 			// what this host's interfaces counted as rx_dropped (the core
 			// counts a backlog drop there too).
 			n = min(softnet, sub(rxDropped, xdpDrops))
 			ev += fmt.Sprintf(" (the machine's, shared with other hosts of the ledger; %d of them as rx_dropped on %s)", n, strings.Join(names, ", "))
+		case len(h.Ifaces) > 0:
+			// The host's path is known: the machine's other interfaces
+			// and namespaces (another lab, a guest's tap) drop into the
+			// same counters. Only what its path counted as rx_dropped is
+			// its own.
+			n = min(softnet, sub(rxDropped, xdpDrops))
+			ev += fmt.Sprintf(" (the machine's; %d of them as rx_dropped on %s, this host's path)", n, strings.Join(names, ", "))
+		}
+		if n == 0 {
+			c.notes = append(c.notes, fmt.Sprintf("%s: %s, none on its path (other interfaces' or namespaces' traffic)", h.Name, ev))
 		}
 		c.add(Backlog, false, n, ev)
 	}

@@ -86,6 +86,19 @@ func TestBuild(t *testing.T) {
 			Softnet: []box.Softnet{{CPU: 0, Dropped: 600}, {CPU: 3, Dropped: 400}}}}},
 		want: map[string]uint64{"server/backlog": 1000},
 	}, {
+		// A bench from a lab namespace into a guest while other labs on
+		// the same machine dropped at their backlogs: the machine's
+		// softnet_stat counted them, the client's path (a tap) nothing.
+		name: "the machine's backlog drops off this host's path",
+		test: Test{Sent: 200000, Received: 28098},
+		hosts: []Host{{Name: "client", Side: Sender, Ifaces: []string{"b"}, Delta: box.Drops{Machine: machine,
+			Links:   map[string]rtnl.Link{"b": {Name: "b", Kind: "tun", Stats: rtnl.LinkStats{TxPackets: 29474, TxDropped: 172332}}},
+			Softnet: []box.Softnet{{CPU: 1, Dropped: 57865}},
+			Reasons: map[string]uint64{"FULL_RING": 172332}}}},
+		want:   map[string]uint64{"client/nic-rx-ring": 172332},
+		excess: 430,
+		note:   "none on its path",
+	}, {
 		name: "igb ring and socket buffer",
 		test: Test{Sent: 1488095, Received: 1487695},
 		hosts: []Host{{Name: "apu", Side: Receiver, Ifaces: []string{"enp1s0"}, Delta: box.Drops{
