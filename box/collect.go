@@ -412,7 +412,11 @@ func (c *collector) queues(n *NIC, nd sysfs.NetDevice) {
 		}
 		n.TXQueues = append(n.TXQueues, t)
 	}
-	if len(nd.RXQueues) > 0 && len(rx) == 0 && n.Stats != nil {
+	counted := false
+	for _, s := range rx {
+		counted = counted || s.Packets != nil
+	}
+	if len(nd.RXQueues) > 0 && !counted && n.Stats != nil {
 		n.Unsupported["queue_counters"] = "the driver has no per-queue packet counters"
 	}
 }

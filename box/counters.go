@@ -27,6 +27,12 @@ type Counters struct {
 	NetDev map[string]NetDev `json:"netdev"`
 	// Ethtool holds each interface's `ethtool -S` counters.
 	Ethtool map[string]map[string]uint64 `json:"ethtool,omitempty"`
+	// RxQueues is the packets each receive queue of an interface took,
+	// queue 0 first, by the driver's own per-queue counters: netdev
+	// qstats where the driver reports them, else its per-queue ethtool -S
+	// statistics (ethtool.RxQueuePackets); interfaces without either are
+	// absent.
+	RxQueues map[string][]uint64 `json:"rx_queues,omitempty"`
 	// UDP is the Udp: line of /proc/net/snmp ("InDatagrams", "NoPorts",
 	// "InErrors", "OutDatagrams", "RcvbufErrors", "SndbufErrors", ...).
 	UDP map[string]uint64 `json:"udp"`
@@ -66,8 +72,11 @@ type Rates struct {
 	NetDev   map[string]NetDevRate `json:"netdev"`
 	// Ethtool holds per-second rates of each interface's ethtool counters.
 	Ethtool map[string]map[string]float64 `json:"ethtool,omitempty"`
-	UDP     map[string]float64            `json:"udp"`
-	TCP     map[string]float64            `json:"tcp,omitempty"`
+	// RxQueues is the packets per second each receive queue of an
+	// interface took (Counters.RxQueues), queue 0 first.
+	RxQueues map[string][]float64 `json:"rx_queues,omitempty"`
+	UDP      map[string]float64   `json:"udp"`
+	TCP      map[string]float64   `json:"tcp,omitempty"`
 	// Celsius and CurKHz are the values at End.
 	Celsius map[string]float64 `json:"celsius,omitempty"`
 	CurKHz  map[int]int64      `json:"cur_khz,omitempty"`

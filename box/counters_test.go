@@ -2,6 +2,7 @@ package box
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -51,6 +52,30 @@ func TestReadCounters(t *testing.T) {
 	}
 }
 
+// TestReadCountersRxQueues: a driver with per-queue counters in ethtool
+// -S (testdata/counters/guest: virtio_net of Debian's 6.1 in a lab guest)
+// gives each receive queue's packets, queue 0 first.
+func TestReadCountersRxQueues(t *testing.T) {
+	proc := procfs.NewFS("testdata/counters/a/proc")
+	et := ethtool.NewCapture("testdata/counters/guest/ethtool")
+	c, err := ReadCounters(proc, et, []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.RxQueues["a"]; !slices.Equal(got, []uint64{10780, 5862, 7681, 31920}) {
+		t.Errorf("RxQueues[a] = %v, want the four rx_queue_N_packets", got)
+	}
+	// A driver without them (virtio_net of 6.18 moved them to qstats)
+	// has none.
+	c, err = ReadCounters(proc, ethtool.NewCapture("testdata/counters/a/ethtool"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RxQueues != nil {
+		t.Errorf("RxQueues = %v from a driver with no per-queue packets", c.RxQueues)
+	}
+}
+
 func TestReadCountersMissingStat(t *testing.T) {
 	_, err := ReadCounters(procfs.NewFS(t.TempDir()), nil, nil)
 	if err == nil {
@@ -70,6 +95,7 @@ func TestDelta(t *testing.T) {
 		Softnet:    []Softnet{{CPU: 0, Processed: 100, Dropped: 7, TimeSqueeze: 1}},
 		NetDev:     map[string]NetDev{"eth0": {RxBytes: 1000, RxPackets: 10, RxDrop: 5}},
 		Ethtool:    map[string]map[string]uint64{"eth0": {"rx_queue_0_packets": 10}},
+		RxQueues:   map[string][]uint64{"eth0": {10, 0}},
 		UDP:        map[string]uint64{"InDatagrams": 100, "RcvbufErrors": 9},
 	}
 	b := Counters{
@@ -81,6 +107,7 @@ func TestDelta(t *testing.T) {
 		Softnet:    []Softnet{{CPU: 0, Processed: 300, Dropped: 7, TimeSqueeze: 5}},
 		NetDev:     map[string]NetDev{"eth0": {RxBytes: 251000, RxPackets: 210, RxDrop: 1}, "eth1": {RxBytes: 5}},
 		Ethtool:    map[string]map[string]uint64{"eth0": {"rx_queue_0_packets": 210}},
+		RxQueues:   map[string][]uint64{"eth0": {210, 40}, "eth1": {5}},
 		UDP:        map[string]uint64{"InDatagrams": 300, "RcvbufErrors": 9},
 		Celsius:    map[string]float64{"thermal_zone0": 45.2},
 	}
@@ -119,6 +146,12 @@ func TestDelta(t *testing.T) {
 	}
 	if !near(r.Ethtool["eth0"]["rx_queue_0_packets"], 100) {
 		t.Errorf("Ethtool = %v", r.Ethtool)
+	}
+	if q := r.RxQueues["eth0"]; len(q) != 2 || !near(q[0], 100) || !near(q[1], 20) || r.RxQueues["eth1"] != nil {
+		t.Errorf("RxQueues = %v, want eth0 [100 20] and nothing for eth1 (new in b)", r.RxQueues)
+	}
+	if m := MeanRates([]Rates{r, r}); len(m.RxQueues["eth0"]) != 2 || !near(m.RxQueues["eth0"][1], 20) {
+		t.Errorf("MeanRates' RxQueues = %v", m.RxQueues)
 	}
 	if !near(r.UDP["InDatagrams"], 100) || r.UDP["RcvbufErrors"] != 0 {
 		t.Errorf("UDP = %v", r.UDP)

@@ -26,6 +26,9 @@ func Delta(a, b Counters) Rates {
 	}
 
 	r.Interrupts = rowRates(a.Interrupts, b.Interrupts, rate)
+	if b.RxQueues != nil {
+		r.RxQueues = rowRates(a.RxQueues, b.RxQueues, rate)
+	}
 	r.SoftIRQs = rowRates(a.SoftIRQs, b.SoftIRQs, rate)
 
 	prevSN := make(map[int]Softnet, len(a.Softnet))

@@ -55,6 +55,12 @@ func MeanRates(rs []Rates) Rates {
 		for k, v := range r.SoftIRQs {
 			addVec(out.SoftIRQs, k, v, wt)
 		}
+		for k, v := range r.RxQueues {
+			if out.RxQueues == nil {
+				out.RxQueues = map[string][]float64{}
+			}
+			addVec(out.RxQueues, k, v, wt)
+		}
 		for _, s := range r.Softnet {
 			u, ok := soft[s.CPU]
 			if !ok {

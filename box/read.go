@@ -82,6 +82,16 @@ func ReadCounters(proc procfs.FS, et ethtool.Client, ifaces []string) (Counters,
 				c.Ethtool = make(map[string]map[string]uint64, len(names))
 			}
 			c.Ethtool[n] = st.Map()
+			var driver string
+			if di, err := et.DriverInfo(n); err == nil {
+				driver = di.Driver
+			}
+			if q := ethtool.RxQueuePackets(st, driver); q != nil {
+				if c.RxQueues == nil {
+					c.RxQueues = map[string][]uint64{}
+				}
+				c.RxQueues[n] = q
+			}
 		}
 	}
 	return c, nil

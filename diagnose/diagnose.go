@@ -123,9 +123,23 @@ type Evidence struct {
 	Host string
 	// Soak is what a bench --soak saw of this box's heat; nil otherwise.
 	Soak *results.Soak
+	// Queues are what a test counted per receive queue of an interface
+	// over its measured window (a bench result's rx_queues); empty when
+	// it counted none.
+	Queues []QueueCount
 
 	// mean caches Mean for the rules of one Run.
 	mean *box.Rates
+}
+
+// QueueCount is the packets each receive queue of an interface took over
+// a test's window, and what counted them ("ethtool", "qstats", "link",
+// "xdp": results.QueueStat's counters).
+type QueueCount struct {
+	Iface   string
+	Counter string
+	Packets []uint64
+	Seconds float64
 }
 
 // Rule is one check.

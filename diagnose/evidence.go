@@ -1,7 +1,6 @@
 package diagnose
 
 import (
-	"fmt"
 	"strconv"
 
 	"linerate/box"
@@ -82,31 +81,6 @@ func otherCPUs(m box.Rates, id int) (all, spare []int) {
 
 // rxPPS is a NIC's received packets per second.
 func rxPPS(m box.Rates, n *box.NIC) float64 { return m.NetDev[n.Name].RxPps }
-
-// queuePackets returns per-rx-queue packet rates from the driver's counters,
-// nil when the driver has none. Drivers name them differently:
-// rx_queue_0_packets (igb, virtio_net), rx-0.packets (mlx5 style), rx0_packets.
-func queuePackets(m box.Rates, n *box.NIC) []float64 {
-	st := m.Ethtool[n.Name]
-	if st == nil {
-		return nil
-	}
-	var out []float64
-	for q := 0; ; q++ {
-		found := false
-		for _, f := range []string{"rx_queue_%d_packets", "rx-%d.packets", "rx%d_packets", "queue_%d_rx_packets"} {
-			if v, ok := st[fmt.Sprintf(f, q)]; ok {
-				out = append(out, v)
-				found = true
-				break
-			}
-		}
-		if !found {
-			break
-		}
-	}
-	return out
-}
 
 // rxQueueCount is the number of queues that receive.
 func rxQueueCount(n *box.NIC) int {

@@ -52,6 +52,12 @@ func FromResult(r *results.Result, side results.Side, b *box.Box) *Evidence {
 	if side == results.SideClient {
 		ev.Path = resultPath(r)
 	}
+	if t := max(target, 0); side == results.SideServer && t < len(r.Targets) {
+		// The queue meter runs on the server's receiving interface.
+		if q := r.Targets[t].RxQueues; q != nil && q.Error == "" && len(q.Packets) > 0 {
+			ev.Queues = append(ev.Queues, QueueCount{Iface: q.Interface, Counter: q.Counter, Packets: q.Packets, Seconds: r.Targets[t].Seconds})
+		}
+	}
 	return ev
 }
 

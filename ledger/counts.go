@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"linerate/source/ethtool"
 	"linerate/source/rtnl"
 )
 
@@ -22,7 +23,7 @@ var reasonPlaces = map[string]Place{
 	"SOCKET_CLOSE":       SocketBuffer, // unread datagrams freed when the socket closed
 	"CPU_BACKLOG":        Backlog,
 	"XDP":                XDP,
-	"FULL_RING":          NICRxRing, // a veth peer's ring full (NAPI mode)
+	"FULL_RING":          NICRxRing, // a veth peer's ring full (NAPI mode), a tap's queue to its reader
 	"DEV_READY":          NICTx,
 	"QDISC_DROP":         Qdisc,
 	"QDISC_OVERLIMIT":    Qdisc,
@@ -68,6 +69,41 @@ func (c *counts) value(p Place) (uint64, []string) {
 	return max(c.counter[p], c.reason[p]), c.evidence[p]
 }
 
+// queueDrops reads what the driver of iface dropped per receive queue
+// (ethtool -S rx_queue_N_drops and the like). Where the interface's ring
+// counters (ring) saw drops, the driver's per-queue figures say on which
+// queues (igb counts a queue's overflows in both); otherwise they are the
+// driver's own drops (virtio_net: receive errors and XDP drops, xdp of
+// them already placed at XDP), placed as other.
+func (c *counts) queueDrops(iface string, stats map[string]uint64, ring, xdp uint64) {
+	drops := ethtool.RxQueueDrops(stats)
+	if len(drops) == 0 {
+		return
+	}
+	qs := make([]int, 0, len(drops))
+	var total uint64
+	for q, v := range drops {
+		qs = append(qs, q)
+		total += v
+	}
+	sort.Ints(qs)
+	parts := make([]string, len(qs))
+	for i, q := range qs {
+		parts[i] = fmt.Sprintf("queue %d %d", q, drops[q])
+	}
+	ev := fmt.Sprintf("%s: the driver's per-queue drops: %s", iface, strings.Join(parts, ", "))
+	if ring > 0 {
+		c.evidence[NICRxRing] = append(c.evidence[NICRxRing], ev)
+		return
+	}
+	if n := sub(total, xdp); n > 0 {
+		if xdp > 0 {
+			ev += fmt.Sprintf(" (less the %d XDP drops among them)", xdp)
+		}
+		c.add(Other, false, n, ev)
+	}
+}
+
 func newCounts(h Host, t Test, sharedMachine bool) *counts {
 	c := &counts{counter: map[Place]uint64{}, reason: map[Place]uint64{}, evidence: map[Place][]string{}}
 	d := h.Delta
@@ -110,21 +146,33 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 		}
 	}
 	sort.Strings(names)
-	var rxDropped, xdpDrops, vethTx uint64
+	// peerTx is what veths and taps dropped because the far side had no
+	// room: with no qdisc between, a UDP sender counts it in SndbufErrors.
+	var rxDropped, xdpDrops, peerTx uint64
 	for _, n := range names {
 		l := d.Links[n]
 		s := l.Stats
 		// A veth's tx_dropped counts what its peer's backlog or ring
 		// refused: that drop belongs to the peer's place.
-		if l.Kind == "veth" {
-			vethTx += s.TxDropped
+		if l.Kind == "veth" || l.Kind == "tun" {
+			peerTx += s.TxDropped
+		}
+		txDropped := s.TxDropped
+		if l.Kind == "tun" && txDropped > 0 {
+			// A tap's tx_dropped is mostly what its reader had no room for
+			// (tun_net_xmit's FULL_RING: the queue to the process behind
+			// it, a QEMU guest's NIC, was full): the next hop's receive
+			// ring, counted on this side.
+			c.add(NICRxRing, false, txDropped, fmt.Sprintf("%s (tap): tx_dropped %d: its reader (the NIC of a guest behind it) had no room", n, txDropped))
+			txDropped = 0
 		}
 		if l.Kind != "veth" && !l.Loopback {
-			if tx := s.TxDropped + s.TxErrors; tx > 0 {
-				c.add(NICTx, false, tx, fmt.Sprintf("%s: tx_dropped %d, tx_errors %d (fifo %d, carrier %d, aborted %d)", n, s.TxDropped, s.TxErrors, s.TxFifoErrors, s.TxCarrierErrors, s.TxAbortedErrors))
+			if tx := txDropped + s.TxErrors; tx > 0 {
+				c.add(NICTx, false, tx, fmt.Sprintf("%s: tx_dropped %d, tx_errors %d (fifo %d, carrier %d, aborted %d)", n, txDropped, s.TxErrors, s.TxFifoErrors, s.TxCarrierErrors, s.TxAbortedErrors))
 			}
 		}
-		if ring := s.RxMissedErrors + s.RxFifoErrors + s.RxOverErrors; ring > 0 {
+		ring := s.RxMissedErrors + s.RxFifoErrors + s.RxOverErrors
+		if ring > 0 {
 			c.add(NICRxRing, false, ring, fmt.Sprintf("%s: rx_missed %d, rx_fifo %d, rx_over %d", n, s.RxMissedErrors, s.RxFifoErrors, s.RxOverErrors))
 		}
 		if o := s.RxNohandler + s.RxOtherhostDropped + s.RxCRCErrors + s.RxFrameErrors + s.RxLengthErrors; o > 0 {
@@ -144,6 +192,7 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 			c.add(XDP, false, x, n+": "+strings.Join(xnames, ", "))
 		}
 		xdpDrops += x
+		c.queueDrops(n, d.Ethtool[n], ring, x)
 		rxDropped += s.RxDropped
 	}
 
@@ -159,12 +208,23 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 	if softnet > 0 {
 		ev := "softnet_stat dropped: " + strings.Join(per, ", ")
 		n := softnet
-		if sharedMachine {
+		switch {
+		case sharedMachine:
 			// Another host of the ledger shares these counters: take only
 			// what this host's interfaces counted as rx_dropped (the core
 			// counts a backlog drop there too).
 			n = min(softnet, sub(rxDropped, xdpDrops))
 			ev += fmt.Sprintf(" (the machine's, shared with other hosts of the ledger; %d of them as rx_dropped on %s)", n, strings.Join(names, ", "))
+		case len(h.Ifaces) > 0:
+			// The host's path is known: the machine's other interfaces
+			// and namespaces (another lab, a guest's tap) drop into the
+			// same counters. Only what its path counted as rx_dropped is
+			// its own.
+			n = min(softnet, sub(rxDropped, xdpDrops))
+			ev += fmt.Sprintf(" (the machine's; %d of them as rx_dropped on %s, this host's path)", n, strings.Join(names, ", "))
+		}
+		if n == 0 {
+			c.notes = append(c.notes, fmt.Sprintf("%s: %s, none on its path (other interfaces' or namespaces' traffic)", h.Name, ev))
 		}
 		c.add(Backlog, false, n, ev)
 	}
@@ -190,11 +250,11 @@ func newCounts(h Host, t Test, sharedMachine bool) *counts {
 		// application saw fail (EAGAIN, ENOBUFS). What remains died in the
 		// socket layer after the application counted it sent.
 		snd := udp["SndbufErrors"]
-		raw := sub(snd, qdrops+vethTx)
+		raw := sub(snd, qdrops+peerTx)
 		mine := min(raw, refused)
 		refused -= mine
 		if n := raw - mine; n > 0 {
-			c.add(SenderSocket, false, n, fmt.Sprintf("Udp SndbufErrors %d, less %d qdisc drops, %d a veth peer refused and %d refused sends", snd, qdrops, vethTx, mine))
+			c.add(SenderSocket, false, n, fmt.Sprintf("Udp SndbufErrors %d, less %d qdisc drops, %d a veth peer or a tap's reader refused and %d refused sends", snd, qdrops, peerTx, mine))
 		}
 	}
 	ip, ipext := d.SNMP["Ip"], d.SNMP["IpExt"]

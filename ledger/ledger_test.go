@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +49,8 @@ func TestBuild(t *testing.T) {
 		want   map[string]uint64
 		excess uint64
 		note   string
+		// evidence is a line some entry's evidence must hold.
+		evidence string
 	}{{
 		name: "veth backlog seen three times, placed once",
 		test: Test{Sent: 100000, Received: 99500},
@@ -82,6 +85,19 @@ func TestBuild(t *testing.T) {
 			Links:   map[string]rtnl.Link{"eth0": {Name: "eth0"}},
 			Softnet: []box.Softnet{{CPU: 0, Dropped: 600}, {CPU: 3, Dropped: 400}}}}},
 		want: map[string]uint64{"server/backlog": 1000},
+	}, {
+		// A bench from a lab namespace into a guest while other labs on
+		// the same machine dropped at their backlogs: the machine's
+		// softnet_stat counted them, the client's path (a tap) nothing.
+		name: "the machine's backlog drops off this host's path",
+		test: Test{Sent: 200000, Received: 28098},
+		hosts: []Host{{Name: "client", Side: Sender, Ifaces: []string{"b"}, Delta: box.Drops{Machine: machine,
+			Links:   map[string]rtnl.Link{"b": {Name: "b", Kind: "tun", Stats: rtnl.LinkStats{TxPackets: 29474, TxDropped: 172332}}},
+			Softnet: []box.Softnet{{CPU: 1, Dropped: 57865}},
+			Reasons: map[string]uint64{"FULL_RING": 172332}}}},
+		want:   map[string]uint64{"client/nic-rx-ring": 172332},
+		excess: 430,
+		note:   "none on its path",
 	}, {
 		name: "igb ring and socket buffer",
 		test: Test{Sent: 1488095, Received: 1487695},
@@ -160,6 +176,46 @@ func TestBuild(t *testing.T) {
 			Reasons: map[string]uint64{}}}},
 		want: map[string]uint64{"server/xdp": 800},
 	}, {
+		// A bench from a namespace into a QEMU guest behind a tap (lab up
+		// --vm): the guest's virtio ring was full, QEMU stopped reading,
+		// and tun_net_xmit dropped at the tap with FULL_RING. One drop,
+		// seen by the tap's tx_dropped and the reason.
+		name: "a tap's reader had no room",
+		test: Test{Sent: 3365261, Received: 121547},
+		hosts: []Host{
+			{Name: "client", Side: Sender, Ifaces: []string{"b"}, Delta: box.Drops{
+				Links:   map[string]rtnl.Link{"b": {Name: "b", Kind: "tun", Stats: rtnl.LinkStats{TxPackets: 138356, TxDropped: 3230276}}},
+				Reasons: map[string]uint64{"FULL_RING": 3230276}}},
+			{Name: "server", Side: Receiver, Ifaces: []string{"a"}, Delta: box.Drops{
+				Links:   map[string]rtnl.Link{"a": {Name: "a", Stats: rtnl.LinkStats{RxPackets: 136051}}},
+				SNMP:    snmp("Udp", "RcvbufErrors", 14354),
+				Reasons: map[string]uint64{"SOCKET_RCVBUFF": 14354}}},
+		},
+		want: map[string]uint64{"client/nic-rx-ring": 3230276, "server/socket-buffer": 14354},
+		// The tap's counter covers the drops window, a little wider than
+		// the measured one.
+		excess: 916,
+	}, {
+		// igb counts a queue's ring overflows per queue and in
+		// rx_fifo_errors: placed once, the queue named.
+		name: "a ring's drops by queue",
+		test: Test{Sent: 10000, Received: 9500},
+		hosts: []Host{{Name: "server", Side: Receiver, Delta: box.Drops{
+			Links:   map[string]rtnl.Link{"eth1": {Name: "eth1", Stats: rtnl.LinkStats{RxFifoErrors: 500}}},
+			Ethtool: map[string]map[string]uint64{"eth1": {"rx_queue_0_drops": 0, "rx_queue_1_drops": 500, "rx_queue_1_packets": 9500}}}}},
+		want:     map[string]uint64{"server/nic-rx-ring": 500},
+		evidence: "eth1: the driver's per-queue drops: queue 1 500",
+	}, {
+		// virtio_net's per-queue drops are its own (receive errors and
+		// XDP drops): the XDP ones are placed at xdp, the rest as other.
+		name: "a driver's own drops by queue",
+		test: Test{Sent: 1000, Received: 970},
+		hosts: []Host{{Name: "server", Side: Receiver, Delta: box.Drops{
+			Links:   map[string]rtnl.Link{"a": {Name: "a", Stats: rtnl.LinkStats{RxDropped: 30}}},
+			Ethtool: map[string]map[string]uint64{"a": {"rx_queue_2_drops": 30, "rx_queue_2_xdp_drops": 10}}}}},
+		want:     map[string]uint64{"server/xdp": 10, "server/other": 20},
+		evidence: "a: the driver's per-queue drops: queue 2 30 (less the 10 XDP drops among them)",
+	}, {
 		name:   "counters see more than the test lost",
 		test:   Test{Sent: 1000, Received: 900},
 		hosts:  []Host{{Name: "server", Side: Receiver, Delta: box.Drops{SNMP: snmp("Udp", "NoPorts", 400)}}},
@@ -189,10 +245,15 @@ func TestBuild(t *testing.T) {
 			if c.note != "" && !strings.Contains(strings.Join(l.Notes, "\n"), c.note) {
 				t.Errorf("notes %q lack %q", l.Notes, c.note)
 			}
+			var all []string
 			for _, e := range l.Entries {
 				if len(e.Evidence) == 0 {
 					t.Errorf("%s/%s has no evidence", e.Host, e.Place)
 				}
+				all = append(all, e.Evidence...)
+			}
+			if c.evidence != "" && !slices.Contains(all, c.evidence) {
+				t.Errorf("evidence %q lacks %q", all, c.evidence)
 			}
 		})
 	}

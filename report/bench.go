@@ -139,7 +139,17 @@ func BenchText(w io.Writer, r *results.Result) {
 				fmt.Fprintf(w, "xdp       %s: %s\n", tr.Target, x.Error)
 				continue
 			}
-			fmt.Fprintf(w, "xdp       %s: %d packets reached %s (%s pps, %s mode)\n", tr.Target, x.Packets, x.Interface, units.Fixed.Format(x.PPS), x.Mode)
+			mode := x.Mode + " mode"
+			switch {
+			case x.Mode == results.XDPNative:
+				mode += ", in the driver"
+			case x.NativeError != "":
+				mode += ", the driver refused native: " + x.NativeError
+			}
+			fmt.Fprintf(w, "xdp       %s: %d packets reached %s (%s pps, %s)\n", tr.Target, x.Packets, x.Interface, units.Fixed.Format(x.PPS), mode)
+		}
+		if a := tr.AFXDP; a != nil {
+			fmt.Fprintf(w, "afxdp     %s: %s\n", tr.Target, AFXDPLine(a))
 		}
 	}
 	for _, tr := range r.Targets {
@@ -270,4 +280,23 @@ func sizesText(w io.Writer, sizes []results.SizeTotals) {
 			z.ReceivedPackets, units.Percent(z.ReceivedShare, 2, ""), z.LostPackets)
 	}
 	tw.Flush()
+}
+
+// AFXDPLine says how a target's AF_XDP sockets were bound: how many, in
+// which mode, and why the driver refused zero-copy.
+func AFXDPLine(a *results.AFXDPStat) string {
+	var how string
+	switch a.Mode {
+	case results.XDPNative:
+		how = "native (zero-copy: the driver sends from the UMEM)"
+	case results.XDPGeneric:
+		how = "generic (copy mode: each frame copied into an skb)"
+	default:
+		how = fmt.Sprintf("%d of them zero-copy, the rest copy mode", a.ZeroCopy)
+	}
+	s := fmt.Sprintf("%d socket(s) on %s, %s", a.Sockets, a.Interface, how)
+	if a.ZeroCopyError != "" {
+		s += "; zero-copy refused: " + a.ZeroCopyError
+	}
+	return s
 }

@@ -258,6 +258,12 @@ func dropVerdict(l *ledger.Ledger) (by Limit, why string) {
 	switch top.Side {
 	case ledger.Sender:
 		by = LimitSender
+		if top.Place == ledger.NICRxRing {
+			// A receive ring counted on the sending side is the next
+			// hop's (a tap whose guest had no room): the receiver's.
+			by = LimitReceiver
+			why = fmt.Sprintf("%.0f%% of the %d lost packets found no room in the receiving NIC's ring, counted at the %s's end of the link", share, l.Lost, top.Host)
+		}
 	case ledger.Receiver:
 		by = LimitReceiver
 	case ledger.Path:
@@ -269,7 +275,9 @@ func dropVerdict(l *ledger.Ledger) (by Limit, why string) {
 			by = LimitSender
 		}
 	}
-	why = fmt.Sprintf("%.0f%% of the %d lost packets died at the %s's %s", share, l.Lost, top.Host, top.Place)
+	if why == "" {
+		why = fmt.Sprintf("%.0f%% of the %d lost packets died at the %s's %s", share, l.Lost, top.Host, top.Place)
+	}
 	if len(top.Evidence) > 0 {
 		why += " (" + top.Evidence[0] + ")"
 	}

@@ -184,6 +184,9 @@ type TargetResult struct {
 	IPerf3 *IPerf3 `json:"iperf3,omitempty"`
 	// XDP is what reached the server's interface (with --xdp).
 	XDP *XDPStat `json:"xdp,omitempty"`
+	// AFXDP is how the AF_XDP engine's sockets to this target were bound
+	// (with --engine xdp).
+	AFXDP *AFXDPStat `json:"afxdp,omitempty"`
 	// RxQueues is how what reached the server's receiving interface
 	// spread over its receive queues.
 	RxQueues *QueueStat `json:"rx_queues,omitempty"`

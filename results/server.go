@@ -41,15 +41,44 @@ type ServerResult struct {
 	RR *RRServed `json:"rr,omitempty"`
 }
 
+// XDP modes: how an XDP program or an AF_XDP socket meets the driver.
+const (
+	// XDPNative: in the driver (XDP_DRV; for an AF_XDP socket, zero-copy:
+	// the driver sends frames from the UMEM).
+	XDPNative = "native"
+	// XDPGeneric: in the core, on an skb (XDP_SKB; for an AF_XDP socket,
+	// copy mode: each frame is copied into an skb).
+	XDPGeneric = "generic"
+	// XDPMixed: some AF_XDP sockets of a target one way, some the other.
+	XDPMixed = "mixed"
+)
+
 // XDPStat is what an XDP counter on the receiving interface counted in the
 // measured window: packets that reached the interface, before any socket.
 type XDPStat struct {
-	Interface string  `json:"interface"`
-	Mode      string  `json:"mode,omitempty"` // "native" or "generic"
-	Packets   uint64  `json:"packets"`
-	Bytes     uint64  `json:"bytes"`
-	PPS       float64 `json:"pps"`
-	Error     string  `json:"error,omitempty"`
+	Interface string `json:"interface"`
+	// Mode is XDPNative or XDPGeneric; NativeError why the driver refused
+	// native mode, when it did.
+	Mode        string  `json:"mode,omitempty"`
+	NativeError string  `json:"native_error,omitempty"`
+	Packets     uint64  `json:"packets"`
+	Bytes       uint64  `json:"bytes"`
+	PPS         float64 `json:"pps"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// AFXDPStat is how the AF_XDP engine's sockets towards a target were
+// bound.
+type AFXDPStat struct {
+	Interface string `json:"interface"`
+	Sockets   int    `json:"sockets"`
+	// ZeroCopy is how many sockets the driver took in zero-copy mode.
+	ZeroCopy int `json:"zero_copy"`
+	// Mode is XDPNative when every socket is zero-copy, XDPGeneric when
+	// every one copies, XDPMixed otherwise.
+	Mode string `json:"mode"`
+	// ZeroCopyError is why the driver refused zero-copy, when it did.
+	ZeroCopyError string `json:"zero_copy_error,omitempty"`
 }
 
 // QueueStat is how the packets that reached a receiving interface in the
@@ -59,8 +88,9 @@ type QueueStat struct {
 	Interface string `json:"interface"`
 	// Counter is where the counts come from: CounterQstats or
 	// CounterEthtool, the NIC's own per-queue counters (every packet, the
-	// control connection's too), or CounterXDP, linerate's XDP counter by
-	// rx_queue_index (IPv4 UDP only).
+	// control connection's too), CounterLink, the receive counter of an
+	// interface with one queue (every packet too), or CounterXDP,
+	// linerate's XDP counter by rx_queue_index (IPv4 UDP only).
 	Counter string `json:"counter,omitempty"`
 	// Packets is per receive queue, queue 0 first.
 	Packets []uint64 `json:"packets,omitempty"`
@@ -75,6 +105,9 @@ const (
 	CounterQstats = "qstats"
 	// CounterEthtool: the driver's per-queue counters in ethtool -S.
 	CounterEthtool = "ethtool"
+	// CounterLink: the interface's own receive counter (rtnetlink), for
+	// an interface with one receive queue.
+	CounterLink = "link"
 	// CounterXDP: linerate's XDP counter, by the queue it ran on.
 	CounterXDP = "xdp"
 )

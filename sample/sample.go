@@ -25,6 +25,36 @@ func Live(proc procfs.FS, et ethtool.Client, ifaces []string) Reader {
 	return func() (box.Counters, error) { return box.ReadCounters(proc, et, ifaces) }
 }
 
+// QueueReader reads the packets of each receive queue of the named
+// interfaces (every interface that has them when ifaces is empty), by
+// interface name: qstats.ByName, which this package does not link so that
+// the readers of samples link no netlink.
+type QueueReader func(ifaces []string) (map[string][]uint64, error)
+
+// WithQueues lays the receive queues q reads over those r's snapshots
+// hold (a driver's netdev qstats over its ethtool statistics: newer
+// drivers list no per-queue packets in ethtool -S). A failed q leaves the
+// snapshot as r read it.
+func (r Reader) WithQueues(q QueueReader, ifaces []string) Reader {
+	return func() (box.Counters, error) {
+		c, err := r()
+		if err != nil {
+			return c, err
+		}
+		qs, qerr := q(ifaces)
+		if qerr != nil {
+			return c, nil
+		}
+		for name, v := range qs {
+			if c.RxQueues == nil {
+				c.RxQueues = map[string][]uint64{}
+			}
+			c.RxQueues[name] = v
+		}
+		return c, nil
+	}
+}
+
 // Loop records rates once an interval until Stop.
 type Loop struct {
 	read  Reader

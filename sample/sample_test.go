@@ -148,3 +148,28 @@ func TestStreamKeepsNothing(t *testing.T) {
 		t.Errorf("the loop holds %d intervals", len(l.rates))
 	}
 }
+
+// TestWithQueues: a driver's qstats replace what ethtool gave for its
+// interface and add interfaces ethtool had none for; a QueueReader that
+// fails leaves the snapshot whole.
+func TestWithQueues(t *testing.T) {
+	base := Reader(func() (box.Counters, error) {
+		return box.Counters{RxQueues: map[string][]uint64{"eth0": {1, 2}, "eth1": {7}}}, nil
+	})
+	var asked []string
+	r := base.WithQueues(func(ifaces []string) (map[string][]uint64, error) {
+		asked = ifaces
+		return map[string][]uint64{"eth0": {10, 20, 30}, "eth2": {5}}, nil
+	}, []string{"eth0", "eth2"})
+	c, err := r()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 2 || len(c.RxQueues["eth0"]) != 3 || c.RxQueues["eth0"][2] != 30 || c.RxQueues["eth1"][0] != 7 || c.RxQueues["eth2"][0] != 5 {
+		t.Errorf("RxQueues = %v (asked for %v)", c.RxQueues, asked)
+	}
+	r = base.WithQueues(func([]string) (map[string][]uint64, error) { return nil, errors.New("no netdev family") }, nil)
+	if c, err := r(); err != nil || len(c.RxQueues["eth0"]) != 2 {
+		t.Errorf("a failed queue read: %v %v", c.RxQueues, err)
+	}
+}

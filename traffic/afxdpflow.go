@@ -1,11 +1,13 @@
 package traffic
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/vishvananda/netlink"
 
 	"linerate/internal/usage"
+	"linerate/results"
 	"linerate/wire"
 )
 
@@ -78,7 +80,10 @@ func openXDPEngine(r *clientRun, to []*target) error {
 func (t *target) openXDP(r *clientRun) error {
 	sp := &t.spec
 	copyMode, senders := 0, 0
-	var iface string
+	var (
+		iface string
+		zcErr error
+	)
 	err := t.openFrames(r, "xdp", func(link netlink.Link) (int, error) {
 		iface = link.Attrs().Name
 		q, err := txQueuesInUse(iface)
@@ -91,17 +96,44 @@ func (t *target) openXDP(r *clientRun) error {
 		s, err := NewXDPSender(XDPConfig{RingConfig: rc, Queue: g})
 		if err == nil && !s.ZeroCopy() {
 			copyMode++
+			zcErr = cmp.Or(zcErr, s.ZeroCopyError())
 		}
 		return s, err
 	})
+	if err == nil && senders > 0 {
+		t.afxdp = afxdpStat(iface, senders, copyMode, zcErr)
+	}
 	if senders > 0 && senders < sp.Ports {
 		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine xdp: %s uses %d TX queue(s) for %d ports: %d AF_XDP socket(s), each sending the flows of %s (more queues, more sending threads: `ethtool -L %s tx %d`)",
 			iface, senders, sp.Ports, senders, portsPerSender(sp.Ports, senders), iface, sp.Ports))
 	}
 	if copyMode > 0 {
-		t.acc.Notes = append(t.acc.Notes, fmt.Sprintf("--engine xdp: %s has no AF_XDP zero-copy, %d socket(s) in copy mode", iface, copyMode))
+		note := fmt.Sprintf("--engine xdp: %s has no AF_XDP zero-copy, %d socket(s) in copy mode", iface, copyMode)
+		if zcErr != nil {
+			note += " (zero-copy: " + zcErr.Error() + ")"
+		}
+		t.acc.Notes = append(t.acc.Notes, note)
 	}
 	return err
+}
+
+// afxdpStat says how a target's AF_XDP sockets were bound: n sockets on
+// iface, copies of them in copy mode, zcErr why the driver refused
+// zero-copy.
+func afxdpStat(iface string, n, copies int, zcErr error) *results.AFXDPStat {
+	st := &results.AFXDPStat{Interface: iface, Sockets: n, ZeroCopy: n - copies}
+	switch copies {
+	case 0:
+		st.Mode = results.XDPNative
+	case n:
+		st.Mode = results.XDPGeneric
+	default:
+		st.Mode = results.XDPMixed
+	}
+	if zcErr != nil {
+		st.ZeroCopyError = zcErr.Error()
+	}
+	return st
 }
 
 // portsPerSender says how many ports each of n senders takes from p.

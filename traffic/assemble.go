@@ -102,6 +102,7 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 	tr.Threads, tr.Machine = sr.Threads, sr.Machine
 	tr.XDP = sr.XDP
 	tr.RxQueues = sr.RxQueues
+	tr.AFXDP = t.afxdp
 	tr.ForeignPackets = sr.Foreign
 	for _, sh := range t.rev {
 		tr.ForeignPackets += sh.e.res.foreign

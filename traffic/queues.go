@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"linerate/results"
 	"linerate/source/ethtool"
@@ -23,7 +24,11 @@ import (
 type queueMeter struct {
 	*windowMeter
 	stat results.QueueStat
-	et   *ethtool.Live
+	// The sockets the counter reads through, made in the interface's
+	// namespace: reads from any goroutine see that namespace.
+	et *ethtool.Live
+	qs *qstats.Conn
+	nl *netlink.Handle
 }
 
 // newQueueMeter finds the interface holding local and a counter for its
@@ -41,18 +46,22 @@ func newQueueMeter(local netip.Addr, xdp *xdpcount.Counter) *queueMeter {
 }
 
 // errNoQueueCounters says the interface counts nothing per receive queue.
-var errNoQueueCounters = errors.New("has no per-queue receive counters (netdev qstats, ethtool -S; a veth counts none): --xdp counts them with an XDP program")
+var errNoQueueCounters = errors.New("has no per-queue receive counters (netdev qstats, ethtool -S; multi-queue veths and taps count none): --xdp counts them with an XDP program")
 
-// counter picks how to read the queues: qstats, else ethtool, else XDP.
+// counter picks how to read the queues: qstats, else ethtool, else the
+// link's counter of a single-queue interface, else XDP.
 func (m *queueMeter) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([]uint64, error), error) {
 	name, index, err := interfaceOf(local)
 	if err != nil {
 		return nil, err
 	}
 	m.stat.Interface = name
-	if _, err := qstats.RxPackets(index); err == nil {
-		m.stat.Counter = results.CounterQstats
-		return func() ([]uint64, error) { return qstats.RxPackets(index) }, nil
+	if qs, err := qstats.Dial(); err == nil {
+		if _, err := qs.RxPackets(index); err == nil {
+			m.qs, m.stat.Counter = qs, results.CounterQstats
+			return func() ([]uint64, error) { return qs.RxPackets(index) }, nil
+		}
+		qs.Close()
 	}
 	if et, err := ethtool.NewLive(); err == nil {
 		var driver string
@@ -76,12 +85,32 @@ func (m *queueMeter) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([
 		}
 		et.Close()
 	}
-	if xdp == nil {
-		return nil, fmt.Errorf("interface %s %w", name, errNoQueueCounters)
-	}
-	link, err := netlink.LinkByIndex(index)
+	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	m.nl = nl
+	link, err := nl.LinkByIndex(index)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if link.Attrs().NumRxQueues == 1 {
+		// One receive queue (e1000e, a single-queue veth): every packet
+		// the interface received is that queue's, by its own counter.
+		m.stat.Counter = results.CounterLink
+		return func() ([]uint64, error) {
+			l, err := nl.LinkByIndex(index)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if l.Attrs().Statistics == nil {
+				return nil, fmt.Errorf("interface %s reports no statistics", name)
+			}
+			return []uint64{l.Attrs().Statistics.RxPackets}, nil
+		}, nil
+	}
+	if xdp == nil {
+		return nil, fmt.Errorf("interface %s %w", name, errNoQueueCounters)
 	}
 	n := max(link.Attrs().NumRxQueues, 1)
 	m.stat.Counter = results.CounterXDP
@@ -111,6 +140,12 @@ func (m *queueMeter) result() *results.QueueStat {
 
 func (m *queueMeter) close() error {
 	m.stop(0)
+	if m.nl != nil {
+		m.nl.Close()
+	}
+	if m.qs != nil {
+		m.qs.Close()
+	}
 	if m.et != nil {
 		return m.et.Close()
 	}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"linerate/internal/testenv"
 	"linerate/results"
@@ -80,20 +81,76 @@ func TestQueueMeterEthtool(t *testing.T) {
 	})
 }
 
-// TestQueueMeterNoCounters: a veth without an XDP counter has no
-// per-queue receive counters, and the result says what would count them.
+// TestQueueMeterNoCounters: a veth of several queues without an XDP
+// counter has no per-queue receive counters, and the result says what
+// would count them.
 func TestQueueMeterNoCounters(t *testing.T) {
 	testenv.RequireRoot(t)
-	l := newRingLab(t)
+	a, b := testenv.NewNetNS(t), testenv.NewNetNS(t)
+	testenv.Veth(t, a, "lrq0", b, "lrq1", 2)
+	b.AddAddr(t, "lrq1", "10.201.1.2/24")
 	var q *results.QueueStat
-	err := l.b.Do(func() error {
-		q = meterOnce(l.dst)
+	err := b.Do(func() error {
+		q = meterOnce(netip.MustParseAddr("10.201.1.2"))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(q.Packets) != 0 || q.Interface != "lrs1" || q.Error == "" || !strings.HasPrefix(q.Error, "interface lrs1 has no per-queue") || !strings.Contains(q.Error, "--xdp") {
-		t.Errorf("a veth's queues without --xdp: %+v", q)
+	if len(q.Packets) != 0 || q.Interface != "lrq1" || q.Error == "" || !strings.HasPrefix(q.Error, "interface lrq1 has no per-queue") || !strings.Contains(q.Error, "--xdp") {
+		t.Errorf("a 2-queue veth's queues without --xdp: %+v", q)
+	}
+}
+
+// TestQueueMeterSingleQueue: an interface with one receive queue (e1000e,
+// a veth made so) counts every packet it received on that queue, by its
+// own receive counter: the datagrams received in the window are all there.
+func TestQueueMeterSingleQueue(t *testing.T) {
+	testenv.RequireRoot(t)
+	l := newRingLab(t)
+	const n = 50
+	var (
+		m  *queueMeter
+		rc *net.UDPConn
+	)
+	err := l.b.Do(func() (err error) {
+		m = newQueueMeter(l.dst, nil)
+		rc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(l.dst, 0)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	defer rc.Close()
+	to := rc.LocalAddr().(*net.UDPAddr)
+	var sc *net.UDPConn
+	if err := l.a.Do(func() (err error) { sc, err = net.ListenUDP("udp4", nil); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	// send writes k datagrams and waits until the receiver has them all.
+	send := func(k int) {
+		t.Helper()
+		for range k {
+			if _, err := sc.WriteToUDP([]byte("queue"), to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 64)
+		for range k {
+			if _, _, err := rc.ReadFromUDP(buf); err != nil {
+				t.Fatalf("receive: %v", err)
+			}
+		}
+	}
+	send(1) // the neighbour is resolved before the window
+	m.mark(false)
+	send(n)
+	m.mark(true)
+	q := m.result()
+	if q.Error != "" || q.Counter != results.CounterLink || len(q.Packets) != 1 || q.Packets[0] < n || q.Packets[0] > n+3 {
+		t.Errorf("a single-queue veth after %d datagrams: %+v, want its link counter with %d on queue 0", n, q, n)
 	}
 }

@@ -590,6 +590,13 @@ const ringKickBatch = 512
 // When ctx ends first, Run returns the counts so far together with
 // ctx.Err(), so that the caller can print a partial result.
 func (s *RingSender) Run(ctx context.Context) (RingCounts, error) {
+	return s.RunFrom(ctx, time.Time{})
+}
+
+// RunFrom is Run with the warmup starting at start (zero: now), so that
+// the measured window is the session's even when the sending thread
+// starts late: what a late start owes is sent at once, in the warmup.
+func (s *RingSender) RunFrom(ctx context.Context, start time.Time) (RingCounts, error) {
 	if s.ring == nil {
 		return RingCounts{}, errors.New("ring sender: run after close")
 	}
@@ -605,7 +612,7 @@ func (s *RingSender) Run(ctx context.Context) (RingCounts, error) {
 	}
 	cpu0 := ringThreadCPU()
 	s.progress.Store(0)
-	r := s.newRingRun(time.Now())
+	r := s.newRingRun(runStart(start))
 	err := r.loop(ctx)
 	counts := r.counts(s.drain())
 	counts.CPU = ringThreadCPU() - cpu0
@@ -673,6 +680,15 @@ func (r *ringRun) retryDown(ctx context.Context, kick func() error) (over bool, 
 	r.phaseStart = r.phaseStart.Add(now.Sub(r.downSince))
 	r.downSince = time.Time{}
 	return over, nil
+}
+
+// runStart is when a run's warmup starts: start, unless zero or to come
+// (a run is never ahead of its clock), else now.
+func runStart(start time.Time) time.Time {
+	if now := time.Now(); start.IsZero() || start.After(now) {
+		return now
+	}
+	return start
 }
 
 func (s *RingSender) newRingRun(start time.Time) *ringRun {

@@ -18,7 +18,7 @@ import (
 // frameSender sends prebuilt frames below the socket layer: a
 // RingSender (AF_PACKET TX_RING) or an XDPSender (AF_XDP).
 type frameSender interface {
-	Run(ctx context.Context) (RingCounts, error)
+	RunFrom(ctx context.Context, start time.Time) (RingCounts, error)
 	Progress() (packets, bytes uint64)
 	Close() error
 }
@@ -140,7 +140,10 @@ func (f *frameFlow) run(tm Timing) {
 	// threads do not stay behind in the runtime's pool, pinned.
 	runtime.LockOSThread()
 	cpu0, t0 := threadUsage(), time.Now()
-	c, err := f.s.Run(ctx)
+	// The warmup starts at the session's start, not when this thread
+	// woke: the measured window is then the one every other counter of
+	// the test uses (the ends' drop counters, the receivers').
+	c, err := f.s.RunFrom(ctx, tm.Start)
 	used, wall := (threadUsage() - cpu0).Seconds(), time.Since(t0).Seconds()
 	if errors.Is(err, context.Canceled) {
 		err = nil

@@ -29,6 +29,9 @@ type target struct {
 	serverID string
 	spec     wire.Spec
 	acc      *wire.Accept
+	// afxdp is how the AF_XDP engine's sockets to this target were bound
+	// (nil: another engine).
+	afxdp *results.AFXDPStat
 	// fwd is what the client sends to this target, rev what it receives
 	// from it: parts of the session's flows.
 	fwd, rev []share

@@ -127,6 +127,9 @@ func newXDPMeter(local netip.Addr, port uint16) *xdpMeter {
 	}
 	m.c = c
 	m.stat.Mode = string(c.Mode())
+	if err := c.NativeError(); err != nil {
+		m.stat.NativeError = err.Error()
+	}
 	m.read = func() ([]uint64, error) {
 		pk, by, err := c.Count()
 		return []uint64{pk, by}, err

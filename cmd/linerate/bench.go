@@ -25,6 +25,7 @@ import (
 	"linerate/source/cpuset"
 	"linerate/source/ethtool"
 	"linerate/source/procfs"
+	"linerate/source/qstats"
 	"linerate/traffic"
 	"linerate/wire"
 )
@@ -271,7 +272,7 @@ func liveSampling() traffic.Sampling {
 	if l, err := ethtool.NewLive(); err == nil {
 		et = l
 	}
-	read := sample.Live(procfs.NewFS("/proc"), et, nil)
+	read := sample.Live(procfs.NewFS("/proc"), et, nil).WithQueues(qstats.ByName, nil)
 	return traffic.Sampling(sample.Func(read, time.Second))
 }
 

@@ -18,6 +18,7 @@ import (
 	"linerate/results"
 	"linerate/sample"
 	"linerate/source"
+	"linerate/source/qstats"
 	"linerate/source/tree"
 )
 
@@ -156,7 +157,7 @@ func liveEvidence(cmd *cobra.Command, d time.Duration) (*diagnose.Evidence, stri
 	}
 	defer src.Close()
 	fmt.Fprintf(cmd.ErrOrStderr(), "sampling this box for %s ...\n", d)
-	loop := sample.Start(sample.Live(src.Proc(), src.Ethtool(), nil), time.Second, nil)
+	loop := sample.Start(sample.Live(src.Proc(), src.Ethtool(), nil).WithQueues(qstats.ByName, nil), time.Second, nil)
 	select {
 	case <-time.After(d):
 	case <-cmd.Context().Done():

@@ -6,8 +6,11 @@ import (
 )
 
 // QueueStat is one queue's counters from a driver's statistics; a
-// counter the driver does not have is nil.
-type QueueStat struct{ Packets, Bytes *uint64 }
+// counter the driver does not have is nil. Drops is what the driver
+// dropped on the queue: igb's rx_queue_N_drops are its ring's overflows
+// (counted in rx_fifo_errors too), virtio_net's its own receive errors
+// and XDP drops.
+type QueueStat struct{ Packets, Bytes, Drops *uint64 }
 
 // QueueStats picks the per-queue packet and byte counters out of a driver's
 // statistics, by queue index. Drivers name them differently:
@@ -16,9 +19,11 @@ type QueueStat struct{ Packets, Bytes *uint64 }
 //	rx-0.packets        tx-0.bytes         i40e, iavf
 //	rx0_packets         tx0_bytes          mlx5, virtio_net
 //	rxq0_packets        txq0_bytes         bcmgenet
+//	queue_0_rx_packets  queue_0_tx_bytes
 //
-// Only these exact shapes count: veth's rx_queue_0_xdp_packets, for one, are
-// XDP packets and not the queue's traffic.
+// Only these exact shapes count (with _drops too): veth's
+// rx_queue_0_xdp_packets, for one, are XDP packets and not the queue's
+// traffic, and virtio_net's rx_queue_0_xdp_drops a part of its drops.
 //
 // bcmgenet numbers its counters by hardware ring, not by queue: ring 16 is
 // the default ring behind queue 0 and rings 0-3 are queues 1-4 (the
@@ -31,32 +36,62 @@ func QueueStats(stats Stats, driver string) (rx, tx map[int]QueueStat) {
 		if !ok {
 			continue
 		}
-		if driver == "bcmgenet" {
-			if q == 16 {
-				q = 0
-			} else {
-				q++
-			}
-		}
+		q = driverQueue(driver, q)
 		m := rx
 		if dir == 't' {
 			m = tx
 		}
 		s := m[q]
 		v := stats[i].Value
-		if field == "packets" {
+		switch field {
+		case "packets":
 			s.Packets = &v
-		} else {
+		case "bytes":
 			s.Bytes = &v
+		default:
+			s.Drops = &v
 		}
 		m[q] = s
 	}
 	return rx, tx
 }
 
+// driverQueue is the queue a driver's per-queue statistic numbered q
+// belongs to: q, but for bcmgenet's rings (16 is queue 0, ring N queue
+// N+1).
+func driverQueue(driver string, q int) int {
+	if driver != "bcmgenet" {
+		return q
+	}
+	if q == 16 {
+		return 0
+	}
+	return q + 1
+}
+
 // parseQueueStat reads a per-queue statistic's name: its direction ('r'
-// or 't'), queue and field ("packets" or "bytes").
+// or 't'), queue and field ("packets", "bytes" or "drops").
 func parseQueueStat(name string) (dir byte, q int, field string, ok bool) {
+	if rest, found := strings.CutPrefix(name, "queue_"); found {
+		// queue_0_rx_packets: the queue first.
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i > 6 {
+			return 0, 0, "", false
+		}
+		q, _ = strconv.Atoi(rest[:i])
+		switch rest[i:] {
+		case "_rx_packets", "_tx_packets":
+			return rest[i+1], q, "packets", true
+		case "_rx_bytes", "_tx_bytes":
+			return rest[i+1], q, "bytes", true
+		case "_rx_drops", "_tx_drops":
+			return rest[i+1], q, "drops", true
+		}
+		return 0, 0, "", false
+	}
 	if len(name) < 3 || (name[:2] != "rx" && name[:2] != "tx") {
 		return 0, 0, "", false
 	}
@@ -80,6 +115,8 @@ func parseQueueStat(name string) (dir byte, q int, field string, ok bool) {
 			return dir, q, "packets", true
 		case "_bytes", ".bytes":
 			return dir, q, "bytes", true
+		case "_drops", ".drops":
+			return dir, q, "drops", true
 		}
 	}
 	return 0, 0, "", false
@@ -103,6 +140,46 @@ func RxQueuePackets(stats Stats, driver string) []uint64 {
 			out = append(out, make([]uint64, q+1-len(out))...)
 		}
 		out[q] = *s.Packets
+	}
+	return out
+}
+
+// RxQueueRates is RxQueuePackets over per-second rates of a driver's
+// statistics (box.Rates' ethtool map): each receive queue's packets per
+// second, queue 0 first; nil when the driver counts none per queue.
+func RxQueueRates(rates map[string]float64, driver string) []float64 {
+	var out []float64
+	for name, v := range rates {
+		dir, q, field, ok := parseQueueStat(name)
+		if !ok || dir != 'r' || field != "packets" {
+			continue
+		}
+		if q = driverQueue(driver, q); q >= maxQueues {
+			continue
+		}
+		if q >= len(out) {
+			out = append(out, make([]float64, q+1-len(out))...)
+		}
+		out[q] = v
+	}
+	return out
+}
+
+// RxQueueDrops is what a driver dropped on each receive queue, from its
+// statistics by name (a box.Drops delta's ethtool map): the per-queue
+// drops counters QueueStats reads, by queue; nil when it counts none or
+// none dropped.
+func RxQueueDrops(stats map[string]uint64) map[int]uint64 {
+	var out map[int]uint64
+	for name, v := range stats {
+		dir, q, field, ok := parseQueueStat(name)
+		if !ok || dir != 'r' || field != "drops" || v == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[int]uint64{}
+		}
+		out[q] += v
 	}
 	return out
 }

@@ -14,6 +14,8 @@ package qstats
 import (
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 
 	"github.com/mdlayher/netlink"
 	"github.com/mdlayher/netlink/nlenc"
@@ -45,55 +47,130 @@ const (
 	maxQueues = 1024
 )
 
-// RxPackets is the packets each receive queue of the interface ifindex
-// counted since the driver started counting, queue 0 first; queues the
-// driver did not report are 0. Call it in the interface's network
-// namespace.
-func RxPackets(ifindex int) ([]uint64, error) {
+// Conn is a generic netlink socket to the netdev family, in the network
+// namespace of the thread that dialled it: reads through it see that
+// namespace's interfaces whichever thread makes them.
+type Conn struct {
+	c      *netlink.Conn
+	family uint16
+}
+
+// Dial opens a Conn in the calling thread's network namespace; a kernel
+// without the netdev family is ErrUnsupported.
+func Dial() (*Conn, error) {
 	c, err := netlink.Dial(unix.NETLINK_GENERIC, nil)
 	if err != nil {
 		return nil, fmt.Errorf("qstats: %w", err)
 	}
-	defer c.Close()
 	family, err := familyID(c)
 	if err != nil {
+		c.Close()
 		return nil, err
 	}
-	ae := netlink.NewAttributeEncoder()
-	ae.Uint32(attrIfindex, uint32(ifindex))
-	ae.Uint32(attrScope, scopeQueue)
-	attrs, err := ae.Encode()
+	return &Conn{c: c, family: family}, nil
+}
+
+// Close closes the socket.
+func (c *Conn) Close() error { return c.c.Close() }
+
+// ByName is the packets each receive queue of the named interfaces (all
+// that report them when ifaces is empty) counted, by name: one dump in the
+// calling thread's network namespace. Interfaces whose drivers report no
+// qstats are absent; a kernel without the family is ErrUnsupported.
+func ByName(ifaces []string) (map[string][]uint64, error) {
+	c, err := Dial()
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := c.Execute(netlink.Message{
-		Header: netlink.Header{Type: netlink.HeaderType(family), Flags: netlink.Request | netlink.Dump},
-		Data:   append(genlHeader(netdevCmdQstatsGet, netdevFamilyVersion), attrs...),
-	})
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENODEV) {
-		return nil, fmt.Errorf("interface %d: %w", ifindex, ErrUnsupported)
+	defer c.Close()
+	all, err := c.RxPacketsAll()
+	if err != nil || len(all) == 0 {
+		return nil, err
 	}
+	links, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("qstats: %w", err)
+	}
+	out := map[string][]uint64{}
+	for _, l := range links {
+		if q, ok := all[l.Index]; ok && (len(ifaces) == 0 || slices.Contains(ifaces, l.Name)) {
+			out[l.Name] = q
+		}
+	}
+	return out, nil
+}
+
+// RxPackets is the packets each receive queue of the interface ifindex
+// counted since the driver started counting, queue 0 first; queues the
+// driver did not report are 0. Call it in the interface's network
+// namespace; Conn.RxPackets reads where the Conn was dialled.
+func RxPackets(ifindex int) ([]uint64, error) {
+	c, err := Dial()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.RxPackets(ifindex)
+}
+
+// RxPackets is the packets each receive queue of the interface ifindex (of
+// the Conn's namespace) counted, as the function RxPackets.
+func (c *Conn) RxPackets(ifindex int) ([]uint64, error) {
+	all, err := c.dump(ifindex)
 	if err != nil {
 		return nil, fmt.Errorf("qstats of interface %d: %w", ifindex, err)
 	}
-	var datas [][]byte
-	for _, m := range msgs {
-		datas = append(datas, m.Data)
-	}
-	out, err := parseRx(datas)
-	if err != nil {
-		return nil, fmt.Errorf("qstats of interface %d: %w", ifindex, err)
-	}
+	out := all[ifindex]
 	if out == nil {
 		return nil, fmt.Errorf("interface %d: %w", ifindex, ErrUnsupported)
 	}
 	return out, nil
 }
 
+// RxPacketsAll is RxPackets of every interface of the Conn's namespace
+// whose driver reports per-queue statistics, by interface index: one
+// dump.
+func (c *Conn) RxPacketsAll() (map[int][]uint64, error) {
+	all, err := c.dump(0)
+	if err != nil {
+		return nil, fmt.Errorf("qstats: %w", err)
+	}
+	return all, nil
+}
+
+// dump asks for the receive queues of ifindex (0: of every interface).
+func (c *Conn) dump(ifindex int) (map[int][]uint64, error) {
+	ae := netlink.NewAttributeEncoder()
+	if ifindex > 0 {
+		ae.Uint32(attrIfindex, uint32(ifindex))
+	}
+	ae.Uint32(attrScope, scopeQueue)
+	attrs, err := ae.Encode()
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := c.c.Execute(netlink.Message{
+		Header: netlink.Header{Type: netlink.HeaderType(c.family), Flags: netlink.Request | netlink.Dump},
+		Data:   append(genlHeader(netdevCmdQstatsGet, netdevFamilyVersion), attrs...),
+	})
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENODEV) {
+		return nil, ErrUnsupported
+	}
+	if err != nil {
+		return nil, err
+	}
+	datas := make([][]byte, 0, len(msgs))
+	for _, m := range msgs {
+		datas = append(datas, m.Data)
+	}
+	return parseRx(datas)
+}
+
 // parseRx reads the receive queues' packets out of the dump's messages
-// (each a generic netlink header and one queue's attributes).
-func parseRx(datas [][]byte) ([]uint64, error) {
-	var out []uint64
+// (each a generic netlink header and one queue's attributes), by
+// interface index.
+func parseRx(datas [][]byte) (map[int][]uint64, error) {
+	var out map[int][]uint64
 	for _, d := range datas {
 		if len(d) < genlHeaderLen {
 			return nil, fmt.Errorf("a message of %d bytes", len(d))
@@ -103,11 +180,13 @@ func parseRx(datas [][]byte) ([]uint64, error) {
 			return nil, err
 		}
 		var (
-			typ, id = -1, -1
-			packets *uint64
+			ifindex, typ, id = -1, -1, -1
+			packets          *uint64
 		)
 		for ad.Next() {
 			switch ad.Type() {
+			case attrIfindex:
+				ifindex = int(ad.Uint32())
 			case attrQueueType:
 				typ = int(ad.Uint32())
 			case attrQueueID:
@@ -123,13 +202,18 @@ func parseRx(datas [][]byte) ([]uint64, error) {
 		if err := ad.Err(); err != nil {
 			return nil, err
 		}
-		if typ != queueTypeRx || id < 0 || id >= maxQueues || packets == nil {
+		if typ != queueTypeRx || ifindex < 0 || id < 0 || id >= maxQueues || packets == nil {
 			continue
 		}
-		if id >= len(out) {
-			out = append(out, make([]uint64, id+1-len(out))...)
+		if out == nil {
+			out = map[int][]uint64{}
 		}
-		out[id] = *packets
+		q := out[ifindex]
+		if id >= len(q) {
+			q = append(q, make([]uint64, id+1-len(q))...)
+		}
+		q[id] = *packets
+		out[ifindex] = q
 	}
 	return out, nil
 }

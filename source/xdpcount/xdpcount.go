@@ -37,7 +37,10 @@ type cpuCounts struct {
 type Counter struct {
 	ifindex int
 	mode    Mode
-	bpf     bpfprog.Attached // the map of counts, the program, its link
+	// nativeErr is why the driver refused native mode, when the counter
+	// runs in generic mode.
+	nativeErr error
+	bpf       bpfprog.Attached // the map of counts, the program, its link
 }
 
 // Attach loads the counting program and attaches it to the
@@ -67,6 +70,9 @@ func Attach(ifindex int, port uint16, drop bool) (*Counter, error) {
 		if err == nil {
 			c.bpf.Link, c.mode = l, m.mode
 			return c, nil
+		}
+		if m.mode == Native {
+			c.nativeErr = err
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", m.mode, err))
 	}
@@ -102,6 +108,10 @@ func load(port uint16, drop bool) (*ebpf.Map, *ebpf.Program, error) {
 
 // Mode says whether the program runs in the driver or after the skb.
 func (c *Counter) Mode() Mode { return c.mode }
+
+// NativeError is why the driver refused the program in native mode, for a
+// counter in generic mode (nil otherwise).
+func (c *Counter) NativeError() error { return c.nativeErr }
 
 // Queues returns what was counted on each of the first n receive queues
 // (at most MaxQueues; the last one also holds the queues past it), summed

@@ -21,3 +21,6 @@ func (c *Counter) Queues(n int) ([]QueueCount, error) { return nil, ErrUnsupport
 
 // Close has nothing to close.
 func (c *Counter) Close() error { return nil }
+
+// NativeError is nil: the small build attaches nothing.
+func (c *Counter) NativeError() error { return nil }

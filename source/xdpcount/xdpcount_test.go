@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
 
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
@@ -110,5 +111,45 @@ func TestProgram(t *testing.T) {
 func TestAttachBadIndex(t *testing.T) {
 	if _, err := Attach(0, 0, false); err == nil || !usage.Is(err) {
 		t.Errorf("ifindex 0: %v, want a usage error", err)
+	}
+}
+
+// TestAttachModes: a driver with native XDP (veth) takes the counter in
+// the driver; one without (ifb) leaves it generic and the counter says
+// why native was refused.
+func TestAttachModes(t *testing.T) {
+	testenv.RequireRoot(t)
+	a, b := testenv.NewNetNS(t), testenv.NewNetNS(t)
+	testenv.Veth(t, a, "lrx0", b, "lrx1", 1)
+	h := a.Netlink(t)
+	if err := h.LinkAdd(&netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "lrxd"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		iface      string
+		mode       Mode
+		nativeErrs bool
+	}{{"lrx0", Native, false}, {"lrxd", Generic, true}} {
+		l, err := h.LinkByName(c.iface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
+		err = a.Do(func() error {
+			cn, err := Attach(l.Attrs().Index, 0, false)
+			if err != nil {
+				return err
+			}
+			defer cn.Close()
+			if cn.Mode() != c.mode || (cn.NativeError() != nil) != c.nativeErrs {
+				t.Errorf("%s: mode %s, native refused: %v; want %s", c.iface, cn.Mode(), cn.NativeError(), c.mode)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.iface, err)
+		}
 	}
 }
