@@ -37,6 +37,8 @@ const (
 	// pairs would only spend confidence.
 	minLook       = 3
 	DefaultPasses = 2
+	// MinLook is minLook for callers that set MaxRounds.
+	MinLook = minLook
 	// autoLockWait bounds the wait for another linerate changing the
 	// system, as tune apply waits.
 	autoLockWait = 30 * time.Second

@@ -285,7 +285,16 @@ func (s *Session) floodCommand() []string {
 func (s *Session) floodDuration() time.Duration { return max(s.Config.TuneDuration, minFlood) }
 
 // maxRounds bounds the pairs of each trial of the tune step.
-func (s *Session) maxRounds() int { return max(DefaultTuneMaxRounds, s.Config.TuneRounds) }
+func (s *Session) maxRounds() int {
+	if s.Config.VM {
+		// Under a guest's emulated CPUs the rounds spread so widely that
+		// more pairs rarely settle a change, and each costs seconds of
+		// TCG: tune auto judges on the rounds asked for (and on as few
+		// pairs as it judges on).
+		return max(s.Config.TuneRounds, autotune.MinLook)
+	}
+	return max(DefaultTuneMaxRounds, s.Config.TuneRounds)
+}
 
 // tuneCommand is the tune step as a command the router could run itself.
 func (s *Session) tuneCommand(try []tune.Item) []string {

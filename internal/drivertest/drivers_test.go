@@ -303,11 +303,12 @@ func TestLabUpKilled(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the guest's supervisor is recorded: QEMU is booting.
+	// Wait until the guest's supervisor is recorded and its QEMU runs:
+	// the guest is booting.
 	deadline := time.Now().Add(time.Minute)
 	for {
 		st, err := lab.Dir(l.dir).Load(l.name)
-		if err == nil && len(st.Guests) > 0 {
+		if err == nil && len(st.Guests) > 0 && exec.Command("pgrep", "-f", "qemu.*"+l.dir).Run() == nil {
 			break
 		}
 		if time.Now().After(deadline) {
