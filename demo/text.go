@@ -25,17 +25,17 @@ func (f Flow) arrow() string { return f.From + "→" + f.To }
 // share prints a share of the ceiling: "99.8%".
 func share(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }
 
-func pps(v float64) string { return ceiling.FormatCount(v) + " pps" }
+func pps(v float64) string { return units.Count(v) + " pps" }
 
 // mbps prints bits per second in Mb/s with one decimal, for table columns.
 func mbps(v float64) string { return fmt.Sprintf("%.1f", v/1e6) }
 
 // flowLine is one direction of an outcome, for the progress lines.
 func flowLine(f Flow, speedBps int64) string {
-	s := fmt.Sprintf("%s  %s  %s", f.arrow(), ceiling.FormatBps(f.Bps), pps(f.PPS))
+	s := fmt.Sprintf("%s  %s  %s", f.arrow(), units.Bps(f.Bps), pps(f.PPS))
 	if f.Ceiling != nil {
-		s += fmt.Sprintf("  = %s of a %s port (%s, %s in %d-byte frames)", share(f.Share), ceiling.FormatSpeed(speedBps),
-			ceiling.FormatBps(ceilingBps(f)), pps(float64(f.Ceiling.PPS)), f.Frame.Bytes)
+		s += fmt.Sprintf("  = %s of a %s port (%s, %s in %d-byte frames)", share(f.Share), units.Speed(speedBps),
+			units.Bps(ceilingBps(f)), pps(float64(f.Ceiling.PPS)), f.Frame.Bytes)
 	} else {
 		s += fmt.Sprintf("  in %d-byte frames", f.Frame.Bytes)
 	}
@@ -111,8 +111,8 @@ func WriteText(w io.Writer, r *Report) error {
 	port := "uncapped links, no ceiling"
 	ceilHead := "CEILING"
 	if r.SpeedBps > 0 {
-		port = fmt.Sprintf("links shaped like %s Ethernet ports", ceiling.FormatSpeed(r.SpeedBps))
-		ceilHead = ceiling.FormatSpeed(r.SpeedBps) + " PORT"
+		port = fmt.Sprintf("links shaped like %s Ethernet ports", units.Speed(r.SpeedBps))
+		ceilHead = units.Speed(r.SpeedBps) + " PORT"
 	}
 	fmt.Fprintf(&b, "\nlab %s: %s → %s (NAT) → %s, %s, %s measured per experiment\n\n",
 		r.Lab, r.Client, r.Router, r.Server, port, trimSeconds(r.Duration))
@@ -126,9 +126,9 @@ func WriteText(w io.Writer, r *Report) error {
 			}
 			ceilBps, ceilPPS, sh := "-", "-", "-"
 			if f.Ceiling != nil {
-				ceilBps, ceilPPS, sh = mbps(ceilingBps(f)), ceiling.FormatCount(float64(f.Ceiling.PPS)), share(f.Share)
+				ceilBps, ceilPPS, sh = mbps(ceilingBps(f)), units.Count(float64(f.Ceiling.PPS)), share(f.Share)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d B\n", name, f.arrow(), mbps(f.Bps), ceiling.FormatCount(f.PPS),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d B\n", name, f.arrow(), mbps(f.Bps), units.Count(f.PPS),
 				ceilBps, ceilPPS, sh, f.Frame.Bytes)
 		}
 	}
@@ -139,7 +139,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	if r.SpeedBps > 0 {
 		fmt.Fprintf(&b, "%s: what a %s Ethernet port carries in the same frames (preamble, FCS and gap counted); SHARE: pps over that.\n",
-			ceilHead, ceiling.FormatSpeed(r.SpeedBps))
+			ceilHead, units.Speed(r.SpeedBps))
 	}
 
 	var ids []int

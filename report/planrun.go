@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"linerate/box"
-	"linerate/ceiling"
 	"linerate/internal/units"
 	"linerate/plan"
 	"linerate/results"
@@ -83,9 +82,9 @@ func planTotal(w io.Writer, e *plan.Expectation, set *results.FlowSet) {
 	t := set.Total
 	fmt.Fprintf(w, "total: received %s, goodput %s", units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(goodput(&t), "b/s"))
 	if e != nil && e.Total.Known {
-		fmt.Fprintf(w, " (expected at line rate %s", ceiling.FormatBps(e.Total.GoodputBps))
+		fmt.Fprintf(w, " (expected at line rate %s", units.Bps(e.Total.GoodputBps))
 		if e.Bus != nil && e.LimitedBps < e.Total.GoodputBps {
-			fmt.Fprintf(w, "; %s after the bus", ceiling.FormatBps(e.LimitedBps))
+			fmt.Fprintf(w, "; %s after the bus", units.Bps(e.LimitedBps))
 		}
 		fmt.Fprint(w, ")")
 	}

@@ -5,7 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/search"
 )
 
@@ -34,8 +34,8 @@ func Search(w io.Writer, rs []search.SizeResult) error {
 			secs += t.Spec.Duration.Seconds()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.1f\t%s\t%d\t%.1f s\t\n", r.Size,
-			ceiling.FormatCount(r.NDRPPS), r.NDRBps/1e6, share(r.NDRPPS, r.CeilingPPS),
-			ceiling.FormatCount(r.PDRPPS), r.PDRBps/1e6, share(r.PDRPPS, r.CeilingPPS), len(r.Trials), secs)
+			units.Count(r.NDRPPS), r.NDRBps/1e6, share(r.NDRPPS, r.CeilingPPS),
+			units.Count(r.PDRPPS), r.PDRBps/1e6, share(r.PDRPPS, r.CeilingPPS), len(r.Trials), secs)
 	}
 	tw.Flush()
 	return ew.err
