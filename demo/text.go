@@ -23,7 +23,7 @@ const cpusPerRow = 8
 func (f Flow) arrow() string { return f.From + "→" + f.To }
 
 // share prints a share of the ceiling: "99.8%".
-func share(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }
+func share(v float64) string { return units.Percent(v, 1) }
 
 func pps(v float64) string { return units.Count(v) + " pps" }
 
@@ -40,7 +40,7 @@ func flowLine(f Flow, speedBps int64) string {
 		s += fmt.Sprintf("  in %d-byte frames", f.Frame.Bytes)
 	}
 	if f.LossRatio > 0 {
-		s += fmt.Sprintf(", %.2f%% lost", f.LossRatio*100)
+		s += fmt.Sprintf(", %s lost", units.Percent(f.LossRatio, 2))
 	}
 	switch {
 	case f.Retransmits == 1:
@@ -65,7 +65,7 @@ func ceilingBps(f Flow) float64 {
 
 // cpuBrief is one CPU's use: "cpu0 100% (usr 1 sys 34 softirq 64)".
 func cpuBrief(c box.CPUUse) string {
-	return fmt.Sprintf("cpu%d %.0f%% (usr %.0f sys %.0f softirq %.0f)", c.ID, c.Busy, c.User, c.System, c.SoftIRQ)
+	return fmt.Sprintf("cpu%d %s (usr %.0f sys %.0f softirq %.0f)", c.ID, units.Percent(c.Busy/100, 0), c.User, c.System, c.SoftIRQ)
 }
 
 // outcomeLines are the progress lines of a finished experiment.
@@ -226,8 +226,8 @@ func writeTuning(b *strings.Builder, t *Tuning, before *Diagnosis) {
 	if r.Spec != nil {
 		each = " of " + r.Spec.Duration.D().String()
 	}
-	fmt.Fprintf(b, "\ntune auto on %s: goal %s, median of %d round%s%s each; a change is kept when it gains more than %.0f%% and more than the rounds' spread\n",
-		r.DUT, r.Metric, r.Rounds, plural(r.Rounds), each, r.MinGain*100)
+	fmt.Fprintf(b, "\ntune auto on %s: goal %s, median of %d round%s%s each; a change is kept when it gains more than %s and more than the rounds' spread\n",
+		r.DUT, r.Metric, r.Rounds, plural(r.Rounds), each, units.Percent(r.MinGain, 0))
 	if len(r.Trials) == 0 {
 		b.WriteString("nothing was tried: no candidate this system can take\n")
 	} else {
@@ -238,7 +238,7 @@ func writeTuning(b *strings.Builder, t *Tuning, before *Diagnosis) {
 			if len(tr.Rounds) > 0 && tr.Verdict.Before != 0 {
 				before = r.Metric.Format(tr.Verdict.Before)
 				after = r.Metric.Format(tr.Verdict.After)
-				delta = fmt.Sprintf("%+.1f%%", tr.Verdict.Change*100)
+				delta = units.SignedPercent(tr.Verdict.Change, 1)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", report.TuneChangeName(tr.Changes, tr.Item), changeFromTo(tr), triedFor(tr.Source),
 				before, after, delta, report.TuneOutcome(tr.Outcome), tr.Why)
@@ -252,7 +252,7 @@ func writeTuning(b *strings.Builder, t *Tuning, before *Diagnosis) {
 	av, _ := r.After.Value(r.Metric)
 	line := fmt.Sprintf("before → after: %s → %s", r.Metric.Format(bv), r.Metric.Format(av))
 	if bv != 0 {
-		line += fmt.Sprintf(" (%+.1f%%)", (av-bv)/bv*100)
+		line += fmt.Sprintf(" (%s)", units.SignedPercent((av-bv)/bv, 1))
 	}
 	line += fmt.Sprintf(", loss %s → %s", autotune.MetricLoss.Format(r.Before.LossRatio), autotune.MetricLoss.Format(r.After.LossRatio))
 	if results.LoadsDiffer(r.Before.SentPPS, r.After.SentPPS) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"linerate/box"
+	"linerate/internal/units"
 	"linerate/results"
 )
 
@@ -253,7 +254,7 @@ func cpuList(ids []int) string {
 }
 
 // pct formats a percentage.
-func pct(v float64) string { return fmt.Sprintf("%.0f%%", v) }
+func pct(v float64) string { return units.Percent(v/100, 0) }
 
 // rate formats a per-second figure compactly: 81k/s, 1.2M/s.
 func rate(v float64) string {

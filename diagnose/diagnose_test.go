@@ -212,7 +212,7 @@ func TestUnmovableFromEvidence(t *testing.T) {
 		refused  string
 		want     string // evidence of irq-unmovable; "" for none
 	}{
-		{"interrupts outside the mask", []int{2}, "", "100% of its 9.0k/s interrupts on CPU0, which smp_affinity_list 2 does not allow"},
+		{"interrupts outside the mask", []int{2}, "", "100 % of its 9.0k/s interrupts on CPU0, which smp_affinity_list 2 does not allow"},
 		{"refused write", []int{0, 1, 2, 3}, "write error: Input/output error", "writing smp_affinity failed: write error: Input/output error"},
 		{"x86 default", []int{0, 1, 2, 3}, "", ""},
 	} {

@@ -61,8 +61,8 @@ func (pcieBottleneck) Check(ev *Evidence) []Finding {
 				dir, got, lim = "transmit", tx, g.Full.Transmit.LineBps
 			}
 			out = append(out, Finding{Severity: Critical, Subject: g.ID,
-				Summary: fmt.Sprintf("%s of %v together at %.0f%% of the PCIe link's %s ceiling (%s of %s)",
-					dir, g.NICs, 100*got/lim, dir, units.Bps(got), units.Bps(lim)),
+				Summary: fmt.Sprintf("%s of %v together at %s of the PCIe link's %s ceiling (%s of %s)",
+					dir, g.NICs, units.Percent(got/lim, 0), dir, units.Bps(got), units.Bps(lim)),
 				Evidence: append(evidence, fmt.Sprintf("measured on the wire: %s in, %s out", units.Bps(rx), units.Bps(tx))),
 				Fixes:    fixes})
 		case mpsLow:

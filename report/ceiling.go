@@ -210,7 +210,7 @@ func CeilingAnswer(w io.Writer, a ceiling.Answer) error {
 	if len(a.Calibration) > 0 {
 		fmt.Fprintln(ew, "the model against measured figures:")
 		for _, c := range a.Calibration {
-			fmt.Fprintf(ew, "  %s: measured %s, model %s (%+.1f%%)\n", c.Source, units.Bps(c.GoodputBps), units.Bps(c.ModelBps), 100*c.Error)
+			fmt.Fprintf(ew, "  %s: measured %s, model %s (%s)\n", c.Source, units.Bps(c.GoodputBps), units.Bps(c.ModelBps), units.SignedPercent(c.Error, 1))
 		}
 	}
 	return ew.err

@@ -28,7 +28,7 @@ func Ledger(w io.Writer, l ledger.Ledger) error {
 		}
 		share := ""
 		if l.Lost > 0 {
-			share = fmt.Sprintf("%.1f%%", 100*float64(e.Packets)/float64(l.Lost))
+			share = units.Percent(float64(e.Packets)/float64(l.Lost), 1)
 		}
 		first := ""
 		if len(e.Evidence) > 0 {

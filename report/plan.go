@@ -126,12 +126,12 @@ func Plan(w io.Writer, pl *plan.Plan, e *plan.Expectation) error {
 		case !b.Expected.Known:
 			fmt.Fprintf(ew, "  carries at most %s of this traffic (binding: %s)\n", units.Bps(b.CarriedBps), b.Binding)
 		case b.Share >= 1:
-			fmt.Fprintf(ew, "  carries all %s the links let through it (%.0f%% of what it could, binding: %s)\n",
-				units.Bps(b.Expected.GoodputBps), 100/b.Share, b.Binding)
+			fmt.Fprintf(ew, "  carries all %s the links let through it (%s of what it could, binding: %s)\n",
+				units.Bps(b.Expected.GoodputBps), units.Percent(1/b.Share, 0), b.Binding)
 			fmt.Fprintf(ew, "  the plan can reach %s: its links limit it, not the bus\n", units.Bps(e.LimitedBps))
 		default:
-			fmt.Fprintf(ew, "  carries %s of the %s its ports' links let through (%.0f%%, binding: %s): the bus limits\n",
-				units.Bps(b.CarriedBps), units.Bps(b.Expected.GoodputBps), 100*b.Share, b.Binding)
+			fmt.Fprintf(ew, "  carries %s of the %s its ports' links let through (%s, binding: %s): the bus limits\n",
+				units.Bps(b.CarriedBps), units.Bps(b.Expected.GoodputBps), units.Percent(b.Share, 0), b.Binding)
 			fmt.Fprintf(ew, "  the plan can reach %s of the %s its links allow\n", units.Bps(e.LimitedBps), units.Bps(e.Total.GoodputBps))
 		}
 	}

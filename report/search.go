@@ -18,7 +18,7 @@ func Search(w io.Writer, rs []search.SizeResult) error {
 	pdrLoss := ""
 	for _, r := range rs {
 		if r.PDRLoss > 0 {
-			pdrLoss = fmt.Sprintf(" (loss ≤ %g%%)", r.PDRLoss*100)
+			pdrLoss = " (loss ≤ " + units.Percent(r.PDRLoss, -1) + ")"
 		}
 	}
 	fmt.Fprintf(tw, "size\tNDR pps\tMb/s\tof line\tPDR%s pps\tMb/s\tof line\ttrials\ttrial time\t\n", pdrLoss)
@@ -26,7 +26,7 @@ func Search(w io.Writer, rs []search.SizeResult) error {
 		if ceil <= 0 {
 			return "-"
 		}
-		return fmt.Sprintf("%.1f%%", 100*pps/ceil)
+		return units.Percent(pps/ceil, 1)
 	}
 	for _, r := range rs {
 		var secs float64

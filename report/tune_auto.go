@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"linerate/autotune"
+	"linerate/internal/units"
 	"linerate/results"
 	"linerate/tune"
 	"linerate/wire"
@@ -21,8 +22,8 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 	ew := &autoErrWriter{w: w}
 	w = ew
 	fmt.Fprintf(w, "tune auto: %s\n", r.Rig)
-	fmt.Fprintf(w, "tuning %s; goal %s (%s, median of %d round%s; a change is kept when it gains more than %.0f %% and more than the rounds' spread)\n",
-		r.DUT, r.Goal, r.Metric, r.Rounds, tunePlural(r.Rounds), r.MinGain*100)
+	fmt.Fprintf(w, "tuning %s; goal %s (%s, median of %d round%s; a change is kept when it gains more than %s and more than the rounds' spread)\n",
+		r.DUT, r.Goal, r.Metric, r.Rounds, tunePlural(r.Rounds), units.Percent(r.MinGain, 0))
 	if r.Spec != nil {
 		fmt.Fprintf(w, "each round: %s\n", autoSpec(r.Spec, r.FrameSize))
 	}
@@ -51,7 +52,7 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 			if len(t.Rounds) > 0 && t.Verdict.Before != 0 {
 				before = r.Metric.Format(t.Verdict.Before)
 				after = r.Metric.Format(t.Verdict.After)
-				delta = fmt.Sprintf("%+.1f %%", t.Verdict.Change*100)
+				delta = units.SignedPercent(t.Verdict.Change, 1)
 			}
 			why := t.Why
 			if t.Outcome != autotune.Kept && t.Restored {
@@ -72,7 +73,7 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 		a, _ := r.After.Value(r.Metric)
 		line := fmt.Sprintf("before → after: %s → %s", r.Metric.Format(b), r.Metric.Format(a))
 		if b != 0 {
-			line += fmt.Sprintf(" (%+.1f %%)", (a-b)/b*100)
+			line += fmt.Sprintf(" (%s)", units.SignedPercent((a-b)/b, 1))
 		}
 		fmt.Fprintf(w, "%s; all figures: %s → %s\n", line, RoundFigures(r.Before), RoundFigures(r.After))
 		if r.Before.Proto == wire.UDP && results.LoadsDiffer(r.Before.SentPPS, r.After.SentPPS) {
@@ -198,7 +199,7 @@ func autoSpread(rs []autotune.Round, metric autotune.Metric) string {
 	if n < 2 || sum == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f %%", (hi-lo)/(sum/float64(n))*100)
+	return units.Percent((hi-lo)/(sum/float64(n)), 1)
 }
 
 // autoSpec describes a round's bench in words.

@@ -174,17 +174,22 @@ func Speed(bps int64) string {
 	return strconv.FormatInt(bps, 10)
 }
 
-// Percent writes a ratio as a percentage with the given decimals and sep
-// before the sign: Percent(0.04123, 2, " ") = "4.12 %",
-// Percent(0.04123, 3, "") = "4.123%".
-func Percent(ratio float64, decimals int, sep string) string {
-	return strconv.FormatFloat(ratio*100, 'f', decimals, 64) + sep + "%"
+// Percent writes a ratio as a percentage with the given decimals and a
+// space before the sign, the one spelling of a percentage linerate
+// writes: Percent(0.04123, 2) = "4.12 %", Percent(1, 0) = "100 %".
+// Decimals -1 writes as many as the figure needs: Percent(0.005, -1) =
+// "0.5 %".
+//
+// Any argument after decimals is ignored: it was the separator, once
+// the caller's choice, and goes when the last caller drops it.
+func Percent(ratio float64, decimals int, _ ...string) string {
+	return strconv.FormatFloat(ratio*100, 'f', decimals, 64) + " %"
 }
 
 // SignedPercent is Percent with its sign always written: "+4.1 %",
 // "-0.3 %".
-func SignedPercent(ratio float64, decimals int, sep string) string {
-	s := Percent(ratio, decimals, sep)
+func SignedPercent(ratio float64, decimals int, _ ...string) string {
+	s := Percent(ratio, decimals)
 	if s[0] != '-' && s[0] != '+' {
 		s = "+" + s
 	}

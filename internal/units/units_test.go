@@ -86,15 +86,17 @@ func TestSplit(t *testing.T) {
 
 func TestPercent(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{Percent(0.04123, 2, " "), "4.12 %"},
-		{Percent(0.04123, 3, ""), "4.123%"},
-		{Percent(0, 3, " "), "0.000 %"},
-		{Percent(1, 0, " "), "100 %"},
-		{SignedPercent(0.041, 1, " "), "+4.1 %"},
-		{SignedPercent(-0.003, 1, " "), "-0.3 %"},
-		{SignedPercent(0, 1, ""), "+0.0%"},
-		{Percent(math.NaN(), 1, " "), "NaN %"},
-		{SignedPercent(math.Inf(1), 1, " "), "+Inf %"},
+		{Percent(0.04123, 2), "4.12 %"},
+		{Percent(0.04123, 3), "4.123 %"},
+		{Percent(0, 3), "0.000 %"},
+		{Percent(1, 0), "100 %"},
+		{Percent(0.005, -1), "0.5 %"},
+		{Percent(0.04123, 1, ""), "4.1 %"}, // the old separator is ignored
+		{SignedPercent(0.041, 1), "+4.1 %"},
+		{SignedPercent(-0.003, 1), "-0.3 %"},
+		{SignedPercent(0, 1), "+0.0 %"},
+		{Percent(math.NaN(), 1), "NaN %"},
+		{SignedPercent(math.Inf(1), 1), "+Inf %"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

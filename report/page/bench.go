@@ -94,7 +94,7 @@ type latencyRow struct {
 	NoReply                 bool
 }
 
-func pct(r float64) string { return units.Percent(r, 3, " ") }
+func pct(r float64) string { return units.Percent(r, 3) }
 
 // lossPoints is a change of a loss ratio in percentage points.
 func lossPoints(d float64) string { return fmt.Sprintf("%+.3f points", d*100) }
@@ -178,7 +178,7 @@ func (v *benchView) cards() {
 		for _, z := range r.Search {
 			c := card{Label: "NDR " + z.Size + " B", Value: pps(z.NDRPPS), Sub: units.Bps(z.NDRBps)}
 			if z.CeilingPPS > 0 {
-				c.Sub += fmt.Sprintf(", %.1f %% of the ceiling", z.NDRPPS/z.CeilingPPS*100)
+				c.Sub += fmt.Sprintf(", %s of the ceiling", units.Percent(z.NDRPPS/z.CeilingPPS, 1))
 			}
 			v.Cards = append(v.Cards, c)
 			if z.PDRPPS > 0 {
@@ -194,9 +194,9 @@ func (v *benchView) cards() {
 		sent = card{Label: "sent", Value: units.Bps(s.SentBPS), Sub: count(s.SentBytes) + " bytes"}
 	}
 	if pc := s.PathCeiling; pc != nil && pc.FPS > 0 && r.Spec.Proto == wire.UDP {
-		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s pps, %s at %s %s)", s.ReceivedPPS/pc.FPS*100, SI(pc.FPS), pc.What, pc.Host, pc.Iface)
+		recv.Sub += fmt.Sprintf(" — %s of the ceiling (%s pps, %s at %s %s)", units.Percent(s.ReceivedPPS/pc.FPS, 1), SI(pc.FPS), pc.What, pc.Host, pc.Iface)
 	} else if pc != nil && pc.L2Bps > 0 {
-		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s, %s at %s %s)", s.ReceivedBPS/pc.L2Bps*100, units.Bps(pc.L2Bps), pc.What, pc.Host, pc.Iface)
+		recv.Sub += fmt.Sprintf(" — %s of the ceiling (%s, %s at %s %s)", units.Percent(s.ReceivedBPS/pc.L2Bps, 1), units.Bps(pc.L2Bps), pc.What, pc.Host, pc.Iface)
 	}
 	v.Cards = append(v.Cards, recv, sent)
 	if r.Spec.Proto == wire.UDP {
@@ -305,8 +305,8 @@ func (v *benchView) sizes() {
 	}
 	for _, z := range v.res.Summary.Sizes {
 		v.Sizes = append(v.Sizes, sizeRow{Frame: z.Frame, Payload: z.Payload, Sent: count(z.SentPackets),
-			SentShare: units.Percent(z.SentShare, 2, " "), Received: count(z.ReceivedPackets),
-			ReceivedShare: units.Percent(z.ReceivedShare, 2, " "), Lost: count(z.LostPackets), Bad: z.LostPackets > 0})
+			SentShare: units.Percent(z.SentShare, 2), Received: count(z.ReceivedPackets),
+			ReceivedShare: units.Percent(z.ReceivedShare, 2), Lost: count(z.LostPackets), Bad: z.LostPackets > 0})
 	}
 }
 
@@ -325,7 +325,7 @@ func (v *benchView) queues() {
 			qv.Error = "no counts"
 		}
 		for i, s := range q.Shares() {
-			qv.Rows = append(qv.Rows, queueRow{Queue: i, Packets: count(q.Packets[i]), Share: units.Percent(s, 1, " "),
+			qv.Rows = append(qv.Rows, queueRow{Queue: i, Packets: count(q.Packets[i]), Share: units.Percent(s, 1),
 				Width: math.Round(s * 1000 / 10), Empty: q.Packets[i] == 0})
 		}
 		v.Queues = append(v.Queues, qv)

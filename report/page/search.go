@@ -34,7 +34,7 @@ func (v *benchView) search() {
 			row.LossBegins = pps(z.LossBeginsPPS)
 		}
 		if z.CeilingPPS > 0 {
-			row.Ceiling = fmt.Sprintf("%s (NDR %.1f %%)", pps(z.CeilingPPS), z.NDRPPS/z.CeilingPPS*100)
+			row.Ceiling = fmt.Sprintf("%s (NDR %s)", pps(z.CeilingPPS), units.Percent(z.NDRPPS/z.CeilingPPS, 1))
 		}
 		for _, l := range z.Latency {
 			if lat := l.Result.Latency; lat != nil {
