@@ -231,29 +231,12 @@ func writeTuning(b *strings.Builder, t *Tuning, before *Diagnosis) {
 	if len(r.Trials) == 0 {
 		b.WriteString("nothing was tried: no candidate this system can take\n")
 	} else {
-		tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHANGE\tFROM → TO\tTRIED FOR\tBEFORE\tAFTER\tDELTA\tRESULT\tWHY")
-		for _, tr := range r.Trials {
-			before, after, delta := "-", "-", "-"
-			if len(tr.Rounds) > 0 && tr.Verdict.Before != 0 {
-				before = r.Metric.Format(tr.Verdict.Before)
-				after = r.Metric.Format(tr.Verdict.After)
-				delta = units.SignedPercent(tr.Verdict.Change, 1)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", report.TuneChangeName(tr.Changes, tr.Item), changeFromTo(tr), triedFor(tr.Source),
-				before, after, delta, report.TuneOutcome(tr.Outcome), tr.Why)
-		}
-		tw.Flush()
+		report.Trials(b, r, triedFor)
 	}
 	for _, sk := range r.Skipped {
 		fmt.Fprintf(b, "not tried: %s: %s\n", sk.Item, sk.Reason)
 	}
-	bv, _ := r.Before.Value(r.Metric)
-	av, _ := r.After.Value(r.Metric)
-	line := fmt.Sprintf("before → after: %s → %s", r.Metric.Format(bv), r.Metric.Format(av))
-	if bv != 0 {
-		line += fmt.Sprintf(" (%s)", units.SignedPercent((av-bv)/bv, 1))
-	}
+	line := report.BeforeAfter(r)
 	line += fmt.Sprintf(", loss %s → %s", autotune.MetricLoss.Format(r.Before.LossRatio), autotune.MetricLoss.Format(r.After.LossRatio))
 	if results.LoadsDiffer(r.Before.SentPPS, r.After.SentPPS) {
 		// The sender shares the router's CPUs: freed, it offers more.
@@ -298,13 +281,6 @@ func writeUndo(b *strings.Builder, t *Tuning) {
 	} else {
 		fmt.Fprintf(b, "%s; the journal could not be emptied (see the error)\n", what)
 	}
-}
-
-func changeFromTo(tr autotune.Trial) string {
-	if len(tr.Changes) == 0 {
-		return "→ " + tr.Item.Value
-	}
-	return tr.Changes[0].From + " → " + tr.Changes[0].To
 }
 
 // triedFor says why a change was tried: the seeds (the demo's one --try

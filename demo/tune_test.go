@@ -33,7 +33,7 @@ func TestWriteTuning(t *testing.T) {
 		{"finished", func(*Tuning) {}, []string{
 			"CHANGE             FROM → TO  TRIED FOR  BEFORE      AFTER       DELTA     RESULT       WHY\n",
 			"rps lan/rx-0       none → 1   seeds/002  98.8 kpps   211.2 kpps  +113.9 %  kept ",
-			"rps-flow lan/rx-0  0 → 4096   rps-off    211.2 kpps  260.6 kpps  +23.4 %   rolled back  +23.4 % is within the noise (24.1 %)\n",
+			"rps-flow lan/rx-0  0 → 4096   rps-off    211.2 kpps  260.6 kpps  +23.4 %   rolled back  +23.4 % is within the noise (24.1 %); restored, read back\n",
 			"before → after: 98.8 kpps → 211.2 kpps (+113.9 %), loss 0.00 % → 6.09 %",
 			"the demo rolled back the kept change at the end: the router is as the demo found it, and its journal is empty and removed\n",
 		}, []string{"interrupted"}},
