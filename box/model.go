@@ -103,12 +103,27 @@ type Meta struct {
 	Source string `json:"source"`
 }
 
+// NICKind is what sort of interface a NIC is: physical, loopback, or
+// one of the virtual kinds, named by its driver (veth, bridge, tun,
+// bond, vlan, wireguard, ...). Its JSON form is its string.
+type NICKind string
+
+// The kinds linerate tells apart by more than their name.
+const (
+	// KindPhysical: a device with a bus address or a driver of its own.
+	KindPhysical NICKind = "physical"
+	// KindLoopback: lo (ARPHRD_LOOPBACK).
+	KindLoopback NICKind = "loopback"
+	// KindVirtual: a virtual device whose driver names no kind.
+	KindVirtual NICKind = "virtual"
+)
+
 // NIC is one network interface.
 type NIC struct {
 	Name       string `json:"name"`
 	Index      int    `json:"ifindex"`
 	MAC        string `json:"mac,omitempty"`
-	Kind       string `json:"kind,omitempty"` // "physical", "veth", "loopback", "virtual", ...
+	Kind       NICKind `json:"kind,omitempty"`
 	OperState  string `json:"operstate"`
 	Carrier    bool   `json:"carrier"`
 	MTU        int    `json:"mtu"`

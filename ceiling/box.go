@@ -102,15 +102,15 @@ func ForBox(b *box.Box) Report {
 	var order []string
 	for i := range b.NICs {
 		n := &b.NICs[i]
-		if n.Kind == "loopback" || n.Name == "lo" {
+		if n.Kind == box.KindLoopback || n.Name == "lo" {
 			continue
 		}
 		nr := nicRate(n)
 		switch {
 		case n.PCIAddr == "":
 			nr.NotPCIe = "not on PCIe"
-			if n.Kind != "" && n.Kind != "physical" {
-				nr.NotPCIe += " (" + n.Kind + ")"
+			if n.Kind != "" && n.Kind != box.KindPhysical {
+				nr.NotPCIe += " (" + string(n.Kind) + ")"
 			}
 		default:
 			id := n.PCIAddr

@@ -106,7 +106,7 @@ func (p *printer) line(label, format string, args ...any) {
 
 func (p *printer) nic(b *box.Box, n *box.NIC) {
 	u := n.Unsupported
-	p.f("\n%s  %s", n.Name, orDash(n.Kind))
+	p.f("\n%s  %s", n.Name, orDash(string(n.Kind)))
 	if d := n.Driver; d != nil {
 		p.f("  driver %s %s", d.Driver, d.Version)
 		if d.Firmware != "" {

@@ -73,8 +73,8 @@ func Plan(w io.Writer, pl *plan.Plan, e *plan.Expectation) error {
 		if f.MSS > 0 {
 			extra = fmt.Sprintf(" (mss %d)", f.MSS)
 		}
-		if f.Engine == "ring" || f.Engine == "xdp" {
-			extra = " (" + f.Engine + ")"
+		if f.Engine.BelowSocket() {
+			extra = " (" + string(f.Engine) + ")"
 		}
 		rate := "as fast as possible"
 		if !f.Rate.Unlimited() {

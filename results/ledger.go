@@ -247,7 +247,7 @@ func dropVerdict(l *ledger.Ledger) (by Limit, why string) {
 		return LimitLinkDown, fmt.Sprintf("%s of the %d lost packets were sent while a link of the path was down", share, l.Lost)
 	}
 	if top.Place == ledger.Unaccounted {
-		return "path", fmt.Sprintf("%s of the %d lost packets died where no counter of either end saw them: between the ends", share, l.Lost)
+		return LimitPath, fmt.Sprintf("%s of the %d lost packets died where no counter of either end saw them: between the ends", share, l.Lost)
 	}
 	switch top.Side {
 	case ledger.Sender:

@@ -222,7 +222,7 @@ func planFleet(pl *plan.Plan, ports map[string]int, base remote.Options, secret 
 			Label: fmt.Sprintf("flow %d %s → %s", f.Index, f.From, target),
 			Where: fmt.Sprintf("flow %d (%s:%d)", f.Index, pl.File, f.Line),
 			Run: traffic.Flow{Targets: []string{target}, Spec: f.Spec(pl.Duration, pl.Warmup, f.IPv4()), FrameSize: f.Size,
-				Engine: f.Engine}})
+				Engine: string(f.Engine)}})
 	}
 	return run
 }
