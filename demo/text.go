@@ -22,7 +22,7 @@ const cpusPerRow = 8
 // arrow is the path of a flow: "lan→wan".
 func (f Flow) arrow() string { return f.From + "→" + f.To }
 
-// share prints a share of the ceiling: "99.8%".
+// share prints a share of the ceiling: "99.8 %".
 func share(v float64) string { return units.Percent(v, 1) }
 
 func pps(v float64) string { return units.Count(v) + " pps" }
@@ -63,7 +63,7 @@ func ceilingBps(f Flow) float64 {
 	return f.Ceiling.L2Bps
 }
 
-// cpuBrief is one CPU's use: "cpu0 100% (usr 1 sys 34 softirq 64)".
+// cpuBrief is one CPU's use: "cpu0 100 % (usr 1 sys 34 softirq 64)".
 func cpuBrief(c box.CPUUse) string {
 	return fmt.Sprintf("cpu%d %s (usr %.0f sys %.0f softirq %.0f)", c.ID, units.Percent(c.Busy/100, 0), c.User, c.System, c.SoftIRQ)
 }

@@ -76,7 +76,7 @@ func (p *parser) settings(fs []*field, s *settings) error {
 }
 
 // count reads one of the whole-number settings; the upper limits are the
-// agents' (traffic.Spec.Check, run on every flow).
+// agents' (wire.Spec.Check, run on every flow).
 func (p *parser) count(f *field, s *settings) error {
 	v, err := p.integer(f.v, f.key)
 	if err != nil {

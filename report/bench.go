@@ -244,7 +244,7 @@ func benchCost(secs, perMpkt, perGbit *float64) string {
 }
 
 // QueueSpread is a receive queue count in a line: "veth1 (xdp): q0 120345
-// 25%, q1 ...", or why there is none.
+// 25 %, q1 ...", or why there is none.
 func QueueSpread(q *results.QueueStat) string {
 	if len(q.Packets) == 0 {
 		return cmp.Or(q.Error, "no counts")
