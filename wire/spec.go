@@ -320,9 +320,12 @@ func (s *Spec) DSCPOf(stream int) int {
 	return s.DSCP
 }
 
-// sends and receives say which directions an end takes part in.
+// ClientSends reports whether the client sends in this test (forward or
+// both ways).
 func (s *Spec) ClientSends() bool { return s.Direction != Reverse }
 
+// ServerSends reports whether the server sends in this test (reverse or
+// both ways).
 func (s *Spec) ServerSends() bool { return s.Direction != Forward }
 
 // Flows is the number of UDP flows (or TCP connections) per direction.
