@@ -88,7 +88,7 @@ type benchOptions struct {
 // benchFlags names the flag behind each field the traffic package names in
 // its errors (usage.FieldError).
 var benchFlags = map[string]string{
-	"Engine": "--engine", "Targets": "--to", "Bind": "--bind", "FrameSize": "--size", "Ports": "--ports",
+	"Engine": "--engine", "Targets": "--to", "To": "--to", "From": "--from", "Sample": "--sample", "Bind": "--bind", "FrameSize": "--size", "Ports": "--ports",
 	"Goals": "--search", "Sizes": "--sizes", "Precision": "--precision", "Trial": "--trial", "Loss": "--loss",
 	// wire.Spec's fields, by their JSON names.
 	"duration": "--duration", "warmup": "--warmup", "streams": "--streams", "ports": "--ports", "threads": "--threads",

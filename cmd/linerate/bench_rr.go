@@ -115,9 +115,9 @@ func (o *benchOptions) runRR(cmd *cobra.Command, ro *rrOptions) error {
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	warn(stderr, o.warnings)
-	hosts, err := sampleHosts(o.sample, stderr)
+	hosts, err := fleet.ParseSample(o.sample, stderr)
 	if err != nil {
-		return err
+		return usage.Flags(err, benchFlags)
 	}
 	cfg.Sampling = liveSampling()
 	ends := openEndCounters()

@@ -9,20 +9,18 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/fleet"
 	"linerate/internal/usage"
 	"linerate/plan"
 	"linerate/remote"
 	"linerate/report"
 	"linerate/source"
-	"linerate/traffic"
-	"linerate/wire"
 )
 
 // runOptions are the flags and argument of `linerate run`.
@@ -218,46 +216,32 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 // hello to its agent and prints what answered; the first host that could
 // not be reached is the error.
 func (o *runOptions) reachHosts(cmd *cobra.Command, pl *plan.Plan) error {
-	type answer struct {
-		welcome *traffic.Message
-		err     error
-	}
-	answers := make([]answer, len(pl.Hosts))
-	var wg sync.WaitGroup
+	hosts := make([]fleet.Host, len(pl.Hosts))
 	for i := range pl.Hosts {
-		wg.Go(func() {
-			h := &pl.Hosts[i]
-			var base remote.Options
-			if o.sshConfig != "" {
-				base.SSHArgs = []string{"-F", o.sshConfig}
-			}
-			c, err := remote.Dial(cmd.Context(), h.Reach, h.Options(base))
-			if err != nil {
-				answers[i].err = err
-				return
-			}
-			defer c.Close()
-			answers[i].welcome, answers[i].err = traffic.Greet(c, o.token, reachTimeout)
-			var pe *wire.PeerError
-			if errors.As(answers[i].err, &pe) {
-				answers[i].err = fmt.Errorf("%s: the agent refused: %w", h.Reach, pe)
-			}
-		})
+		h := &pl.Hosts[i]
+		hosts[i] = fleet.Host{Name: h.Name, Reach: h.Reach, Options: h.Options(o.sshBase())}
 	}
-	wg.Wait()
 	out := cmd.OutOrStdout()
 	fmt.Fprintln(out)
 	var first error
-	for i, a := range answers {
-		h := &pl.Hosts[i]
-		if a.err != nil {
-			fmt.Fprintf(out, "%-8s NOT REACHED: %v\n", h.Name, a.err)
-			first = cmp.Or(first, a.err)
+	for _, a := range fleet.Reach(cmd.Context(), hosts, o.token, reachTimeout) {
+		if a.Err != nil {
+			fmt.Fprintf(out, "%-8s NOT REACHED: %v\n", a.Name, a.Err)
+			first = cmp.Or(first, a.Err)
 			continue
 		}
-		fmt.Fprintf(out, "%-8s reached: linerate %s, protocol %d, agent %s\n", h.Name, a.welcome.Linerate, a.welcome.Version, a.welcome.ServerID)
+		fmt.Fprintf(out, "%-8s reached: linerate %s, protocol %d, agent %s\n", a.Name, a.Welcome.Linerate, a.Welcome.Version, a.Welcome.ServerID)
 	}
 	return first
+}
+
+// sshBase is what every ssh host of the plan is reached with: --ssh-config.
+func (o *runOptions) sshBase() remote.Options {
+	var base remote.Options
+	if o.sshConfig != "" {
+		base.SSHArgs = []string{"-F", o.sshConfig}
+	}
+	return base
 }
 
 // reachTimeout bounds ssh's login and the agent's start on a slow host.

@@ -29,10 +29,7 @@ import (
 func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectation, ab *abTune) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
-	var base remote.Options
-	if o.sshConfig != "" {
-		base.SSHArgs = []string{"-F", o.sshConfig}
-	}
+	base := o.sshBase()
 	base.Stderr = stderr
 	ports, closeChannels, err := fleet.Listen(ctx, sshReceivers(pl, base), o.token)
 	if err != nil {
