@@ -10,13 +10,20 @@ import (
 	"linerate/tune"
 )
 
-// TuneJSON prints a tune result (plan, record, status, persist result)
-// as indented JSON.
-func TuneJSON(w io.Writer, v any) error {
+// JSON writes v as indented JSON, the form of every command's --json:
+// a box's is the schema of docs/inspect-json.md, a result's that of
+// docs/bench.md.
+func JSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// TuneJSON is JSON.
+//
+// Deprecated: call JSON; this stays while a caller (tune auto) still
+// calls it.
+func TuneJSON(w io.Writer, v any) error { return JSON(w, v) }
 
 // TunePlanJSON is the JSON form of a plan: its changes (advice included),
 // and the items left out with the reason.

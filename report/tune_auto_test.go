@@ -134,7 +134,7 @@ func TestTuneAutoDryRunAndInterrupted(t *testing.T) {
 // trial's verdict under stable names.
 func TestTuneAutoJSON(t *testing.T) {
 	var b bytes.Buffer
-	if err := TuneJSON(&b, autoReport()); err != nil {
+	if err := JSON(&b, autoReport()); err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]any

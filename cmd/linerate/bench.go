@@ -611,7 +611,7 @@ func saveJSON(path string, v any) error {
 	if err != nil {
 		return usage.Errorf("--out: %w", err)
 	}
-	if err := report.TuneJSON(f, v); err != nil {
+	if err := report.JSON(f, v); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}

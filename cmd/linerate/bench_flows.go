@@ -46,7 +46,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto wire.Proto) error {
 		}
 	}
 	if o.json {
-		err = report.TuneJSON(cmd.OutOrStdout(), set)
+		err = report.JSON(cmd.OutOrStdout(), set)
 	} else {
 		report.FlowSetText(cmd.OutOrStdout(), set)
 	}

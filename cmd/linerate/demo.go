@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"linerate/demo"
 	"linerate/internal/usage"
 	"linerate/lab"
+	"linerate/report"
 )
 
 // demoOptions are the flags of demo.
@@ -212,9 +212,7 @@ func (o *demoOptions) run(cmd *cobra.Command, _ []string) error {
 
 func (o *demoOptions) write(w io.Writer, rep *demo.Report) error {
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return report.JSON(w, rep)
 	}
 	return demo.WriteText(w, rep)
 }

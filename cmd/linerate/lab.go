@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -17,6 +16,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/lab"
+	"linerate/report"
 	"linerate/wire"
 )
 
@@ -224,9 +224,7 @@ func newLabListCmd(o *labOptions) *cobra.Command {
 				if labs == nil {
 					labs = []*lab.Lab{}
 				}
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(labs)
+				return report.JSON(w, labs)
 			}
 			if len(labs) == 0 {
 				fmt.Fprintln(w, "no labs (sudo linerate lab up router makes one)")

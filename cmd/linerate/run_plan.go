@@ -53,7 +53,7 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 	o.history.save(cmd, history.KindPlan, res)
 	switch {
 	case o.json:
-		err = report.TuneJSON(cmd.OutOrStdout(), res)
+		err = report.JSON(cmd.OutOrStdout(), res)
 	case o.csv:
 		err = report.PlanCSV(cmd.OutOrStdout(), pl, res)
 	default:

@@ -413,7 +413,7 @@ func (o *tuneOptions) runPlan(cmd *cobra.Command, _ []string) error {
 		}
 	}
 	if o.json {
-		return report.TuneJSON(cmd.OutOrStdout(), report.TunePlanDoc(p))
+		return report.JSON(cmd.OutOrStdout(), report.TunePlanDoc(p))
 	}
 	return report.TunePlan(cmd.OutOrStdout(), p)
 }
@@ -463,7 +463,7 @@ func (o *tuneOptions) runApply(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if o.json {
-		return report.TuneJSON(out, tx.Record())
+		return report.JSON(out, tx.Record())
 	}
 	report.TuneApplied(out, tx.Record(), store.Dir, stateDirFlag(o.stateDir))
 	return nil
@@ -502,7 +502,7 @@ func (o *tuneOptions) runStatus(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if o.json {
-		err = report.TuneJSON(cmd.OutOrStdout(), sts)
+		err = report.JSON(cmd.OutOrStdout(), sts)
 	} else {
 		err = report.TuneStatus(cmd.OutOrStdout(), sts)
 	}
@@ -614,7 +614,7 @@ func (o *tuneOptions) runReapply(cmd *cobra.Command, args []string) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "linerate: reapply.log: %v\n", lerr)
 	}
 	if o.json {
-		if jerr := report.TuneJSON(cmd.OutOrStdout(), steps); jerr != nil {
+		if jerr := report.JSON(cmd.OutOrStdout(), steps); jerr != nil {
 			return jerr
 		}
 	} else {
