@@ -240,3 +240,14 @@ func TunePersisted(w io.Writer, res *tune.PersistResult) {
 		}
 	}
 }
+
+// TuneHeld prints what each persistence target holds under root,
+// each item checked against the live system (tune.CheckPersisted).
+func TuneHeld(w io.Writer, root string, checks []tune.PersistedCheck) {
+	for _, c := range checks {
+		fmt.Fprintf(w, "persisted (%s, under %s):\n", c.Target, root)
+		for _, l := range c.Lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+}
