@@ -56,7 +56,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto wire.Proto) error {
 	if set.Interrupted {
 		return errInterrupted
 	}
-	return failure(fleet.Failed(set), nil, !o.json)
+	return failure(set.Err(), nil, !o.json)
 }
 
 // fleetRun is the run bench --from asks for: a flow per --from (pairFlows),

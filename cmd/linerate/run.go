@@ -21,6 +21,7 @@ import (
 	"linerate/remote"
 	"linerate/report"
 	"linerate/source"
+	"linerate/tune"
 )
 
 // runOptions are the flags and argument of `linerate run`.
@@ -175,22 +176,21 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	var ab *abTune
+	var held *tune.Held
 	if pl.Matrix != nil && pl.Matrix.Tune != "" {
 		if !o.check {
 			if err := requireRootFor("matrix: tune", "--check"); err != nil {
 				return err
 			}
 		}
-		if ab, err = openABTune(pl, o.stateDir); err != nil {
+		var sys tune.System
+		if held, sys, err = openMatrixTune(pl, o.stateDir); err != nil {
 			return err
 		}
+		defer sys.Close()
 	}
 	if !o.check {
-		return o.runPlan(cmd, pl, e, ab)
-	}
-	if ab != nil {
-		defer ab.sys.Close()
+		return o.runPlan(cmd, pl, e, held)
 	}
 	if err := report.Plan(cmd.OutOrStdout(), pl, e); err != nil {
 		return err
@@ -200,9 +200,9 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	if ab != nil {
+	if held != nil {
 		fmt.Fprintf(cmd.OutOrStdout(), "\nthe tune plan %s, applied before the \"tune on\" half and rolled back after:\n", pl.Matrix.Tune)
-		if err := report.TunePlan(cmd.OutOrStdout(), ab.plan); err != nil {
+		if err := report.TunePlan(cmd.OutOrStdout(), held.Plan()); err != nil {
 			return err
 		}
 	}
