@@ -297,7 +297,7 @@ func testDemoEndToEnd(t *testing.T, bin string) {
 	// before and after, kept or rolled back.
 	if runtime.NumCPU() > 1 {
 		row := regexp.MustCompile(`(?m)^CHANGE +FROM → TO +TRIED FOR +BEFORE +AFTER +DELTA +RESULT +WHY\n` +
-			`rps lan/rx-0 +none → [0-9,-]+ +seeds/002 +[0-9.]+ k?pps +[0-9.]+ k?pps +[-+][0-9.]+% +(kept|rolled back) +\S`)
+			`rps lan/rx-0 +none → [0-9,-]+ +seeds/002 +[0-9.]+ k?pps +[0-9.]+ k?pps +[-+][0-9.]+ % +(kept|rolled back) +\S`)
 		if !row.MatchString(got) {
 			t.Errorf("no before/after table with the seed's RPS change in:\n%s", got)
 		}
