@@ -120,16 +120,16 @@ const (
 
 // NIC is one network interface.
 type NIC struct {
-	Name       string `json:"name"`
-	Index      int    `json:"ifindex"`
-	MAC        string `json:"mac,omitempty"`
+	Name       string  `json:"name"`
+	Index      int     `json:"ifindex"`
+	MAC        string  `json:"mac,omitempty"`
 	Kind       NICKind `json:"kind,omitempty"`
-	OperState  string `json:"operstate"`
-	Carrier    bool   `json:"carrier"`
-	MTU        int    `json:"mtu"`
-	MinMTU     int    `json:"min_mtu,omitempty"`
-	MaxMTU     int    `json:"max_mtu,omitempty"` // 0 when unknown
-	TxQueueLen int    `json:"tx_queue_len,omitempty"`
+	OperState  string  `json:"operstate"`
+	Carrier    bool    `json:"carrier"`
+	MTU        int     `json:"mtu"`
+	MinMTU     int     `json:"min_mtu,omitempty"`
+	MaxMTU     int     `json:"max_mtu,omitempty"` // 0 when unknown
+	TxQueueLen int     `json:"tx_queue_len,omitempty"`
 
 	Driver   *ethtool.DriverInfo `json:"driver,omitempty"`
 	Link     *ethtool.LinkInfo   `json:"link,omitempty"`
