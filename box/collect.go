@@ -351,24 +351,24 @@ func (c *collector) nic(name string) (NIC, error) {
 }
 
 // kind names what sort of interface nd is.
-func kind(nd sysfs.NetDevice, d *ethtool.DriverInfo) string {
+func kind(nd sysfs.NetDevice, d *ethtool.DriverInfo) NICKind {
 	switch {
 	case nd.Type == 772: // ARPHRD_LOOPBACK
-		return "loopback"
+		return KindLoopback
 	case !nd.Virtual || nd.PCIAddr != "" || nd.Driver != "":
-		return "physical"
+		return KindPhysical
 	case d == nil:
-		return "virtual"
+		return KindVirtual
 	}
 	switch d.Driver {
 	case "veth", "bridge", "tun", "macvlan", "ipvlan", "ifb", "dummy", "wireguard", "vxlan", "geneve", "vrf":
-		return d.Driver
+		return NICKind(d.Driver)
 	case "bonding":
 		return "bond"
 	case "802.1Q VLAN Support":
 		return "vlan"
 	}
-	return "virtual"
+	return KindVirtual
 }
 
 // queues fills the rx and tx queues from sysfs and the driver's per-queue
@@ -436,7 +436,7 @@ func (c *collector) nicIRQs(n *NIC, nd sysfs.NetDevice) {
 	irqs, n.IRQSource = procfs.NICIRQs(n.Name, n.IRQDevice, n.PCIAddr, nd.MSIIRQs, &c.interrupts)
 	n.IRQs = append(n.IRQs, irqs...)
 	sort.Ints(n.IRQs)
-	if len(n.IRQs) == 0 && n.Kind == "physical" {
+	if len(n.IRQs) == 0 && n.Kind == KindPhysical {
 		n.Unsupported["irqs"] = "no msi_irqs and no /proc/interrupts line names " + n.Name
 	}
 }

@@ -41,7 +41,7 @@ func TestKind(t *testing.T) {
 	cases := []struct {
 		nd   sysfs.NetDevice
 		d    *ethtool.DriverInfo
-		want string
+		want NICKind
 	}{
 		{sysfs.NetDevice{Type: 772, Virtual: true}, nil, "loopback"},
 		{sysfs.NetDevice{Type: 1, PCIAddr: "0000:01:00.0", Driver: "igb"}, &ethtool.DriverInfo{Driver: "igb"}, "physical"},

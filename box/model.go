@@ -103,18 +103,33 @@ type Meta struct {
 	Source string `json:"source"`
 }
 
+// NICKind is what sort of interface a NIC is: physical, loopback, or
+// one of the virtual kinds, named by its driver (veth, bridge, tun,
+// bond, vlan, wireguard, ...). Its JSON form is its string.
+type NICKind string
+
+// The kinds linerate tells apart by more than their name.
+const (
+	// KindPhysical: a device with a bus address or a driver of its own.
+	KindPhysical NICKind = "physical"
+	// KindLoopback: lo (ARPHRD_LOOPBACK).
+	KindLoopback NICKind = "loopback"
+	// KindVirtual: a virtual device whose driver names no kind.
+	KindVirtual NICKind = "virtual"
+)
+
 // NIC is one network interface.
 type NIC struct {
-	Name       string `json:"name"`
-	Index      int    `json:"ifindex"`
-	MAC        string `json:"mac,omitempty"`
-	Kind       string `json:"kind,omitempty"` // "physical", "veth", "loopback", "virtual", ...
-	OperState  string `json:"operstate"`
-	Carrier    bool   `json:"carrier"`
-	MTU        int    `json:"mtu"`
-	MinMTU     int    `json:"min_mtu,omitempty"`
-	MaxMTU     int    `json:"max_mtu,omitempty"` // 0 when unknown
-	TxQueueLen int    `json:"tx_queue_len,omitempty"`
+	Name       string  `json:"name"`
+	Index      int     `json:"ifindex"`
+	MAC        string  `json:"mac,omitempty"`
+	Kind       NICKind `json:"kind,omitempty"`
+	OperState  string  `json:"operstate"`
+	Carrier    bool    `json:"carrier"`
+	MTU        int     `json:"mtu"`
+	MinMTU     int     `json:"min_mtu,omitempty"`
+	MaxMTU     int     `json:"max_mtu,omitempty"` // 0 when unknown
+	TxQueueLen int     `json:"tx_queue_len,omitempty"`
 
 	Driver   *ethtool.DriverInfo `json:"driver,omitempty"`
 	Link     *ethtool.LinkInfo   `json:"link,omitempty"`

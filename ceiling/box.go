@@ -2,12 +2,12 @@ package ceiling
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 
 	"linerate/box"
+	"linerate/internal/units"
 )
 
 // Report is the ceiling of a whole box: each NIC's line rate, and each
@@ -102,15 +102,15 @@ func ForBox(b *box.Box) Report {
 	var order []string
 	for i := range b.NICs {
 		n := &b.NICs[i]
-		if n.Kind == "loopback" || n.Name == "lo" {
+		if n.Kind == box.KindLoopback || n.Name == "lo" {
 			continue
 		}
 		nr := nicRate(n)
 		switch {
 		case n.PCIAddr == "":
 			nr.NotPCIe = "not on PCIe"
-			if n.Kind != "" && n.Kind != "physical" {
-				nr.NotPCIe += " (" + n.Kind + ")"
+			if n.Kind != "" && n.Kind != box.KindPhysical {
+				nr.NotPCIe += " (" + string(n.Kind) + ")"
 			}
 		default:
 			id := n.PCIAddr
@@ -406,15 +406,15 @@ func fillGroup(b *box.Box, g *Group, paths [][]string) {
 				continue
 			}
 			m := fmt.Sprintf("%s can %s %s together, but their %s carries about %s of %d-byte frames",
-				names, verb(f.Pattern), FormatBps(float64(g.PortsBps)), where, FormatBps(f.LineBps), g.Frame.Bytes)
+				names, verb(f.Pattern), units.Bps(float64(g.PortsBps)), where, units.Bps(f.LineBps), g.Frame.Bytes)
 			if f.Pattern == string(Receive) && g.TCP != nil {
-				m += fmt.Sprintf(" (iperf TCP into the box: about %s)", FormatBps(g.TCP.GoodputBps))
+				m += fmt.Sprintf(" (iperf TCP into the box: about %s)", units.Bps(g.TCP.GoodputBps))
 			}
 			g.Warnings = append(g.Warnings, m+": the bus is the ceiling, not the ports")
 		}
 		if fr := full.Receive; float64(g.PortsBps) <= fr.LineBps && float64(g.PortsBps) > sc.Receive.LineBps {
 			g.Notes = append(g.Notes, fmt.Sprintf("in 64-byte frames the bus takes %s frames/s, short of the %s the ports can receive",
-				FormatCount(sc.Receive.FPS), FormatCount(float64(g.PortsBps)/float64(8*(MinFrameBytes+WireExtraBytes)))))
+				units.Count(sc.Receive.FPS), units.Count(float64(g.PortsBps)/float64(8*(MinFrameBytes+WireExtraBytes)))))
 		}
 	}
 	if sup > mps && mps > 0 {
@@ -422,7 +422,7 @@ func fillGroup(b *box.Box, g *Group, paths [][]string) {
 		up := bus
 		up.MPS = sup
 		if c, err := up.Ceiling(DefaultDMA, g.Frame); err == nil {
-			note += fmt.Sprintf(" (receive ceiling %s → %s)", FormatBps(full.Receive.LineBps), FormatBps(c.Receive.LineBps))
+			note += fmt.Sprintf(" (receive ceiling %s → %s)", units.Bps(full.Receive.LineBps), units.Bps(c.Receive.LineBps))
 		}
 		g.Notes = append(g.Notes, note)
 	}
@@ -461,42 +461,8 @@ func verb(pattern string) string {
 	return "receive"
 }
 
-// FormatBps prints bits per second in the unit that reads best:
-// "3.35 Gb/s", "941.5 Mb/s".
-func FormatBps(bps float64) string {
-	num := func(v float64, prec int) string {
-		s := strconv.FormatFloat(v, 'f', prec, 64)
-		if strings.Contains(s, ".") {
-			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-		}
-		return s
-	}
-	switch {
-	case bps >= 1e12:
-		return num(bps/1e12, 2) + " Tb/s"
-	case bps >= 1e9:
-		return num(bps/1e9, 2) + " Gb/s"
-	case bps >= 1e6:
-		return num(bps/1e6, 1) + " Mb/s"
-	case bps >= 1e3:
-		return num(bps/1e3, 1) + " kb/s"
-	}
-	return num(bps, 0) + " b/s"
-}
-
-// FormatCount prints a count, rounded down, with thousands separators:
-// "1,488,095".
-func FormatCount(v float64) string {
-	if v < 0 || math.IsNaN(v) {
-		return "-"
-	}
-	s := strconv.FormatInt(int64(v), 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+// FormatCount is units.Count.
+//
+// Deprecated: write counts with units.Count; this stays while a caller
+// in traffic still calls it.
+func FormatCount(v float64) string { return units.Count(v) }

@@ -12,7 +12,6 @@ package ceiling
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"linerate/internal/units"
@@ -52,18 +51,3 @@ func ParseSpeed(s string) (int64, error) {
 // ParseSI reads a number with an optional decimal prefix k, M, G or T
 // (units.Parse).
 func ParseSI(s string) (float64, error) { return units.Parse(s) }
-
-// FormatSpeed prints a speed in bits per second the way ParseSpeed reads it:
-// 1000000000 → "1G", 2500000000 → "2.5G", 100000000 → "100M".
-func FormatSpeed(bps int64) string {
-	units := []struct {
-		div float64
-		suf string
-	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "K"}}
-	for _, u := range units {
-		if float64(bps) >= u.div {
-			return strconv.FormatFloat(float64(bps)/u.div, 'f', -1, 64) + u.suf
-		}
-	}
-	return strconv.FormatInt(bps, 10)
-}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"linerate/box"
+	"linerate/internal/units"
 	"linerate/source/rtnl"
 )
 
@@ -55,11 +56,11 @@ func PathCeiling(path []box.PathIface, m Mix) (PathLimit, bool) {
 	for _, p := range path {
 		if p.Kind == "" && !p.Loopback && p.SpeedMbps > 0 {
 			speed := float64(p.SpeedMbps) * 1e6
-			consider(p, LimitLink, FormatSpeed(int64(speed))+" link", speed, m.LineFPS(speed))
+			consider(p, LimitLink, units.Speed(int64(speed))+" link", speed, m.LineFPS(speed))
 		}
 		for _, q := range p.Qdiscs {
 			if q.Rate != nil {
-				consider(p, LimitShaper, fmt.Sprintf("%s %s %s", q.Kind, rtnl.Handle(q.Handle), FormatSpeed(int64(q.Rate.BitsPerSecond()))),
+				consider(p, LimitShaper, fmt.Sprintf("%s %s %s", q.Kind, rtnl.Handle(q.Handle), units.Speed(int64(q.Rate.BitsPerSecond()))),
 					q.Rate.BitsPerSecond(), ShaperFPS(*q.Rate, m))
 			}
 			if q.Kind == "htb" {
@@ -70,7 +71,7 @@ func PathCeiling(path []box.PathIface, m Mix) (PathLimit, bool) {
 					}
 				}
 				if top != nil {
-					consider(p, LimitShaper, fmt.Sprintf("htb class %s ceil %s", rtnl.Handle(top.Handle), FormatSpeed(int64(top.Ceil.BitsPerSecond()))),
+					consider(p, LimitShaper, fmt.Sprintf("htb class %s ceil %s", rtnl.Handle(top.Handle), units.Speed(int64(top.Ceil.BitsPerSecond()))),
 						top.Ceil.BitsPerSecond(), ShaperFPS(*top.Ceil, m))
 				}
 			}

@@ -39,6 +39,7 @@ import (
 	"linerate/autotune/drive"
 	"linerate/ceiling"
 	"linerate/history"
+	"linerate/internal/units"
 	"linerate/internal/usage"
 	"linerate/lab"
 	"linerate/source/cpuset"
@@ -161,8 +162,8 @@ func (c *Config) Check() error {
 	case c.TuneDuration < 100*time.Millisecond || c.TuneDuration > MaxDuration:
 		return usage.Errorf("--round-duration %s: want 100ms to %s per round", c.TuneDuration, MaxDuration)
 	case c.Speed != 0 && (c.Speed < MinSpeed || c.Speed > MaxSpeed):
-		return usage.Errorf("--speed %s: want 0 (uncapped) or %s to %s", ceiling.FormatSpeed(c.Speed),
-			ceiling.FormatSpeed(MinSpeed), ceiling.FormatSpeed(MaxSpeed))
+		return usage.Errorf("--speed %s: want 0 (uncapped) or %s to %s", units.Speed(c.Speed),
+			units.Speed(MinSpeed), units.Speed(MaxSpeed))
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
@@ -336,7 +337,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		VM: vmSpec(&cfg)}
 	if cfg.Speed > 0 {
 		s.Logf("building lab %s: %s — %s (forwards, NAT) — %s, links shaped like %s Ethernet ports (tbf at %sbit/s each way)",
-			cfg.Name, clientNode, routerNode, serverNode, ceiling.FormatSpeed(cfg.Speed), lab.FormatRate(rep.ShapeBps))
+			cfg.Name, clientNode, routerNode, serverNode, units.Speed(cfg.Speed), lab.FormatRate(rep.ShapeBps))
 	} else {
 		s.Logf("building lab %s: %s — %s (forwards, NAT) — %s, links uncapped", cfg.Name, clientNode, routerNode, serverNode)
 	}

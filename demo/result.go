@@ -8,6 +8,7 @@ import (
 
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/results"
 	"linerate/wire"
 )
 
@@ -22,10 +23,10 @@ const benchSchema = 1
 type benchResult struct {
 	Schema int `json:"schema"`
 	Spec   struct {
-		Proto     wire.Proto `json:"proto"`
-		Direction string     `json:"direction"`
-		Duration  float64    `json:"duration"`
-		Payload   int        `json:"payload"`
+		Proto     wire.Proto     `json:"proto"`
+		Direction wire.Direction `json:"direction"`
+		Duration  float64        `json:"duration"`
+		Payload   int            `json:"payload"`
 	} `json:"spec"`
 	FrameSize   int          `json:"frame_size"`
 	Interrupted bool         `json:"interrupted"`
@@ -36,7 +37,7 @@ type benchResult struct {
 		Errors  []string     `json:"errors"`
 	} `json:"targets"`
 	Streams []struct {
-		Direction string `json:"direction"`
+		Direction wire.Direction `json:"direction"`
 		TCP       *struct {
 			SndMSS int `json:"snd_mss"`
 		} `json:"tcp"`
@@ -48,7 +49,7 @@ type benchResult struct {
 // benchSample is one second of one end's counters, as far as the demo
 // reads it.
 type benchSample struct {
-	Side    string       `json:"side"`
+	Side    results.Side `json:"side"`
 	Target  int          `json:"target"`
 	Seconds float64      `json:"seconds"`
 	CPU     []box.CPUUse `json:"cpu"`
@@ -141,10 +142,10 @@ func parseBench(b []byte) (*benchResult, error) {
 }
 
 // Direction names, as the lab sees them: bench runs in the client node and
-// sends to the server node ("forward"); "reverse" comes back.
+// sends to the server node (forward); reverse comes back.
 const (
-	Forward = "forward"
-	Reverse = "reverse"
+	Forward = wire.Forward
+	Reverse = wire.Reverse
 )
 
 // Flow is what one direction of an experiment carried through the router,
@@ -152,9 +153,9 @@ const (
 // the same size.
 type Flow struct {
 	// Direction is Forward or Reverse; From and To name the nodes.
-	Direction string `json:"direction"`
-	From      string `json:"from"`
-	To        string `json:"to"`
+	Direction wire.Direction `json:"direction"`
+	From      string         `json:"from"`
+	To        string         `json:"to"`
 	// PPS is packets per second received: UDP datagrams, or TCP segments
 	// (goodput divided by the segment payload, see summarise).
 	PPS float64 `json:"pps"`
@@ -198,7 +199,7 @@ func summarise(r *benchResult, from, to string, speedBps int64) ([]Flow, []box.C
 	t := r.Targets[0]
 	var flows []Flow
 	for _, d := range []struct {
-		name     string
+		name     wire.Direction
 		tot      *benchTotals
 		from, to string
 	}{{Forward, t.Forward, from, to}, {Reverse, t.Reverse, to, from}} {
@@ -249,7 +250,7 @@ func udpFrame(r *benchResult) (ceiling.Frame, error) {
 }
 
 // sndMSS is the largest segment payload of the streams in direction dir.
-func (r *benchResult) sndMSS(dir string) int {
+func (r *benchResult) sndMSS(dir wire.Direction) int {
 	mss := 0
 	for _, s := range r.Streams {
 		if s.Direction == dir && s.TCP != nil {
@@ -265,11 +266,11 @@ func (r *benchResult) sndMSS(dir string) int {
 // /proc/stat (CPU time is not per network namespace), so each is the
 // whole machine.
 func (r *benchResult) cpuUse() []box.CPUUse {
-	for _, side := range []string{"dut", "client", "server"} {
+	for _, side := range []results.Side{results.SideDUT, results.SideClient, results.SideServer} {
 		sum := map[int]*box.CPUUse{}
 		weight := map[int]float64{}
 		for _, s := range r.Samples {
-			if s.Side != side || s.Seconds <= 0 || (side == "server" && s.Target != 0) {
+			if s.Side != side || s.Seconds <= 0 || (side == results.SideServer && s.Target != 0) {
 				continue
 			}
 			for _, c := range s.CPU {

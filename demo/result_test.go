@@ -49,12 +49,13 @@ func TestParseBenchBad(t *testing.T) {
 
 func TestSummarise(t *testing.T) {
 	type flowWant struct {
-		dir, from, to string
-		bps, pps      float64
-		frame         int
-		ceilPPS       int64
-		loss          float64
-		retrans       uint64
+		dir      wire.Direction
+		from, to string
+		bps, pps float64
+		frame    int
+		ceilPPS  int64
+		loss     float64
+		retrans  uint64
 	}
 	for _, tc := range []struct {
 		file  string

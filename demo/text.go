@@ -22,25 +22,25 @@ const cpusPerRow = 8
 // arrow is the path of a flow: "lan→wan".
 func (f Flow) arrow() string { return f.From + "→" + f.To }
 
-// share prints a share of the ceiling: "99.8%".
-func share(v float64) string { return fmt.Sprintf("%.1f%%", v*100) }
+// share prints a share of the ceiling: "99.8 %".
+func share(v float64) string { return units.Percent(v, 1) }
 
-func pps(v float64) string { return ceiling.FormatCount(v) + " pps" }
+func pps(v float64) string { return units.Count(v) + " pps" }
 
 // mbps prints bits per second in Mb/s with one decimal, for table columns.
 func mbps(v float64) string { return fmt.Sprintf("%.1f", v/1e6) }
 
 // flowLine is one direction of an outcome, for the progress lines.
 func flowLine(f Flow, speedBps int64) string {
-	s := fmt.Sprintf("%s  %s  %s", f.arrow(), ceiling.FormatBps(f.Bps), pps(f.PPS))
+	s := fmt.Sprintf("%s  %s  %s", f.arrow(), units.Bps(f.Bps), pps(f.PPS))
 	if f.Ceiling != nil {
-		s += fmt.Sprintf("  = %s of a %s port (%s, %s in %d-byte frames)", share(f.Share), ceiling.FormatSpeed(speedBps),
-			ceiling.FormatBps(ceilingBps(f)), pps(float64(f.Ceiling.PPS)), f.Frame.Bytes)
+		s += fmt.Sprintf("  = %s of a %s port (%s, %s in %d-byte frames)", share(f.Share), units.Speed(speedBps),
+			units.Bps(ceilingBps(f)), pps(float64(f.Ceiling.PPS)), f.Frame.Bytes)
 	} else {
 		s += fmt.Sprintf("  in %d-byte frames", f.Frame.Bytes)
 	}
 	if f.LossRatio > 0 {
-		s += fmt.Sprintf(", %.2f%% lost", f.LossRatio*100)
+		s += fmt.Sprintf(", %s lost", units.Percent(f.LossRatio, 2))
 	}
 	switch {
 	case f.Retransmits == 1:
@@ -63,9 +63,9 @@ func ceilingBps(f Flow) float64 {
 	return f.Ceiling.L2Bps
 }
 
-// cpuBrief is one CPU's use: "cpu0 100% (usr 1 sys 34 softirq 64)".
+// cpuBrief is one CPU's use: "cpu0 100 % (usr 1 sys 34 softirq 64)".
 func cpuBrief(c box.CPUUse) string {
-	return fmt.Sprintf("cpu%d %.0f%% (usr %.0f sys %.0f softirq %.0f)", c.ID, c.Busy, c.User, c.System, c.SoftIRQ)
+	return fmt.Sprintf("cpu%d %s (usr %.0f sys %.0f softirq %.0f)", c.ID, units.Percent(c.Busy/100, 0), c.User, c.System, c.SoftIRQ)
 }
 
 // outcomeLines are the progress lines of a finished experiment.
@@ -111,8 +111,8 @@ func WriteText(w io.Writer, r *Report) error {
 	port := "uncapped links, no ceiling"
 	ceilHead := "CEILING"
 	if r.SpeedBps > 0 {
-		port = fmt.Sprintf("links shaped like %s Ethernet ports", ceiling.FormatSpeed(r.SpeedBps))
-		ceilHead = ceiling.FormatSpeed(r.SpeedBps) + " PORT"
+		port = fmt.Sprintf("links shaped like %s Ethernet ports", units.Speed(r.SpeedBps))
+		ceilHead = units.Speed(r.SpeedBps) + " PORT"
 	}
 	fmt.Fprintf(&b, "\nlab %s: %s → %s (NAT) → %s, %s, %s measured per experiment\n\n",
 		r.Lab, r.Client, r.Router, r.Server, port, trimSeconds(r.Duration))
@@ -126,9 +126,9 @@ func WriteText(w io.Writer, r *Report) error {
 			}
 			ceilBps, ceilPPS, sh := "-", "-", "-"
 			if f.Ceiling != nil {
-				ceilBps, ceilPPS, sh = mbps(ceilingBps(f)), ceiling.FormatCount(float64(f.Ceiling.PPS)), share(f.Share)
+				ceilBps, ceilPPS, sh = mbps(ceilingBps(f)), units.Count(float64(f.Ceiling.PPS)), share(f.Share)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d B\n", name, f.arrow(), mbps(f.Bps), ceiling.FormatCount(f.PPS),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d B\n", name, f.arrow(), mbps(f.Bps), units.Count(f.PPS),
 				ceilBps, ceilPPS, sh, f.Frame.Bytes)
 		}
 	}
@@ -139,7 +139,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	if r.SpeedBps > 0 {
 		fmt.Fprintf(&b, "%s: what a %s Ethernet port carries in the same frames (preamble, FCS and gap counted); SHARE: pps over that.\n",
-			ceilHead, ceiling.FormatSpeed(r.SpeedBps))
+			ceilHead, units.Speed(r.SpeedBps))
 	}
 
 	var ids []int
@@ -229,30 +229,18 @@ func writeTuning(b *strings.Builder, t *Tuning, before *Diagnosis) {
 	if m := report.AutoMethod(r); m != "" {
 		fmt.Fprintf(b, "\ntune auto on %s: goal %s, rounds%s each; %s\n", r.DUT, r.Metric, each, m)
 	} else {
-		fmt.Fprintf(b, "\ntune auto on %s: goal %s, median of %d round%s%s each; a change is kept when it gains more than %.0f%% and more than the rounds' spread\n",
-			r.DUT, r.Metric, r.Rounds, plural(r.Rounds), each, r.MinGain*100)
+		fmt.Fprintf(b, "\ntune auto on %s: goal %s, median of %d round%s%s each; a change is kept when it gains more than %s and more than the rounds' spread\n",
+			r.DUT, r.Metric, r.Rounds, plural(r.Rounds), each, units.Percent(r.MinGain, 0))
 	}
 	if len(r.Trials) == 0 {
 		b.WriteString("nothing was tried: no candidate this system can take\n")
 	} else {
-		tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHANGE\tFROM → TO\tTRIED FOR\tWITHOUT\tWITH\tGAIN\tINTERVAL\tPAIRS\tRESULT\tWHY")
-		for _, tr := range r.Trials {
-			f := report.TrialFigures(r.Metric, tr)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", report.TuneChangeName(tr.Changes, tr.Item), changeFromTo(tr), triedFor(tr.Source),
-				f.Without, f.With, f.Gain, f.Interval, f.Pairs, report.TuneOutcome(tr.Outcome), tr.Why)
-		}
-		tw.Flush()
+		report.Trials(b, r, triedFor)
 	}
 	for _, sk := range r.Skipped {
 		fmt.Fprintf(b, "not tried: %s: %s\n", sk.Item, sk.Reason)
 	}
-	bv, _ := r.Before.Value(r.Metric)
-	av, _ := r.After.Value(r.Metric)
-	line := fmt.Sprintf("before → after: %s → %s", r.Metric.Format(bv), r.Metric.Format(av))
-	if bv != 0 {
-		line += fmt.Sprintf(" (%+.1f%%)", (av-bv)/bv*100)
-	}
+	line := report.BeforeAfter(r)
 	line += fmt.Sprintf(", loss %s → %s", autotune.MetricLoss.Format(r.Before.LossRatio), autotune.MetricLoss.Format(r.After.LossRatio))
 	if results.LoadsDiffer(r.Before.SentPPS, r.After.SentPPS) {
 		// The sender shares the router's CPUs: freed, it offers more.
@@ -297,13 +285,6 @@ func writeUndo(b *strings.Builder, t *Tuning) {
 	} else {
 		fmt.Fprintf(b, "%s; the journal could not be emptied (see the error)\n", what)
 	}
-}
-
-func changeFromTo(tr autotune.Trial) string {
-	if len(tr.Changes) == 0 {
-		return "→ " + tr.Item.Value
-	}
-	return tr.Changes[0].From + " → " + tr.Changes[0].To
 }
 
 // triedFor says why a change was tried: the seeds (the demo's one --try

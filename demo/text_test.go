@@ -93,10 +93,10 @@ func TestOutcomeLines(t *testing.T) {
 	got := strings.Join(all, "\n") + "\n"
 	golden(t, "progress-1g.golden", []byte(got))
 	for _, want := range []string{
-		"lan→wan  949.4 Mb/s  81,960 pps  = 100.8% of a 1G port (941.5 Mb/s, 81,274 pps in 1518-byte frames)",
+		"lan→wan  949.4 Mb/s  81,960 pps  = 100.8 % of a 1G port (941.5 Mb/s, 81,274 pps in 1518-byte frames)",
 		"wan→lan  947.5 Mb/s",
-		"86,978 pps  = 11.6% of a 1G port (457.8 Mb/s, 753,012 pps in 146-byte frames), 4 retransmits",
-		"87,936 pps  = 5.9% of a 1G port (761.9 Mb/s, 1,488,095 pps in 64-byte frames)",
+		"86,978 pps  = 11.6 % of a 1G port (457.8 Mb/s, 753,012 pps in 146-byte frames), 4 retransmits",
+		"87,936 pps  = 5.9 % of a 1G port (761.9 Mb/s, 1,488,095 pps in 64-byte frames)",
 		"bench: limited by network path: no thread was saturated",
 	} {
 		if !strings.Contains(got, want) {

@@ -18,6 +18,7 @@ import (
 	"linerate/autotune/drive"
 	"linerate/diagnose"
 	"linerate/history"
+	"linerate/internal/units"
 	"linerate/results"
 	"linerate/source/cpuset"
 	"linerate/traffic"
@@ -249,11 +250,11 @@ func (s *Session) floodAfter(ctx context.Context, t *Tuning) error {
 
 // afterLine sets the flood after tuning beside the one before it.
 func afterLine(before *Diagnosis, after *Flood) string {
-	l := fmt.Sprintf("%s→%s  %s received of %s sent, %.2f%% lost", clientNode, serverNode, pps(after.ReceivedPPS),
-		pps(after.SentPPS), after.LossRatio*100)
+	l := fmt.Sprintf("%s→%s  %s received of %s sent, %s lost", clientNode, serverNode, pps(after.ReceivedPPS),
+		pps(after.SentPPS), units.Percent(after.LossRatio, 2))
 	if before != nil && before.ReceivedPPS > 0 {
-		l += fmt.Sprintf("; before tuning %s (%+.1f%%)", pps(before.ReceivedPPS),
-			(after.ReceivedPPS-before.ReceivedPPS)/before.ReceivedPPS*100)
+		l += fmt.Sprintf("; before tuning %s (%s)", pps(before.ReceivedPPS),
+			units.SignedPercent((after.ReceivedPPS-before.ReceivedPPS)/before.ReceivedPPS, 1))
 	}
 	return l
 }
@@ -468,8 +469,8 @@ func plural(n int) string {
 // diagnosisLines are the diagnose step's findings, briefly: the flood's
 // figures, then per finding its severity, rule and summary, and its fixes.
 func diagnosisLines(d *Diagnosis) []string {
-	lines := []string{fmt.Sprintf("%s→%s  %s received of %s sent, %.2f%% lost; %d s of the %s's counters",
-		clientNode, serverNode, pps(d.ReceivedPPS), pps(d.SentPPS), d.LossRatio*100, d.Samples, routerNode)}
+	lines := []string{fmt.Sprintf("%s→%s  %s received of %s sent, %s lost; %d s of the %s's counters",
+		clientNode, serverNode, pps(d.ReceivedPPS), pps(d.SentPPS), units.Percent(d.LossRatio, 2), d.Samples, routerNode)}
 	if len(d.Findings) == 0 {
 		return append(lines, fmt.Sprintf("no findings: %d rules found nothing to fix", d.Rules))
 	}

@@ -33,8 +33,8 @@ func TestWriteTuning(t *testing.T) {
 		{"finished", func(*Tuning) {}, []string{
 			"CHANGE             FROM → TO  TRIED FOR  WITHOUT     WITH        GAIN      INTERVAL  PAIRS  RESULT       WHY\n",
 			"rps lan/rx-0       none → 1   seeds/002  98.8 kpps   211.2 kpps  +113.9 %  -         -      kept ",
-			"rps-flow lan/rx-0  0 → 4096   rps-off    211.2 kpps  260.6 kpps  +23.4 %   -         -      rolled back  +23.4 % is within the noise (24.1 %)\n",
-			"before → after: 98.8 kpps → 211.2 kpps (+113.9%), loss 0.00 % → 6.09 %",
+			"rps-flow lan/rx-0  0 → 4096   rps-off    211.2 kpps  260.6 kpps  +23.4 %   -         -      rolled back  +23.4 % is within the noise (24.1 %); restored, read back\n",
+			"before → after: 98.8 kpps → 211.2 kpps (+113.9 %), loss 0.00 % → 6.09 %",
 			"the demo rolled back the kept change at the end: the router is as the demo found it, and its journal is empty and removed\n",
 		}, []string{"interrupted"}},
 		{"interrupted", func(tu *Tuning) {
@@ -46,7 +46,7 @@ func TestWriteTuning(t *testing.T) {
 			tu.Restored = []tune.RollbackResult{}
 		}, []string{
 			"rps lan/rx-0  none → 1   seeds/002  -        -     -     -         -      interrupted  interrupted during the bench; rolled back\n",
-			"before → after: 98.8 kpps → 98.8 kpps (+0.0%)",
+			"before → after: 98.8 kpps → 98.8 kpps (+0.0 %)",
 			"interrupted: the change being tried was rolled back\n",
 			"nothing was kept: the router is as the demo found it",
 		}, nil},
@@ -62,7 +62,7 @@ func TestWriteTuning(t *testing.T) {
 		{"after", func(tu *Tuning) {
 			tu.After = &Flood{SentPPS: 230000, ReceivedPPS: 211000, LossRatio: 0.0826}
 		}, []string{
-			"the flood again after tuning, with what was kept: lan→wan  211,000 pps received of 230,000 pps sent, 8.26% lost; before tuning 97,536 pps (+116.3%)\n",
+			"the flood again after tuning, with what was kept: lan→wan  211,000 pps received of 230,000 pps sent, 8.26 % lost; before tuning 97,536 pps (+116.3 %)\n",
 		}, nil},
 		{"two restored", func(tu *Tuning) {
 			tu.Restored = append(tu.Restored, tune.RollbackResult{ID: "x", Restored: 1})
@@ -92,7 +92,7 @@ func TestDiagnosisLines(t *testing.T) {
 	d, _ := testTuning(t)
 	got := strings.Join(diagnosisLines(d), "\n")
 	for _, w := range []string{
-		"lan→wan  97,536 pps received of 97,536 pps sent, 0.00% lost; 1 s of the router's counters",
+		"lan→wan  97,536 pps received of 97,536 pps sent, 0.00 % lost; 1 s of the router's counters",
 		"CRITICAL rps-off: lan has one rx queue and RPS is off",
 		"         fix: rps lan/rx-0 = 1  (steer receive processing to idle CPUs)",
 	} {

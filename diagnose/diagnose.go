@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"linerate/box"
+	"linerate/internal/units"
 	"linerate/results"
 )
 
@@ -267,15 +268,7 @@ func cpuList(ids []int) string {
 }
 
 // pct formats a percentage.
-func pct(v float64) string { return fmt.Sprintf("%.0f%%", v) }
+func pct(v float64) string { return units.Percent(v/100, 0) }
 
-// rate formats a per-second figure compactly: 81k/s, 1.2M/s.
-func rate(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM/s", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1fk/s", v/1e3)
-	}
-	return fmt.Sprintf("%.0f/s", v)
-}
+// rate formats a per-second figure compactly: 81.0k/s, 1.20M/s.
+func rate(v float64) string { return units.Fixed.Unit(v, "/s") }

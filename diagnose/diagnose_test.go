@@ -213,7 +213,7 @@ func TestUnmovableFromEvidence(t *testing.T) {
 		refused  string
 		want     string // evidence of irq-unmovable; "" for none
 	}{
-		{"interrupts outside the mask", []int{2}, "", "100% of its 9.0k/s interrupts on CPU0, which smp_affinity_list 2 does not allow"},
+		{"interrupts outside the mask", []int{2}, "", "100 % of its 9.0k/s interrupts on CPU0, which smp_affinity_list 2 does not allow"},
 		{"refused write", []int{0, 1, 2, 3}, "write error: Input/output error", "writing smp_affinity failed: write error: Input/output error"},
 		{"x86 default", []int{0, 1, 2, 3}, "", ""},
 	} {
@@ -314,7 +314,7 @@ func TestRSSFromDriverQueues(t *testing.T) {
 	if len(fs) != 1 || fs[0].Severity != Info || !strings.Contains(fs[0].Summary, "one of its 4 RSS queues") {
 		t.Fatalf("findings = %+v, want one rss-imbalance note", fs)
 	}
-	if ev := strings.Join(fs[0].Evidence, "\n"); !strings.Contains(ev, "rx queue 3 gets 100% of a's packets") || !strings.Contains(ev, "driver's per-queue counters") {
+	if ev := strings.Join(fs[0].Evidence, "\n"); !strings.Contains(ev, "rx queue 3 gets 100 % of a's packets") || !strings.Contains(ev, "driver's per-queue counters") {
 		t.Errorf("evidence %q: no skew from the driver's counters", ev)
 	}
 	if len(fs[0].Fixes) != 1 || fs[0].Fixes[0].Kind != FixFlowHash || fs[0].Fixes[0].Target != "a/udp4" || fs[0].Fixes[0].Value != "sdfn" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"linerate/box"
+	"linerate/internal/units"
 )
 
 // dropRate turns a count of the drop counters' window into a rate
@@ -27,5 +28,5 @@ func dropShare(d *box.Drops, n uint64) string {
 	if pkts == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%.2f%% of %d packets through the interfaces)", 100*float64(n)/float64(n+pkts), pkts)
+	return fmt.Sprintf(" (%s of %d packets through the interfaces)", units.Percent(float64(n)/float64(n+pkts), 2), pkts)
 }

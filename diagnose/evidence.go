@@ -102,7 +102,7 @@ func rpsOn(n *box.NIC) bool {
 
 // physical reports whether a NIC is worth diagnosing: not loopback and
 // carrying traffic or up.
-func physical(n *box.NIC) bool { return n.Kind != "loopback" && n.Name != "lo" }
+func physical(n *box.NIC) bool { return n.Kind != box.KindLoopback && n.Name != "lo" }
 
 // flowHash returns the fields hashed for a flow type, ok false when unknown.
 func flowHash(n *box.NIC, ft ethtool.FlowType) (ethtool.FlowHash, bool) {

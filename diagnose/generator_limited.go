@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 
+	"linerate/internal/units"
 	"linerate/results"
 )
 
@@ -39,7 +40,7 @@ func (generatorLimited) Check(ev *Evidence) []Finding {
 		return nil
 	}
 	f := Finding{Severity: Warning, Subject: "generator",
-		Summary:  fmt.Sprintf("the load generator limited this run: %s received with %.2f%% loss", rate(l.ReceivedPPS), l.LossRatio*100),
+		Summary:  fmt.Sprintf("the load generator limited this run: %s received with %s loss", rate(l.ReceivedPPS), units.Percent(l.LossRatio, 2)),
 		Evidence: why,
 		Fixes: []Fix{{Kind: FixBench, Target: "generator", Value: "more --threads, --engine ring, or a second sending host",
 			Note: "the box under test has headroom this run could not show"}}}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"linerate/ceiling"
+	"linerate/internal/units"
 )
 
 // pcieBottleneck: aggregate throughput of the NICs behind one PCIe link at
@@ -47,8 +48,8 @@ func (pcieBottleneck) Check(ev *Evidence) []Finding {
 		evidence := []string{
 			fmt.Sprintf("link %s: %s, MPS %d (supported %d), MRRS %d", g.Bottleneck, linkText(g), g.MPS, g.MPSSupported, g.MRRS),
 			fmt.Sprintf("bus ceiling: %s receive, %s transmit (line rate, %d-byte frames)",
-				ceiling.FormatBps(g.Full.Receive.LineBps), ceiling.FormatBps(g.Full.Transmit.LineBps), g.Frame.Bytes),
-			fmt.Sprintf("ports behind it: %v, %s together", g.NICs, ceiling.FormatBps(float64(g.PortsBps))),
+				units.Bps(g.Full.Receive.LineBps), units.Bps(g.Full.Transmit.LineBps), g.Frame.Bytes),
+			fmt.Sprintf("ports behind it: %v, %s together", g.NICs, units.Bps(float64(g.PortsBps))),
 		}
 		evidence = append(evidence, g.Warnings...)
 		hitRx := haveRates && rx >= atCeiling*g.Full.Receive.LineBps
@@ -60,9 +61,9 @@ func (pcieBottleneck) Check(ev *Evidence) []Finding {
 				dir, got, lim = "transmit", tx, g.Full.Transmit.LineBps
 			}
 			out = append(out, Finding{Severity: Critical, Subject: g.ID,
-				Summary: fmt.Sprintf("%s of %v together at %.0f%% of the PCIe link's %s ceiling (%s of %s)",
-					dir, g.NICs, 100*got/lim, dir, ceiling.FormatBps(got), ceiling.FormatBps(lim)),
-				Evidence: append(evidence, fmt.Sprintf("measured on the wire: %s in, %s out", ceiling.FormatBps(rx), ceiling.FormatBps(tx))),
+				Summary: fmt.Sprintf("%s of %v together at %s of the PCIe link's %s ceiling (%s of %s)",
+					dir, g.NICs, units.Percent(got/lim, 0), dir, units.Bps(got), units.Bps(lim)),
+				Evidence: append(evidence, fmt.Sprintf("measured on the wire: %s in, %s out", units.Bps(rx), units.Bps(tx))),
 				Fixes:    fixes})
 		case mpsLow:
 			out = append(out, Finding{Severity: Info, Subject: g.ID,

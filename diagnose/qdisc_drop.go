@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 
+	"linerate/internal/units"
 	"linerate/source/rtnl"
 )
 
@@ -36,10 +37,10 @@ func (qdiscDrop) Check(ev *Evidence) []Finding {
 		}
 		if q.Rate != nil {
 			f.Summary = fmt.Sprintf("the shaper %s (%s) drops %s packets%s: the traffic is over its rate", what,
-				fmtBits(q.Rate.BitsPerSecond()), dropRate(d, q.Stats.Drops), dropShare(d, q.Stats.Drops))
-			f.Evidence = append(f.Evidence, fmt.Sprintf("rate %s, %s", fmtBits(q.Rate.BitsPerSecond()), limit))
+				units.Bps(q.Rate.BitsPerSecond()), dropRate(d, q.Stats.Drops), dropShare(d, q.Stats.Drops))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("rate %s, %s", units.Bps(q.Rate.BitsPerSecond()), limit))
 			f.Fixes = []Fix{{Kind: FixBoot, Target: "qdisc",
-				Value: fmt.Sprintf("the shaper on %s is the limit: raise its rate if the link allows more, or send no faster than %s", q.Iface, fmtBits(q.Rate.BitsPerSecond())),
+				Value: fmt.Sprintf("the shaper on %s is the limit: raise its rate if the link allows more, or send no faster than %s", q.Iface, units.Bps(q.Rate.BitsPerSecond())),
 				Note:  "a shaper dropping is doing its job; a longer queue only adds delay"}}
 		} else {
 			f.Summary = fmt.Sprintf("the %s qdisc of %s drops %s packets at %s%s", q.Kind, q.Iface, dropRate(d, q.Stats.Drops), limit, dropShare(d, q.Stats.Drops))
@@ -69,14 +70,4 @@ func (qdiscDrop) Check(ev *Evidence) []Finding {
 		out = append(out, f)
 	}
 	return out
-}
-
-func fmtBits(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return fmt.Sprintf("%.4g Gb/s", bps/1e9)
-	case bps >= 1e6:
-		return fmt.Sprintf("%.4g Mb/s", bps/1e6)
-	}
-	return fmt.Sprintf("%.4g kb/s", bps/1e3)
 }

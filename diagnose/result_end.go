@@ -78,12 +78,12 @@ func SavedBox(r *results.Result, side results.Side, target int) *box.Box {
 			if slices.ContainsFunc(b.NICs, func(n box.NIC) bool { return n.Name == p.Iface }) {
 				continue
 			}
-			kind := p.Kind
+			kind := box.NICKind(p.Kind)
 			switch {
 			case p.Loopback:
-				kind = "loopback"
+				kind = box.KindLoopback
 			case kind == "":
-				kind = "physical"
+				kind = box.KindPhysical
 			}
 			b.NICs = append(b.NICs, box.NIC{Name: p.Iface, Kind: kind, OperState: "up", Carrier: true, MTU: p.MTU, MaxMTU: p.MaxMTU,
 				Unsupported: map[string]string{"configuration": "not saved in the run"}})

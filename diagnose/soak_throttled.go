@@ -45,11 +45,11 @@ func (soakThrottled) Check(ev *Evidence) []Finding {
 		if t.BPSBefore > 0 {
 			share = t.BPSAfter / t.BPSBefore
 		}
-		f.Evidence = append(f.Evidence, fmt.Sprintf("rate before %s, after %s (%s of before)", before, units.Rate(t.BPSAfter, "bit/s"), units.Percent(share, 0, " ")))
+		f.Evidence = append(f.Evidence, fmt.Sprintf("rate before %s, after %s (%s of before)", before, units.Rate(t.BPSAfter, "bit/s"), units.Percent(share, 0)))
 		if t.Recovered {
-			f.Evidence = append(f.Evidence, fmt.Sprintf("the rate recovered: its last seconds ran at %s of the rate before or more", units.Percent(results.RecoveredShare, 0, " ")))
+			f.Evidence = append(f.Evidence, fmt.Sprintf("the rate recovered: its last seconds ran at %s of the rate before or more", units.Percent(results.RecoveredShare, 0)))
 		} else {
-			f.Summary += fmt.Sprintf(": the rate fell to %s of what it was and did not recover", units.Percent(share, 0, " "))
+			f.Summary += fmt.Sprintf(": the rate fell to %s of what it was and did not recover", units.Percent(share, 0))
 			f.Severity = Critical
 		}
 	}

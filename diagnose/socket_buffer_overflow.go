@@ -3,6 +3,8 @@ package diagnose
 import (
 	"fmt"
 	"strconv"
+
+	"linerate/internal/units"
 )
 
 // socketBufferOverflow: UDP datagrams dropped because a socket's receive
@@ -28,7 +30,7 @@ func (socketBufferOverflow) Check(ev *Evidence) []Finding {
 	rdef, _ := ev.Box.Sysctl("net.core.rmem_default")
 	f := Finding{
 		Severity: Warning, Subject: "box",
-		Summary: fmt.Sprintf("%s UDP datagrams dropped at full socket buffers (%.1f%% of %s delivered)", rate(errs), 100*errs/max(errs+in, 1), rate(in)),
+		Summary: fmt.Sprintf("%s UDP datagrams dropped at full socket buffers (%s of %s delivered)", rate(errs), units.Percent(errs/max(errs+in, 1), 1), rate(in)),
 		Evidence: []string{
 			fmt.Sprintf("Udp RcvbufErrors %s, InErrors %s, InDatagrams %s", rate(errs), rate(m.UDP["InErrors"]), rate(in)),
 			"net.core.rmem_max = " + rmax + ", net.core.rmem_default = " + rdef,

@@ -254,35 +254,6 @@ func (r *Run) prepare(ctx context.Context, conns []net.Conn) ([]*traffic.Pending
 	return nil, nil, fmt.Errorf("%s and %d other flows: not set up within %s: the round did not start", late[0], len(late)-1, wait)
 }
 
-// Failed is the error of a set whose flows failed: every one, or how many
-// of them with the first error; nil when none did. A flow failed when it
-// has an error, or its result carries one (a target's included) or
-// stopped early.
-func Failed(set *results.FlowSet) error {
-	var first string
-	n := 0
-	for _, f := range set.Flows {
-		errs := []string{f.Error}
-		if f.Error == "" && f.Result != nil {
-			errs = f.Result.Problems()
-		}
-		if len(errs) == 0 || errs[0] == "" {
-			continue
-		}
-		if n == 0 {
-			first = errs[0]
-		}
-		n++
-	}
-	switch {
-	case n == 0:
-		return nil
-	case n == len(set.Flows):
-		return fmt.Errorf("every flow failed: %s", first)
-	}
-	return fmt.Errorf("%d of %d flows failed: %s", n, len(set.Flows), first)
-}
-
 // dialAll reaches the agent of every flow's sender, or none.
 func dialAll(ctx context.Context, flows []Flow) ([]net.Conn, error) {
 	conns := make([]net.Conn, 0, len(flows))

@@ -22,12 +22,12 @@ const Schema = 1
 
 // The kinds of run.
 const (
-	KindBench    = "bench"     // traffic.Result of bench udp|tcp
-	KindSearch   = "search"    // traffic.Result of bench udp --search
+	KindBench    = "bench"     // results.Result of bench udp|tcp
+	KindSearch   = "search"    // results.Result of bench udp --search
 	KindPlan     = "plan"      // the result of linerate run PLAN.yaml
 	KindDiagnose = "diagnose"  // diagnose --json's report
 	KindTuneAuto = "tune-auto" // autotune.Report
-	KindFlows    = "flows"     // traffic.FlowSet of bench --from (third-party flows)
+	KindFlows    = "flows"     // results.FlowSet of bench --from (third-party flows)
 )
 
 // Entry is what the history says of a run besides its result: a line of

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/internal/usage"
 )
 
@@ -197,7 +198,7 @@ func ParseRate(s string) (uint64, error) {
 }
 
 // FormatRate writes a rate in bits per second the way ParseRate reads it.
-func FormatRate(bps uint64) string { return ceiling.FormatSpeed(int64(bps)) }
+func FormatRate(bps uint64) string { return units.Speed(int64(bps)) }
 
 // Lab is a lab as built: what the spec asked for, the nodes and links with
 // their addresses, and the journal of objects created. It is also the

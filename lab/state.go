@@ -36,7 +36,7 @@ const (
 	EnvLab  = "LINERATE_LAB"
 	EnvNode = "LINERATE_LAB_NODE"
 	// EnvToken is where bench and serve read a shared secret (the same
-	// name as traffic.TokenEnv, which this package sits below); Start
+	// name as wire.TokenEnv; a test checks they agree); Start
 	// sets it to the agents' secret in a lab that has agents.
 	EnvToken = "LINERATE_TOKEN"
 )

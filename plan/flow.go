@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"linerate/ceiling"
+	"linerate/results"
 	"linerate/wire"
 )
 
@@ -44,7 +45,7 @@ func (p *parser) settings(fs []*field, s *settings) error {
 		case "direction":
 			s.direction, err = p.oneOf(f.v, "direction", string(wire.Forward), string(wire.Reverse), string(wire.Bidir))
 		case "engine":
-			s.engine, err = p.oneOf(f.v, "engine", "auto", "socket", "ring", "xdp")
+			s.engine, err = p.oneOf(f.v, "engine", string(results.EngineAuto), string(results.EngineSocket), string(results.EngineRing), string(results.EngineXDP))
 		case "copy":
 			s.copy, err = p.boolean(f.v, "copy")
 		case "dscp":
@@ -75,7 +76,7 @@ func (p *parser) settings(fs []*field, s *settings) error {
 }
 
 // count reads one of the whole-number settings; the upper limits are the
-// agents' (traffic.Spec.Check, run on every flow).
+// agents' (wire.Spec.Check, run on every flow).
 func (p *parser) count(f *field, s *settings) error {
 	v, err := p.integer(f.v, f.key)
 	if err != nil {
@@ -334,8 +335,8 @@ func (p *parser) protoSettings(what string, s, defaults *settings, fl *Flow) err
 	if err := p.udpFlows(what, s, defaults, fl); err != nil {
 		return err
 	}
-	fl.Engine = cmp.Or(s.engine, "auto")
-	if (fl.Engine == "ring" || fl.Engine == "xdp") && fl.Direction != wire.Forward {
+	fl.Engine = cmp.Or(results.Engine(s.engine), results.EngineAuto)
+	if fl.Engine.BelowSocket() && fl.Direction != wire.Forward {
 		return p.errorf(s.at["engine"], "%s: engine %s sends forward only (from the sending host's interface): direction %s needs the socket engine (or auto)", what, fl.Engine, fl.Direction)
 	}
 	return nil

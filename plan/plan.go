@@ -25,6 +25,7 @@ import (
 
 	"linerate/ceiling"
 	"linerate/remote"
+	"linerate/results"
 	"linerate/source/tree"
 	"linerate/wire"
 )
@@ -150,8 +151,8 @@ type Flow struct {
 	Copy bool
 	// DSCP marks the flow's packets both ways (0: unmarked).
 	DSCP int
-	// Engine is the UDP send engine: "socket" or "ring".
-	Engine string
+	// Engine is the UDP send engine (auto unless the plan names one).
+	Engine results.Engine
 	// RR makes the flow a transaction test (bench rr): Streams loops of
 	// a request and its response, over one connection each, over UDP,
 	// or over a new connection per transaction (Connect). Nil for a bulk

@@ -7,7 +7,7 @@ import (
 )
 
 // Result is what running a plan measured: each round's flows as their
-// agents measured them (traffic.FlowSet, in Plan.Flows order), with what
+// agents measured them (results.FlowSet, in Plan.Flows order), with what
 // the plan expected.
 type Result struct {
 	Schema   int    `json:"schema"`

@@ -28,7 +28,7 @@ import (
 )
 
 // DefaultPort is the TCP port of an agent (`linerate serve`) when a spec
-// names none; it is traffic.DefaultPort (a test checks they agree).
+// names none; it is wire.DefaultPort (a test checks they agree).
 const DefaultPort = 7557
 
 // Kind is how a host is reached.

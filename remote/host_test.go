@@ -11,9 +11,9 @@ import (
 	"linerate/wire"
 )
 
-func TestDefaultPortIsTraffics(t *testing.T) {
+func TestDefaultPortIsWires(t *testing.T) {
 	if DefaultPort != wire.DefaultPort {
-		t.Errorf("remote.DefaultPort %d, traffic.DefaultPort %d", DefaultPort, wire.DefaultPort)
+		t.Errorf("remote.DefaultPort %d, wire.DefaultPort %d", DefaultPort, wire.DefaultPort)
 	}
 }
 

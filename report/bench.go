@@ -23,7 +23,7 @@ func BenchInterval(w io.Writer, iv results.IntervalStats, live bool) {
 	if len(iv.CPU) > 0 {
 		b.WriteString("  cpu")
 		for _, c := range iv.CPU {
-			fmt.Fprintf(&b, " %3.0f%%", c.Busy)
+			fmt.Fprintf(&b, " %5s", units.Percent(c.Busy/100, 0))
 		}
 	}
 	if iv.Warmup {
@@ -98,7 +98,7 @@ func BenchText(w io.Writer, r *results.Result) {
 	row := func(name, dir string, t *results.Totals, rtt string) {
 		if sp.Proto == wire.UDP {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t\n", name, dir, t.SentPackets, t.ReceivedPackets,
-				t.LostPackets, units.Percent(t.LossRatio, 3, ""), t.Reordered, t.Duplicates, units.Fixed.Format(t.SentPPS), units.Fixed.Format(t.ReceivedPPS), units.Fixed.Format(t.ReceivedBPS))
+				t.LostPackets, units.Percent(t.LossRatio, 3), t.Reordered, t.Duplicates, units.Fixed.Format(t.SentPPS), units.Fixed.Format(t.ReceivedPPS), units.Fixed.Format(t.ReceivedBPS))
 		} else {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", name, dir, t.SentBytes, t.ReceivedBytes,
 				t.SentPackets, t.Retransmits, rtt, units.Fixed.Unit(t.ReceivedBPS, "b/s"))
@@ -254,7 +254,7 @@ func benchCost(secs, perMpkt, perGbit *float64) string {
 }
 
 // QueueSpread is a receive queue count in a line: "veth1 (xdp): q0 120345
-// 25%, q1 ...", or why there is none.
+// 25 %, q1 ...", or why there is none.
 func QueueSpread(q *results.QueueStat) string {
 	if len(q.Packets) == 0 {
 		return cmp.Or(q.Error, "no counts")
@@ -262,7 +262,7 @@ func QueueSpread(q *results.QueueStat) string {
 	parts := make([]string, len(q.Packets))
 	shares := q.Shares()
 	for i, p := range q.Packets {
-		parts[i] = fmt.Sprintf("q%d %d %s", i, p, units.Percent(shares[i], 0, ""))
+		parts[i] = fmt.Sprintf("q%d %d %s", i, p, units.Percent(shares[i], 0))
 	}
 	return fmt.Sprintf("%s (%s): %s", q.Interface, q.Counter, strings.Join(parts, ", "))
 }
@@ -276,8 +276,8 @@ func sizesText(w io.Writer, sizes []results.SizeTotals) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "frame	payload	sent pkts	share	received	share	lost	")
 	for _, z := range sizes {
-		fmt.Fprintf(tw, "%d B	%d B	%d	%s	%d	%s	%d	\n", z.Frame, z.Payload, z.SentPackets, units.Percent(z.SentShare, 2, ""),
-			z.ReceivedPackets, units.Percent(z.ReceivedShare, 2, ""), z.LostPackets)
+		fmt.Fprintf(tw, "%d B	%d B	%d	%s	%d	%s	%d	\n", z.Frame, z.Payload, z.SentPackets, units.Percent(z.SentShare, 2),
+			z.ReceivedPackets, units.Percent(z.ReceivedShare, 2), z.LostPackets)
 	}
 	tw.Flush()
 }

@@ -26,7 +26,7 @@ func TestBenchTextSizes(t *testing.T) {
 	BenchText(&b, r)
 	out := b.String()
 	t.Log("\n" + out)
-	for _, want := range []string{"frames imix (64:7,570:4,1518:1, frame bytes:weight)", "64 B", "58.33%", "6993", "1518 B", "8.34%"} {
+	for _, want := range []string{"frames imix (64:7,570:4,1518:1, frame bytes:weight)", "64 B", "58.33 %", "6993", "1518 B", "8.34 %"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in the text", want)
 		}

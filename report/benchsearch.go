@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/results"
 	"linerate/search"
 )
@@ -30,7 +30,7 @@ func BenchSearch(w io.Writer, r *results.Result) error {
 		}
 		if len(s.Trials) > 0 && s.Trials[0].Purpose == search.PurposeMax && s.NDRPPS >= s.Trials[0].Spec.Rate {
 			fmt.Fprintf(ew, "note: %s B: no loss at the fastest rate tried (%s pps: the sender's most or just over the path's ceiling): the device may forward more\n",
-				s.Size, ceiling.FormatCount(s.Trials[0].Spec.Rate))
+				s.Size, units.Count(s.Trials[0].Spec.Rate))
 		}
 	}
 	for _, s := range r.Search {
@@ -39,14 +39,14 @@ func BenchSearch(w io.Writer, r *results.Result) error {
 			if x := l.Result.Latency; x != nil {
 				lat = fmt.Sprintf("p50 %s  p90 %s  p99 %s  max %s", x.P50, x.P90, x.P99, x.Max)
 			}
-			fmt.Fprintf(ew, "latency %s B at %s pps: %s\n", s.Size, ceiling.FormatCount(l.Spec.Rate), lat)
+			fmt.Fprintf(ew, "latency %s B at %s pps: %s\n", s.Size, units.Count(l.Spec.Rate), lat)
 		}
 	}
 	for _, s := range r.Search {
 		if s.Ledger == nil {
 			continue
 		}
-		fmt.Fprintf(ew, "%s B, at %s pps (loss begins): ", s.Size, ceiling.FormatCount(s.LossBeginsPPS))
+		fmt.Fprintf(ew, "%s B, at %s pps (loss begins): ", s.Size, units.Count(s.LossBeginsPPS))
 		if err := Ledger(ew, *s.Ledger); err != nil {
 			return err
 		}

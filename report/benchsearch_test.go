@@ -29,7 +29,7 @@ func TestBenchSearch(t *testing.T) {
 	}
 	out := b.String()
 	t.Log("\n" + out)
-	for _, want := range []string{"8,223", "99.6%", "latency 1518 B at 822 pps: p50 90µs", "1518 B, at 8,306 pps (loss begins): where the 28 lost packets died",
+	for _, want := range []string{"8,223", "99.6 %", "latency 1518 B at 822 pps: p50 90µs", "1518 B, at 8,306 pps (loss begins): where the 28 lost packets died",
 		"sender-qdisc", "note: 64 B: no loss at the fastest rate tried",
 		"note: 64 B: the trial at 150k pps for 1s (try 1 of 3): client's lra was down"} {
 		if !strings.Contains(out, want) {

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"linerate/ceiling"
+	"linerate/internal/units"
 )
 
 // CeilingJSON writes a ceiling result (ceiling.Report or ceiling.Answer) as
@@ -50,12 +51,12 @@ func CeilingBox(w io.Writer, r ceiling.Report) error {
 				fmt.Fprintf(tw, "%s\t%s\tunknown\t\t\t%s\n", n.Name, drv, bus)
 				continue
 			}
-			speed := ceiling.FormatBps(float64(n.SpeedBps))
+			speed := units.Bps(float64(n.SpeedBps))
 			if n.SpeedFrom != "link" {
 				speed += " (" + n.SpeedFrom + ", no link)"
 			}
-			full := fmt.Sprintf("%d B: %s fps, %s goodput", n.Full.Frame.Bytes, ceiling.FormatCount(float64(n.Full.PPS)), ceiling.FormatBps(n.Full.GoodputBps))
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s fps\t%s\n", n.Name, drv, speed, full, ceiling.FormatCount(float64(n.Small.PPS)), bus)
+			full := fmt.Sprintf("%d B: %s fps, %s goodput", n.Full.Frame.Bytes, units.Count(float64(n.Full.PPS)), units.Bps(n.Full.GoodputBps))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s fps\t%s\n", n.Name, drv, speed, full, units.Count(float64(n.Small.PPS)), bus)
 		}
 		tw.Flush()
 		for _, n := range r.NICs {
@@ -97,17 +98,17 @@ func ceilGroup(w io.Writer, g ceiling.Group) {
 		for i, f := range []ceiling.Figure{g.Full.Receive, g.Full.Transmit, g.Full.Forward} {
 			s := []ceiling.Figure{g.Small.Receive, g.Small.Transmit, g.Small.Forward}[i]
 			fmt.Fprintf(tw, "  %s\t%s fps = %s line, %s goodput\t%s fps = %s line\n", f.Pattern,
-				ceiling.FormatCount(f.FPS), ceiling.FormatBps(f.LineBps), ceiling.FormatBps(f.GoodputBps),
-				ceiling.FormatCount(s.FPS), ceiling.FormatBps(s.LineBps))
+				units.Count(f.FPS), units.Bps(f.LineBps), units.Bps(f.GoodputBps),
+				units.Count(s.FPS), units.Bps(s.LineBps))
 		}
 		if g.TCP != nil {
-			fmt.Fprintf(tw, "  iperf TCP in\t%s goodput (%d-byte segments in, an ACK out for every 2)\n", ceiling.FormatBps(g.TCP.GoodputBps), g.Frame.Bytes)
+			fmt.Fprintf(tw, "  iperf TCP in\t%s goodput (%d-byte segments in, an ACK out for every 2)\n", units.Bps(g.TCP.GoodputBps), g.Frame.Bytes)
 		}
 	} else {
 		fmt.Fprintf(tw, "  ceiling\tunknown: %s\n", g.Unknown)
 	}
 	if g.PortsBps > 0 {
-		fmt.Fprintf(tw, "  ports\t%s together\n", ceiling.FormatBps(float64(g.PortsBps)))
+		fmt.Fprintf(tw, "  ports\t%s together\n", units.Bps(float64(g.PortsBps)))
 	} else {
 		fmt.Fprintf(tw, "  ports\tline rates unknown\n")
 	}
@@ -142,7 +143,7 @@ func CeilingAnswer(w io.Writer, a ceiling.Answer) error {
 		}
 		fmt.Fprintln(tw, head+"\t")
 		for _, r := range a.Rates {
-			row := fmt.Sprintf("%d\t%d\t%s\t%s", r.Frame.Bytes, r.WireBytes, ceiling.FormatCount(float64(r.PPS)), ceiling.FormatBps(r.L2Bps))
+			row := fmt.Sprintf("%d\t%d\t%s\t%s", r.Frame.Bytes, r.WireBytes, units.Count(float64(r.PPS)), units.Bps(r.L2Bps))
 			if payloads {
 				row += fmt.Sprintf("\t%s\t%s", ceilOrDash(r.L3Bps), ceilOrDash(r.GoodputBps))
 			}
@@ -166,12 +167,12 @@ func CeilingAnswer(w io.Writer, a ceiling.Answer) error {
 		}
 		fmt.Fprintln(ew)
 		fmt.Fprintf(ew, "%s each way after %s; %s for packets after SKP ordered sets\n",
-			ceiling.FormatBps(b.Link.RawBps()), enc, ceilBytesPerSec(b.BytesPerSec()))
+			units.Bps(b.Link.RawBps()), enc, ceilBytesPerSec(b.BytesPerSec()))
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head := "FRAME\tPATTERN\tFRAMES/S\tLINE RATE\tL2\tGOODPUT\tLIMIT"
 		portHead := ""
 		if len(a.Ports) > 0 {
-			portHead = fmt.Sprintf("\t%s PORTS", ceiling.FormatSpeed(a.Query.SpeedBps))
+			portHead = fmt.Sprintf("\t%s PORTS", units.Speed(a.Query.SpeedBps))
 		}
 		fmt.Fprintln(tw, head+portHead+"\t")
 		for i, c := range a.Bus {
@@ -180,8 +181,8 @@ func CeilingAnswer(w io.Writer, a ceiling.Answer) error {
 				if j == 0 {
 					frame = fmt.Sprint(c.Frame.Bytes)
 				}
-				row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", frame, f.Pattern, ceiling.FormatCount(f.FPS),
-					ceiling.FormatBps(f.LineBps), ceiling.FormatBps(f.L2Bps), ceilOrDash(f.GoodputBps), f.Binding)
+				row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", frame, f.Pattern, units.Count(f.FPS),
+					units.Bps(f.LineBps), units.Bps(f.L2Bps), ceilOrDash(f.GoodputBps), f.Binding)
 				if len(a.Ports) > i {
 					switch f.Pattern {
 					case string(ceiling.Receive):
@@ -204,12 +205,12 @@ func CeilingAnswer(w io.Writer, a ceiling.Answer) error {
 		}
 	}
 	if a.TCP != nil {
-		fmt.Fprintf(ew, "\niperf-style TCP stream into the box at MTU 1500 over this bus: %s goodput\n", ceiling.FormatBps(a.TCP.GoodputBps))
+		fmt.Fprintf(ew, "\niperf-style TCP stream into the box at MTU 1500 over this bus: %s goodput\n", units.Bps(a.TCP.GoodputBps))
 	}
 	if len(a.Calibration) > 0 {
 		fmt.Fprintln(ew, "the model against measured figures:")
 		for _, c := range a.Calibration {
-			fmt.Fprintf(ew, "  %s: measured %s, model %s (%+.1f%%)\n", c.Source, ceiling.FormatBps(c.GoodputBps), ceiling.FormatBps(c.ModelBps), 100*c.Error)
+			fmt.Fprintf(ew, "  %s: measured %s, model %s (%s)\n", c.Source, units.Bps(c.GoodputBps), units.Bps(c.ModelBps), units.SignedPercent(c.Error, 1))
 		}
 	}
 	return ew.err
@@ -244,7 +245,7 @@ func ceilFrameWhat(f ceiling.Frame) string {
 
 // ceilSpeed prints a link speed: "1 Gb/s", "2.5 Gb/s", "100 Mb/s".
 func ceilSpeed(bps int64) string {
-	s := ceiling.FormatSpeed(bps)
+	s := units.Speed(bps)
 	if n := len(s); n > 0 && s[n-1] >= 'A' && s[n-1] <= 'Z' {
 		return s[:n-1] + " " + s[n-1:] + "b/s"
 	}
@@ -255,7 +256,7 @@ func ceilOrDash(bps float64) string {
 	if bps <= 0 {
 		return "-"
 	}
-	return ceiling.FormatBps(bps)
+	return units.Bps(bps)
 }
 
 func ceilSize(n int) string {

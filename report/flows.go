@@ -99,7 +99,7 @@ func cpuSummary(rates []box.Rates) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d s sampled: cpu", len(rates))
 	for _, id := range ids {
-		fmt.Fprintf(&b, " %d:%.0f%% (softirq %.0f%%)", id, cpus[id].busy/n, cpus[id].soft/n)
+		fmt.Fprintf(&b, " %d:%s (softirq %s)", id, units.Percent(cpus[id].busy/n/100, 0), units.Percent(cpus[id].soft/n/100, 0))
 	}
 	fmt.Fprintf(&b, ", NET_RX %s/s", units.Fixed.Format(netrx/n))
 	return b.String()

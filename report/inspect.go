@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -15,13 +14,6 @@ import (
 	"linerate/source/cpuset"
 	"linerate/source/ethtool"
 )
-
-// JSON writes the box as indented JSON: the schema of docs/inspect-json.md.
-func JSON(w io.Writer, b *box.Box) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(b)
-}
 
 // Inspect writes the box as tables a person can scan: one block per NIC,
 // then the CPUs, thermal state, irqbalance and sysctls, then the warnings
@@ -106,7 +98,7 @@ func (p *printer) line(label, format string, args ...any) {
 
 func (p *printer) nic(b *box.Box, n *box.NIC) {
 	u := n.Unsupported
-	p.f("\n%s  %s", n.Name, orDash(n.Kind))
+	p.f("\n%s  %s", n.Name, orDash(string(n.Kind)))
 	if d := n.Driver; d != nil {
 		p.f("  driver %s %s", d.Driver, d.Version)
 		if d.Firmware != "" {

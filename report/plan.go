@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/plan"
 	"linerate/remote"
 	"linerate/wire"
@@ -41,7 +42,7 @@ func Plan(w io.Writer, pl *plan.Plan, e *plan.Expectation) error {
 		for _, pt := range h.Ports {
 			s := pt.Name + " " + strings.Join(pt.Addresses, " ")
 			if pt.SpeedBps > 0 {
-				s += " " + ceiling.FormatSpeed(pt.SpeedBps)
+				s += " " + units.Speed(pt.SpeedBps)
 			}
 			if pt.MTU != 1500 {
 				s += fmt.Sprintf(" mtu %d", pt.MTU)
@@ -72,8 +73,8 @@ func Plan(w io.Writer, pl *plan.Plan, e *plan.Expectation) error {
 		if f.MSS > 0 {
 			extra = fmt.Sprintf(" (mss %d)", f.MSS)
 		}
-		if f.Engine == "ring" || f.Engine == "xdp" {
-			extra = " (" + f.Engine + ")"
+		if f.Engine.BelowSocket() {
+			extra = " (" + string(f.Engine) + ")"
 		}
 		rate := "as fast as possible"
 		if !f.Rate.Unlimited() {
@@ -95,7 +96,7 @@ func Plan(w io.Writer, pl *plan.Plan, e *plan.Expectation) error {
 		}
 		speed := "-"
 		if p.SpeedBps > 0 {
-			speed = ceiling.FormatSpeed(p.SpeedBps)
+			speed = units.Speed(p.SpeedBps)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Host, port, speed, oneWay(p.In), oneWay(p.Out))
 	}
@@ -123,15 +124,15 @@ func Plan(w io.Writer, pl *plan.Plan, e *plan.Expectation) error {
 		fmt.Fprintf(ew, "ceiling: %s's PCIe %s link at MPS %d%s, behind it %s\n", b.Host, linkName(b.Bus.Link), b.Bus.MPS, src, behind)
 		switch {
 		case !b.Expected.Known:
-			fmt.Fprintf(ew, "  carries at most %s of this traffic (binding: %s)\n", ceiling.FormatBps(b.CarriedBps), b.Binding)
+			fmt.Fprintf(ew, "  carries at most %s of this traffic (binding: %s)\n", units.Bps(b.CarriedBps), b.Binding)
 		case b.Share >= 1:
-			fmt.Fprintf(ew, "  carries all %s the links let through it (%.0f%% of what it could, binding: %s)\n",
-				ceiling.FormatBps(b.Expected.GoodputBps), 100/b.Share, b.Binding)
-			fmt.Fprintf(ew, "  the plan can reach %s: its links limit it, not the bus\n", ceiling.FormatBps(e.LimitedBps))
+			fmt.Fprintf(ew, "  carries all %s the links let through it (%s of what it could, binding: %s)\n",
+				units.Bps(b.Expected.GoodputBps), units.Percent(1/b.Share, 0), b.Binding)
+			fmt.Fprintf(ew, "  the plan can reach %s: its links limit it, not the bus\n", units.Bps(e.LimitedBps))
 		default:
-			fmt.Fprintf(ew, "  carries %s of the %s its ports' links let through (%.0f%%, binding: %s): the bus limits\n",
-				ceiling.FormatBps(b.CarriedBps), ceiling.FormatBps(b.Expected.GoodputBps), 100*b.Share, b.Binding)
-			fmt.Fprintf(ew, "  the plan can reach %s of the %s its links allow\n", ceiling.FormatBps(e.LimitedBps), ceiling.FormatBps(e.Total.GoodputBps))
+			fmt.Fprintf(ew, "  carries %s of the %s its ports' links let through (%s, binding: %s): the bus limits\n",
+				units.Bps(b.CarriedBps), units.Bps(b.Expected.GoodputBps), units.Percent(b.Share, 0), b.Binding)
+			fmt.Fprintf(ew, "  the plan can reach %s of the %s its links allow\n", units.Bps(e.LimitedBps), units.Bps(e.Total.GoodputBps))
 		}
 	}
 	return ew.err
@@ -147,7 +148,7 @@ func oneWay(t plan.Traffic) string {
 	case t.PPS == 0:
 		return "-"
 	}
-	return fmt.Sprintf("%s  %s/s", ceiling.FormatBps(t.GoodputBps), ceiling.FormatCount(t.PPS))
+	return fmt.Sprintf("%s  %s/s", units.Bps(t.GoodputBps), units.Count(t.PPS))
 }
 
 func plural(n int, what string) string {

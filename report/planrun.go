@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"linerate/box"
-	"linerate/ceiling"
 	"linerate/internal/units"
 	"linerate/plan"
 	"linerate/results"
@@ -87,9 +86,9 @@ func planTotal(w io.Writer, pl *plan.Plan, e *plan.Expectation, set *results.Flo
 	got := plan.Goodput(&t)
 	fmt.Fprintf(w, "total: received %s, goodput %s", units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(got, "b/s"))
 	if e != nil && e.Total.Known {
-		fmt.Fprintf(w, " (expected at line rate %s", ceiling.FormatBps(e.Total.GoodputBps))
+		fmt.Fprintf(w, " (expected at line rate %s", units.Bps(e.Total.GoodputBps))
 		if e.Bus != nil && e.LimitedBps < e.Total.GoodputBps {
-			fmt.Fprintf(w, "; %s after the bus", ceiling.FormatBps(e.LimitedBps))
+			fmt.Fprintf(w, "; %s after the bus", units.Bps(e.LimitedBps))
 			fmt.Fprint(w, busNote(pl, e, pl.BusOf(e, set), got))
 		}
 		fmt.Fprint(w, ")")
@@ -110,8 +109,8 @@ func busNote(pl *plan.Plan, e *plan.Expectation, ev plan.BusEvidence, got float6
 	case !ev.Applies():
 		return fmt.Sprintf(", which does not apply here: %s is the plan's model, and %s", link, ev)
 	case got > results.OverCeiling*e.LimitedBps:
-		return fmt.Sprintf("; the goodput is %.0f %% of that: %s as the plan models it is not what this traffic crossed (the ports are not behind it, or the link is another)",
-			100*got/e.LimitedBps, link)
+		return fmt.Sprintf("; the goodput is %s of that: %s as the plan models it is not what this traffic crossed (the ports are not behind it, or the link is another)",
+			units.Percent(got/e.LimitedBps, 0), link)
 	}
 	return ""
 }

@@ -12,9 +12,9 @@ func TestQueueSpread(t *testing.T) {
 		want string
 	}{
 		{results.QueueStat{Interface: "a", Counter: results.CounterXDP, Packets: []uint64{34359, 0, 51600, 51600}},
-			"a (xdp): q0 34359 25%, q1 0 0%, q2 51600 38%, q3 51600 38%"},
+			"a (xdp): q0 34359 25 %, q1 0 0 %, q2 51600 38 %, q3 51600 38 %"},
 		{results.QueueStat{Interface: "eth1", Counter: results.CounterEthtool, Packets: []uint64{0, 0}},
-			"eth1 (ethtool): q0 0 0%, q1 0 0%"},
+			"eth1 (ethtool): q0 0 0 %, q1 0 0 %"},
 		{results.QueueStat{Interface: "a", Error: "a has no per-queue receive counters"}, "a has no per-queue receive counters"},
 		{results.QueueStat{}, "no counts"},
 	}

@@ -5,7 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/search"
 )
 
@@ -18,7 +18,7 @@ func Search(w io.Writer, rs []search.SizeResult) error {
 	pdrLoss := ""
 	for _, r := range rs {
 		if r.PDRLoss > 0 {
-			pdrLoss = fmt.Sprintf(" (loss ≤ %g%%)", r.PDRLoss*100)
+			pdrLoss = " (loss ≤ " + units.Percent(r.PDRLoss, -1) + ")"
 		}
 	}
 	fmt.Fprintf(tw, "size\tNDR pps\tMb/s\tof line\tPDR%s pps\tMb/s\tof line\ttrials\ttrial time\t\n", pdrLoss)
@@ -26,7 +26,7 @@ func Search(w io.Writer, rs []search.SizeResult) error {
 		if ceil <= 0 {
 			return "-"
 		}
-		return fmt.Sprintf("%.1f%%", 100*pps/ceil)
+		return units.Percent(pps/ceil, 1)
 	}
 	for _, r := range rs {
 		var secs float64
@@ -34,8 +34,8 @@ func Search(w io.Writer, rs []search.SizeResult) error {
 			secs += t.Spec.Duration.Seconds()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%.1f\t%s\t%d\t%.1f s\t\n", r.Size,
-			ceiling.FormatCount(r.NDRPPS), r.NDRBps/1e6, share(r.NDRPPS, r.CeilingPPS),
-			ceiling.FormatCount(r.PDRPPS), r.PDRBps/1e6, share(r.PDRPPS, r.CeilingPPS), len(r.Trials), secs)
+			units.Count(r.NDRPPS), r.NDRBps/1e6, share(r.NDRPPS, r.CeilingPPS),
+			units.Count(r.PDRPPS), r.PDRBps/1e6, share(r.PDRPPS, r.CeilingPPS), len(r.Trials), secs)
 	}
 	tw.Flush()
 	return ew.err

@@ -10,13 +10,20 @@ import (
 	"linerate/tune"
 )
 
-// TuneJSON prints a tune result (plan, record, status, persist result)
-// as indented JSON.
-func TuneJSON(w io.Writer, v any) error {
+// JSON writes v as indented JSON, the form of every command's --json:
+// a box's is the schema of docs/inspect-json.md, a result's that of
+// docs/bench.md.
+func JSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// TuneJSON is JSON.
+//
+// Deprecated: call JSON; this stays while a caller (tune auto) still
+// calls it.
+func TuneJSON(w io.Writer, v any) error { return JSON(w, v) }
 
 // TunePlanJSON is the JSON form of a plan: its changes (advice included),
 // and the items left out with the reason.
@@ -230,6 +237,17 @@ func TunePersisted(w io.Writer, res *tune.PersistResult) {
 		}
 		for _, it := range res.Boot {
 			fmt.Fprintf(w, "  %s %s: %s\n", it.Kind, it.Target, it.Value)
+		}
+	}
+}
+
+// TuneHeld prints what each persistence target holds under root,
+// each item checked against the live system (tune.CheckPersisted).
+func TuneHeld(w io.Writer, root string, checks []tune.PersistedCheck) {
+	for _, c := range checks {
+		fmt.Fprintf(w, "persisted (%s, under %s):\n", c.Target, root)
+		for _, l := range c.Lines {
+			fmt.Fprintf(w, "  %s\n", l)
 		}
 	}
 }

@@ -47,18 +47,7 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 	}
 	if len(r.Trials) > 0 {
 		fmt.Fprintln(w)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHANGE\tFROM → TO\tWITHOUT\tWITH\tGAIN\tINTERVAL\tPAIRS\tRESULT\tWHY")
-		for _, t := range r.Trials {
-			f := TrialFigures(r.Metric, t)
-			why := t.Why
-			if t.Outcome != autotune.Kept && t.Restored {
-				why += "; restored, read back"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", TuneChangeName(t.Changes, t.Item), autoFromTo(t.Changes),
-				f.Without, f.With, f.Gain, f.Interval, f.Pairs, TuneOutcome(t.Outcome), why)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := Trials(w, r, nil); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)
@@ -66,13 +55,7 @@ func TuneAuto(w io.Writer, r *autotune.Report) error {
 		fmt.Fprintln(w, "nothing was tried: no candidate this system can take")
 	}
 	if len(r.Baseline) > 0 {
-		b, _ := r.Before.Value(r.Metric)
-		a, _ := r.After.Value(r.Metric)
-		line := fmt.Sprintf("before → after: %s → %s", r.Metric.Format(b), r.Metric.Format(a))
-		if b != 0 {
-			line += fmt.Sprintf(" (%+.1f %%)", (a-b)/b*100)
-		}
-		fmt.Fprintf(w, "%s; all figures: %s → %s\n", line, RoundFigures(r.Before), RoundFigures(r.After))
+		fmt.Fprintf(w, "%s; all figures: %s → %s\n", BeforeAfter(r), RoundFigures(r.Before), RoundFigures(r.After))
 		if r.Before.Proto == wire.UDP && results.LoadsDiffer(r.Before.SentPPS, r.After.SentPPS) {
 			fmt.Fprintln(w, "note: before and after were offered different loads: their losses are not comparable")
 		}
@@ -112,7 +95,7 @@ func autoCandidates(w io.Writer, ew *autoErrWriter, r *autotune.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANGE\tFROM → TO\tSOURCE")
 	for _, c := range r.Candidates {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", TuneChangeName(c.Changes, c.Item), autoFromTo(c.Changes), c.Source)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", TuneChangeName(c.Changes, c.Item), autoFromTo(c.Changes, c.Item), c.Source)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -175,11 +158,51 @@ func TuneChangeName(cs []tune.Change, it tune.Item) string {
 	return s
 }
 
-func autoFromTo(cs []tune.Change) string {
-	if len(cs) == 0 {
-		return "-"
+// Trials prints tune auto's trials as one table, a row each: the change,
+// its values from and to, why it was tried, the goal metric without and
+// with it (TrialFigures: medians of its pairs' rounds), the gain, its
+// interval and the pairs it took, the outcome and why. tried words a trial's source; nil writes a diagnose rule's
+// fix as the rule's name and any other source as it is.
+func Trials(w io.Writer, r *autotune.Report, tried func(source string) string) error {
+	if tried == nil {
+		tried = func(s string) string { return strings.TrimPrefix(s, "diagnose ") }
 	}
-	return tuneShort(cs[0].From) + " → " + tuneShort(cs[0].To)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANGE\tFROM → TO\tTRIED FOR\tWITHOUT\tWITH\tGAIN\tINTERVAL\tPAIRS\tRESULT\tWHY")
+	for _, t := range r.Trials {
+		f := TrialFigures(r.Metric, t)
+		why := t.Why
+		if t.Outcome != autotune.Kept && t.Restored {
+			why += "; restored, read back"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", TuneChangeName(t.Changes, t.Item), autoFromTo(t.Changes, t.Item),
+			tried(t.Source), f.Without, f.With, f.Gain, f.Interval, f.Pairs, TuneOutcome(t.Outcome), why)
+	}
+	return tw.Flush()
+}
+
+// BeforeAfter is the goal metric's first baseline against its last, in
+// words: "before → after: 98.8 kpps → 211.2 kpps (+113.9 %)".
+func BeforeAfter(r *autotune.Report) string {
+	b, _ := r.Before.Value(r.Metric)
+	a, _ := r.After.Value(r.Metric)
+	line := fmt.Sprintf("before → after: %s → %s", r.Metric.Format(b), r.Metric.Format(a))
+	if b != 0 {
+		line += " (" + units.SignedPercent((a-b)/b, 1) + ")"
+	}
+	return line
+}
+
+// autoFromTo is a trial's first change from and to; a trial that made
+// none shows the value it asked for.
+func autoFromTo(cs []tune.Change, it tune.Item) string {
+	switch {
+	case len(cs) > 0:
+		return tuneShort(cs[0].From) + " → " + tuneShort(cs[0].To)
+	case it.Value != "":
+		return "→ " + tuneShort(it.Value)
+	}
+	return "-"
 }
 
 // TuneOutcome words a trial's outcome ("kept", "rolled back", ...).
@@ -230,7 +253,7 @@ func autoSpread(rs []autotune.Round, metric autotune.Metric) string {
 	if n < 2 || sum == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f %%", (hi-lo)/(sum/float64(n))*100)
+	return units.Percent((hi-lo)/(sum/float64(n)), 1)
 }
 
 // autoSpec describes a round's bench in words.

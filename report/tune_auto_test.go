@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,13 @@ func TestTuneAutoText(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// One trial table, the demo's too: why each change was tried is a
+	// column of it.
+	if !regexp.MustCompile(`(?m)^CHANGE +FROM → TO +TRIED FOR +WITHOUT +WITH +GAIN +INTERVAL +PAIRS +RESULT +WHY$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^rps lan/rx-0 +none → 1 +rps-off +100\.0 kpps`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^mtu lan +1500 → 9000 +--try +- `).MatchString(out) {
+		t.Errorf("the trial table lacks its TRIED FOR column:\n%s", out)
+	}
 	// The table's columns line up: every row of it has its WITHOUT column
 	// where the header has it.
 	lines := strings.Split(out, "\n")
@@ -134,7 +142,7 @@ func TestTuneAutoDryRunAndInterrupted(t *testing.T) {
 // trial's verdict under stable names.
 func TestTuneAutoJSON(t *testing.T) {
 	var b bytes.Buffer
-	if err := TuneJSON(&b, autoReport()); err != nil {
+	if err := JSON(&b, autoReport()); err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]any

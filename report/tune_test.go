@@ -68,7 +68,7 @@ by hand — linerate never applies these:
 		t.Errorf("plan text:\n%s\nwant:\n%s", got, want)
 	}
 	b.Reset()
-	if err := TuneJSON(&b, TunePlanDoc(p)); err != nil || !strings.Contains(b.String(), `"restore": {`) {
+	if err := JSON(&b, TunePlanDoc(p)); err != nil || !strings.Contains(b.String(), `"restore": {`) {
 		t.Errorf("plan JSON: %v\n%s", err, b.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"linerate/internal/units"
 	"linerate/wire"
 )
 
@@ -44,8 +45,8 @@ func bidirAtLink(res *Result) (why string, ok bool) {
 		if !ok || lim.FPS <= 0 || w.t.ReceivedPPS < AtLink*lim.FPS || w.t.ReceivedPPS > OverCeiling*lim.FPS {
 			continue
 		}
-		at = append(at, fmt.Sprintf("%s received %.0f %s, %.1f%% of its ceiling of %.0f: %s on %s %s",
-			w.name, w.t.ReceivedPPS, unit, 100*w.t.ReceivedPPS/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface))
+		at = append(at, fmt.Sprintf("%s received %.0f %s, %s of its ceiling of %.0f: %s on %s %s",
+			w.name, w.t.ReceivedPPS, unit, units.Percent(w.t.ReceivedPPS/lim.FPS, 1), lim.FPS, lim.What, lim.Host, lim.Iface))
 	}
 	if len(at) == 0 {
 		return "", false

@@ -8,6 +8,7 @@ import (
 
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/ledger"
 	"linerate/wire"
 )
@@ -248,12 +249,12 @@ func dropVerdict(l *ledger.Ledger) (by Limit, why string) {
 			top = e
 		}
 	}
-	share := 100 * float64(top.Packets) / float64(l.Lost)
+	share := units.Percent(float64(top.Packets)/float64(l.Lost), 0)
 	if top.Place == ledger.LinkDown {
-		return LimitLinkDown, fmt.Sprintf("%.0f%% of the %d lost packets were sent while a link of the path was down", share, l.Lost)
+		return LimitLinkDown, fmt.Sprintf("%s of the %d lost packets were sent while a link of the path was down", share, l.Lost)
 	}
 	if top.Place == ledger.Unaccounted {
-		return "path", fmt.Sprintf("%.0f%% of the %d lost packets died where no counter of either end saw them: between the ends", share, l.Lost)
+		return LimitPath, fmt.Sprintf("%s of the %d lost packets died where no counter of either end saw them: between the ends", share, l.Lost)
 	}
 	switch top.Side {
 	case ledger.Sender:
@@ -262,7 +263,7 @@ func dropVerdict(l *ledger.Ledger) (by Limit, why string) {
 			// A receive ring counted on the sending side is the next
 			// hop's (a tap whose guest had no room): the receiver's.
 			by = LimitReceiver
-			why = fmt.Sprintf("%.0f%% of the %d lost packets found no room in the receiving NIC's ring, counted at the %s's end of the link", share, l.Lost, top.Host)
+			why = fmt.Sprintf("%s of the %d lost packets found no room in the receiving NIC's ring, counted at the %s's end of the link", share, l.Lost, top.Host)
 		}
 	case ledger.Receiver:
 		by = LimitReceiver
@@ -276,7 +277,7 @@ func dropVerdict(l *ledger.Ledger) (by Limit, why string) {
 		}
 	}
 	if why == "" {
-		why = fmt.Sprintf("%.0f%% of the %d lost packets died at the %s's %s", share, l.Lost, top.Host, top.Place)
+		why = fmt.Sprintf("%s of the %d lost packets died at the %s's %s", share, l.Lost, top.Host, top.Place)
 	}
 	if len(top.Evidence) > 0 {
 		why += " (" + top.Evidence[0] + ")"

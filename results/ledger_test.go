@@ -19,7 +19,7 @@ func TestDropVerdictNextHopRing(t *testing.T) {
 	if by != LimitReceiver {
 		t.Errorf("limited by %q (%s), want receiver", by, why)
 	}
-	for _, want := range []string{"100% of the 738650 lost packets", "receiving NIC's ring", "(b (tap): tx_dropped"} {
+	for _, want := range []string{"100 % of the 738650 lost packets", "receiving NIC's ring", "(b (tap): tx_dropped"} {
 		if !strings.Contains(why, want) {
 			t.Errorf("why %q: no %q", why, want)
 		}

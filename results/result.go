@@ -94,6 +94,9 @@ type Totals struct {
 	sentBits, recvBits float64
 }
 
+// Add sums o into t: counts of packets, bytes and retransmits and each
+// frame size's add up, Seconds is the longer of the two windows, and the
+// rates and the loss ratio are taken again over the sums.
 func (t *Totals) Add(o Totals) {
 	t.Seconds = max(t.Seconds, o.Seconds)
 	t.SentPackets += o.SentPackets

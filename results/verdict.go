@@ -7,6 +7,7 @@ import (
 
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/wire"
 )
 
@@ -175,41 +176,41 @@ func Verdict(res *Result, clientThreads []ThreadCPU) {
 		sum.LimitedBy, sum.LimitedWhy = LimitOverCeiling, overCeilingWhy(res, lim, achieved)
 	case hasLim && sp.Direction != wire.Bidir && !met && achieved >= AtLink*lim.FPS:
 		sum.LimitedBy = LimitLink
-		sum.LimitedWhy = fmt.Sprintf("received %.0f pps, %.1f%% of the path's ceiling of %.0f pps: %s on %s %s", achieved, 100*achieved/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)
+		sum.LimitedWhy = fmt.Sprintf("received %.0f pps, %s of the path's ceiling of %.0f pps: %s on %s %s", achieved, units.Percent(achieved/lim.FPS, 1), lim.FPS, lim.What, lim.Host, lim.Iface)
 	case bidirLink && !met:
 		sum.LimitedBy, sum.LimitedWhy = LimitLink, "both ways at once: "+bidirWhy
 	case asked > 0 && sum.SentPPS < MetRate*asked && sendBusy >= BusyThread:
 		sum.LimitedBy = LimitSender
-		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked with a sender thread at %.0f%% of a CPU", sum.SentPPS, asked, sendBusy*100)
+		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked with a sender thread at %s of a CPU", sum.SentPPS, asked, units.Percent(sendBusy, 0))
 	case asked > 0 && sum.SentPPS < MetRate*asked && behind > 0:
 		sum.LimitedBy = LimitSender
 		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked: the sender threads were not scheduled in time for %d packets (%d preemptions; the CPUs are busy with something else)", sum.SentPPS, asked, behind, preempted)
 	case asked > 0 && sum.SentPPS < MetRate*asked:
 		sum.LimitedBy = LimitPath
-		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked while the sender threads had CPU to spare (%.0f%%): sends were blocked by the path below the socket", sum.SentPPS, asked, sendBusy*100)
+		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked while the sender threads had CPU to spare (%s): sends were blocked by the path below the socket", sum.SentPPS, asked, units.Percent(sendBusy, 0))
 	case sum.LossRatio > Lossy && dropBy != "":
 		sum.LimitedBy = dropBy
-		sum.LimitedWhy = fmt.Sprintf("%.2f%% lost; %s", sum.LossRatio*100, dropWhy)
+		sum.LimitedWhy = fmt.Sprintf("%s lost; %s", units.Percent(sum.LossRatio, 2), dropWhy)
 	case sum.LossRatio > Lossy && (recvBusy >= BusyThread || drops > 0):
 		sum.LimitedBy = LimitReceiver
-		sum.LimitedWhy = fmt.Sprintf("%.2f%% lost; a receiver thread at %.0f%% of a CPU, %.0f drops/s in the receiver's socket buffers and backlog", sum.LossRatio*100, recvBusy*100, drops)
+		sum.LimitedWhy = fmt.Sprintf("%s lost; a receiver thread at %s of a CPU, %.0f drops/s in the receiver's socket buffers and backlog", units.Percent(sum.LossRatio, 2), units.Percent(recvBusy, 0), drops)
 	case sum.LossRatio > Lossy:
 		sum.LimitedBy = LimitPath
-		sum.LimitedWhy = fmt.Sprintf("%.2f%% lost between the ends while neither end's threads were saturated", sum.LossRatio*100)
+		sum.LimitedWhy = fmt.Sprintf("%s lost between the ends while neither end's threads were saturated", units.Percent(sum.LossRatio, 2))
 	case asked > 0:
 		sum.LimitedBy = LimitAskedRate
 		sum.LimitedWhy = fmt.Sprintf("sent %.0f pps of %.0f asked", sum.SentPPS, asked)
 	case sendBusy >= BusyThread:
 		sum.LimitedBy = LimitSender
-		sum.LimitedWhy = fmt.Sprintf("a sender thread at %.0f%% of a CPU and no loss to speak of", sendBusy*100)
+		sum.LimitedWhy = fmt.Sprintf("a sender thread at %s of a CPU and no loss to speak of", units.Percent(sendBusy, 0))
 	case recvBusy >= BusyThread:
 		sum.LimitedBy = LimitReceiver
-		sum.LimitedWhy = fmt.Sprintf("a receiver thread at %.0f%% of a CPU", recvBusy*100)
+		sum.LimitedWhy = fmt.Sprintf("a receiver thread at %s of a CPU", units.Percent(recvBusy, 0))
 	case sp.Proto == wire.UDP && len(senders) > 0:
 		sum.LimitedBy = LimitPath
-		sum.LimitedWhy = fmt.Sprintf("no thread was saturated (busiest sender %.0f%%, receiver %.0f%%): the kernel below the sockets set the pace", sendBusy*100, recvBusy*100)
+		sum.LimitedWhy = fmt.Sprintf("no thread was saturated (busiest sender %s, receiver %s): the kernel below the sockets set the pace", units.Percent(sendBusy, 0), units.Percent(recvBusy, 0))
 	case len(senders) > 0:
-		sum.LimitedWhy = fmt.Sprintf("no thread saturated (busiest sender %.0f%%, receiver %.0f%%); both ways at once each end sends and receives on the same CPUs, so neither is named", sendBusy*100, recvBusy*100)
+		sum.LimitedWhy = fmt.Sprintf("no thread saturated (busiest sender %s, receiver %s); both ways at once each end sends and receives on the same CPUs, so neither is named", units.Percent(sendBusy, 0), units.Percent(recvBusy, 0))
 	default:
 		sum.LimitedWhy = "no thread measure to judge from"
 	}
@@ -222,8 +223,8 @@ func overCeilingWhy(res *Result, lim ceiling.PathLimit, achieved float64) string
 	if res.Spec.Proto == wire.TCP {
 		unit = "segments/s"
 	}
-	return fmt.Sprintf("received %.0f %s, %.1f%% of the path's ceiling of %.0f (%s on %s %s): more than the path can carry, so its model or the path is not what linerate thinks; %s",
-		achieved, unit, 100*achieved/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface, OverCeilingSuspects(res.Spec.Proto, lim))
+	return fmt.Sprintf("received %.0f %s, %s of the path's ceiling of %.0f (%s on %s %s): more than the path can carry, so its model or the path is not what linerate thinks; %s",
+		achieved, unit, units.Percent(achieved/lim.FPS, 1), lim.FPS, lim.What, lim.Host, lim.Iface, OverCeilingSuspects(res.Spec.Proto, lim))
 }
 
 // OverCeilingSuspects names what to suspect when more of proto passed
@@ -286,26 +287,26 @@ func tcpVerdict(res *Result, sendThread, recvThread float64) {
 		sum.LimitedBy, sum.LimitedWhy = LimitOverCeiling, overCeilingWhy(res, *lim, sum.ReceivedPPS)
 	case lim != nil && sum.ReceivedPPS >= AtLink*lim.FPS:
 		sum.LimitedBy = LimitLink
-		sum.LimitedWhy = fmt.Sprintf("received %.0f segments/s, %.1f%% of the path's ceiling of %.0f frames/s of that size: %s on %s %s", sum.ReceivedPPS, 100*sum.ReceivedPPS/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface)
+		sum.LimitedWhy = fmt.Sprintf("received %.0f segments/s, %s of the path's ceiling of %.0f frames/s of that size: %s on %s %s", sum.ReceivedPPS, units.Percent(sum.ReceivedPPS/lim.FPS, 1), lim.FPS, lim.What, lim.Host, lim.Iface)
 	case sendThread >= BusyThread:
 		sum.LimitedBy = LimitSender
-		sum.LimitedWhy = fmt.Sprintf("a sending thread of the %s was at %.0f%% of a CPU", sender, sendThread*100)
+		sum.LimitedWhy = fmt.Sprintf("a sending thread of the %s was at %s of a CPU", sender, units.Percent(sendThread, 0))
 	case recvThread >= BusyThread:
 		sum.LimitedBy = LimitReceiver
-		sum.LimitedWhy = fmt.Sprintf("a receiving thread of the %s was at %.0f%% of a CPU", receiver, recvThread*100)
+		sum.LimitedWhy = fmt.Sprintf("a receiving thread of the %s was at %s of a CPU", receiver, units.Percent(recvThread, 0))
 	case sBusy >= BusyThread*100:
 		sum.LimitedBy = LimitSender
-		sum.LimitedWhy = fmt.Sprintf("CPU %d of the sending end (%s) was %.0f%% busy", sCPU, sender, sBusy)
+		sum.LimitedWhy = fmt.Sprintf("CPU %d of the sending end (%s) was %s busy", sCPU, sender, units.Percent(sBusy/100, 0))
 	case rBusy >= BusyThread*100:
 		sum.LimitedBy = LimitReceiver
-		sum.LimitedWhy = fmt.Sprintf("CPU %d of the receiving end (%s) was %.0f%% busy", rCPU, receiver, rBusy)
+		sum.LimitedWhy = fmt.Sprintf("CPU %d of the receiving end (%s) was %s busy", rCPU, receiver, units.Percent(rBusy/100, 0))
 	case sum.Retransmits > 0:
 		sum.LimitedBy = LimitPath
 		sum.LimitedWhy = fmt.Sprintf("%d segments retransmitted while neither end had a saturated CPU", sum.Retransmits)
 	case len(res.Samples) == 0:
 		sum.LimitedWhy = "no samples"
 	default:
-		sum.LimitedWhy = fmt.Sprintf("no CPU saturated (busiest %.0f%% sending, %.0f%% receiving) and no retransmits", sBusy, rBusy)
+		sum.LimitedWhy = fmt.Sprintf("no CPU saturated (busiest %s sending, %s receiving) and no retransmits", units.Percent(sBusy/100, 0), units.Percent(rBusy/100, 0))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"linerate/ceiling"
+	"linerate/internal/units"
 )
 
 // SizeResult is the search of one frame size, as a bench result holds it
@@ -67,7 +68,7 @@ func LatencySteps(ctx context.Context, trial Trial, pdr float64, d time.Duration
 		spec := TrialSpec{Rate: pdr * share, Duration: d}
 		r, err := trial(ctx, spec)
 		if err != nil {
-			return out, fmt.Errorf("latency step at %.0f%% of the PDR: %w", share*100, err)
+			return out, fmt.Errorf("latency step at %s of the PDR: %w", units.Percent(share, 0), err)
 		}
 		out = append(out, Record{Purpose: PurposeLatency, Spec: spec, Result: r, Loss: r.LossRatio()})
 	}

@@ -42,7 +42,6 @@ type SysctlReader interface {
 	Sysctl(name string) (string, error)
 }
 
-// Sysctl reads a sysctl ("net.core.rmem_max") from src.
 // SysctlHostWide reports whether a sysctl read from src is the host's
 // rather than src's network namespace's own: every sysctl outside net.*,
 // and the net.* ones the namespace has no copy of (netdev_budget and the
@@ -54,6 +53,8 @@ func SysctlHostWide(src Source, name string) bool {
 	return false
 }
 
+// Sysctl reads sysctl name ("net.core.rmem_max") from src: through its
+// own reader when it has one (SysctlReader), else from its proc tree.
 func Sysctl(src Source, name string) (string, error) {
 	if r, ok := src.(SysctlReader); ok {
 		return r.Sysctl(name)

@@ -142,6 +142,38 @@ func (s Store) Log(lines ...string) error {
 	return f.Close()
 }
 
+// PersistedCheck is what one persistence target holds, each item
+// checked against the live system (CheckItems).
+type PersistedCheck struct {
+	Target string
+	Lines  []string
+}
+
+// CheckPersisted reads the items persisted under root for target, or for
+// every target when target is "", and checks each against sys: what the
+// next boot or re-apply would do. A target with nothing persisted is left
+// out, and so is OpenWrt's when every target is asked for: it writes the
+// same files as systemd's, and differs only in its hooks. An unknown
+// target is a usage.FieldError on Target.
+func CheckPersisted(sys System, root, target string) ([]PersistedCheck, error) {
+	targets := Targets()
+	if target != "" {
+		targets = []string{target}
+	}
+	var out []PersistedCheck
+	for _, t := range targets {
+		items, err := Persisted(root, t)
+		if err != nil {
+			return out, err
+		}
+		if (t == TargetOpenWrt && target == "") || len(items) == 0 {
+			continue
+		}
+		out = append(out, PersistedCheck{Target: t, Lines: CheckItems(sys, items)})
+	}
+	return out, nil
+}
+
 // CheckItems says, for each item, whether the system holds its value now:
 // "holds", "differs, now X", or why it cannot be built here.
 func CheckItems(sys System, items []Item) []string {

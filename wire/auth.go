@@ -8,6 +8,8 @@ import (
 	"errors"
 )
 
+// NonceLen is the bytes of randomness in a nonce; it travels as twice as
+// many hex digits.
 const NonceLen = 32
 
 // TokenEnv is the environment variable that holds the shared secret when
@@ -18,6 +20,8 @@ const TokenEnv = "LINERATE_TOKEN"
 // attempts to authenticate.
 var ErrSlowDown = errors.New("slow down")
 
+// NewNonce is a fresh nonce from crypto/rand, in hex: what each end
+// sends for the other to prove the secret over.
 func NewNonce() string {
 	var b [NonceLen]byte
 	_, _ = rand.Read(b[:])
@@ -42,6 +46,8 @@ func Proof(secret string, role Role, a, b string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// ValidNonce reports whether n has a nonce's form (NonceLen bytes in
+// hex); a peer's nonce of any other form is refused before use.
 func ValidNonce(n string) bool {
 	if len(n) != 2*NonceLen {
 		return false

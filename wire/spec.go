@@ -141,8 +141,9 @@ type Spec struct {
 	FQRate uint64 `json:"fq_rate,omitempty"`
 	// Nagle leaves Nagle's algorithm on on the TCP data sockets, as the
 	// kernel and iperf3 (without -N) do. By default they set TCP_NODELAY:
-	// a sender of large blocks gains nothing from Nagle, and a 1-stream
-	// sendfile test lost 15-20 % to it on a veth pair (docs/bench.md).
+	// a sender of large blocks gains nothing from Nagle, which holds a
+	// short segment back until the previous one is acknowledged (what
+	// it cost a sendfile test is in docs/bench.md).
 	// With MSS Nagle is always off (a short last write would wait).
 	Nagle bool `json:"nagle,omitempty"`
 	// Sources are the client's source addresses for UDP forward, besides
@@ -319,9 +320,12 @@ func (s *Spec) DSCPOf(stream int) int {
 	return s.DSCP
 }
 
-// sends and receives say which directions an end takes part in.
+// ClientSends reports whether the client sends in this test (forward or
+// both ways).
 func (s *Spec) ClientSends() bool { return s.Direction != Reverse }
 
+// ServerSends reports whether the server sends in this test (reverse or
+// both ways).
 func (s *Spec) ServerSends() bool { return s.Direction != Forward }
 
 // Flows is the number of UDP flows (or TCP connections) per direction.

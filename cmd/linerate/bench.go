@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"linerate/ceiling"
@@ -89,7 +90,7 @@ type benchOptions struct {
 // benchFlags names the flag behind each field the traffic package names in
 // its errors (usage.FieldError).
 var benchFlags = map[string]string{
-	"Engine": "--engine", "Targets": "--to", "Bind": "--bind", "FrameSize": "--size", "Ports": "--ports",
+	"Engine": "--engine", "Targets": "--to", "To": "--to", "From": "--from", "Sample": "--sample", "Bind": "--bind", "FrameSize": "--size", "Ports": "--ports",
 	"Goals": "--search", "Sizes": "--sizes", "Precision": "--precision", "Trial": "--trial", "Loss": "--loss",
 	// wire.Spec's fields, by their JSON names.
 	"duration": "--duration", "warmup": "--warmup", "streams": "--streams", "ports": "--ports", "threads": "--threads",
@@ -163,7 +164,13 @@ path MTU), 130 interrupted (the partial result was printed).`,
 			return cmd.Help()
 		},
 	}
-	p := c.PersistentFlags()
+	o.addFlags(c.PersistentFlags())
+	c.AddCommand(o.protoCmd(wire.UDP), o.protoCmd(wire.TCP), o.rrCmd(), o.rrulCmd())
+	return c
+}
+
+// addFlags binds the flags every bench subcommand has to o.
+func (o *benchOptions) addFlags(p *pflag.FlagSet) {
 	p.StringArrayVarP(&o.to, "to", "c", nil, "target HOST[:PORT] running 'linerate serve' (repeatable; iperf3's -c), or one iperf3://HOST[:PORT] running a plain 'iperf3 -s' (docs/iperf3.md)")
 	p.StringArrayVar(&o.from, "from", nil, "agent that sends instead of this host: HOST[:PORT] running 'linerate serve', or ssh://[user@]host (repeatable: the i-th --from sends to the i-th --to; one --from with several --to fans out; several --from with one --to fans in)")
 	p.StringArrayVar(&o.sample, "sample", nil, "with --from, or with rr: also record this host's counters once a second (HOST[:PORT] of its agent, or ssh://), as the device in the middle (repeatable)")
@@ -189,8 +196,6 @@ path MTU), 130 interrupted (the partial result was printed).`,
 	secondsVarP(p, &o.idle, "idle", "", 500*time.Millisecond, "how long to probe latency before the load starts")
 	p.StringVar(&o.dscp, "dscp", "", "mark what both ends send with this DSCP: a name (CS0-CS7, AF11-AF43, EF, BE, LE) or a number 0-63 (IP_TOS, IPV6_TCLASS; the socket engine and TCP)")
 	o.history.add(p, true)
-	c.AddCommand(o.protoCmd(wire.UDP), o.protoCmd(wire.TCP), o.rrCmd(), o.rrulCmd())
-	return c
 }
 
 func (o *benchOptions) protoCmd(proto wire.Proto) *cobra.Command {
@@ -298,21 +303,8 @@ func (o *benchOptions) config(proto wire.Proto, changed func(string) bool) (traf
 	if err := checkLoadFlags(o.duration, o.warmup, o.threads, o.streams); err != nil {
 		return cfg, err
 	}
-	switch {
-	case o.reverse && o.bidir:
-		return cfg, usage.Errorf("--reverse and --bidir: give one")
-	case o.probe < 0:
-		return cfg, usage.Errorf("--probe-interval %s: negative", o.probe)
-	case o.idle < 0:
-		return cfg, usage.Errorf("--idle %s: negative", o.idle)
-	case o.json && o.jsonStream:
-		return cfg, usage.Errorf("--json and --json-stream: give one")
-	case o.csv && (o.json || o.jsonStream):
-		return cfg, usage.Errorf("--csv and --json: give one")
-	case o.interval < 0 || (o.interval > 0 && o.interval < time.Second):
-		return cfg, usage.Errorf("--interval %s: want 0 (no interval lines) or 1s or more: linerate counts once a second", o.interval)
-	case o.port < 1 || o.port > 65535:
-		return cfg, usage.Errorf("--port %d: want 1-65535", o.port)
+	if err := o.checkCommon(); err != nil {
+		return cfg, err
 	}
 	dir := wire.Forward
 	if o.reverse {
@@ -352,6 +344,28 @@ func (o *benchOptions) config(proto wire.Proto, changed func(string) bool) (traf
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// checkCommon refuses the values of the flags every test has that no
+// test takes, and the output flags that do not go together.
+func (o *benchOptions) checkCommon() error {
+	switch {
+	case o.reverse && o.bidir:
+		return usage.Errorf("--reverse and --bidir: give one")
+	case o.probe < 0:
+		return usage.Errorf("--probe-interval %s: negative", o.probe)
+	case o.idle < 0:
+		return usage.Errorf("--idle %s: negative", o.idle)
+	case o.json && o.jsonStream:
+		return usage.Errorf("--json and --json-stream: give one")
+	case o.csv && (o.json || o.jsonStream):
+		return usage.Errorf("--csv and --json: give one")
+	case o.interval < 0 || (o.interval > 0 && o.interval < time.Second):
+		return usage.Errorf("--interval %s: want 0 (no interval lines) or 1s or more: linerate counts once a second", o.interval)
+	case o.port < 1 || o.port > 65535:
+		return usage.Errorf("--port %d: want 1-65535", o.port)
+	}
+	return nil
 }
 
 // udpSpec checks the UDP flags and sets sp's payload, threads and ports
@@ -465,36 +479,48 @@ func defaultPorts(ports, threads int) int {
 }
 
 func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
-	if o.soak.on && (len(o.from) > 0 || o.search.asked()) {
-		return usage.Errorf("--soak: not with --from or --search: a soak watches the heat of the box that sends")
+	if err := o.checkModes(); err != nil {
+		return err
 	}
-	if len(o.from) > 0 {
-		if len(o.src) > 0 {
-			return usage.Errorf("--src and --from: --src names this host's addresses, and with --from this host does not send")
-		}
+	switch {
+	case len(o.from) > 0:
 		return o.runFlows(cmd, proto)
-	}
-	if len(o.sample) > 0 {
-		return usage.Errorf("--sample goes with --from: without it this host is an end, and the far ends are sampled already")
-	}
-	if o.search.asked() {
-		if o.web != "" {
-			return usage.Errorf("--web: not for --search")
-		}
+	case o.search.asked():
 		return o.runSearch(cmd, proto)
 	}
-	cfg, err := o.config(proto, cmd.Flags().Changed)
-	if err == nil && o.extra != nil {
-		o.extra(&cfg)
+	return o.runOne(cmd, proto)
+}
+
+// checkModes refuses flags that do not go together: bench --from (this
+// host coordinates), --search and --soak each exclude some.
+func (o *benchOptions) checkModes() error {
+	from := len(o.from) > 0
+	switch {
+	case o.soak.on && (from || o.search.asked()):
+		return usage.Errorf("--soak: not with --from or --search: a soak watches the heat of the box that sends")
+	case from && len(o.src) > 0:
+		return usage.Errorf("--src and --from: --src names this host's addresses, and with --from this host does not send")
+	case !from && len(o.sample) > 0:
+		return usage.Errorf("--sample goes with --from: without it this host is an end, and the far ends are sampled already")
+	case !from && o.search.asked() && o.web != "":
+		return usage.Errorf("--web: not for --search")
 	}
-	stdout := cmd.OutOrStdout()
+	return nil
+}
+
+// runOne runs one bench from this host to its targets and prints it.
+func (o *benchOptions) runOne(cmd *cobra.Command, proto wire.Proto) error {
 	var stream *report.BenchStream
 	if o.jsonStream {
-		stream = report.NewBenchStream(stdout)
+		stream = report.NewBenchStream(cmd.OutOrStdout())
 	}
+	cfg, err := o.config(proto, cmd.Flags().Changed)
 	if err != nil {
 		stream.Error(err)
 		return err
+	}
+	if o.extra != nil {
+		o.extra(&cfg)
 	}
 	warn(cmd.ErrOrStderr(), o.warnings)
 	cfg.Sampling = liveSampling()
@@ -507,17 +533,15 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 		cfg.OnInterval = results.GroupIntervals(o.interval, show)
 	}
 	ctx, finishSoak, err := o.soak.start(cmd.Context(), &cfg, cmd.Flags().Changed)
+	if err == nil && o.web != "" {
+		var stop func()
+		if stop, err = benchLive(cmd.Context(), o.web, &cfg, cmd.ErrOrStderr()); err == nil {
+			defer stop()
+		}
+	}
 	if err != nil {
 		stream.Error(err)
 		return err
-	}
-	if o.web != "" {
-		stop, err := benchLive(cmd.Context(), o.web, &cfg, cmd.ErrOrStderr())
-		if err != nil {
-			stream.Error(err)
-			return err
-		}
-		defer stop()
 	}
 	res, runErr := runBench(ctx, cfg, cmd.Flags().Changed)
 	runErr = usage.Flags(runErr, benchFlagsFor(proto, cmd.Flags().Changed))
@@ -529,19 +553,27 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 	if live && cfg.OnInterval != nil {
 		report.BenchEndLive(cmd.ErrOrStderr())
 		if !o.json && !o.csv {
-			report.BenchEndLive(stdout)
+			report.BenchEndLive(cmd.OutOrStdout())
 		}
 	}
 	if res == nil {
 		stream.Error(runErr)
 		return runErr
 	}
+	return o.finish(cmd, stream, res, runErr)
+}
+
+// finish keeps a bench's result (--out, the history) and prints it as
+// asked; the error is for the exit code.
+func (o *benchOptions) finish(cmd *cobra.Command, stream *report.BenchStream, res *results.Result, runErr error) error {
 	if o.out != "" {
 		if err := saveResult(o.out, res); err != nil {
 			return err
 		}
 	}
 	o.history.save(cmd, history.KindBench, res)
+	stdout := cmd.OutOrStdout()
+	var err error
 	switch {
 	case o.jsonStream:
 		stream.End(res)
@@ -549,16 +581,15 @@ func (o *benchOptions) run(cmd *cobra.Command, proto wire.Proto) error {
 			stream.Error(runErr)
 		}
 	case o.json:
-		if err := report.BenchJSON(stdout, res); err != nil {
-			return err
-		}
+		err = report.BenchJSON(stdout, res)
 	case o.csv:
-		if err := report.BenchCSV(stdout, res); err != nil {
-			return err
-		}
+		err = report.BenchCSV(stdout, res)
 	default:
 		report.BenchText(stdout, res)
 		report.SoakText(stdout, res.Soak)
+	}
+	if err != nil {
+		return err
 	}
 	if res.Interrupted {
 		return errInterrupted
@@ -612,7 +643,7 @@ func saveJSON(path string, v any) error {
 	if err != nil {
 		return usage.Errorf("--out: %w", err)
 	}
-	if err := report.TuneJSON(f, v); err != nil {
+	if err := report.JSON(f, v); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -19,48 +18,6 @@ import (
 	"linerate/traffic"
 	"linerate/wire"
 )
-
-// flowPlan is one third-party flow of bench --from: the agent that sends
-// and the targets it sends to.
-type flowPlan struct {
-	from remote.Host
-	to   []string
-}
-
-// pairFlows pairs --from with --to: the i-th with the i-th, one --from
-// with every --to (fan-out), or every --from with one --to (fan-in).
-func pairFlows(from, to []string) ([]flowPlan, error) {
-	hosts := make([]remote.Host, len(from))
-	for i, f := range from {
-		h, err := remote.Parse(f)
-		if err != nil {
-			return nil, usage.Errorf("--from %q: %w", f, err)
-		}
-		hosts[i] = h
-	}
-	for _, t := range to {
-		if h, err := remote.Parse(t); err == nil && h.Kind == remote.SSH {
-			return nil, usage.Errorf("--to %q: a flow's target must be an agent the sender can reach (HOST[:PORT] running 'linerate serve'); an agent started over ssh serves only its controller", t)
-		}
-	}
-	switch {
-	case len(from) == len(to):
-		out := make([]flowPlan, len(from))
-		for i := range from {
-			out[i] = flowPlan{from: hosts[i], to: to[i : i+1]}
-		}
-		return out, nil
-	case len(from) == 1:
-		return []flowPlan{{from: hosts[0], to: to}}, nil
-	case len(to) == 1:
-		out := make([]flowPlan, len(from))
-		for i := range from {
-			out[i] = flowPlan{from: hosts[i], to: to}
-		}
-		return out, nil
-	}
-	return nil, usage.Errorf("%d --from and %d --to: give as many of each (the i-th --from sends to the i-th --to), one --from with several --to, or several --from with one --to", len(from), len(to))
-}
 
 // runFlows runs bench --from: each agent named by --from runs a flow to
 // its targets at once; this host samples itself meanwhile (the device in
@@ -89,7 +46,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto wire.Proto) error {
 		}
 	}
 	if o.json {
-		err = report.TuneJSON(cmd.OutOrStdout(), set)
+		err = report.JSON(cmd.OutOrStdout(), set)
 	} else {
 		report.FlowSetText(cmd.OutOrStdout(), set)
 	}
@@ -99,7 +56,7 @@ func (o *benchOptions) runFlows(cmd *cobra.Command, proto wire.Proto) error {
 	if set.Interrupted {
 		return errInterrupted
 	}
-	return failure(fleet.Failed(set), nil, !o.json)
+	return failure(set.Err(), nil, !o.json)
 }
 
 // fleetRun is the run bench --from asks for: a flow per --from (pairFlows),
@@ -114,9 +71,9 @@ func (o *benchOptions) fleetRun(cmd *cobra.Command, proto wire.Proto) (*fleet.Ru
 		}
 		search = &sc
 	}
-	plans, err := pairFlows(o.from, o.to)
+	pairs, err := fleet.PairFlows(o.from, o.to)
 	if err != nil {
-		return nil, err
+		return nil, usage.Flags(err, benchFlags)
 	}
 	cfg, err := o.config(proto, cmd.Flags().Changed)
 	if err != nil {
@@ -133,15 +90,15 @@ func (o *benchOptions) fleetRun(cmd *cobra.Command, proto wire.Proto) (*fleet.Ru
 	stderr := cmd.ErrOrStderr()
 	warn(stderr, o.warnings)
 	run := &fleet.Run{Secret: cfg.Token, Lead: fleet.Lead(cfg.Spec, cfg.Idle), Sampling: liveSampling()}
-	if run.Sample, err = sampleHosts(o.sample, stderr); err != nil {
-		return nil, err
+	if run.Sample, err = fleet.ParseSample(o.sample, stderr); err != nil {
+		return nil, usage.Flags(err, benchFlags)
 	}
 	var mu sync.Mutex // one flow's line at a time
-	for _, p := range plans {
-		f := fleet.Flow{From: p.from, Options: remote.Options{Stderr: stderr}, Name: p.from.String(), Label: p.from.String(),
-			Run: traffic.Flow{Targets: withPort(p.to, o.port), Spec: cfg.Spec, FrameSize: cfg.FrameSize, Engine: cfg.Engine, Mix: mix,
+	for _, p := range pairs {
+		f := fleet.Flow{From: p.From, Options: remote.Options{Stderr: stderr}, Name: p.From.String(), Label: p.From.String(),
+			Run: traffic.Flow{Targets: withPort(p.To, o.port), Spec: cfg.Spec, FrameSize: cfg.FrameSize, Engine: cfg.Engine, Mix: mix,
 				Idle: wire.Seconds(cfg.Idle)}}
-		label := fmt.Sprintf("%s → %s", f.Name, joinTargets(p.to))
+		label := fmt.Sprintf("%s → %s", f.Name, joinTargets(p.To))
 		if search != nil {
 			f.Run.Search = search
 			f.Run.Progress = func(line string) {
@@ -167,18 +124,4 @@ func joinTargets(ts []string) string {
 		return ts[0]
 	}
 	return fmt.Sprintf("%s +%d", ts[0], len(ts)-1)
-}
-
-// sampleHosts are the hosts of --sample: agents (HOST[:PORT]) or ssh://,
-// each named by its address.
-func sampleHosts(specs []string, stderr io.Writer) ([]fleet.Host, error) {
-	var hosts []fleet.Host
-	for _, spec := range specs {
-		h, err := remote.Parse(spec)
-		if err != nil {
-			return nil, usage.Errorf("--sample %q: %w", spec, err)
-		}
-		hosts = append(hosts, fleet.Host{Name: h.String(), Reach: h, Options: remote.Options{Stderr: stderr}})
-	}
-	return hosts, nil
 }

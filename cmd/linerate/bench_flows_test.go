@@ -162,7 +162,7 @@ func TestBenchFrom(t *testing.T) {
 		t.Errorf("a target with no agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = onRouter("bench", "udp", "--from", "lan", "--from", "wan", "--to", "wan", "--to", "lan", "--to", "router", "--no-save")
-	if r.code != 2 || !strings.Contains(r.stderr, "2 --from and 3 --to") {
+	if r.code != 2 || !strings.Contains(r.stderr, "--to gives 3 targets for 2 senders") {
 		t.Errorf("mismatched --from/--to: exit %d\n%s", r.code, r.stderr)
 	}
 }

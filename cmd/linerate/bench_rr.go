@@ -115,9 +115,9 @@ func (o *benchOptions) runRR(cmd *cobra.Command, ro *rrOptions) error {
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	warn(stderr, o.warnings)
-	hosts, err := sampleHosts(o.sample, stderr)
+	hosts, err := fleet.ParseSample(o.sample, stderr)
 	if err != nil {
-		return err
+		return usage.Flags(err, benchFlags)
 	}
 	cfg.Sampling = liveSampling()
 	ends := openEndCounters()
@@ -150,23 +150,31 @@ func (o *benchOptions) runRR(cmd *cobra.Command, ro *rrOptions) error {
 		return runErr
 	}
 	addMiddle(res, hosts, middle, notes)
+	return o.finishRR(cmd, res, runErr)
+}
+
+// finishRR keeps an rr result (--out, the history), prints it as asked
+// with what diagnose finds of the devices in the middle; the error is for
+// the exit code.
+func (o *benchOptions) finishRR(cmd *cobra.Command, res *results.Result, runErr error) error {
 	if o.out != "" {
 		if err := saveResult(o.out, res); err != nil {
 			return err
 		}
 	}
 	o.history.save(cmd, history.KindBench, res)
+	stdout := cmd.OutOrStdout()
+	var err error
 	switch {
 	case o.json:
-		if err := report.BenchJSON(stdout, res); err != nil {
-			return err
-		}
+		err = report.BenchJSON(stdout, res)
 	case o.csv:
-		if err := report.RRCSV(stdout, res); err != nil {
-			return err
-		}
+		err = report.RRCSV(stdout, res)
 	default:
 		report.RRText(stdout, res)
+	}
+	if err != nil {
+		return err
 	}
 	if fs := middleFindings(res); len(fs) > 0 && !o.json && !o.csv {
 		fmt.Fprintln(stdout)

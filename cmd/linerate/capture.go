@@ -1,10 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,30 +62,10 @@ func (o *captureOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer src.Close()
-	if len(args) > 0 {
-		names, err := src.Sys().NetDevices()
-		if err != nil {
-			return err
-		}
-		have := map[string]bool{}
-		for _, n := range names {
-			have[n] = true
-		}
-		for _, a := range args {
-			if !have[a] {
-				return usage.Errorf("no interface %s (have: %s)", a, strings.Join(names, ", "))
-			}
-		}
+	if err := source.CheckIfaces(src, args); err != nil {
+		return err
 	}
-	meta := src.Meta()
-	out := o.out
-	if out == "" {
-		host := meta.Host
-		if host == "" {
-			host = "box"
-		}
-		out = fmt.Sprintf("linerate-capture-%s-%s.tar.gz", host, meta.Time.UTC().Format("20060102T150405Z"))
-	}
+	out := cmp.Or(o.out, source.CaptureName(src.Meta()))
 	opts := source.CaptureOptions{
 		Samples: o.samples, Interval: o.interval, Ifaces: args,
 		Progress: cmd.ErrOrStderr(), Sysctls: box.Sysctls,
@@ -95,48 +73,9 @@ func (o *captureOptions) run(cmd *cobra.Command, args []string) error {
 	if o.render {
 		opts.EthtoolCmd, opts.IPCmd = "-", "-"
 	}
-
-	tarball := strings.HasSuffix(out, ".tar.gz") || strings.HasSuffix(out, ".tgz")
-	var sink source.Sink
-	var file *os.File
-	if tarball {
-		file, err = os.Create(out)
-		if err != nil {
-			return usage.Errorf("-o %s: %w", out, unwrapPathErr(err))
-		}
-		top := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(out), ".tar.gz"), ".tgz")
-		sink = source.TarSink(file, top)
-	} else {
-		sink, err = source.DirSink(out)
-		if err != nil {
-			return usage.Errorf("-o %s: %w", out, unwrapPathErr(err))
-		}
-	}
-	werr := source.WriteCapture(cmd.Context(), src, sink, opts)
-	cerr := sink.Close()
-	if file != nil {
-		if err := file.Close(); cerr == nil {
-			cerr = err
-		}
-	}
-	if werr != nil || cerr != nil {
-		if tarball {
-			os.Remove(out) // half a tarball is worse than none
-		}
-		if werr != nil {
-			return fmt.Errorf("capture to %s: %w", out, werr)
-		}
-		return fmt.Errorf("capture to %s: %w", out, cerr)
+	if err := source.WriteCaptureFile(cmd.Context(), src, out, opts); err != nil {
+		return usage.Flags(err, map[string]string{"Path": "-o"})
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
 	return nil
-}
-
-// unwrapPathErr keeps the reason of an *os.PathError, whose path the
-// message already names.
-func unwrapPathErr(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
 }

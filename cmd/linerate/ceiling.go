@@ -8,6 +8,7 @@ import (
 
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/internal/usage"
 	"linerate/report"
 	"linerate/source"
@@ -97,8 +98,8 @@ func ceilingCalibrationHelp() string {
 	}
 	s := "\n\nThe bus model against measured figures (an iperf TCP stream into the box):"
 	for _, c := range cal {
-		s += fmt.Sprintf("\n  %s: measured %s, model %s (%+.1f%%)",
-			c.Source, ceiling.FormatBps(c.GoodputBps), ceiling.FormatBps(c.ModelBps), 100*c.Error)
+		s += fmt.Sprintf("\n  %s: measured %s, model %s (%s)",
+			c.Source, units.Bps(c.GoodputBps), units.Bps(c.ModelBps), units.SignedPercent(c.Error, 1))
 	}
 	return s
 }

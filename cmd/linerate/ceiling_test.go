@@ -116,7 +116,7 @@ func TestCeilingHelp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"Examples:", "linerate ceiling --speed 1G --frame 64", "--pcie gen2x1", "measured 3.02 Gb/s, model 3.08 Gb/s (+2.1%)", "measured 3.42 Gb/s, model 3.48 Gb/s (+1.8%)", "--root"} {
+	for _, w := range []string{"Examples:", "linerate ceiling --speed 1G --frame 64", "--pcie gen2x1", "measured 3.02 Gb/s, model 3.08 Gb/s (+2.1 %)", "measured 3.42 Gb/s, model 3.48 Gb/s (+1.8 %)", "--root"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("help lacks %q", w)
 		}

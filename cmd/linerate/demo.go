@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"linerate/demo"
 	"linerate/internal/usage"
 	"linerate/lab"
+	"linerate/report"
 )
 
 // demoOptions are the flags of demo.
@@ -34,12 +34,8 @@ type demoOptions struct {
 	history  historyFlags
 }
 
-func newDemoCmd() *cobra.Command {
-	o := &demoOptions{}
-	c := &cobra.Command{
-		Use:   "demo",
-		Short: "Tell the RouterPi story: a NAT router lab measures, diagnoses and tunes itself through agents, then writes a report",
-		Long: `demo is the guided run of 'make demo': the story of the seeds' RouterPi, a
+// demoLong is the --help text of demo.
+var demoLong = `demo is the guided run of 'make demo': the story of the seeds' RouterPi, a
 small NAT router whose CPU0 did all the receive work. On any Linux machine,
 as root, it:
 
@@ -92,16 +88,26 @@ on the guest CPU its interrupts are on, and diagnose names those interrupts
 by their driver's names. Diagnose and tune auto then run inside the guest,
 as a user runs them on a real router. Under TCG (no KVM) the guest's CPUs
 are emulated: its rates are the emulator's, which the report and the page
-say.`,
-		Example: `  sudo linerate demo
+say.`
+
+// demoExample are the --help examples of demo.
+const demoExample = `  sudo linerate demo
   sudo linerate demo --quick               # 1 s per experiment and per tuning round, for CI
   sudo linerate demo --rounds 3 --round-duration 5s   # tune with more, longer rounds
   sudo linerate demo --duration 10s --json > demo.json
   sudo linerate demo --speed 2.5G --keep   # leave the lab up to explore
   sudo linerate demo --vm --quick          # the router a QEMU guest with e1000e NICs
-  sudo linerate demo -o /tmp/demo.html --no-save   # the page elsewhere, nothing in the history`,
-		Args: argsWith(cobra.NoArgs),
-		RunE: o.run,
+  sudo linerate demo -o /tmp/demo.html --no-save   # the page elsewhere, nothing in the history`
+
+func newDemoCmd() *cobra.Command {
+	o := &demoOptions{}
+	c := &cobra.Command{
+		Use:     "demo",
+		Short:   "Tell the RouterPi story: a NAT router lab measures, diagnoses and tunes itself through agents, then writes a report",
+		Long:    demoLong,
+		Example: demoExample,
+		Args:    argsWith(cobra.NoArgs),
+		RunE:    o.run,
 	}
 	f := c.Flags()
 	f.DurationVar(&o.duration, "duration", demo.DefaultDuration, "measured time of each experiment (after a 1 s warmup)")
@@ -214,9 +220,7 @@ func (o *demoOptions) run(cmd *cobra.Command, _ []string) error {
 
 func (o *demoOptions) write(w io.Writer, rep *demo.Report) error {
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return report.JSON(w, rep)
 	}
 	return demo.WriteText(w, rep)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,15 +54,16 @@ func (h *historyFlags) save(cmd *cobra.Command, kind string, result any) {
 	fmt.Fprintf(cmd.ErrOrStderr(), "saved as run %s ('linerate report %s' makes its page)\n", id, id)
 }
 
+// runsOptions are the flags of `linerate runs`.
+type runsOptions struct {
+	h      historyFlags
+	asJSON bool
+	asCSV  bool
+	filter history.Filter
+}
+
 func newRunsCmd() *cobra.Command {
-	var (
-		h      historyFlags
-		asJSON bool
-		asCSV  bool
-		last   int
-		kinds  []string
-		hosts  []string
-	)
+	o := &runsOptions{}
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List the run history: every bench, search, diagnose and tune auto result kept",
@@ -79,55 +79,45 @@ side by side. An id can be shortened to any prefix only one run has.`,
   linerate runs rm 20261125-140312-a1b2
   linerate runs prune --keep 100`,
 		Args: argsWith(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if last < 0 {
-				return usage.Errorf("--last %d: negative", last)
-			}
-			for _, k := range kinds {
-				switch k {
-				case history.KindBench, history.KindSearch, history.KindFlows, history.KindPlan, history.KindDiagnose, history.KindTuneAuto:
-				default:
-					return usage.Errorf("--kind %q: want bench, search, flows, plan, diagnose or tune-auto", k)
-				}
-			}
-			all, err := h.store(cmd).List()
-			if err != nil {
-				return err
-			}
-			var out []history.Entry
-			for _, e := range all {
-				if (len(kinds) == 0 || slices.Contains(kinds, e.Kind)) && (len(hosts) == 0 || slices.Contains(hosts, e.Host)) {
-					out = append(out, e)
-				}
-			}
-			if last > 0 && len(out) > last {
-				out = out[:last]
-			}
-			if asCSV {
-				return report.RunsCSV(cmd.OutOrStdout(), out)
-			}
-			if asJSON {
-				if out == nil {
-					out = []history.Entry{}
-				}
-				return report.TuneJSON(cmd.OutOrStdout(), out)
-			}
-			if len(out) == 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "no runs in %s\n", h.store(cmd).Dir)
-				return nil
-			}
-			return report.Runs(cmd.OutOrStdout(), out)
-		},
+		RunE: o.run,
 	}
 	f := cmd.Flags()
-	h.add(cmd.PersistentFlags(), false)
-	f.BoolVar(&asJSON, "json", false, "print the list as JSON (one object per run, without the results)")
-	f.BoolVar(&asCSV, "csv", false, "print the list as CSV: a header row, then one row per run (id, time, kind, host, kernel, version, command, headline)")
-	f.IntVar(&last, "last", 0, "only the newest N runs (0: all)")
-	f.StringSliceVar(&kinds, "kind", nil, "only runs of this kind: bench, search, flows, plan, diagnose, tune-auto (repeatable)")
-	f.StringSliceVar(&hosts, "host", nil, "only runs made on this host (repeatable)")
+	o.h.add(cmd.PersistentFlags(), false)
+	f.BoolVar(&o.asJSON, "json", false, "print the list as JSON (one object per run, without the results)")
+	f.BoolVar(&o.asCSV, "csv", false, "print the list as CSV: a header row, then one row per run (id, time, kind, host, kernel, version, command, headline)")
+	f.IntVar(&o.filter.Last, "last", 0, "only the newest N runs (0: all)")
+	f.StringSliceVar(&o.filter.Kinds, "kind", nil, "only runs of this kind: "+strings.Join(history.Kinds, ", ")+" (repeatable)")
+	f.StringSliceVar(&o.filter.Hosts, "host", nil, "only runs made on this host (repeatable)")
+	cmd.AddCommand(newRunsRmCmd(&o.h), newRunsPruneCmd(&o.h))
+	return cmd
+}
 
-	rm := &cobra.Command{
+// runsFlags names the flag behind each field of history.Filter.
+var runsFlags = map[string]string{"Last": "--last", "Kinds": "--kind"}
+
+func (o *runsOptions) run(cmd *cobra.Command, _ []string) error {
+	if err := o.filter.Check(); err != nil {
+		return usage.Flags(err, runsFlags)
+	}
+	all, err := o.h.store(cmd).List()
+	if err != nil {
+		return err
+	}
+	out := o.filter.Apply(all)
+	switch {
+	case o.asCSV:
+		return report.RunsCSV(cmd.OutOrStdout(), out)
+	case o.asJSON:
+		return report.JSON(cmd.OutOrStdout(), out)
+	case len(out) == 0:
+		fmt.Fprintf(cmd.ErrOrStderr(), "no runs in %s\n", o.h.store(cmd).Dir)
+		return nil
+	}
+	return report.Runs(cmd.OutOrStdout(), out)
+}
+
+func newRunsRmCmd(h *historyFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:     "rm ID...",
 		Short:   "Remove runs from the history",
 		Example: "  linerate runs rm 20261125-140312-a1b2 20261125-1403",
@@ -147,6 +137,9 @@ side by side. An id can be shortened to any prefix only one run has.`,
 			return nil
 		},
 	}
+}
+
+func newRunsPruneCmd(h *historyFlags) *cobra.Command {
 	var keep int
 	prune := &cobra.Command{
 		Use:     "prune --keep N",
@@ -169,8 +162,7 @@ side by side. An id can be shortened to any prefix only one run has.`,
 		},
 	}
 	prune.Flags().IntVar(&keep, "keep", 0, "how many of the newest runs to keep")
-	cmd.AddCommand(rm, prune)
-	return cmd
+	return prune
 }
 
 func newCompareCmd() *cobra.Command {

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -17,6 +16,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/lab"
+	"linerate/report"
 	"linerate/wire"
 )
 
@@ -90,72 +90,7 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
   sudo linerate lab up pair --name v --vm b --nic virtio --queues 4  # virtio-net, 4 queues, RSS
   sudo linerate lab up router --name r --vm router --vm-image debian  # a Debian guest that reboots`,
 		Args: argsWith(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			s := lab.Spec{Topology: args[0], Name: o.name, Ports: o.ports, MTU: o.mtu, Queues: o.queues}
-			if s.Name == "" {
-				s.Name = s.Topology
-			}
-			if s.Topology == lab.Star && !cmd.Flags().Changed("ports") {
-				s.Ports = 5
-			}
-			if cmd.Flags().Changed("mtu") && s.MTU == 0 {
-				return usage.Errorf("--mtu 0: want %d to %d", lab.MinMTU, lab.MaxMTU)
-			}
-			if cmd.Flags().Changed("queues") && s.Queues == 0 {
-				return usage.Errorf("--queues 0: want 1 to %d", lab.MaxQueues)
-			}
-			if o.rate != "" {
-				r, err := lab.ParseRate(o.rate)
-				if err != nil {
-					return usage.Errorf("--rate: %w", err)
-				}
-				s.Rate = r
-			}
-			if o.subnet != "" {
-				p, err := netip.ParsePrefix(o.subnet)
-				if err != nil {
-					return usage.Errorf("--subnet %q: want an IPv4 prefix such as %s", o.subnet, lab.DefaultSubnet)
-				}
-				s.Subnet = p
-			}
-			if o.serve {
-				self, err := os.Executable()
-				if err != nil {
-					return fmt.Errorf("--serve: the agents run this linerate: %w", err)
-				}
-				cpus, err := parseCPUs(o.cpus)
-				if err != nil {
-					return err
-				}
-				s.Serve = &lab.Serve{Port: wire.DefaultPort, CPUs: cpus, Command: func(_, secretFile string) *exec.Cmd {
-					args := []string{"serve", "--token-file", secretFile}
-					if s.Ports > serveMaxClients {
-						// A star's box receives a flow from every peer at once.
-						args = append(args, "--max-clients", strconv.Itoa(s.Ports))
-					}
-					if len(cpus) > 0 {
-						args = append(args, "--cpus", o.cpus)
-					}
-					return exec.Command(self, args...)
-				}}
-			} else if o.cpus != "" {
-				return usage.Errorf("--cpus pins the agents: it goes with --serve")
-			}
-			if s.VM, err = o.vm.spec(cmd); err != nil {
-				return err
-			}
-			l, err := o.dir().Up(cmd.Context(), s)
-			if err != nil {
-				return usage.Flags(err, labSpecFlags)
-			}
-			w := cmd.OutOrStdout()
-			if err := l.Describe(w); err != nil {
-				return err
-			}
-			fmt.Fprintf(w, "run a command in a node: linerate lab exec %s %s -- CMD...; remove it: linerate lab down %s\n",
-				l.Spec.Name, l.Nodes[0].Name, l.Spec.Name)
-			return nil
-		},
+		RunE: o.run,
 	}
 	f := c.Flags()
 	f.StringVar(&o.name, "name", "", "name of the lab (lower-case letters, digits, '-'; default: the topology)")
@@ -168,6 +103,86 @@ func newLabUpCmd(common *labOptions) *cobra.Command {
 	f.BoolVar(&o.serve, "serve", false, fmt.Sprintf("start an agent (linerate serve, port %d) in every node, with a secret in the state directory; lab down stops them", wire.DefaultPort))
 	o.vm.flags(f)
 	return c
+}
+
+func (o *labUpOptions) run(cmd *cobra.Command, args []string) error {
+	s, err := o.spec(cmd, args[0])
+	if err != nil {
+		return err
+	}
+	l, err := o.dir().Up(cmd.Context(), s)
+	if err != nil {
+		return usage.Flags(err, labSpecFlags)
+	}
+	w := cmd.OutOrStdout()
+	if err := l.Describe(w); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "run a command in a node: linerate lab exec %s %s -- CMD...; remove it: linerate lab down %s\n",
+		l.Spec.Name, l.Nodes[0].Name, l.Spec.Name)
+	return nil
+}
+
+// spec is the lab lab up's flags ask for; lab.Dir.Up checks the rest.
+func (o *labUpOptions) spec(cmd *cobra.Command, topology string) (s lab.Spec, err error) {
+	s = lab.Spec{Topology: topology, Name: o.name, Ports: o.ports, MTU: o.mtu, Queues: o.queues}
+	if s.Name == "" {
+		s.Name = s.Topology
+	}
+	if s.Topology == lab.Star && !cmd.Flags().Changed("ports") {
+		s.Ports = 5
+	}
+	if cmd.Flags().Changed("mtu") && s.MTU == 0 {
+		return s, usage.Errorf("--mtu 0: want %d to %d", lab.MinMTU, lab.MaxMTU)
+	}
+	if cmd.Flags().Changed("queues") && s.Queues == 0 {
+		return s, usage.Errorf("--queues 0: want 1 to %d", lab.MaxQueues)
+	}
+	if o.rate != "" {
+		if s.Rate, err = lab.ParseRate(o.rate); err != nil {
+			return s, usage.Errorf("--rate: %w", err)
+		}
+	}
+	if o.subnet != "" {
+		if s.Subnet, err = netip.ParsePrefix(o.subnet); err != nil {
+			return s, usage.Errorf("--subnet %q: want an IPv4 prefix such as %s", o.subnet, lab.DefaultSubnet)
+		}
+	}
+	switch {
+	case o.serve:
+		if s.Serve, err = o.agents(s.Ports); err != nil {
+			return s, err
+		}
+	case o.cpus != "":
+		return s, usage.Errorf("--cpus pins the agents: it goes with --serve")
+	}
+	s.VM, err = o.vm.spec(cmd)
+	return s, err
+}
+
+// agents is what --serve starts in every node: this linerate's serve,
+// with the lab's secret, taking a flow from every peer of a star of
+// ports, pinned to --cpus.
+func (o *labUpOptions) agents(ports int) (*lab.Serve, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--serve: the agents run this linerate: %w", err)
+	}
+	cpus, err := parseCPUs(o.cpus)
+	if err != nil {
+		return nil, err
+	}
+	return &lab.Serve{Port: wire.DefaultPort, CPUs: cpus, Command: func(_, secretFile string) *exec.Cmd {
+		args := []string{"serve", "--token-file", secretFile}
+		if ports > serveMaxClients {
+			// A star's box receives a flow from every peer at once.
+			args = append(args, "--max-clients", strconv.Itoa(ports))
+		}
+		if len(cpus) > 0 {
+			args = append(args, "--cpus", o.cpus)
+		}
+		return exec.Command(self, args...)
+	}}, nil
 }
 
 func newLabDownCmd(o *labOptions) *cobra.Command {
@@ -224,9 +239,7 @@ func newLabListCmd(o *labOptions) *cobra.Command {
 				if labs == nil {
 					labs = []*lab.Lab{}
 				}
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(labs)
+				return report.JSON(w, labs)
 			}
 			if len(labs) == 0 {
 				fmt.Fprintln(w, "no labs (sudo linerate lab up router makes one)")
@@ -299,58 +312,62 @@ exit status is the command's. linerate's own flags
   sudo linerate lab exec demo router -- linerate inspect
   sudo linerate lab exec demo wan -- iperf3 -s -1`,
 		Args: argsWith(cobra.MinimumNArgs(3)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := o.dir().Load(args[0])
-			if err != nil {
-				return err
-			}
-			if _, err := l.Node(args[1]); err != nil {
-				return err
-			}
-			argv := args[2:]
-			if argv[0] == "--" {
-				argv = argv[1:]
-			}
-			if len(argv) == 0 {
-				return usage.Errorf("lab exec %s %s: no command after --", args[0], args[1])
-			}
-			c := exec.Command(argv[0], argv[1:]...)
-			if l.IsVM(args[1]) {
-				// The guest looks the command up on its own PATH.
-				c = &exec.Cmd{Path: argv[0], Args: argv}
-			} else if errors.Is(c.Err, exec.ErrNotFound) {
-				return usage.Errorf("lab exec: %q not found in $PATH", argv[0])
-			}
-			c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
-			if err := l.Start(args[1], c); err != nil {
-				return err
-			}
-			// Ctrl-C reaches the command itself (same process group); a
-			// SIGTERM sent to linerate alone is passed on.
-			done := make(chan struct{})
-			go func() {
-				select {
-				case <-cmd.Context().Done():
-					c.Process.Signal(syscall.SIGTERM)
-				case <-done:
-				}
-			}()
-			err = c.Wait()
-			close(done)
-			var exitErr *exec.ExitError
-			if errors.As(err, &exitErr) {
-				// The command ran and failed: exit with its status, as ip
-				// netns exec does (128+N when killed by signal N).
-				code := exitErr.ExitCode()
-				if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					code = 128 + int(ws.Signal())
-				}
-				os.Exit(code)
-			}
-			return err
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return labExec(cmd, o, args) },
 	}
 	// Everything after NODE belongs to the command, flags included.
 	c.Flags().SetInterspersed(false)
 	return c
+}
+
+// labExec runs lab exec's command in its node and waits for it, passing
+// on a SIGTERM; a command that fails exits linerate with its status.
+func labExec(cmd *cobra.Command, o *labOptions, args []string) error {
+	l, err := o.dir().Load(args[0])
+	if err != nil {
+		return err
+	}
+	if _, err := l.Node(args[1]); err != nil {
+		return err
+	}
+	argv := args[2:]
+	if argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		return usage.Errorf("lab exec %s %s: no command after --", args[0], args[1])
+	}
+	c := exec.Command(argv[0], argv[1:]...)
+	if l.IsVM(args[1]) {
+		// The guest looks the command up on its own PATH.
+		c = &exec.Cmd{Path: argv[0], Args: argv}
+	} else if errors.Is(c.Err, exec.ErrNotFound) {
+		return usage.Errorf("lab exec: %q not found in $PATH", argv[0])
+	}
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if err := l.Start(args[1], c); err != nil {
+		return err
+	}
+	// Ctrl-C reaches the command itself (same process group); a
+	// SIGTERM sent to linerate alone is passed on.
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-cmd.Context().Done():
+			c.Process.Signal(syscall.SIGTERM)
+		case <-done:
+		}
+	}()
+	err = c.Wait()
+	close(done)
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		// The command ran and failed: exit with its status, as ip
+		// netns exec does (128+N when killed by signal N).
+		code := exitErr.ExitCode()
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+		os.Exit(code)
+	}
+	return err
 }

@@ -9,20 +9,19 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"linerate/box"
 	"linerate/ceiling"
+	"linerate/fleet"
 	"linerate/internal/usage"
 	"linerate/plan"
 	"linerate/remote"
 	"linerate/report"
 	"linerate/source"
-	"linerate/traffic"
-	"linerate/wire"
+	"linerate/tune"
 )
 
 // runOptions are the flags and argument of `linerate run`.
@@ -46,12 +45,8 @@ type runOptions struct {
 	stateDir string
 }
 
-func newRunCmd() *cobra.Command {
-	o := &runOptions{}
-	cmd := &cobra.Command{
-		Use:   "run PLAN.yaml [--check]",
-		Short: "Run a plan: flows between many hosts at once, the hosts to sample, the total against the ceiling",
-		Long: `run takes a plan: a YAML file naming the hosts of a test and how each is
+// runLong is the --help text of run.
+const runLong = `run takes a plan: a YAML file naming the hosts of a test and how each is
 reached (an agent already running, HOST[:PORT], or ssh://[user@]host[:port]
 where linerate starts one over ssh, or many agents found through DNS:
 dns://NAME[:PORT], every A and AAAA record, or dns+srv://_SERVICE._tcp.DOMAIN,
@@ -91,8 +86,10 @@ row per cell, round and flow. With tune: FILE in the matrix (a 'tune plan
 -o' file), every cell runs without it, then again with it applied as one
 journalled transaction here (or in the namespace the file names), rolled
 back at the end, on failure and on Ctrl-C; the output pairs each cell's
-two halves.`,
-		Example: `  linerate run plan.yaml                                # run it: every flow at once, every round
+two halves.`
+
+// runExample are the --help examples of run.
+const runExample = `  linerate run plan.yaml                                # run it: every flow at once, every round
   linerate run plan.yaml --json > result.json
   linerate run examples/cm4-matrix.yaml --csv > cells.csv   # a matrix: each port alone, in pairs ..., all at once
   linerate run ab.yaml --state-dir /var/lib/linerate   # a matrix with tune: rps.json, without it and with it
@@ -102,8 +99,16 @@ two halves.`,
   linerate run examples/apu4-mars-venus.yaml --check    # mars to four addresses of venus
   linerate run plan.yaml --check --reach                # and reach every host: ssh, keys, linerate there
   linerate run deploy/kubernetes/plan.yaml --check      # hosts: {nodes: dns://linerate-agents}: what the name gives
-  linerate run plan.yaml --check --prometheus-targets /etc/prometheus/linerate.json   # the agents as scrape targets`,
-		Args: argsWith(cobra.ExactArgs(1)),
+  linerate run plan.yaml --check --prometheus-targets /etc/prometheus/linerate.json   # the agents as scrape targets`
+
+func newRunCmd() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:     "run PLAN.yaml [--check]",
+		Short:   "Run a plan: flows between many hosts at once, the hosts to sample, the total against the ceiling",
+		Long:    runLong,
+		Example: runExample,
+		Args:    argsWith(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.file = args[0]
 			o.tokenGiven = cmd.Flags().Changed("token")
@@ -146,65 +151,81 @@ func (o *runOptions) validate() error {
 }
 
 func (o *runOptions) run(cmd *cobra.Command) error {
-	pl, err := plan.Load(o.file)
-	if err == nil {
-		// Hosts given as dns:// or dns+srv:// are looked up once, here:
-		// the run and its result use what they gave.
-		pl, err = pl.Discover(cmd.Context(), net.DefaultResolver)
-	}
+	pl, e, err := o.load(cmd)
 	if err != nil {
-		var pe *plan.Error
-		if errors.As(err, &pe) {
-			return usage.Wrap(err)
-		}
 		return err
-	}
-	var bus *ceiling.Bus
-	if c := pl.Ceiling; c != nil {
-		bus = c.Bus
-		if c.Root != "" {
-			if bus, err = captureBus(cmd.Context(), c.Root); err != nil {
-				return usage.Errorf("%s:%d: ceiling: %w", pl.File, c.Line, err)
-			}
-		}
-	}
-	e, err := pl.Expect(bus)
-	if err != nil {
-		return usage.Errorf("%s: %w", pl.File, err)
 	}
 	if o.promTargets != "" {
 		if err := writeTargets(cmd.OutOrStdout(), o.promTargets, pl); err != nil {
 			return err
 		}
 	}
-	var ab *abTune
+	var held *tune.Held
 	if pl.Matrix != nil && pl.Matrix.Tune != "" {
 		if !o.check {
 			if err := requireRootFor("matrix: tune", "--check"); err != nil {
 				return err
 			}
 		}
-		if ab, err = openABTune(pl, o.stateDir); err != nil {
+		var sys tune.System
+		if held, sys, err = openMatrixTune(pl, o.stateDir); err != nil {
 			return err
 		}
+		defer sys.Close()
 	}
 	if !o.check {
-		return o.runPlan(cmd, pl, e, ab)
+		return o.runPlan(cmd, pl, e, held)
 	}
-	if ab != nil {
-		defer ab.sys.Close()
+	return o.printCheck(cmd, pl, e, held)
+}
+
+// load reads the plan, looks up its hosts given as dns:// or dns+srv://
+// (once, here: the run and its result use what they gave) and works out
+// what it should carry against its ceiling. A mistake in the plan is bad
+// input.
+func (o *runOptions) load(cmd *cobra.Command) (*plan.Plan, *plan.Expectation, error) {
+	pl, err := plan.Load(o.file)
+	if err == nil {
+		pl, err = pl.Discover(cmd.Context(), net.DefaultResolver)
 	}
-	if err := report.Plan(cmd.OutOrStdout(), pl, e); err != nil {
+	if err != nil {
+		var pe *plan.Error
+		if errors.As(err, &pe) {
+			return nil, nil, usage.Wrap(err)
+		}
+		return nil, nil, err
+	}
+	var bus *ceiling.Bus
+	if c := pl.Ceiling; c != nil {
+		bus = c.Bus
+		if c.Root != "" {
+			if bus, err = captureBus(cmd.Context(), c.Root); err != nil {
+				return nil, nil, usage.Errorf("%s:%d: ceiling: %w", pl.File, c.Line, err)
+			}
+		}
+	}
+	e, err := pl.Expect(bus)
+	if err != nil {
+		return nil, nil, usage.Errorf("%s: %w", pl.File, err)
+	}
+	return pl, e, nil
+}
+
+// printCheck is run --check: the plan as it will run, its matrix and tune
+// plan, and with --reach what each host answered.
+func (o *runOptions) printCheck(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectation, held *tune.Held) error {
+	out := cmd.OutOrStdout()
+	if err := report.Plan(out, pl, e); err != nil {
 		return err
 	}
 	if pl.Matrix != nil {
-		if err := report.MatrixPlan(cmd.OutOrStdout(), pl); err != nil {
+		if err := report.MatrixPlan(out, pl); err != nil {
 			return err
 		}
 	}
-	if ab != nil {
-		fmt.Fprintf(cmd.OutOrStdout(), "\nthe tune plan %s, applied before the \"tune on\" half and rolled back after:\n", pl.Matrix.Tune)
-		if err := report.TunePlan(cmd.OutOrStdout(), ab.plan); err != nil {
+	if held != nil {
+		fmt.Fprintf(out, "\nthe tune plan %s, applied before the \"tune on\" half and rolled back after:\n", pl.Matrix.Tune)
+		if err := report.TunePlan(out, held.Plan()); err != nil {
 			return err
 		}
 	}
@@ -218,46 +239,32 @@ func (o *runOptions) run(cmd *cobra.Command) error {
 // hello to its agent and prints what answered; the first host that could
 // not be reached is the error.
 func (o *runOptions) reachHosts(cmd *cobra.Command, pl *plan.Plan) error {
-	type answer struct {
-		welcome *traffic.Message
-		err     error
-	}
-	answers := make([]answer, len(pl.Hosts))
-	var wg sync.WaitGroup
+	hosts := make([]fleet.Host, len(pl.Hosts))
 	for i := range pl.Hosts {
-		wg.Go(func() {
-			h := &pl.Hosts[i]
-			var base remote.Options
-			if o.sshConfig != "" {
-				base.SSHArgs = []string{"-F", o.sshConfig}
-			}
-			c, err := remote.Dial(cmd.Context(), h.Reach, h.Options(base))
-			if err != nil {
-				answers[i].err = err
-				return
-			}
-			defer c.Close()
-			answers[i].welcome, answers[i].err = traffic.Greet(c, o.token, reachTimeout)
-			var pe *wire.PeerError
-			if errors.As(answers[i].err, &pe) {
-				answers[i].err = fmt.Errorf("%s: the agent refused: %w", h.Reach, pe)
-			}
-		})
+		h := &pl.Hosts[i]
+		hosts[i] = fleet.Host{Name: h.Name, Reach: h.Reach, Options: h.Options(o.sshBase())}
 	}
-	wg.Wait()
 	out := cmd.OutOrStdout()
 	fmt.Fprintln(out)
 	var first error
-	for i, a := range answers {
-		h := &pl.Hosts[i]
-		if a.err != nil {
-			fmt.Fprintf(out, "%-8s NOT REACHED: %v\n", h.Name, a.err)
-			first = cmp.Or(first, a.err)
+	for _, a := range fleet.Reach(cmd.Context(), hosts, o.token, reachTimeout) {
+		if a.Err != nil {
+			fmt.Fprintf(out, "%-8s NOT REACHED: %v\n", a.Name, a.Err)
+			first = cmp.Or(first, a.Err)
 			continue
 		}
-		fmt.Fprintf(out, "%-8s reached: linerate %s, protocol %d, agent %s\n", h.Name, a.welcome.Linerate, a.welcome.Version, a.welcome.ServerID)
+		fmt.Fprintf(out, "%-8s reached: linerate %s, protocol %d, agent %s\n", a.Name, a.Welcome.Linerate, a.Welcome.Version, a.Welcome.ServerID)
 	}
 	return first
+}
+
+// sshBase is what every ssh host of the plan is reached with: --ssh-config.
+func (o *runOptions) sshBase() remote.Options {
+	var base remote.Options
+	if o.sshConfig != "" {
+		base.SSHArgs = []string{"-F", o.sshConfig}
+	}
+	return base
 }
 
 // reachTimeout bounds ssh's login and the agent's start on a slow host.

@@ -3,15 +3,15 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"linerate/ceiling"
 	"linerate/fleet"
 	"linerate/history"
 	"linerate/internal/version"
@@ -21,19 +21,17 @@ import (
 	"linerate/results"
 	"linerate/source/procfs"
 	"linerate/traffic"
+	"linerate/tune"
 	"linerate/wire"
 )
 
 // runPlan runs a checked plan: every round, each flow's sender agent runs
 // its flow to the receiver's agent, all flows at once, while the hosts
 // under sample: record their counters and this host samples itself.
-func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectation, ab *abTune) error {
+func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectation, held *tune.Held) error {
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
-	var base remote.Options
-	if o.sshConfig != "" {
-		base.SSHArgs = []string{"-F", o.sshConfig}
-	}
+	base := o.sshBase()
 	base.Stderr = stderr
 	ports, closeChannels, err := fleet.Listen(ctx, sshReceivers(pl, base), o.token)
 	if err != nil {
@@ -44,61 +42,48 @@ func (o *runOptions) runPlan(cmd *cobra.Command, pl *plan.Plan, e *plan.Expectat
 		return err
 	}
 	res := &plan.Result{Schema: results.ResultSchema, Linerate: version.Version, Plan: pl.File, Expansions: pl.Expansions, Expected: e}
-	if pl.Matrix == nil {
-		res.Rounds, res.Errors = runRounds(cmd, planFleet(pl, ports, base, o.token), pl, "")
-		if len(res.Rounds) == 0 && len(res.Errors) > 0 {
-			return errors.New(res.Errors[0])
-		}
-	} else {
-		res.Matrix, res.Tune = runMatrix(cmd, pl, e.BusOf(), ab, func(cp *plan.Plan) *fleet.Run { return planFleet(cp, ports, base, o.token) })
+	runner := &plan.Runner{
+		Round: func(ctx context.Context, cp *plan.Plan) (*results.FlowSet, error) {
+			return planFleet(cp, ports, base, o.token).Do(ctx)
+		},
+		Tune:     held,
+		Bus:      e.BusOf(),
+		Undo:     "'linerate tune rollback" + stateDirFlag(o.stateDir) + "'",
+		Progress: stderr,
+	}
+	if err := runner.Run(ctx, pl, res); err != nil {
+		return err
 	}
 	res.Interrupted = ctx.Err() != nil
 	res.Controller = selfUsage()
 	o.history.save(cmd, history.KindPlan, res)
-	switch {
-	case o.json:
-		err = report.TuneJSON(cmd.OutOrStdout(), res)
-	case o.csv:
-		err = report.PlanCSV(cmd.OutOrStdout(), pl, res)
-	default:
-		err = report.PlanResult(cmd.OutOrStdout(), pl, res)
-		if err == nil && res.Matrix != nil {
-			if err = report.Matrix(cmd.OutOrStdout(), res.Matrix); err == nil {
-				fmt.Fprintln(cmd.OutOrStdout())
-			}
-		}
-		if err == nil {
-			err = report.PlanEnd(cmd.OutOrStdout(), res)
-		}
-	}
-	if err != nil {
+	if err := o.print(cmd.OutOrStdout(), pl, res); err != nil {
 		return err
 	}
 	if res.Interrupted {
 		return errInterrupted
 	}
-	if len(res.Errors) > 0 {
-		err = fmt.Errorf("%s", res.Errors[0])
+	return failure(res.Err(), nil, !o.json && !o.csv)
+}
+
+// print writes a plan's result as --json, --csv or text asked.
+func (o *runOptions) print(w io.Writer, pl *plan.Plan, res *plan.Result) error {
+	switch {
+	case o.json:
+		return report.JSON(w, res)
+	case o.csv:
+		return report.PlanCSV(w, pl, res)
 	}
-	for _, r := range res.Rounds {
-		if err == nil {
-			err = fleet.Failed(&r)
+	if err := report.PlanResult(w, pl, res); err != nil {
+		return err
+	}
+	if res.Matrix != nil {
+		if err := report.Matrix(w, res.Matrix); err != nil {
+			return err
 		}
+		fmt.Fprintln(w)
 	}
-	if t := res.Tune; t != nil && len(t.Errors) > 0 && err == nil {
-		err = fmt.Errorf("tune plan %s: %s", t.File, t.Errors[0])
-	}
-	for _, c := range res.Matrix {
-		if err == nil && len(c.Errors) > 0 {
-			err = fmt.Errorf("cell %s: %s", c.Key, c.Errors[0])
-		}
-		for _, r := range c.Rounds {
-			if err == nil {
-				err = fleet.Failed(&r)
-			}
-		}
-	}
-	return failure(err, nil, !o.json && !o.csv)
+	return report.PlanEnd(w, res)
 }
 
 // selfUsage is what this process used so far: the cost of coordinating
@@ -116,70 +101,6 @@ func selfUsage() *plan.Usage {
 		peak = int64(ru.Maxrss) * 1024 // Linux gives ru_maxrss in KiB
 	}
 	return &plan.Usage{UserSeconds: secs(ru.Utime), SysSeconds: secs(ru.Stime), MaxRSSBytes: peak}
-}
-
-// runMatrix runs every cell of pl's matrix, each for the matrix's rounds
-// (a fleet run that fails goes in its cell's errors, and the next cell
-// runs). With a tune plan (ab), the "tune on" half runs after ab applied
-// it, and ab rolls it back when the last cell ends or the run is
-// interrupted; if it cannot be applied, those cells say so and do not run.
-// Each cell's ports and ceiling are worked out with bus, the plan's.
-func runMatrix(cmd *cobra.Command, pl *plan.Plan, bus *ceiling.Bus, ab *abTune, run func(*plan.Plan) *fleet.Run) ([]plan.CellResult, *plan.TuneRun) {
-	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
-	var out []plan.CellResult
-	var tuneErr error
-	cells := pl.Matrix.Cells()
-	for i, c := range cells {
-		if ctx.Err() != nil {
-			break
-		}
-		cp := pl.CellPlan(c)
-		cr := plan.CellResult{Key: c.Key, Flows: c.Flows, Size: c.Size, MSS: c.MSS, Tune: c.Tune}
-		if c.Rate != nil {
-			cr.Rate = c.Rate.Text
-		}
-		if c.Tune == plan.TuneOn && ab.tx == nil && tuneErr == nil {
-			if tuneErr = ab.apply(ctx, stderr); tuneErr != nil {
-				ab.rec.Errors = append(ab.rec.Errors, tuneErr.Error())
-				fmt.Fprintf(stderr, "tune: %s: not applied: %v\n", ab.rec.File, tuneErr)
-			}
-		}
-		if c.Tune == plan.TuneOn && tuneErr != nil {
-			cr.Errors = []string{"the tune plan was not applied: " + tuneErr.Error()}
-		} else {
-			cr.Rounds, cr.Errors = runRounds(cmd, run(cp), cp, fmt.Sprintf("cell %d of %d (%s): ", i+1, len(cells), c.Key))
-		}
-		cr.Summarize()
-		if ce, err := cp.ExpectCell(bus); err == nil {
-			cr.Measure(cp, ce)
-		}
-		out = append(out, cr)
-	}
-	if ab == nil {
-		return out, nil
-	}
-	return out, ab.close(ctx, stderr)
-}
-
-// runRounds runs a plan's rounds, one after the other until one fails or
-// the run is interrupted: the sets measured and the error that stopped
-// it. what prefixes each round's line on stderr (the matrix's cell).
-func runRounds(cmd *cobra.Command, run *fleet.Run, pl *plan.Plan, what string) ([]results.FlowSet, []string) {
-	ctx := cmd.Context()
-	var sets []results.FlowSet
-	for round := 1; round <= pl.Rounds && ctx.Err() == nil; round++ {
-		fmt.Fprintf(cmd.ErrOrStderr(), "%sround %d of %d: %d flows for %s after a %s warmup\n", what, round, pl.Rounds, len(pl.Flows), pl.Duration, pl.Warmup)
-		set, err := run.Do(ctx)
-		if set != nil {
-			set.AddConntrack()
-			sets = append(sets, *set)
-		}
-		if err != nil {
-			return sets, []string{err.Error()}
-		}
-	}
-	return sets, nil
 }
 
 // sshReceivers are the plan's hosts reached over ssh that receive a flow:
@@ -227,7 +148,7 @@ func planFleet(pl *plan.Plan, ports map[string]int, base remote.Options, secret 
 			Label: fmt.Sprintf("flow %d %s → %s", f.Index, f.From, target),
 			Where: fmt.Sprintf("flow %d (%s:%d)", f.Index, pl.File, f.Line),
 			Run: traffic.Flow{Targets: []string{target}, Spec: f.Spec(pl.Duration, pl.Warmup, f.IPv4()), FrameSize: f.Size,
-				Engine: f.Engine}})
+				Engine: string(f.Engine)}})
 	}
 	return run
 }

@@ -82,7 +82,7 @@ ceiling: {host: cm4, root: ` + capture + `}
 	}
 	for _, want := range []string{
 		"ceiling: cm4's PCIe gen2x1 link at MPS 128 (read from " + capture + "), behind it all its ports",
-		"carries 3.08 Gb/s of the 3.77 Gb/s its ports' links let through (82%, binding: up): the bus limits",
+		"carries 3.08 Gb/s of the 3.77 Gb/s its ports' links let through (82 %, binding: up): the bus limits",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -3,10 +3,10 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 
 	"linerate/plan"
+	"linerate/report"
 )
 
 // writeTargets writes pl's agents as a Prometheus file_sd target list to
@@ -14,8 +14,6 @@ import (
 // when it changes, and never sees half of it); "-" is stdout.
 func writeTargets(stdout io.Writer, file string, pl *plan.Plan) error {
 	return writeOutput(stdout, "--prometheus-targets", file, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(pl.PrometheusTargets())
+		return report.JSON(w, pl.PrometheusTargets())
 	})
 }

@@ -43,12 +43,8 @@ type serveOptions struct {
 // serveMaxClients is serve's --max-clients by default.
 const serveMaxClients = 8
 
-func newServeCmd() *cobra.Command {
-	o := &serveOptions{}
-	c := &cobra.Command{
-		Use:   "serve",
-		Short: "Be the far end of 'linerate bench': receive, echo and send test traffic",
-		Long: `serve listens for 'linerate bench' clients on TCP port 7557 (linerate's own;
+// serveLong is the --help text of serve.
+const serveLong = `serve listens for 'linerate bench' clients on TCP port 7557 (linerate's own;
 iperf3 uses 5201) and runs the tests they ask for, one after another or at
 once, without restarting: it receives UDP and TCP test traffic, answers
 latency probes, sends traffic back for --reverse and --bidir, samples this
@@ -80,8 +76,10 @@ this box's live page, /events and /metrics in the Prometheus text format
 (docs/watch.md lists the metrics), sampled once a second, so a fleet of
 agents is a set of scrape targets ('linerate run PLAN --prometheus-targets
 FILE' writes their list). There is no authentication on it: give an
-address only those who may see the box's counters reach.`,
-		Example: `  linerate serve                                  # every address, port 7557
+address only those who may see the box's counters reach.`
+
+// serveExample are the --help examples of serve.
+const serveExample = `  linerate serve                                  # every address, port 7557
   linerate serve --listen 10.0.1.1 --listen 10.0.2.1 --listen 10.0.3.1
   linerate serve --listen 192.168.6.2:9000 --token-file /etc/linerate.token
   LINERATE_TOKEN=$(cat /root/secret) linerate serve
@@ -90,9 +88,17 @@ address only those who may see the box's counters reach.`,
   linerate serve --iperf3 --allow 192.168.1.0/24   # iperf3 -c from a phone or a Mac, too
   linerate serve --peer-timeout 30s                # clients behind a slow, deep-buffered link
   ssh pi@cm4 linerate serve --stdio                # one controller on stdin/stdout (what ssh:// hosts run)
-  linerate serve --web 10.0.0.5:9464               # and be a Prometheus scrape target: http://10.0.0.5:9464/metrics`,
-		Args: argsWith(cobra.NoArgs),
-		RunE: o.run,
+  linerate serve --web 10.0.0.5:9464               # and be a Prometheus scrape target: http://10.0.0.5:9464/metrics`
+
+func newServeCmd() *cobra.Command {
+	o := &serveOptions{}
+	c := &cobra.Command{
+		Use:     "serve",
+		Short:   "Be the far end of 'linerate bench': receive, echo and send test traffic",
+		Long:    serveLong,
+		Example: serveExample,
+		Args:    argsWith(cobra.NoArgs),
+		RunE:    o.run,
 	}
 	f := c.Flags()
 	f.StringArrayVar(&o.listen, "listen", nil, "ADDR[:PORT] to listen on (repeatable; default every address, port 7557)")

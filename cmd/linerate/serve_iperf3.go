@@ -33,20 +33,10 @@ func (o *iperf3ServeOptions) add(f *pflag.FlagSet) {
 	o.history.add(f, true)
 }
 
-// start answers iperf3 clients beside srv, on the --listen hosts (every
-// address when none), with srv's limits; stop ends it and waits.
-func (o *iperf3ServeOptions) start(cmd *cobra.Command, srv *traffic.Server, listen []string, stdio bool) (stop func(), err error) {
-	if !o.on {
-		return func() {}, nil
-	}
-	switch {
-	case stdio:
-		return nil, usage.Errorf("--iperf3 and --stdio: iperf3 clients need a listening port; give one")
-	case o.port < 1 || o.port > 65535:
-		return nil, usage.Errorf("--iperf3-port %d: not 1-65535", o.port)
-	case srv.Token != "" && len(srv.Allow) == 0:
-		return nil, usage.Errorf("--iperf3 with a secret: iperf3 clients cannot prove they know it; give --allow with the addresses that may use iperf3")
-	}
+// hosts are the addresses iperf3 clients are answered on: those of the
+// --listen addresses, or every address; --iperf3-port may not be a
+// control port.
+func (o *iperf3ServeOptions) hosts(listen []string) ([]string, error) {
 	hosts := []string{""}
 	if len(listen) > 0 {
 		hosts = hosts[:0]
@@ -64,6 +54,27 @@ func (o *iperf3ServeOptions) start(cmd *cobra.Command, srv *traffic.Server, list
 	}
 	if len(listen) == 0 && o.port == wire.DefaultPort {
 		return nil, usage.Errorf("--iperf3-port %d: the control port; give another", o.port)
+	}
+	return hosts, nil
+}
+
+// start answers iperf3 clients beside srv, on the --listen hosts (every
+// address when none), with srv's limits; stop ends it and waits.
+func (o *iperf3ServeOptions) start(cmd *cobra.Command, srv *traffic.Server, listen []string, stdio bool) (stop func(), err error) {
+	if !o.on {
+		return func() {}, nil
+	}
+	switch {
+	case stdio:
+		return nil, usage.Errorf("--iperf3 and --stdio: iperf3 clients need a listening port; give one")
+	case o.port < 1 || o.port > 65535:
+		return nil, usage.Errorf("--iperf3-port %d: not 1-65535", o.port)
+	case srv.Token != "" && len(srv.Allow) == 0:
+		return nil, usage.Errorf("--iperf3 with a secret: iperf3 clients cannot prove they know it; give --allow with the addresses that may use iperf3")
+	}
+	hosts, err := o.hosts(listen)
+	if err != nil {
+		return nil, err
 	}
 	var lns []net.Listener
 	for _, h := range hosts {

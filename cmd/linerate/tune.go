@@ -413,7 +413,7 @@ func (o *tuneOptions) runPlan(cmd *cobra.Command, _ []string) error {
 		}
 	}
 	if o.json {
-		return report.TuneJSON(cmd.OutOrStdout(), report.TunePlanDoc(p))
+		return report.JSON(cmd.OutOrStdout(), report.TunePlanDoc(p))
 	}
 	return report.TunePlan(cmd.OutOrStdout(), p)
 }
@@ -463,7 +463,7 @@ func (o *tuneOptions) runApply(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if o.json {
-		return report.TuneJSON(out, tx.Record())
+		return report.JSON(out, tx.Record())
 	}
 	report.TuneApplied(out, tx.Record(), store.Dir, stateDirFlag(o.stateDir))
 	return nil
@@ -502,7 +502,7 @@ func (o *tuneOptions) runStatus(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if o.json {
-		err = report.TuneJSON(cmd.OutOrStdout(), sts)
+		err = report.JSON(cmd.OutOrStdout(), sts)
 	} else {
 		err = report.TuneStatus(cmd.OutOrStdout(), sts)
 	}
@@ -614,7 +614,7 @@ func (o *tuneOptions) runReapply(cmd *cobra.Command, args []string) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "linerate: reapply.log: %v\n", lerr)
 	}
 	if o.json {
-		if jerr := report.TuneJSON(cmd.OutOrStdout(), steps); jerr != nil {
+		if jerr := report.JSON(cmd.OutOrStdout(), steps); jerr != nil {
 			return jerr
 		}
 	} else {
@@ -628,32 +628,14 @@ func (o *tuneOptions) runReapply(cmd *cobra.Command, args []string) error {
 // printPersisted checks the items persisted under --root-dir against the
 // live host, for tune status: what the next boot or re-apply would do.
 func (o *tuneOptions) printPersisted(w io.Writer) error {
-	targets := tune.Targets()
-	if o.target != "" {
-		targets = []string{o.target}
-	}
 	sys, err := tune.Open("")
 	if err != nil {
 		return err
 	}
 	defer sys.Close()
-	for _, t := range targets {
-		items, err := tune.Persisted(o.rootDir, t)
-		if err != nil {
-			return usage.Flags(err, map[string]string{"Target": "--target"})
-		}
-		if t == tune.TargetOpenWrt && o.target == "" {
-			continue // the same files as systemd's, but for the hooks
-		}
-		if len(items) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "persisted (%s, under %s):\n", t, o.rootDir)
-		for _, st := range tune.CheckItems(sys, items) {
-			fmt.Fprintf(w, "  %s\n", st)
-		}
-	}
-	return nil
+	checks, err := tune.CheckPersisted(sys, o.rootDir, o.target)
+	report.TuneHeld(w, o.rootDir, checks)
+	return usage.Flags(err, map[string]string{"Target": "--target"})
 }
 
 func (o *tuneOptions) runUnpersist(cmd *cobra.Command, _ []string) error {

@@ -109,8 +109,13 @@ func (o *watchOptions) run(cmd *cobra.Command, ifaces []string) error {
 		return err
 	}
 	defer stopSampling()
+	return o.print(ctx, cmd.OutOrStdout(), frames, page)
+}
 
-	w := cmd.OutOrStdout()
+// print writes each frame as it comes, as text (redrawn in place on a
+// terminal) or a JSON line, until --count frames or ctx ends (Ctrl-C is
+// how watch ends).
+func (o *watchOptions) print(ctx context.Context, w io.Writer, frames <-chan live.Snapshot, page string) error {
 	f, _ := w.(*os.File)
 	term := !o.json && f != nil && isTerminal(f)
 	if term {
@@ -122,9 +127,10 @@ func (o *watchOptions) run(cmd *cobra.Command, ifaces []string) error {
 		var s live.Snapshot
 		select {
 		case <-ctx.Done():
-			return nil // Ctrl-C is how watch ends
+			return nil
 		case s = <-frames:
 		}
+		var err error
 		if o.json {
 			err = enc.Encode(s)
 		} else {

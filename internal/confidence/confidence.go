@@ -20,8 +20,10 @@ type Interval struct {
 // OK says whether the interval exists (two figures or more).
 func (i Interval) OK() bool { return i.N >= 2 }
 
-// Low and High are the interval's ends.
-func (i Interval) Low() float64  { return i.Mean - i.Half }
+// Low is the interval's lower end.
+func (i Interval) Low() float64 { return i.Mean - i.Half }
+
+// High is the interval's upper end.
 func (i Interval) High() float64 { return i.Mean + i.Half }
 
 // Mean is the mean of xs with its two-sided interval at confidence conf

@@ -1,7 +1,8 @@
 // Package units writes figures for people: a value scaled by an SI prefix
-// (k, M, G, T) in a chosen style, rates with their unit, and percentages.
-// It is the one number formatter of the reports, the live view and
-// `tune auto`; it imports nothing but the standard library.
+// (k, M, G, T) in a chosen style, rates with their unit, bits per second,
+// counts, link speeds and percentages. It is the one number formatter of
+// linerate: the packages that compute a figure (ceiling, results) hand
+// it here to be written. It imports nothing but the standard library.
 package units
 
 import (
@@ -52,6 +53,20 @@ var (
 		return strconv.FormatFloat(x, 'g', 3, 64)
 	}}
 )
+
+// Tidy keeps two decimals under G and T, one under M and k and none
+// without a prefix, then drops trailing zeros: "3.35", "941.5", "2.5",
+// "12". It is the style of a link's speed in a sentence (Bps).
+var Tidy = Style{digits: func(x float64, prefix string) string {
+	d := 2
+	switch prefix {
+	case "M", "k":
+		d = 1
+	case "":
+		d = 0
+	}
+	return trimZeros(strconv.FormatFloat(x, 'f', d, 64))
+}}
 
 // Sig keeps n significant digits: Sig(4) writes "1.235M", "950", "12.5".
 func Sig(n int) Style {
@@ -122,17 +137,59 @@ func Rate(v float64, unit string) string {
 	return num + " " + prefix + unit
 }
 
-// Percent writes a ratio as a percentage with the given decimals and sep
-// before the sign: Percent(0.04123, 2, " ") = "4.12 %",
-// Percent(0.04123, 3, "") = "4.123%".
-func Percent(ratio float64, decimals int, sep string) string {
-	return strconv.FormatFloat(ratio*100, 'f', decimals, 64) + sep + "%"
+// Bps writes bits per second in the Tidy style, a space before the
+// prefix: "3.35 Gb/s", "941.5 Mb/s", "12 b/s".
+func Bps(v float64) string {
+	num, prefix := Tidy.Split(v)
+	return num + " " + prefix + "b/s"
+}
+
+// Count writes a count rounded down with a comma between thousands:
+// "1,488,095". A negative count or NaN, which no counter holds, is "-".
+func Count(v float64) string {
+	if v < 0 || math.IsNaN(v) {
+		return "-"
+	}
+	s := strconv.FormatInt(int64(v), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// Speed writes a link's speed in bits per second the way a flag takes
+// it (ceiling.ParseSpeed reads it back): every digit it needs and a
+// prefix K, M, G or T, no space and no unit: 2500000000 is "2.5G",
+// 100000000 "100M", 999 "999".
+func Speed(bps int64) string {
+	for _, p := range prefixes[:len(prefixes)-1] {
+		if float64(bps) >= p.factor {
+			return strconv.FormatFloat(float64(bps)/p.factor, 'f', -1, 64) + strings.ToUpper(p.symbol)
+		}
+	}
+	return strconv.FormatInt(bps, 10)
+}
+
+// Percent writes a ratio as a percentage with the given decimals and a
+// space before the sign, the one spelling of a percentage linerate
+// writes: Percent(0.04123, 2) = "4.12 %", Percent(1, 0) = "100 %".
+// Decimals -1 writes as many as the figure needs: Percent(0.005, -1) =
+// "0.5 %".
+//
+// Any argument after decimals is ignored: it was the separator, once
+// the caller's choice, and goes when the last caller drops it.
+func Percent(ratio float64, decimals int, _ ...string) string {
+	return strconv.FormatFloat(ratio*100, 'f', decimals, 64) + " %"
 }
 
 // SignedPercent is Percent with its sign always written: "+4.1 %",
 // "-0.3 %".
-func SignedPercent(ratio float64, decimals int, sep string) string {
-	s := Percent(ratio, decimals, sep)
+func SignedPercent(ratio float64, decimals int, _ ...string) string {
+	s := Percent(ratio, decimals)
 	if s[0] != '-' && s[0] != '+' {
 		s = "+" + s
 	}

@@ -86,18 +86,46 @@ func TestSplit(t *testing.T) {
 
 func TestPercent(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{Percent(0.04123, 2, " "), "4.12 %"},
-		{Percent(0.04123, 3, ""), "4.123%"},
-		{Percent(0, 3, " "), "0.000 %"},
-		{Percent(1, 0, " "), "100 %"},
-		{SignedPercent(0.041, 1, " "), "+4.1 %"},
-		{SignedPercent(-0.003, 1, " "), "-0.3 %"},
-		{SignedPercent(0, 1, ""), "+0.0%"},
-		{Percent(math.NaN(), 1, " "), "NaN %"},
-		{SignedPercent(math.Inf(1), 1, " "), "+Inf %"},
+		{Percent(0.04123, 2), "4.12 %"},
+		{Percent(0.04123, 3), "4.123 %"},
+		{Percent(0, 3), "0.000 %"},
+		{Percent(1, 0), "100 %"},
+		{Percent(0.005, -1), "0.5 %"},
+		{Percent(0.04123, 1, ""), "4.1 %"}, // the old separator is ignored
+		{SignedPercent(0.041, 1), "+4.1 %"},
+		{SignedPercent(-0.003, 1), "-0.3 %"},
+		{SignedPercent(0, 1), "+0.0 %"},
+		{Percent(math.NaN(), 1), "NaN %"},
+		{SignedPercent(math.Inf(1), 1), "+Inf %"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// The figures ceiling's FormatBps, FormatCount and FormatSpeed wrote
+// before they moved here; Bps now carries a figure that rounds up to
+// 1000 of a prefix to the next one.
+func TestBpsCountSpeed(t *testing.T) {
+	for v, want := range map[float64]string{
+		1e9: "1 Gb/s", 2.5e9: "2.5 Gb/s", 3.3498e9: "3.35 Gb/s", 941_482_444.7: "941.5 Mb/s", 100e6: "100 Mb/s",
+		1500: "1.5 kb/s", 12: "12 b/s", 3e12: "3 Tb/s", 0: "0 b/s", 999.96e6: "1 Gb/s",
+	} {
+		if got := Bps(v); got != want {
+			t.Errorf("Bps(%g) = %q, want %q", v, got, want)
+		}
+	}
+	for v, want := range map[float64]string{0: "0", 999: "999", 1000: "1,000", 1_488_095.9: "1,488,095", 14_880_952: "14,880,952", -1: "-", math.NaN(): "-"} {
+		if got := Count(v); got != want {
+			t.Errorf("Count(%g) = %q, want %q", v, got, want)
+		}
+	}
+	for bps, want := range map[int64]string{
+		100_000_000: "100M", 1_000_000_000: "1G", 2_500_000_000: "2.5G", 10_000_000_000: "10G", 999: "999", 1500: "1.5K", 3e12: "3T",
+	} {
+		if got := Speed(bps); got != want {
+			t.Errorf("Speed(%d) = %q, want %q", bps, got, want)
 		}
 	}
 }

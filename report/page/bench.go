@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 
-	"linerate/ceiling"
 	"linerate/internal/units"
 	"linerate/report"
 	"linerate/results"
@@ -95,14 +94,14 @@ type latencyRow struct {
 	NoReply                 bool
 }
 
-func pct(r float64) string { return units.Percent(r, 3, " ") }
+func pct(r float64) string { return units.Percent(r, 3) }
 
 // lossPoints is a change of a loss ratio in percentage points.
 func lossPoints(d float64) string { return fmt.Sprintf("%+.3f points", d*100) }
 
 func pps(v float64) string { return SI(v) + " pps" }
 
-func count(v uint64) string { return ceiling.FormatCount(float64(v)) }
+func count(v uint64) string { return units.Count(float64(v)) }
 
 func ms(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) + " ms" }
 
@@ -177,27 +176,27 @@ func (v *benchView) cards() {
 	s := r.Summary
 	if len(r.Search) > 0 {
 		for _, z := range r.Search {
-			c := card{Label: "NDR " + z.Size + " B", Value: pps(z.NDRPPS), Sub: ceiling.FormatBps(z.NDRBps)}
+			c := card{Label: "NDR " + z.Size + " B", Value: pps(z.NDRPPS), Sub: units.Bps(z.NDRBps)}
 			if z.CeilingPPS > 0 {
-				c.Sub += fmt.Sprintf(", %.1f %% of the ceiling", z.NDRPPS/z.CeilingPPS*100)
+				c.Sub += fmt.Sprintf(", %s of the ceiling", units.Percent(z.NDRPPS/z.CeilingPPS, 1))
 			}
 			v.Cards = append(v.Cards, c)
 			if z.PDRPPS > 0 {
-				v.Cards = append(v.Cards, card{Label: fmt.Sprintf("PDR %s B (loss ≤ %s)", z.Size, pct(z.PDRLoss)), Value: pps(z.PDRPPS), Sub: ceiling.FormatBps(z.PDRBps)})
+				v.Cards = append(v.Cards, card{Label: fmt.Sprintf("PDR %s B (loss ≤ %s)", z.Size, pct(z.PDRLoss)), Value: pps(z.PDRPPS), Sub: units.Bps(z.PDRBps)})
 			}
 		}
 		return
 	}
-	recv := card{Label: "received", Value: pps(s.ReceivedPPS), Sub: ceiling.FormatBps(s.ReceivedBPS)}
-	sent := card{Label: "sent", Value: pps(s.SentPPS), Sub: ceiling.FormatBps(s.SentBPS)}
+	recv := card{Label: "received", Value: pps(s.ReceivedPPS), Sub: units.Bps(s.ReceivedBPS)}
+	sent := card{Label: "sent", Value: pps(s.SentPPS), Sub: units.Bps(s.SentBPS)}
 	if r.Spec.Proto == wire.TCP {
-		recv = card{Label: "goodput", Value: ceiling.FormatBps(s.ReceivedBPS), Sub: pps(s.ReceivedPPS) + " of segments"}
-		sent = card{Label: "sent", Value: ceiling.FormatBps(s.SentBPS), Sub: count(s.SentBytes) + " bytes"}
+		recv = card{Label: "goodput", Value: units.Bps(s.ReceivedBPS), Sub: pps(s.ReceivedPPS) + " of segments"}
+		sent = card{Label: "sent", Value: units.Bps(s.SentBPS), Sub: count(s.SentBytes) + " bytes"}
 	}
 	if pc := s.PathCeiling; pc != nil && pc.FPS > 0 && r.Spec.Proto == wire.UDP {
-		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s pps, %s at %s %s)", s.ReceivedPPS/pc.FPS*100, SI(pc.FPS), pc.What, pc.Host, pc.Iface)
+		recv.Sub += fmt.Sprintf(" — %s of the ceiling (%s pps, %s at %s %s)", units.Percent(s.ReceivedPPS/pc.FPS, 1), SI(pc.FPS), pc.What, pc.Host, pc.Iface)
 	} else if pc != nil && pc.L2Bps > 0 {
-		recv.Sub += fmt.Sprintf(" — %.1f %% of the ceiling (%s, %s at %s %s)", s.ReceivedBPS/pc.L2Bps*100, ceiling.FormatBps(pc.L2Bps), pc.What, pc.Host, pc.Iface)
+		recv.Sub += fmt.Sprintf(" — %s of the ceiling (%s, %s at %s %s)", units.Percent(s.ReceivedBPS/pc.L2Bps, 1), units.Bps(pc.L2Bps), pc.What, pc.Host, pc.Iface)
 	}
 	v.Cards = append(v.Cards, recv, sent)
 	if r.Spec.Proto == wire.UDP {
@@ -258,7 +257,7 @@ func (v *benchView) figures() []figure {
 	}
 	out := []figure{
 		{Name: "received", Value: s.ReceivedPPS, Format: pps, Higher: true},
-		{Name: "received bits", Value: s.ReceivedBPS, Format: ceiling.FormatBps, Higher: true},
+		{Name: "received bits", Value: s.ReceivedBPS, Format: units.Bps, Higher: true},
 		{Name: "sent (offered load)", Value: s.SentPPS, Format: pps, Offered: true},
 	}
 	if r.Spec.Proto == wire.UDP {
@@ -294,7 +293,7 @@ func (v *benchView) targets() {
 			v.Targets = append(v.Targets, targetRow{Target: t.Target, Direction: string(d.name),
 				Sent: count(d.t.SentPackets), Received: count(d.t.ReceivedPackets), Lost: count(d.t.LostPackets),
 				Loss: pct(d.t.LossRatio), SentPPS: SI(d.t.SentPPS), ReceivedPPS: SI(d.t.ReceivedPPS),
-				ReceivedBPS: ceiling.FormatBps(d.t.ReceivedBPS), RTT: tcpRTT(r, i, d.name), Bad: d.t.LostPackets > 0})
+				ReceivedBPS: units.Bps(d.t.ReceivedBPS), RTT: tcpRTT(r, i, d.name), Bad: d.t.LostPackets > 0})
 		}
 	}
 }
@@ -306,8 +305,8 @@ func (v *benchView) sizes() {
 	}
 	for _, z := range v.res.Summary.Sizes {
 		v.Sizes = append(v.Sizes, sizeRow{Frame: z.Frame, Payload: z.Payload, Sent: count(z.SentPackets),
-			SentShare: units.Percent(z.SentShare, 2, " "), Received: count(z.ReceivedPackets),
-			ReceivedShare: units.Percent(z.ReceivedShare, 2, " "), Lost: count(z.LostPackets), Bad: z.LostPackets > 0})
+			SentShare: units.Percent(z.SentShare, 2), Received: count(z.ReceivedPackets),
+			ReceivedShare: units.Percent(z.ReceivedShare, 2), Lost: count(z.LostPackets), Bad: z.LostPackets > 0})
 	}
 }
 
@@ -326,7 +325,7 @@ func (v *benchView) queues() {
 			qv.Error = "no counts"
 		}
 		for i, s := range q.Shares() {
-			qv.Rows = append(qv.Rows, queueRow{Queue: i, Packets: count(q.Packets[i]), Share: units.Percent(s, 1, " "),
+			qv.Rows = append(qv.Rows, queueRow{Queue: i, Packets: count(q.Packets[i]), Share: units.Percent(s, 1),
 				Width: math.Round(s * 1000 / 10), Empty: q.Packets[i] == 0})
 		}
 		v.Queues = append(v.Queues, qv)
@@ -404,7 +403,7 @@ func (v *benchView) rates() {
 			pref = append(pref, ref{Y: pc.FPS, Label: "ceiling " + SI(pc.FPS) + " pps (" + pc.What + ")"})
 		}
 		if pc.L2Bps > 0 {
-			bref = append(bref, ref{Y: pc.L2Bps, Label: "ceiling " + ceiling.FormatBps(pc.L2Bps) + " (" + pc.What + ")"})
+			bref = append(bref, ref{Y: pc.L2Bps, Label: "ceiling " + units.Bps(pc.L2Bps) + " (" + pc.What + ")"})
 		}
 	}
 	down := linkBands(r)

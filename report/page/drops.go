@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"linerate/internal/units"
 	"linerate/ledger"
 	"linerate/results"
 )
@@ -134,7 +135,7 @@ func newLedgerView(l ledger.Ledger) *ledgerView {
 			row.Host, row.Side = "", ""
 		}
 		if l.Lost > 0 {
-			row.Share = fmt.Sprintf("%.1f %%", 100*float64(e.Packets)/float64(l.Lost))
+			row.Share = units.Percent(float64(e.Packets)/float64(l.Lost), 1)
 		}
 		v.Rows = append(v.Rows, row)
 	}

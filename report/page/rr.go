@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"linerate/internal/units"
 	"linerate/report"
 	"linerate/results"
 )
@@ -150,8 +151,8 @@ func conntrackOverTime(r *results.Result) []template.HTML {
 		if len(x) == 0 {
 			continue
 		}
-		title := fmt.Sprintf("conntrack entries on %s against its table (nf_conntrack_max %s): at most %s, %.1f %% of it", m.Host, count(m.Max), count(m.Peak),
-			float64(m.Peak)/math.Max(float64(m.Max), 1)*100)
+		title := fmt.Sprintf("conntrack entries on %s against its table (nf_conntrack_max %s): at most %s, %s of it", m.Host, count(m.Max), count(m.Peak),
+			units.Percent(float64(m.Peak)/math.Max(float64(m.Max), 1), 1))
 		var refs []ref
 		if m.Max > 0 {
 			refs = append(refs, ref{Y: float64(m.Max), Label: "nf_conntrack_max " + count(m.Max)})

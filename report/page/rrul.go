@@ -5,7 +5,7 @@ import (
 	"html/template"
 	"math"
 
-	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/report"
 	"linerate/results"
 	"linerate/wire"
@@ -51,11 +51,11 @@ func (v *benchView) rrul() {
 		}
 	}
 	rv.Cards = []card{lat("latency idle", r.LatencyIdle), lat("latency under load", r.LatencyLoad), induced,
-		{Label: "goodput up", Value: ceiling.FormatBps(r.UpBPS), Sub: fmt.Sprintf("%d streams, client → server", up)},
-		{Label: "goodput down", Value: ceiling.FormatBps(r.DownBPS), Sub: fmt.Sprintf("%d streams, server → client", down)}}
+		{Label: "goodput up", Value: units.Bps(r.UpBPS), Sub: fmt.Sprintf("%d streams, client → server", up)},
+		{Label: "goodput down", Value: units.Bps(r.DownBPS), Sub: fmt.Sprintf("%d streams, server → client", down)}}
 	for _, f := range r.Flows {
 		row := rrulRow{Direction: report.RRULDirection(f.Direction), Stream: fmt.Sprint(f.Stream), Mark: fmt.Sprintf("%s (%d)", f.Mark, f.DSCP),
-			Goodput: ceiling.FormatBps(f.GoodputBPS), Retransmits: count(f.Retransmits), RTT: "-", Bad: f.GoodputBPS == 0}
+			Goodput: units.Bps(f.GoodputBPS), Retransmits: count(f.Retransmits), RTT: "-", Bad: f.GoodputBPS == 0}
 		if f.RTTMs > 0 {
 			row.RTT = ms(f.RTTMs)
 		}
@@ -215,6 +215,6 @@ func rrulFigures(r *results.RRUL) []figure {
 		out = append(out, figure{Name: "latency induced by the load, p50", Value: *r.InducedP50, Format: plus},
 			figure{Name: "latency induced by the load, p95", Value: *r.InducedP95, Format: plus})
 	}
-	return append(out, figure{Name: "goodput up", Value: r.UpBPS, Format: ceiling.FormatBps, Higher: true},
-		figure{Name: "goodput down", Value: r.DownBPS, Format: ceiling.FormatBps, Higher: true})
+	return append(out, figure{Name: "goodput up", Value: r.UpBPS, Format: units.Bps, Higher: true},
+		figure{Name: "goodput down", Value: r.DownBPS, Format: units.Bps, Higher: true})
 }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"linerate/ceiling"
+	"linerate/internal/units"
 )
 
 // searchRow is one frame size of a zero-loss search.
@@ -25,16 +25,16 @@ type trialLine struct {
 // and a table of the trials per frame size.
 func (v *benchView) search() {
 	for i, z := range v.res.Search {
-		row := searchRow{Size: z.Size, Frame: fmt.Sprintf("%.0f", z.FrameBytes), NDR: pps(z.NDRPPS), NDRBps: ceiling.FormatBps(z.NDRBps),
+		row := searchRow{Size: z.Size, Frame: fmt.Sprintf("%.0f", z.FrameBytes), NDR: pps(z.NDRPPS), NDRBps: units.Bps(z.NDRBps),
 			PDR: "-", PDRBps: "-", PDRLoss: "-", LossBegins: "-", Ceiling: "-", Trials: strconv.Itoa(len(z.Trials))}
 		if z.PDRPPS > 0 {
-			row.PDR, row.PDRBps, row.PDRLoss = pps(z.PDRPPS), ceiling.FormatBps(z.PDRBps), pct(z.PDRLoss)
+			row.PDR, row.PDRBps, row.PDRLoss = pps(z.PDRPPS), units.Bps(z.PDRBps), pct(z.PDRLoss)
 		}
 		if z.LossBeginsPPS > 0 {
 			row.LossBegins = pps(z.LossBeginsPPS)
 		}
 		if z.CeilingPPS > 0 {
-			row.Ceiling = fmt.Sprintf("%s (NDR %.1f %%)", pps(z.CeilingPPS), z.NDRPPS/z.CeilingPPS*100)
+			row.Ceiling = fmt.Sprintf("%s (NDR %s)", pps(z.CeilingPPS), units.Percent(z.NDRPPS/z.CeilingPPS, 1))
 		}
 		for _, l := range z.Latency {
 			if lat := l.Result.Latency; lat != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"linerate/autotune"
+	"linerate/internal/units"
 	"linerate/report"
 	"linerate/wire"
 )
@@ -46,8 +47,8 @@ type trialRow struct {
 
 func newAutoView(r *autotune.Report) *autoView {
 	v := &autoView{rep: r, Rig: r.Rig, DUT: r.DUT, DryRun: r.DryRun, Notes: r.Notes, Interrupted: r.Interrupted}
-	v.Goal = fmt.Sprintf("%s (%s, median of %d rounds; a change is kept when it gains more than %.0f %% and more than the rounds' spread)",
-		r.Goal, r.Metric, r.Rounds, r.MinGain*100)
+	v.Goal = fmt.Sprintf("%s (%s, median of %d rounds; a change is kept when it gains more than %s and more than the rounds' spread)",
+		r.Goal, r.Metric, r.Rounds, units.Percent(r.MinGain, 0))
 	if m := report.AutoMethod(r); m != "" {
 		v.Goal = fmt.Sprintf("%s (%s); %s", r.Goal, r.Metric, m)
 	}
@@ -88,7 +89,7 @@ func newAutoView(r *autotune.Report) *autoView {
 		if f.Pairs != "-" {
 			row.Interval += ", " + f.Pairs + " pairs"
 		} else if t.Verdict.Noise > 0 && len(t.Rounds) > 0 {
-			row.Interval = fmt.Sprintf("± %.1f %%", t.Verdict.Noise*100)
+			row.Interval = "± " + units.Percent(t.Verdict.Noise, 1)
 		}
 		if t.Outcome != autotune.Kept && t.Restored {
 			row.Why += "; restored, read back"
@@ -100,7 +101,7 @@ func newAutoView(r *autotune.Report) *autoView {
 		a, _ := r.After.Value(r.Metric)
 		v.BeforeAft = fmt.Sprintf("%s → %s", r.Metric.Format(b), r.Metric.Format(a))
 		if b != 0 {
-			v.BeforeAft += fmt.Sprintf(" (%+.1f %%)", (a-b)/b*100)
+			v.BeforeAft += fmt.Sprintf(" (%s)", units.SignedPercent((a-b)/b, 1))
 		}
 		v.Before, v.After = roundRows(r.Before), roundRows(r.After)
 	}

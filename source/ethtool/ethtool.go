@@ -22,11 +22,14 @@ import (
 	"errors"
 	"sort"
 	"strings"
+
+	"linerate/source/feature"
 )
 
 // ErrNotSupported is wrapped by every error meaning "this driver (or this
-// capture) does not provide that item". Test with errors.Is.
-var ErrNotSupported = errors.New("not supported by this driver")
+// capture) does not provide that item"; the wrapping names the item.
+// Test with errors.Is, against it or feature.ErrNotSupported.
+var ErrNotSupported error = &feature.Error{Lack: "not supported by this driver"}
 
 // ErrNotCaptured is wrapped when a capture has no file for the item.
 var ErrNotCaptured = errors.New("not in the capture")

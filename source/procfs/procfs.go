@@ -327,9 +327,11 @@ func (fs FS) Running(name string) (bool, error) {
 	return false, nil
 }
 
-// Hostname and Kernel read sys/kernel/hostname and sys/kernel/osrelease.
+// Hostname reads sys/kernel/hostname.
 func (fs FS) Hostname() (string, error) { return fs.readTrim("sys", "kernel", "hostname") }
-func (fs FS) Kernel() (string, error)   { return fs.readTrim("sys", "kernel", "osrelease") }
+
+// Kernel reads sys/kernel/osrelease, the kernel's release ("6.8.0-45-generic").
+func (fs FS) Kernel() (string, error) { return fs.readTrim("sys", "kernel", "osrelease") }
 
 func (fs FS) readTrim(elem ...string) (string, error) {
 	b, err := fs.t.ReadFile(path.Join(elem...))

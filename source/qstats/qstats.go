@@ -17,14 +17,17 @@ import (
 	"net"
 	"slices"
 
+	"linerate/source/feature"
+
 	"github.com/mdlayher/netlink"
 	"github.com/mdlayher/netlink/nlenc"
 	"golang.org/x/sys/unix"
 )
 
 // ErrUnsupported is wrapped when the kernel has no netdev family or the
-// interface's driver reports no per-queue statistics.
-var ErrUnsupported = errors.New("no per-queue statistics (netdev qstats)")
+// interface's driver reports no per-queue statistics. It is a
+// feature.Error: errors.Is(err, feature.ErrNotSupported) holds.
+var ErrUnsupported error = &feature.Error{Feature: "per-queue statistics (netdev qstats)", Lack: "unavailable"}
 
 // From include/uapi/linux/genetlink.h and include/uapi/linux/netdev.h.
 const (

@@ -113,9 +113,10 @@ func (t Tree) Sub(rel string) Tree {
 	return t
 }
 
-// Dir is the directory the tree was made from; Base the path of this Sub
-// below it ("" for the top).
-func (t Tree) Dir() string  { return t.dir }
+// Dir is the directory the tree was made from.
+func (t Tree) Dir() string { return t.dir }
+
+// Base is the path of this Sub below Dir ("" for the top).
 func (t Tree) Base() string { return t.base }
 
 // Limits returns the limits t reads under.

@@ -1,6 +1,6 @@
 package xdpcount
 
-import "errors"
+import "linerate/source/feature"
 
 // What both builds share: the small build (-tags small) has no eBPF and
 // its Attach always fails (xdpcount_small.go).
@@ -10,7 +10,8 @@ import "errors"
 // permission, a kernel without BPF links for XDP, an interface that already
 // has an XDP program, a verifier that rejects the program. The message
 // after it says why.
-var ErrUnsupported = errors.New("xdp counter unavailable")
+// It is a feature.Error: errors.Is(err, feature.ErrNotSupported) holds.
+var ErrUnsupported error = &feature.Error{Feature: "xdp counter", Lack: "unavailable"}
 
 // Mode is how an XDP program is attached to an interface.
 type Mode string
