@@ -8,6 +8,7 @@ import (
 
 	"linerate/box"
 	"linerate/results"
+	"linerate/traffic/sock"
 )
 
 // DropCounters reads the drop counters of the network namespace an end
@@ -45,7 +46,7 @@ func newDropWindow(r DropCounters, lock *sync.Mutex, side results.Side, target i
 	w := &dropWindow{r: r, lock: lock, out: results.EndDrops{Side: side, Target: target}}
 	err := setup(func() error {
 		for _, a := range locals {
-			name, _, err := interfaceOf(a)
+			name, _, err := sock.InterfaceOf(a)
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"linerate/results"
 	"linerate/source/rtnl"
 	"linerate/source/rtnl/rtnetlink"
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -258,7 +259,7 @@ func openSocketEngine(r *clientRun, to []*target) error {
 	for _, t := range to {
 		f, err := t.openUDP(r.cfg)
 		if err != nil {
-			closeFDs(fds)
+			sock.CloseFDs(fds)
 			return err
 		}
 		spans = append(spans, span{t, len(fds), len(f)})

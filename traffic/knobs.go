@@ -11,6 +11,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/source/procfs"
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -45,12 +46,12 @@ func (k tcpKnobs) forStream(s *wire.Spec, i int) tcpKnobs {
 
 // set sets every knob but TCP_MAXSEG and TCP_NODELAY on fd.
 func (k tcpKnobs) set(fd int) error {
-	if err := setDSCP(fd, k.dscp); err != nil {
+	if err := sock.SetDSCP(fd, k.dscp); err != nil {
 		return err
 	}
 	if k.window > 0 {
-		setBuf(fd, unix.SO_SNDBUF, unix.SO_SNDBUFFORCE, k.window)
-		setBuf(fd, unix.SO_RCVBUF, unix.SO_RCVBUFFORCE, k.window)
+		sock.SetBuf(fd, unix.SO_SNDBUF, unix.SO_SNDBUFFORCE, k.window)
+		sock.SetBuf(fd, unix.SO_RCVBUF, unix.SO_RCVBUFFORCE, k.window)
 	}
 	if k.congestion != "" {
 		if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, k.congestion); err != nil {
@@ -103,32 +104,7 @@ func (k tcpKnobs) conn(c *net.TCPConn) error {
 	if k.dscp == 0 {
 		return nil
 	}
-	return withFD(c, func(fd int) error { return setDSCP(fd, k.dscp) })
-}
-
-// setDSCP marks what fd sends with the code point dscp (0: left as it
-// is): IP_TOS on an IPv4 socket, IPV6_TCLASS on an IPv6 one (and IP_TOS
-// too, for IPv4-mapped peers).
-func setDSCP(fd, dscp int) error {
-	if dscp == 0 {
-		return nil
-	}
-	tos := wire.TOS(dscp)
-	dom, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
-	if err != nil {
-		return fmt.Errorf("SO_DOMAIN: %w", err)
-	}
-	if dom == unix.AF_INET6 {
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tos); err != nil {
-			return fmt.Errorf("IPV6_TCLASS %#x: %w", tos, err)
-		}
-		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, tos)
-		return nil
-	}
-	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, tos); err != nil {
-		return fmt.Errorf("IP_TOS %#x: %w", tos, err)
-	}
-	return nil
+	return sock.WithFD(c, func(fd int) error { return sock.SetDSCP(fd, k.dscp) })
 }
 
 // checkCongestion refuses a congestion control this end's kernel does not

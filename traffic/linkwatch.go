@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/results"
+	"linerate/traffic/sock"
 )
 
 // linkWatch records when the interfaces holding an end's test addresses
@@ -57,7 +58,7 @@ func newLinkWatch(side results.Side, clk clock, locals []netip.Addr, setup func(
 	ch := make(chan netlink.LinkUpdate, 64)
 	err := setup(func() error {
 		for _, a := range locals {
-			name, idx, err := interfaceOf(a)
+			name, idx, err := sock.InterfaceOf(a)
 			if err != nil {
 				return err
 			}

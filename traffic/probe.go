@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/results"
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -230,7 +231,7 @@ func (p *prober) reply(b, oob []byte) {
 // stampReceipts has the kernel stamp every datagram c receives with its
 // time of receipt (SO_TIMESTAMPNS), for kernelTime.
 func stampReceipts(c *net.UDPConn) error {
-	return withFD(c, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) })
+	return sock.WithFD(c, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) })
 }
 
 // kernelTime is the receive time in a datagram's SCM_TIMESTAMPNS control

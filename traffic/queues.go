@@ -12,6 +12,7 @@ import (
 	"linerate/source/ethtool"
 	"linerate/source/qstats"
 	"linerate/source/xdpcount"
+	"linerate/traffic/sock"
 )
 
 // queueMeter counts the packets each receive queue of the interface
@@ -51,7 +52,7 @@ var errNoQueueCounters = errors.New("has no per-queue receive counters (netdev q
 // counter picks how to read the queues: qstats, else ethtool, else the
 // link's counter of a single-queue interface, else XDP.
 func (m *queueMeter) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([]uint64, error), error) {
-	name, index, err := interfaceOf(local)
+	name, index, err := sock.InterfaceOf(local)
 	if err != nil {
 		return nil, err
 	}

@@ -11,11 +11,11 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"linerate/internal/admit"
 	"linerate/results"
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -78,7 +78,7 @@ func newRRClient(sp *wire.Spec, local netip.Addr, to netip.AddrPort, cookie uint
 			err = setup(func() error {
 				s.uc, err = net.DialUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)), net.UDPAddrFromAddrPort(to))
 				if err == nil && sp.DSCP > 0 {
-					err = withFD(s.uc, func(fd int) error { return setDSCP(fd, sp.DSCP) })
+					err = sock.WithFD(s.uc, func(fd int) error { return sock.SetDSCP(fd, sp.DSCP) })
 				}
 				return err
 			})
@@ -91,19 +91,6 @@ func newRRClient(sp *wire.Spec, local netip.Addr, to netip.AddrPort, cookie uint
 		}
 	}
 	return c, nil
-}
-
-// withFD runs fn on the socket of c.
-func withFD(c syscall.Conn, fn func(fd int) error) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
 }
 
 // dial opens a data connection for stream id and says which it is.
@@ -357,7 +344,7 @@ func newRRServer(sp *wire.Spec, local, peer netip.Addr, cookie uint64) (*rrServe
 			return nil, fmt.Errorf("transaction socket on %s: %w", local, err)
 		}
 		if sp.DSCP > 0 {
-			if err := withFD(uc, func(fd int) error { return setDSCP(fd, sp.DSCP) }); err != nil {
+			if err := sock.WithFD(uc, func(fd int) error { return sock.SetDSCP(fd, sp.DSCP) }); err != nil {
 				uc.Close()
 				return nil, err
 			}
@@ -399,7 +386,7 @@ func (s *rrServer) acceptTCP() {
 			return
 		}
 		tc := c.(*net.TCPConn)
-		if addrOf(c.RemoteAddr()) != s.peer || !s.track(tc) {
+		if sock.AddrOf(c.RemoteAddr()) != s.peer || !s.track(tc) {
 			c.Close()
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"linerate/internal/admit"
 	"linerate/results"
 	"linerate/source/xdpcount"
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -144,7 +145,7 @@ func (t *serverTest) openUDPSender() error {
 	}
 	if sp.Punch {
 		if t.aimer, err = newAimer(fds, t.peer, sp.ClientPorts, sp.Streams); err != nil {
-			closeFDs(fds)
+			sock.CloseFDs(fds)
 			return err
 		}
 	}
@@ -355,7 +356,7 @@ func (t *serverTest) acceptData() {
 		if err != nil {
 			return
 		}
-		if addrOf(c.RemoteAddr()) != t.peer {
+		if sock.AddrOf(c.RemoteAddr()) != t.peer {
 			c.Close()
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 
 	"linerate/box"
 	"linerate/internal/admit"
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -158,7 +159,7 @@ func (s *Server) closeAll() {
 // admit takes a new control connection through the door: a handshake slot
 // of its own, the handshake, then a client slot (MaxConns).
 func (s *Server) admit(ctx context.Context, c net.Conn) {
-	peer := addrOf(c.RemoteAddr())
+	peer := sock.AddrOf(c.RemoteAddr())
 	s.wg.Add(1)
 	t, err := s.door.enter(peer, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
 	if err == nil && ctx.Err() != nil {
@@ -247,23 +248,11 @@ func refuse(c net.Conn, why error) {
 	_ = ctl.write(errorMessage(why))
 }
 
-func addrOf(a net.Addr) netip.Addr {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		ip, _ := netip.AddrFromSlice(ta.IP)
-		return ip.Unmap().WithZone(ta.Zone)
-	}
-	ap, err := netip.ParseAddrPort(a.String())
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ap.Addr().Unmap()
-}
-
 // handle speaks the protocol on one authenticated control connection;
 // channel says it is an ssh channel (serve --stdio), whose controller ssh
 // authenticated.
 func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn, channel bool) error {
-	local, peer := addrOf(conn.LocalAddr()), addrOf(conn.RemoteAddr())
+	local, peer := sock.AddrOf(conn.LocalAddr()), sock.AddrOf(conn.RemoteAddr())
 	idle := idleTimeout
 	ctx, stopListening := context.WithCancel(ctx)
 	defer stopListening()

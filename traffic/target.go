@@ -14,6 +14,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -145,7 +146,7 @@ func dialError(t *target, bind netip.Addr, err error) error {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("%s: nothing listening on %s (is `linerate serve` running there?)", t.name, t.addr)
 	case errors.Is(err, syscall.EADDRNOTAVAIL) && bind.IsValid():
-		return usage.Field("Bind", "%s: %w", bind, ErrAddrNotLocal)
+		return usage.Field("Bind", "%s: %w", bind, sock.ErrAddrNotLocal)
 	case errors.Is(err, syscall.EHOSTUNREACH):
 		return fmt.Errorf("%s: %s is unreachable (no route to host)", t.name, t.addr.Addr())
 	case errors.Is(err, syscall.ENETUNREACH):
@@ -203,7 +204,7 @@ func (t *target) dial(ctx context.Context, cfg *Config) error {
 	// of being waited for until the test's end.
 	_ = watchPeer(conn, peerTimeout)
 	t.ctl = newCtl(conn)
-	t.local = addrOf(conn.LocalAddr())
+	t.local = sock.AddrOf(conn.LocalAddr())
 	m, err := clientHandshake(t.ctl, cfg.Token)
 	if errors.Is(err, wire.ErrWrongToken) {
 		return usage.Errorf("%s: %w", t.name, err)
@@ -307,7 +308,7 @@ func (t *target) openUDP(cfg *Config) ([]int, error) {
 		fds, err = dialUDPFlows(locals, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload, sp.DSCP, false)
 		return err
 	})
-	if len(sp.Sources) > 0 && errors.Is(err, ErrAddrNotLocal) {
+	if len(sp.Sources) > 0 && errors.Is(err, sock.ErrAddrNotLocal) {
 		return nil, usage.Field("Sources", "%w", err)
 	}
 	var me *mtuError

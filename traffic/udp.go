@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/results"
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -303,14 +304,14 @@ func dialUDPFlows(locals []netip.Addr, remote netip.Addr, ports []uint16, stream
 				to = netip.AddrPort{}
 			}
 			local := locals[len(fds)%len(locals)]
-			fd, err := dialUDP(netip.AddrPortFrom(local, 0), to, 4<<20)
+			fd, err := sock.DialUDP(netip.AddrPortFrom(local, 0), to, 4<<20)
 			if err == nil {
-				if err = setDSCP(fd, dscp); err != nil {
-					closeFD(fd)
+				if err = sock.SetDSCP(fd, dscp); err != nil {
+					sock.CloseFD(fd)
 				}
 			}
 			if err != nil {
-				closeFDs(fds)
+				sock.CloseFDs(fds)
 				return nil, err
 			}
 			fds = append(fds, fd)
@@ -318,7 +319,7 @@ func dialUDPFlows(locals []netip.Addr, remote netip.Addr, ports []uint16, stream
 	}
 	if len(ports) > 0 {
 		if err := checkPathMTU(locals[0], netip.AddrPortFrom(remote, ports[0]), payload); err != nil {
-			closeFDs(fds)
+			sock.CloseFDs(fds)
 			return nil, err
 		}
 	}
@@ -328,22 +329,16 @@ func dialUDPFlows(locals []netip.Addr, remote netip.Addr, ports []uint16, stream
 // checkPathMTU is an *mtuError when payload does not fit the path MTU from
 // local to remote, asked of a socket of its own.
 func checkPathMTU(local netip.Addr, remote netip.AddrPort, payload int) error {
-	fd, err := dialUDP(netip.AddrPortFrom(local, 0), remote, 0)
+	fd, err := sock.DialUDP(netip.AddrPortFrom(local, 0), remote, 0)
 	if err != nil {
 		return err
 	}
-	defer closeFD(fd)
+	defer sock.CloseFD(fd)
 	v4 := remote.Addr().Unmap().Is4()
-	if mtu, err := pathMTU(fd, v4); err == nil && payload+wire.UDPOverhead(v4)-wire.EthOverhead > mtu {
+	if mtu, err := sock.PathMTU(fd, v4); err == nil && payload+wire.UDPOverhead(v4)-wire.EthOverhead > mtu {
 		return &mtuError{payload: payload, mtu: mtu}
 	}
 	return nil
-}
-
-func closeFDs(fds []int) {
-	for _, fd := range fds {
-		closeFD(fd)
-	}
 }
 
 // next is the flow whose batch goes next, and the round robin's next
@@ -472,14 +467,14 @@ func newUDPReceiver(c udpRecvConfig) (*udpReceiver, error) {
 			owners = []*recvThread{r.threads[p%c.threads]}
 		}
 		for _, t := range owners {
-			fd, err := listenUDP(netip.AddrPortFrom(c.local, port), rcvbuf)
+			fd, err := sock.ListenUDP(netip.AddrPortFrom(c.local, port), rcvbuf)
 			if err != nil {
 				r.closeFDs()
 				return nil, err
 			}
 			t.fds = append(t.fds, fd)
 			if port == 0 {
-				if port, err = localPort(fd); err != nil {
+				if port, err = sock.LocalPort(fd); err != nil {
 					r.closeFDs()
 					return nil, fmt.Errorf("udp receiver port: %w", err)
 				}

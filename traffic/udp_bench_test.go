@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"linerate/traffic/sock"
 )
 
 // BenchmarkUDPLoopback sends 64-byte frames (18-byte payload) from one
@@ -31,7 +33,7 @@ func loopbackUDP(tb testing.TB, ports int, pps float64, d time.Duration) (sent, 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { recv.close() })
-	fd, err := dialUDP(netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, recv.ports[0]), 4<<20)
+	fd, err := sock.DialUDP(netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, recv.ports[0]), 4<<20)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/box"
+	"linerate/traffic/sock"
 )
 
 // windowSampling runs a Sampling over a test's measured window: started by
@@ -81,7 +82,7 @@ func watchPeer(c net.Conn, d time.Duration) error {
 	if err := tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: probe, Interval: probe, Count: 4}); err != nil {
 		return err
 	}
-	return withFD(tc, func(fd int) error {
+	return sock.WithFD(tc, func(fd int) error {
 		return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
 	})
 }

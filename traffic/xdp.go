@@ -15,6 +15,7 @@ import (
 
 	"linerate/results"
 	"linerate/source/xdpcount"
+	"linerate/traffic/sock"
 )
 
 // windowMeter reads a set of counters at the start of the measured window
@@ -114,7 +115,7 @@ type xdpMeter struct {
 // interface's network namespace.
 func newXDPMeter(local netip.Addr, port uint16) *xdpMeter {
 	m := &xdpMeter{windowMeter: newWindowMeter(nil)}
-	name, index, err := interfaceOf(local)
+	name, index, err := sock.InterfaceOf(local)
 	if err != nil {
 		m.stat.Error = err.Error()
 		return m

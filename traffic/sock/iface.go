@@ -1,4 +1,4 @@
-package traffic
+package sock
 
 import (
 	"fmt"
@@ -14,9 +14,9 @@ func interfaceIndex(name string) (int, error) {
 	return ifi.Index, nil
 }
 
-// interfaceOf finds the interface that holds address a (in the network
+// InterfaceOf finds the interface that holds address a (in the network
 // namespace of the calling thread).
-func interfaceOf(a netip.Addr) (string, int, error) {
+func InterfaceOf(a netip.Addr) (string, int, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return "", 0, err
