@@ -12,6 +12,7 @@ import (
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/session"
 	"linerate/wire"
 )
 
@@ -237,8 +238,8 @@ func TestFrameFlowKeepsTheSessionWindow(t *testing.T) {
 	}
 	defer f.s.Close()
 	start := time.Now().Add(-late)
-	tm := Timing{Start: start, Measure: start.Add(warmup), End: start.Add(warmup + duration)}
-	f.run(tm)
+	tm := session.Timing{Start: start, Measure: start.Add(warmup), End: start.Add(warmup + duration)}
+	f.Run(tm)
 	ended := time.Now()
 	if f.err != nil {
 		t.Fatal(f.err)

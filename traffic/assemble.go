@@ -26,11 +26,12 @@ func (r *clientRun) newResult(start time.Time) *results.Result {
 // samples, the CPU cost and the verdict.
 func (r *clientRun) assemble(res *results.Result) {
 	s := r.sess
-	if s.sampleErr != nil && len(s.samples) == 0 {
-		res.Notes = append(res.Notes, "client samples: "+s.sampleErr.Error())
+	samples, _, sampleErr := s.Samples()
+	if sampleErr != nil && len(samples) == 0 {
+		res.Notes = append(res.Notes, "client samples: "+sampleErr.Error())
 	}
 	res.Notes = append(res.Notes, r.notes...)
-	for _, rt := range s.samples {
+	for _, rt := range samples {
 		res.Samples = append(res.Samples, results.Sample{Side: results.SideClient, Target: -1, Rates: rt})
 	}
 	res.Targets = make([]results.TargetResult, len(r.targets))
@@ -42,21 +43,21 @@ func (r *clientRun) assemble(res *results.Result) {
 		r.assembleTarget(res, i, r.targetWindow(res, i))
 	}
 	r.linkEvents(res)
-	if n := s.heldBack(); n > 0 {
+	if n := s.HeldBack(); n > 0 {
 		res.Summary.HeldBackLinkDown = n
 		res.Notes = append(res.Notes, fmt.Sprintf("%d datagrams held back while the link was down: the rate allowed them, the link did not; not sent, not counted, and not sent late in a burst", n))
 	}
 	r.latency(res)
 	// The client's samples first, then each server's, in time order.
 	results.OrderSamples(res.Samples)
-	results.Cost(res, s.samples, r.cfg.Machine)
+	results.Cost(res, samples, r.cfg.Machine)
 	r.dropLedger(res)
-	results.Verdict(res, s.threads())
+	results.Verdict(res, s.Threads())
 	if r.cfg.RRUL {
 		var probes []results.ProbeSample
 		for i, t := range r.targets {
 			if t.prober != nil {
-				probes = append(probes, t.prober.overTime(s.tm.Start, i)...)
+				probes = append(probes, t.prober.overTime(s.Timing().Start, i)...)
 			}
 		}
 		res.RRUL = results.NewRRUL(res, probes)
@@ -70,11 +71,11 @@ func (r *clientRun) assemble(res *results.Result) {
 // cover that longer window, said in a note.
 func (r *clientRun) targetWindow(res *results.Result, i int) float64 {
 	s := r.sess
-	w := s.seconds()
+	w := s.Seconds()
 	if res.StoppedEarly == nil || r.targets[i].dead() {
 		return w
 	}
-	live := s.sendersSeconds()
+	live := s.SendersSeconds()
 	if live > w {
 		warm := r.spec.Warmup.D().Seconds()
 		res.Targets[i].Notes = append(res.Targets[i].Notes, fmt.Sprintf(
@@ -105,7 +106,7 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 	tr.AFXDP = t.afxdp
 	tr.ForeignPackets = sr.Foreign
 	for _, sh := range t.rev {
-		tr.ForeignPackets += sh.e.res.foreign
+		tr.ForeignPackets += sh.e.Result().Foreign
 	}
 	if tr.ForeignPackets > 0 {
 		tr.Notes = append(tr.Notes, fmt.Sprintf("%d test datagrams came from addresses other than the two ends' and were not counted", tr.ForeignPackets))
@@ -273,7 +274,7 @@ func doubtRate(d *results.Doubts, proto wire.Proto, sent []results.Count, second
 // linkEvents puts the client's link events before the servers' (added
 // per target), and notes why the client's watch saw nothing.
 func (r *clientRun) linkEvents(res *results.Result) {
-	evs, err := r.sess.linkEvents()
+	evs, err := r.sess.LinkEvents()
 	if err != nil {
 		res.Notes = append(res.Notes, "client "+err.Error())
 	}

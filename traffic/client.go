@@ -12,6 +12,7 @@ import (
 	"linerate/ceiling"
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/session"
 	"linerate/wire"
 )
 
@@ -41,7 +42,7 @@ type Config struct {
 	// Spec.ProbeInterval).
 	Idle time.Duration
 	// Sampling records the client's counters (nil: none).
-	Sampling Sampling
+	Sampling session.Sampling
 	// Setup runs fn where the client's sockets must be made (a network
 	// namespace, in tests); nil runs it directly.
 	Setup func(fn func() error) error
@@ -51,7 +52,7 @@ type Config struct {
 	DialTimeout time.Duration
 	// Drops reads the drop counters of the client's namespace, snapshotted
 	// around the measured window for the drop ledger (nil: none).
-	Drops DropCounters
+	Drops session.DropCounters
 	// Machine identifies the client's kernel (its boot id): a server on
 	// the same machine shares its CPUs.
 	Machine string
@@ -130,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := newClientRun(&cfg, eng, realClock{})
+	r := newClientRun(&cfg, eng, session.RealClock{})
 	defer r.close()
 	if err := r.connect(ctx, sp); err != nil {
 		return nil, err
@@ -142,8 +143,8 @@ func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 	for _, t := range r.targets {
 		locals = append(locals, t.local)
 	}
-	r.sess.drops = newDropWindow(cfg.Drops, nil, results.SideClient, -1, locals, r.cfg.setup)
-	r.sess.links = newLinkWatch(results.SideClient, r.sess.clk, locals, r.cfg.setup)
+	r.sess.Drops = session.NewDropWindow(cfg.Drops, nil, results.SideClient, -1, locals, r.cfg.setup)
+	r.sess.Links = session.NewLinkWatch(results.SideClient, r.sess.Clock(), locals, r.cfg.setup)
 	if cfg.Ready != nil {
 		if err := cfg.Ready(); err != nil {
 			return nil, err
@@ -156,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 type clientRun struct {
 	cfg      *Config
 	engine   *udpEngine
-	sess     *session
+	sess     *session.Session
 	targets  []*target
 	spec     wire.Spec // as the first target runs it
 	overhead int       // bytes per packet on the wire besides the payload (UDP)
@@ -169,10 +170,10 @@ type clientRun struct {
 	lastSample *box.Rates // the client's latest counters, for the interval lines
 }
 
-func newClientRun(cfg *Config, eng *udpEngine, clk clock) *clientRun {
-	r := &clientRun{cfg: cfg, engine: eng, sess: newSession(clk)}
-	r.sess.sampling = cfg.Sampling
-	r.sess.each = func(rt box.Rates) {
+func newClientRun(cfg *Config, eng *udpEngine, clk session.Clock) *clientRun {
+	r := &clientRun{cfg: cfg, engine: eng, sess: session.New(clk)}
+	r.sess.Sampling = cfg.Sampling
+	r.sess.Each = func(rt box.Rates) {
 		r.mu.Lock()
 		r.lastSample = &rt
 		r.mu.Unlock()
@@ -180,14 +181,14 @@ func newClientRun(cfg *Config, eng *udpEngine, clk clock) *clientRun {
 	// What is in flight when the client's senders end has this long to
 	// arrive (and the servers' senders to end); the servers' TCP streams
 	// have this long to end after their stop.
-	r.sess.settle = 300 * time.Millisecond
-	r.sess.grace = 2 * time.Second
+	r.sess.Settle = 300 * time.Millisecond
+	r.sess.Grace = 2 * time.Second
 	return r
 }
 
 // close ends the flows, then the control connections.
 func (r *clientRun) close() {
-	_ = r.sess.close()
+	_ = r.sess.Close()
 	for _, t := range r.targets {
 		t.close()
 	}
@@ -286,28 +287,28 @@ func (r *clientRun) run(ctx context.Context) (*results.Result, error) {
 	if err := r.startServers(); err != nil {
 		return nil, err
 	}
-	tm := r.sess.start(r.spec.Warmup.D(), r.spec.Duration.D())
+	tm := r.sess.Start(r.spec.Warmup.D(), r.spec.Duration.D())
 	for _, t := range r.targets {
 		// A server that fails mid-run ends the run for every target: the
 		// window ends at its last report, what both ends counted.
 		go t.readLoop(tm.End.Add(stopGrace+10*time.Second), func(lastT float64, err error) {
-			r.sess.halt(tm.Start.Add(time.Duration(lastT*float64(time.Second))), err)
+			r.sess.Halt(tm.Start.Add(time.Duration(lastT*float64(time.Second))), err)
 		})
 	}
 	res := r.newResult(tm.Start)
-	prev := r.sess.progress(tm.Start)
-	early := r.sess.run(ctx, r.sess.overC(), func(now time.Time) {
+	prev := r.sess.Progress(tm.Start)
+	early := r.sess.Run(ctx, r.sess.Over(), func(now time.Time) {
 		r.interval(res, now, &prev)
 	})
 	var errs []error
-	r.sess.stop(early, func() { errs = r.stopServers() })
+	r.sess.Stop(early, func() { errs = r.stopServers() })
 	res.Interrupted = early && ctx.Err() != nil
-	if herr, _, seen := r.sess.haltedBy(); early && herr != nil {
+	if herr, _, seen := r.sess.HaltedBy(); early && herr != nil {
 		res.StoppedEarly = &results.StoppedEarly{Reason: herr.Error(),
-			At: r.sess.windowEnd().Sub(tm.Start).Seconds(), Detected: seen.Sub(tm.Start).Seconds()}
+			At: r.sess.WindowEnd().Sub(tm.Start).Seconds(), Detected: seen.Sub(tm.Start).Seconds()}
 	}
 	r.assemble(res)
-	errs = append(errs, r.sess.errs()...)
+	errs = append(errs, r.sess.Errs()...)
 	errs = append(errs, r.notCredible...)
 	for _, e := range errs {
 		res.Errors = append(res.Errors, e.Error())
@@ -333,11 +334,11 @@ func (r *clientRun) idle(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: latency probes: %w", t.name, err)
 		}
-		r.sess.add(receiving, t.name, t.prober)
+		r.sess.Add(session.Receiving, t.name, t.prober)
 	}
 	if r.cfg.Idle > 0 {
 		select {
-		case <-r.sess.clk.after(r.cfg.Idle):
+		case <-r.sess.Clock().After(r.cfg.Idle):
 		case <-ctx.Done():
 		}
 	}
@@ -364,12 +365,12 @@ func (r *clientRun) startServers() error {
 
 // interval adds one interval line: what the client counted over the last
 // second, and what the servers counted over their latest second.
-func (r *clientRun) interval(res *results.Result, now time.Time, prev *progress) {
-	tm := r.sess.tm
-	cur := r.sess.progress(now)
-	dt := cur.t.Sub(prev.t).Seconds()
+func (r *clientRun) interval(res *results.Result, now time.Time, prev *session.Progress) {
+	tm := r.sess.Timing()
+	cur := r.sess.Progress(now)
+	dt := cur.T.Sub(prev.T).Seconds()
 	// An interval is warmup when any of it is.
-	iv := results.IntervalStats{T: now.Sub(tm.Start).Seconds(), Warmup: prev.t.Before(tm.Measure)}
+	iv := results.IntervalStats{T: now.Sub(tm.Start).Seconds(), Warmup: prev.T.Before(tm.Measure)}
 	r.awaitReports(len(res.Intervals) + 1)
 	if dt > 0 {
 		var srv [4]float64
@@ -383,16 +384,16 @@ func (r *clientRun) interval(res *results.Result, now time.Time, prev *progress)
 				srv[i] += rt[i]
 			}
 		}
-		sp := srv[0] + perSecond(cur.sentPkts, prev.sentPkts, dt)
-		sb := srv[1] + perSecond(cur.sentBytes, prev.sentBytes, dt)
-		rp := srv[2] + perSecond(cur.recvPkts, prev.recvPkts, dt)
-		rb := srv[3] + perSecond(cur.recvBytes, prev.recvBytes, dt)
+		sp := srv[0] + perSecond(cur.SentPkts, prev.SentPkts, dt)
+		sb := srv[1] + perSecond(cur.SentBytes, prev.SentBytes, dt)
+		rp := srv[2] + perSecond(cur.RecvPkts, prev.RecvPkts, dt)
+		rb := srv[3] + perSecond(cur.RecvBytes, prev.RecvBytes, dt)
 		iv.SentPPS, iv.ReceivedPPS = sp, rp
 		iv.SentBPS = (sb + sp*float64(r.overhead)) * 8
 		iv.ReceivedBPS = (rb + rp*float64(r.overhead)) * 8
 		iv.ClearUnknown()
 		if r.spec.RR != nil {
-			iv.TPS = perSecond(cur.sentPkts, prev.sentPkts, dt)
+			iv.TPS = perSecond(cur.SentPkts, prev.SentPkts, dt)
 		}
 	}
 	r.mu.Lock()
@@ -421,7 +422,7 @@ func (r *clientRun) awaitReports(n int) {
 	for _, t := range r.targets {
 		for !t.hasReports(n) {
 			if timeout == nil {
-				timeout = r.sess.clk.after(reportWait)
+				timeout = r.sess.Clock().After(reportWait)
 			}
 			select {
 			case <-t.filed:

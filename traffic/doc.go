@@ -5,7 +5,7 @@
 // (Server) — its messages framed here from the types of package wire —
 // and the assembly of what both ends counted into a results.Result.
 //
-// A test runs the same way on both ends: a session (session.go) starts its
+// A test runs the same way on both ends: a session (traffic/session) starts its
 // flows on one timing, ticks once a second, stops them in order (senders,
 // then receivers, then sampling), collects what they counted and closes
 // them. Every engine is a flow, a type with its own config behind one
@@ -18,5 +18,5 @@
 // test found out and its verdict is package results, so that what reads a
 // result does not link the engine. The wire protocol and the JSON form of
 // Result are documented in docs/bench.md. The package does not read counters itself: the caller hands
-// it a Sampling function (package sample does that once a second).
+// it a session.Sampling function (package sample does that once a second).
 package traffic

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/results"
+	"linerate/traffic/session"
 	"linerate/traffic/sock"
 	"linerate/wire"
 )
@@ -44,11 +45,11 @@ func newEcho(local netip.Addr, peer netip.Addr) (*echo, error) {
 
 func (e *echo) port() uint16 { return netip.MustParseAddrPort(e.conn.LocalAddr().String()).Port() }
 
-func (e *echo) run(Timing)                        { <-e.halt }
-func (e *echo) cut(time.Time)                     {}
-func (e *echo) stop(time.Duration)                { e.once.Do(func() { close(e.halt) }) }
-func (e *echo) progress() (packets, bytes uint64) { return 0, 0 }
-func (e *echo) collect() flowResult               { return flowResult{} }
+func (e *echo) Run(session.Timing)                { <-e.halt }
+func (e *echo) Cut(time.Time)                     {}
+func (e *echo) Stop(time.Duration)                { e.once.Do(func() { close(e.halt) }) }
+func (e *echo) Progress() (packets, bytes uint64) { return 0, 0 }
+func (e *echo) Collect() session.Result           { return session.Result{} }
 
 // serve answers each probe with itself, flagged as a reply, and (in a
 // probe long enough to carry it) how long it held it since the kernel
@@ -81,8 +82,8 @@ func (e *echo) serve() {
 	}
 }
 
-func (e *echo) close() error {
-	e.stop(0)
+func (e *echo) Close() error {
+	e.Stop(0)
 	err := e.conn.Close()
 	<-e.done
 	return err
@@ -256,17 +257,17 @@ func kernelTime(oob []byte) (time.Time, bool) {
 const lateReplies = 200 * time.Millisecond
 
 // run waits for stop, then for late replies.
-func (p *prober) run(Timing) {
+func (p *prober) Run(session.Timing) {
 	<-p.halt
 	p.finish(lateReplies)
 }
 
-func (p *prober) cut(time.Time)                     {}
-func (p *prober) stop(time.Duration)                { p.haltOnce.Do(func() { close(p.halt) }) }
-func (p *prober) progress() (packets, bytes uint64) { return 0, 0 }
-func (p *prober) collect() flowResult               { return flowResult{} }
+func (p *prober) Cut(time.Time)                     {}
+func (p *prober) Stop(time.Duration)                { p.haltOnce.Do(func() { close(p.halt) }) }
+func (p *prober) Progress() (packets, bytes uint64) { return 0, 0 }
+func (p *prober) Collect() session.Result           { return session.Result{} }
 
-func (p *prober) close() error {
+func (p *prober) Close() error {
 	p.finish(0)
 	return nil
 }

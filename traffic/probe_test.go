@@ -91,7 +91,7 @@ func TestEchoSaysHowLongItHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.close()
+	defer e.Close()
 	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, e.port())))
 	if err != nil {
 		t.Fatal(err)

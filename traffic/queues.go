@@ -139,8 +139,8 @@ func (m *queueMeter) result() *results.QueueStat {
 	return &st
 }
 
-func (m *queueMeter) close() error {
-	m.stop(0)
+func (m *queueMeter) Close() error {
+	m.Stop(0)
 	if m.nl != nil {
 		m.nl.Close()
 	}

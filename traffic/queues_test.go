@@ -17,7 +17,7 @@ import (
 // counter, counts between two reads with nothing sent in between.
 func meterOnce(local netip.Addr) *results.QueueStat {
 	m := newQueueMeter(local, nil)
-	defer m.close()
+	defer m.Close()
 	m.mark(false)
 	m.mark(true)
 	return m.result()
@@ -121,7 +121,7 @@ func TestQueueMeterSingleQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.close()
+	defer m.Close()
 	defer rc.Close()
 	to := rc.LocalAddr().(*net.UDPAddr)
 	var sc *net.UDPConn

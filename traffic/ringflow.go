@@ -12,6 +12,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/session"
 	"linerate/wire"
 )
 
@@ -92,7 +93,7 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			e := r.sess.add(sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: first * sp.Streams, streams: (end - first) * sp.Streams, payload: sp.Payload, mix: newMixer(sp.Sizes)})
+			e := r.sess.Add(session.Sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: first * sp.Streams, streams: (end - first) * sp.Streams, payload: sp.Payload, mix: newMixer(sp.Sizes)})
 			t.fwd = append(t.fwd, share{e: e})
 		}
 		return nil
@@ -123,7 +124,7 @@ func (t *target) openRing(r *clientRun) error {
 	})
 }
 
-func (f *frameFlow) run(tm Timing) {
+func (f *frameFlow) Run(tm session.Timing) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.mu.Lock()
 	f.cancel = cancel
@@ -139,12 +140,12 @@ func (f *frameFlow) run(tm Timing) {
 	// The thread ends with this goroutine (never unlocked): a test's
 	// threads do not stay behind in the runtime's pool, pinned.
 	runtime.LockOSThread()
-	cpu0, t0 := threadUsage(), time.Now()
+	cpu0, t0 := session.ThreadUsage(), time.Now()
 	// The warmup starts at the session's start, not when this thread
 	// woke: the measured window is then the one every other counter of
 	// the test uses (the ends' drop counters, the receivers').
 	c, err := f.s.RunFrom(ctx, tm.Start)
-	used, wall := (threadUsage() - cpu0).Seconds(), time.Since(t0).Seconds()
+	used, wall := (session.ThreadUsage() - cpu0).Seconds(), time.Since(t0).Seconds()
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
@@ -157,9 +158,9 @@ func (f *frameFlow) run(tm Timing) {
 	f.mu.Unlock()
 }
 
-func (f *frameFlow) cut(time.Time) {}
+func (f *frameFlow) Cut(time.Time) {}
 
-func (f *frameFlow) stop(time.Duration) {
+func (f *frameFlow) Stop(time.Duration) {
 	f.mu.Lock()
 	f.stopped = true
 	if f.cancel != nil {
@@ -170,7 +171,7 @@ func (f *frameFlow) stop(time.Duration) {
 
 // progress is the live total handed to the kernel (warmup included), in
 // payload bytes as the socket engine counts them.
-func (f *frameFlow) progress() (packets, bytes uint64) {
+func (f *frameFlow) Progress() (packets, bytes uint64) {
 	p, _ := f.s.Progress()
 	if f.mix != nil {
 		return p, f.mix.count(nil, 0, int(p))
@@ -180,10 +181,10 @@ func (f *frameFlow) progress() (packets, bytes uint64) {
 
 // collect is the flow's streams, numbered as the server numbers streams
 // (port × streams + the stream's source port).
-func (f *frameFlow) collect() flowResult {
+func (f *frameFlow) Collect() session.Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	res := flowResult{threads: []results.ThreadCPU{f.usage}, held: f.counts.HeldBack}
+	res := session.Result{Threads: []results.ThreadCPU{f.usage}, Held: f.counts.HeldBack}
 	for k := range max(f.streams, 1) {
 		c := results.Count{Stream: f.stream + k}
 		if k < len(f.counts.StreamPackets) {
@@ -194,12 +195,12 @@ func (f *frameFlow) collect() flowResult {
 				c.Bytes = f.mix.count(&c, c.Warmup, int(c.Packets))
 			}
 		}
-		res.counts = append(res.counts, c)
+		res.Counts = append(res.Counts, c)
 	}
 	if f.err != nil {
-		res.err = fmt.Errorf("%s: %w", f.engine, f.err)
+		res.Err = fmt.Errorf("%s: %w", f.engine, f.err)
 	}
 	return res
 }
 
-func (f *frameFlow) close() error { return f.s.Close() }
+func (f *frameFlow) Close() error { return f.s.Close() }

@@ -15,6 +15,7 @@ import (
 
 	"linerate/internal/admit"
 	"linerate/results"
+	"linerate/traffic/session"
 	"linerate/traffic/sock"
 	"linerate/wire"
 )
@@ -26,13 +27,6 @@ import (
 // server counts what it answered. Both are flows of the session, so the
 // control protocol, the timing, the intervals and the sampling are those
 // of every other test.
-
-// rrOutcome is what a transaction flow counted beyond its per-stream
-// counts: the client's streams, or the server's connections.
-type rrOutcome struct {
-	streams     []*rrStream
-	connections uint64
-}
 
 // rrStream is one client transaction loop. Its counters are atomic
 // (progress reads them while it runs); its histogram is its own until run
@@ -86,7 +80,7 @@ func newRRClient(sp *wire.Spec, local netip.Addr, to netip.AddrPort, cookie uint
 			err = setup(func() error { s.tc, err = c.dial(s.id); return err })
 		}
 		if err != nil {
-			c.close()
+			c.Close()
 			return nil, fmt.Errorf("transaction stream %d to %s: %w", i, to, err)
 		}
 	}
@@ -108,7 +102,7 @@ func (c *rrClient) dial(id int) (*net.TCPConn, error) {
 	return tc, nil
 }
 
-func (c *rrClient) run(tm Timing) {
+func (c *rrClient) Run(tm session.Timing) {
 	var wg sync.WaitGroup
 	for _, s := range c.streams {
 		wg.Add(1)
@@ -262,9 +256,9 @@ func (c *rrClient) udpOnce(s *rrStream, req, resp []byte, t0 time.Time) error {
 // rrEcho is how many of a UDP request's first bytes its response echoes.
 func rrEcho(request, response int) int { return min(8, request, response) }
 
-func (c *rrClient) cut(time.Time) {}
+func (c *rrClient) Cut(time.Time) {}
 
-func (c *rrClient) stop(time.Duration) {
+func (c *rrClient) Stop(time.Duration) {
 	c.stopMu.Do(func() {
 		c.stopped.Store(true)
 		close(c.stopCh)
@@ -277,7 +271,7 @@ func (c *rrClient) stop(time.Duration) {
 	})
 }
 
-func (c *rrClient) progress() (packets, bytes uint64) {
+func (c *rrClient) Progress() (packets, bytes uint64) {
 	for _, s := range c.streams {
 		packets += s.done.Load()
 		bytes += s.bytes.Load()
@@ -285,15 +279,15 @@ func (c *rrClient) progress() (packets, bytes uint64) {
 	return packets, bytes
 }
 
-func (c *rrClient) collect() flowResult {
-	res := flowResult{rr: &rrOutcome{streams: c.streams}}
+func (c *rrClient) Collect() session.Result {
+	var res session.Result
 	for _, s := range c.streams {
-		res.counts = append(res.counts, results.Count{Stream: s.id, Packets: s.done.Load(), Bytes: s.bytes.Load()})
+		res.Counts = append(res.Counts, results.Count{Stream: s.id, Packets: s.done.Load(), Bytes: s.bytes.Load()})
 	}
 	return res
 }
 
-func (c *rrClient) close() error {
+func (c *rrClient) Close() error {
 	for _, s := range c.streams {
 		if s.tc != nil {
 			s.tc.Close()
@@ -515,13 +509,13 @@ func (s *rrServer) answerUDP() {
 }
 
 // run waits for the stop: the server answers from its creation on.
-func (s *rrServer) run(Timing) { <-s.done }
+func (s *rrServer) Run(session.Timing) { <-s.done }
 
-func (s *rrServer) cut(time.Time) {}
+func (s *rrServer) Cut(time.Time) {}
 
 // stop closes the data port and every connection: the client's stop came
 // after its streams ended.
-func (s *rrServer) stop(time.Duration) {
+func (s *rrServer) Stop(time.Duration) {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -542,26 +536,29 @@ func (s *rrServer) stop(time.Duration) {
 	close(s.done)
 }
 
-func (s *rrServer) progress() (packets, bytes uint64) { return s.total.Load(), s.bytes.Load() }
+func (s *rrServer) Progress() (packets, bytes uint64) { return s.total.Load(), s.bytes.Load() }
 
-func (s *rrServer) collect() flowResult {
-	res := flowResult{rr: &rrOutcome{connections: s.conns.Load()}}
+// connections is how many connections the server answered on.
+func (s *rrServer) connections() uint64 { return s.conns.Load() }
+
+func (s *rrServer) Collect() session.Result {
+	var res session.Result
 	if s.uc != nil {
 		s.mu.Lock()
 		for i, n := range s.perPort {
-			res.counts = append(res.counts, results.Count{Stream: i, Packets: n})
+			res.Counts = append(res.Counts, results.Count{Stream: i, Packets: n})
 		}
 		s.mu.Unlock()
 		return res
 	}
 	for i := range s.answered {
-		res.counts = append(res.counts, results.Count{Stream: i, Packets: s.answered[i].Load()})
+		res.Counts = append(res.Counts, results.Count{Stream: i, Packets: s.answered[i].Load()})
 	}
 	return res
 }
 
-func (s *rrServer) close() error {
-	s.stop(0)
+func (s *rrServer) Close() error {
+	s.Stop(0)
 	if s.uc != nil {
 		s.uc.Close()
 	}

@@ -6,6 +6,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/session"
 	"linerate/wire"
 )
 
@@ -52,7 +53,8 @@ func (t *target) openRR(r *clientRun) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
-	t.fwd = append(t.fwd, share{e: r.sess.add(sending, t.name, c)})
+	t.rr = c
+	t.fwd = append(t.fwd, share{e: r.sess.Add(session.Sending, t.name, c)})
 	return nil
 }
 
@@ -60,7 +62,7 @@ func (t *target) openRR(r *clientRun) error {
 // server answered and its samples, then the transactions, their latency
 // and failures over every target's streams.
 func (r *clientRun) assembleRR(res *results.Result) {
-	rr := &results.RR{Seconds: r.sess.seconds()}
+	rr := &results.RR{Seconds: r.sess.Seconds()}
 	var all results.Histogram
 	for i, t := range r.targets {
 		tr := &res.Targets[i]
@@ -80,11 +82,8 @@ func (r *clientRun) assembleRR(res *results.Result) {
 		if sr.SampleError != "" {
 			tr.Notes = append(tr.Notes, "server samples: "+sr.SampleError)
 		}
-		for _, sh := range t.fwd {
-			if sh.e.res.rr == nil {
-				continue
-			}
-			for _, s := range sh.e.res.rr.streams {
+		if t.rr != nil {
+			for _, s := range t.rr.streams {
 				st := results.RRStream{Stream: len(rr.Streams), Transactions: s.done.Load(),
 					Timeouts: s.timeouts.Load(), Failures: s.connFail.Load() + s.other.Load()}
 				if rr.Seconds > 0 {

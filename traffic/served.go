@@ -15,6 +15,7 @@ import (
 	"linerate/internal/admit"
 	"linerate/results"
 	"linerate/source/xdpcount"
+	"linerate/traffic/session"
 	"linerate/traffic/sock"
 	"linerate/wire"
 )
@@ -27,7 +28,7 @@ type serverTest struct {
 	notes       []string
 	local, peer netip.Addr
 	cookie      uint64
-	sess        *session
+	sess        *session.Session
 	udpPorts    []uint16 // the UDP receiver's ports
 	probePort   uint16   // the probe echo's port
 	xdp         *xdpMeter
@@ -54,14 +55,14 @@ func (s *Server) newTest(asked *wire.Spec, local, peer netip.Addr) (*serverTest,
 	var cb [8]byte
 	_, _ = rand.Read(cb[:])
 	t.cookie = binary.BigEndian.Uint64(cb[:])
-	t.sess = newSession(realClock{})
-	t.sess.sampling = s.Sampling
+	t.sess = session.New(session.RealClock{})
+	t.sess.Sampling = s.Sampling
 	if err := s.setup(t.open); err != nil {
 		t.close()
 		return nil, err
 	}
-	t.sess.drops = newDropWindow(s.Drops, &s.dropMu, results.SideServer, -1, []netip.Addr{local}, s.setup)
-	t.sess.links = newLinkWatch(results.SideServer, t.sess.clk, []netip.Addr{local}, s.setup)
+	t.sess.Drops = session.NewDropWindow(s.Drops, &s.dropMu, results.SideServer, -1, []netip.Addr{local}, s.setup)
+	t.sess.Links = session.NewLinkWatch(results.SideServer, t.sess.Clock(), []netip.Addr{local}, s.setup)
 	return t, nil
 }
 
@@ -74,7 +75,7 @@ func (t *serverTest) open() error {
 		if err != nil {
 			return fmt.Errorf("probe echo on %s: %w", t.local, err)
 		}
-		t.sess.add(receiving, "", e)
+		t.sess.Add(session.Receiving, "", e)
 		t.probePort = e.port()
 	}
 	if sp.RR != nil {
@@ -83,7 +84,7 @@ func (t *serverTest) open() error {
 			return err
 		}
 		t.rr = rr
-		t.sess.add(receiving, "", rr)
+		t.sess.Add(session.Receiving, "", rr)
 		if sp.Proto == wire.UDP {
 			t.udpPorts = []uint16{rr.port()}
 		}
@@ -114,7 +115,7 @@ func (t *serverTest) openUDPReceiver() error {
 	if err != nil {
 		return err
 	}
-	t.sess.add(receiving, "", r)
+	t.sess.Add(session.Receiving, "", r)
 	t.udpPorts = r.ports
 	if sp.XDP {
 		var port uint16
@@ -122,14 +123,14 @@ func (t *serverTest) openUDPReceiver() error {
 			port = r.ports[0]
 		}
 		t.xdp = newXDPMeter(t.local, port)
-		t.sess.add(receiving, "", t.xdp)
+		t.sess.Add(session.Receiving, "", t.xdp)
 	}
 	var xc *xdpcount.Counter
 	if t.xdp != nil {
 		xc = t.xdp.c
 	}
 	t.queues = newQueueMeter(t.local, xc)
-	t.sess.add(receiving, "", t.queues)
+	t.sess.Add(session.Receiving, "", t.queues)
 	return nil
 }
 
@@ -150,12 +151,12 @@ func (t *serverTest) openUDPSender() error {
 		}
 	}
 	pps := sp.UDPPacketsPerSecond(wire.UDPOverhead(t.peer.Is4()))
-	t.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, payload: sp.Payload, sizes: sp.Sizes, pps: pps, threads: sp.Threads, cpus: t.srv.CPUs}))
+	t.sess.Add(session.Sending, "", newUDPSender(udpSenderConfig{fds: fds, payload: sp.Payload, sizes: sp.Sizes, pps: pps, threads: sp.Threads, cpus: t.srv.CPUs}))
 	return nil
 }
 
 func (t *serverTest) close() {
-	_ = t.sess.close()
+	_ = t.sess.Close()
 	if t.tcpLn != nil {
 		t.tcpLn.Close()
 	}
@@ -191,17 +192,17 @@ func (t *serverTest) run(c *ctl) error {
 		}
 	}
 	sp := &t.spec
-	tm := t.sess.start(sp.Warmup.D(), sp.Duration.D())
+	tm := t.sess.Start(sp.Warmup.D(), sp.Duration.D())
 	// From here on every way out goes through the session's stop: the
 	// senders, receivers and sampling started above stop with the test.
 	readErr := t.report(c, tm)
 	// The client's streams end after its stop; one that vanished will not
 	// end them.
-	t.sess.grace = 2 * time.Second
+	t.sess.Grace = 2 * time.Second
 	if readErr != nil {
-		t.sess.grace = 0
+		t.sess.Grace = 0
 	}
-	t.sess.stop(false, nil)
+	t.sess.Stop(false, nil)
 	if readErr != nil {
 		return fmt.Errorf("waiting for stop: %w", readErr)
 	}
@@ -239,7 +240,7 @@ func (t *serverTest) accept(c *ctl) error {
 
 // report says "running", then what the flows counted once a second, until
 // the client's stop; it returns why no stop came.
-func (t *serverTest) report(c *ctl, tm Timing) error {
+func (t *serverTest) report(c *ctl, tm session.Timing) error {
 	if err := c.write(&Message{Type: wire.MsgRunning}); err != nil {
 		return err
 	}
@@ -250,13 +251,13 @@ func (t *serverTest) report(c *ctl, tm Timing) error {
 		_, readErr = c.expect(time.Until(tm.End)+stopGrace, wire.MsgStop)
 	}()
 	gone := false
-	t.sess.run(context.Background(), stopped, func(now time.Time) {
+	t.sess.Run(context.Background(), stopped, func(now time.Time) {
 		if gone {
 			return
 		}
-		p := t.sess.progress(now)
-		iv := &wire.Interval{T: now.Sub(tm.Start).Seconds(), ReceivedPackets: p.recvPkts, ReceivedBytes: p.recvBytes,
-			SentPackets: p.sentPkts, SentBytes: p.sentBytes}
+		p := t.sess.Progress(now)
+		iv := &wire.Interval{T: now.Sub(tm.Start).Seconds(), ReceivedPackets: p.RecvPkts, ReceivedBytes: p.RecvBytes,
+			SentPackets: p.SentPkts, SentBytes: p.SentBytes}
 		if c.write(&Message{Type: wire.MsgInterval, Interval: iv}) != nil {
 			// The client is gone (or stuck): stop waiting for its stop.
 			c.c.Close()
@@ -268,33 +269,34 @@ func (t *serverTest) report(c *ctl, tm Timing) error {
 
 // result is what the server counted, once the session stopped.
 func (t *serverTest) result() *results.ServerResult {
-	res := &results.ServerResult{Seconds: t.sess.seconds(), Threads: t.sess.threads(), Machine: t.srv.Machine}
-	res.Drops = t.sess.drops.result(t.sess.refused())
-	for _, e := range t.sess.entries {
-		res.Foreign += e.res.foreign
-		if e.role == receiving {
-			res.Received = append(res.Received, e.res.counts...)
+	res := &results.ServerResult{Seconds: t.sess.Seconds(), Threads: t.sess.Threads(), Machine: t.srv.Machine}
+	res.Drops = t.sess.Drops.Result(t.sess.Refused())
+	for _, e := range t.sess.Entries() {
+		fr := e.Result()
+		res.Foreign += fr.Foreign
+		if e.Role() == session.Receiving {
+			res.Received = append(res.Received, fr.Counts...)
 		} else {
-			res.Sent = append(res.Sent, e.res.counts...)
+			res.Sent = append(res.Sent, fr.Counts...)
 		}
-		res.TCP = append(res.TCP, e.res.tcp...)
-		if rr := e.res.rr; rr != nil {
-			res.RR = &results.RRServed{Connections: rr.connections}
-		}
+		res.TCP = append(res.TCP, fr.TCP...)
 	}
-	for _, err := range t.sess.errs() {
+	if t.rr != nil {
+		res.RR = &results.RRServed{Connections: t.rr.connections()}
+	}
+	for _, err := range t.sess.Errs() {
 		res.Errors = append(res.Errors, err.Error())
 	}
 	var err error
-	if res.LinkEvents, err = t.sess.linkEvents(); err != nil {
+	if res.LinkEvents, err = t.sess.LinkEvents(); err != nil {
 		t.srv.logf("%s: %v", t.peer, err)
 	}
-	if t.srv.Sampling != nil && t.sess.began {
-		res.Samples = t.sess.samples
+	if samples, began, sampleErr := t.sess.Samples(); t.srv.Sampling != nil && began {
+		res.Samples = samples
 		if len(res.Samples) == 0 {
 			res.SampleError = "no samples"
-			if t.sess.sampleErr != nil {
-				res.SampleError = t.sess.sampleErr.Error()
+			if sampleErr != nil {
+				res.SampleError = sampleErr.Error()
 			}
 		}
 	}
@@ -329,7 +331,7 @@ func (t *serverTest) openTCP() error {
 		if err != nil {
 			return err
 		}
-		t.sess.add(receiving, "", r)
+		t.sess.Add(session.Receiving, "", r)
 		t.fwdConns = nil
 	}
 	if len(t.revConns) > 0 {
@@ -338,7 +340,7 @@ func (t *serverTest) openTCP() error {
 		if err != nil {
 			return err
 		}
-		t.sess.add(sending, "", s)
+		t.sess.Add(session.Sending, "", s)
 		t.revConns = nil
 	}
 	return nil

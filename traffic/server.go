@@ -14,16 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"linerate/box"
 	"linerate/internal/admit"
+	"linerate/traffic/session"
 	"linerate/traffic/sock"
 	"linerate/wire"
 )
-
-// Sampling starts recording the machine's counters once a second. each, if
-// not nil, is called with every interval's rates; stop ends the recording
-// and returns every interval, or why there are none.
-type Sampling func(each func(box.Rates)) (stop func() ([]box.Rates, error))
 
 // Server is the far end of a test (`linerate serve`). It accepts control
 // connections, runs the tests they ask for, and reports what it counted.
@@ -41,13 +36,13 @@ type Server struct {
 	// CPUs pins the server's sender and receiver threads, round robin.
 	CPUs []int
 	// Sampling records the server's counters during each test (nil: none).
-	Sampling Sampling
+	Sampling session.Sampling
 	// Setup runs fn where the server's sockets must be made (inside a
 	// network namespace, in tests); nil runs it directly.
 	Setup func(fn func() error) error
 	// Drops reads the drop counters of the server's namespace, snapshotted
 	// around each test's measured window for the drop ledger (nil: none).
-	Drops DropCounters
+	Drops session.DropCounters
 	// Machine identifies the server's kernel (its boot id): the client
 	// counts the CPU of servers on one machine once.
 	Machine string

@@ -14,6 +14,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/session"
 	"linerate/traffic/sock"
 	"linerate/wire"
 )
@@ -37,6 +38,8 @@ type target struct {
 	// from it: parts of the session's flows.
 	fwd, rev []share
 	prober   *prober
+	// rr is the client of a transaction test (nil: another test).
+	rr *rrClient
 	// Sent is what the client told the server it sent (the stop message).
 	sent []results.Count
 
@@ -60,12 +63,12 @@ type target struct {
 // target: n counts from from (n 0: all of them). The socket engine's one
 // sender serves every target; the others serve one each.
 type share struct {
-	e       *entry
+	e       *session.Entry
 	from, n int
 }
 
 func (s share) counts() []results.Count {
-	c := s.e.res.counts
+	c := s.e.Result().Counts
 	if s.n == 0 {
 		return c
 	}
@@ -95,7 +98,7 @@ func gather(shares []share) []results.Count {
 func gatherTCP(shares []share) []results.TCPStat {
 	var out []results.TCPStat
 	for _, s := range shares {
-		out = append(out, s.e.res.tcp...)
+		out = append(out, s.e.Result().TCP...)
 	}
 	return out
 }
@@ -288,7 +291,7 @@ func (t *target) openUDPReceiver(r *clientRun, sp wire.Spec) (*udpReceiver, erro
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.name, err)
 	}
-	t.rev = append(t.rev, share{e: r.sess.add(receiving, t.name, recv)})
+	t.rev = append(t.rev, share{e: r.sess.Add(session.Receiving, t.name, recv)})
 	return recv, nil
 }
 
@@ -337,7 +340,7 @@ func (t *target) openTCP(r *clientRun) error {
 			closeConns(conns)
 			return err
 		}
-		t.fwd = append(t.fwd, share{e: r.sess.add(sending, t.name, s)})
+		t.fwd = append(t.fwd, share{e: r.sess.Add(session.Sending, t.name, s)})
 	}
 	if sp.ServerSends() {
 		conns, err := t.dialData(r.cfg, 'r')
@@ -349,7 +352,7 @@ func (t *target) openTCP(r *clientRun) error {
 			closeConns(conns)
 			return err
 		}
-		t.rev = append(t.rev, share{e: r.sess.add(receiving, t.name, rcv)})
+		t.rev = append(t.rev, share{e: r.sess.Add(session.Receiving, t.name, rcv)})
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/results"
+	"linerate/traffic/session"
 	"linerate/wire"
 )
 
@@ -313,7 +314,7 @@ func newTCPSender(tcs []*net.TCPConn, cfg tcpSendConfig) (*tcpSender, error) {
 		t.zerocopy = f
 	}
 	if err := t.loops.spread(conns, cfg.threads, unix.POLLOUT); err != nil {
-		t.close()
+		t.Close()
 		return nil, err
 	}
 	return t, nil
@@ -346,7 +347,7 @@ func memFile(size int) (*os.File, error) {
 // connection. Per stream it counts the bytes written in the measured
 // window and the data segments the kernel sent in it (tcpi_data_segs_out
 // at the window's end minus at its start: the warmup's are not counted).
-func (t *tcpSender) run(tm Timing) {
+func (t *tcpSender) Run(tm session.Timing) {
 	// The start mark is taken by a timer, not by the writers: a writer may
 	// be waiting for room when the window starts.
 	startMark := time.AfterFunc(time.Until(tm.Measure), func() {
@@ -366,7 +367,7 @@ func (t *tcpSender) run(tm Timing) {
 
 // sampleOverTime reads each stream's TCP_INFO once a second from tm.Start
 // until tm.End or done.
-func (t *tcpSender) sampleOverTime(tm Timing, done <-chan struct{}) {
+func (t *tcpSender) sampleOverTime(tm session.Timing, done <-chan struct{}) {
 	select {
 	case <-time.After(time.Until(tm.Start)):
 	case <-done:
@@ -398,19 +399,19 @@ func (t *tcpSender) sampleOverTime(tm Timing, done <-chan struct{}) {
 	}
 }
 
-func (t *tcpSender) collect() flowResult {
+func (t *tcpSender) Collect() session.Result {
 	t.overMu.Lock()
 	for i, s := range t.over {
 		t.stats[i].OverTime = s
 	}
 	t.overMu.Unlock()
-	return flowResult{counts: t.counts, tcp: t.stats, threads: t.loops.threads(), err: errors.Join(t.errs...)}
+	return session.Result{Counts: t.counts, TCP: t.stats, Threads: t.loops.threads(), Err: errors.Join(t.errs...)}
 }
 
 // runLoop writes on the loop's streams until the timing ends or stop.
-func (t *tcpSender) runLoop(l *tcpLoop, tm Timing) {
+func (t *tcpSender) runLoop(l *tcpLoop, tm session.Timing) {
 	size := make([]int, len(l.streams))
-	pacers := make([]*pacer, len(l.streams))
+	pacers := make([]*session.Pacer, len(l.streams))
 	now := time.Now()
 	for k, i := range l.streams {
 		size[k] = t.cfg.writeSize(t.conns[i])
@@ -419,7 +420,7 @@ func (t *tcpSender) runLoop(l *tcpLoop, tm Timing) {
 			if r.BPS > 0 {
 				bps = r.BPS / 8
 			}
-			pacers[k] = newPacer(bps/float64(len(t.conns))/float64(size[k]), 1, now)
+			pacers[k] = session.NewPacer(bps/float64(len(t.conns))/float64(size[k]), 1, now)
 		}
 		op := l.ops[k]
 		op.size = size[k]
@@ -441,13 +442,13 @@ func (t *tcpSender) runLoop(l *tcpLoop, tm Timing) {
 		}
 		p := pacers[k]
 		if p != nil {
-			if n, wait := p.allow(now, 1); n == 0 {
+			if n, wait := p.Allow(now, 1); n == 0 {
 				return stepIdle, wait
 			}
 		}
 		n, blocked, err := l.ops[k].call()
 		if p != nil && n > 0 {
-			p.sentPart(float64(n) / float64(size[k]))
+			p.SentPart(float64(n) / float64(size[k]))
 		}
 		if n > 0 {
 			t.live[i].Add(uint64(n))
@@ -482,16 +483,16 @@ func (t *tcpSender) finish(i int, err error) {
 	}
 }
 
-func (t *tcpSender) cut(time.Time) {}
+func (t *tcpSender) Cut(time.Time) {}
 
 // stop ends run early.
-func (t *tcpSender) stop(time.Duration) {
+func (t *tcpSender) Stop(time.Duration) {
 	t.halt.Store(true)
 	t.loops.poke()
 }
 
 // progress is the live total written.
-func (t *tcpSender) progress() (packets, bytes uint64) {
+func (t *tcpSender) Progress() (packets, bytes uint64) {
 	for i := range t.live {
 		bytes += t.live[i].Load()
 	}
@@ -499,7 +500,7 @@ func (t *tcpSender) progress() (packets, bytes uint64) {
 }
 
 // close closes the connections.
-func (t *tcpSender) close() error {
+func (t *tcpSender) Close() error {
 	t.halt.Store(true)
 	t.loops.end()
 	closeSocks(t.conns)
@@ -516,7 +517,7 @@ func (t *tcpSender) close() error {
 // same two instants (tcpi_data_segs_in). It is a receiving flow.
 type tcpReceiver struct {
 	conns  []*tcpSock
-	tm     Timing
+	tm     session.Timing
 	end    atomic.Int64 // the window's end, Unix nanoseconds (cut moves it)
 	quit   atomic.Int64 // when stop ends the reads, Unix nanoseconds (0: not yet)
 	live   []atomic.Uint64
@@ -564,7 +565,7 @@ func readSize(streams int) int {
 // run reads every connection until its end (or stop). Bytes read before
 // tm.Measure are the warmup's, those read from tm.End on are late;
 // neither is in the window's count.
-func (r *tcpReceiver) run(tm Timing) {
+func (r *tcpReceiver) Run(tm session.Timing) {
 	r.tm = tm
 	r.end.Store(tm.End.UnixNano())
 	r.mu.Lock()
@@ -584,7 +585,7 @@ func (r *tcpReceiver) markAll(m int) {
 
 // cut ends the measured window at at, if that is before its planned end
 // (the run was interrupted): later reads count as late.
-func (r *tcpReceiver) cut(at time.Time) {
+func (r *tcpReceiver) Cut(at time.Time) {
 	if at.UnixNano() >= r.end.Load() {
 		return
 	}
@@ -648,7 +649,7 @@ func (r *tcpReceiver) untilQuit() time.Duration {
 }
 
 // progress is the live total read.
-func (r *tcpReceiver) progress() (packets, bytes uint64) {
+func (r *tcpReceiver) Progress() (packets, bytes uint64) {
 	for i := range r.live {
 		bytes += r.live[i].Load()
 	}
@@ -657,13 +658,13 @@ func (r *tcpReceiver) progress() (packets, bytes uint64) {
 
 // stop lets the peer end its streams for up to grace, then cuts the
 // connections.
-func (r *tcpReceiver) stop(grace time.Duration) {
+func (r *tcpReceiver) Stop(grace time.Duration) {
 	r.quit.Store(time.Now().Add(max(grace, 0)).UnixNano())
 	r.loops.poke()
 }
 
-func (r *tcpReceiver) collect() flowResult {
-	return flowResult{counts: r.counts, tcp: r.stats, threads: r.loops.threads(), err: errors.Join(r.errs...)}
+func (r *tcpReceiver) Collect() session.Result {
+	return session.Result{Counts: r.counts, TCP: r.stats, Threads: r.loops.threads(), Err: errors.Join(r.errs...)}
 }
 
 func (r *tcpReceiver) stopTimers() {
@@ -675,7 +676,7 @@ func (r *tcpReceiver) stopTimers() {
 }
 
 // close closes the connections.
-func (r *tcpReceiver) close() error {
+func (r *tcpReceiver) Close() error {
 	if r.quit.Load() == 0 {
 		r.quit.Store(time.Now().UnixNano())
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"linerate/traffic/session"
 	"linerate/wire"
 )
 
@@ -37,18 +38,18 @@ func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
 
 // sendFor runs a sender on w with cfg for a warmup and a window, and
 // returns what it counted.
-func sendFor(t *testing.T, w *net.TCPConn, cfg tcpSendConfig, warmup, window time.Duration) flowResult {
+func sendFor(t *testing.T, w *net.TCPConn, cfg tcpSendConfig, warmup, window time.Duration) session.Result {
 	t.Helper()
 	s, err := newTCPSender([]*net.TCPConn{w}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
+	defer s.Close()
 	t0 := time.Now()
-	s.run(Timing{Start: t0, Measure: t0.Add(warmup), End: t0.Add(warmup + window)})
-	res := s.collect()
-	if res.err != nil {
-		t.Fatal(res.err)
+	s.Run(session.Timing{Start: t0, Measure: t0.Add(warmup), End: t0.Add(warmup + window)})
+	res := s.Collect()
+	if res.Err != nil {
+		t.Fatal(res.Err)
 	}
 	return res
 }
@@ -68,12 +69,12 @@ func TestTCPReceiverWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.close()
+	defer r.Close()
 	t0 := time.Now()
 	const margin = 200 * time.Millisecond
-	tm := Timing{Start: t0, Measure: t0.Add(margin + 100*time.Millisecond), End: t0.Add(3*margin + 100*time.Millisecond)}
+	tm := session.Timing{Start: t0, Measure: t0.Add(margin + 100*time.Millisecond), End: t0.Add(3*margin + 100*time.Millisecond)}
 	done := make(chan struct{})
-	go func() { r.run(tm); close(done) }()
+	go func() { r.Run(tm); close(done) }()
 	var total uint64
 	write := func(n int) {
 		t.Helper()
@@ -82,7 +83,7 @@ func TestTCPReceiverWindow(t *testing.T) {
 		}
 		total += uint64(n)
 		for {
-			if _, got := r.progress(); got >= total {
+			if _, got := r.Progress(); got >= total {
 				return
 			}
 			time.Sleep(time.Millisecond)
@@ -96,13 +97,13 @@ func TestTCPReceiverWindow(t *testing.T) {
 	if err := w.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	r.stop(2 * time.Second)
+	r.Stop(2 * time.Second)
 	<-done
-	res := r.collect()
-	if res.err != nil {
-		t.Fatal(res.err)
+	res := r.Collect()
+	if res.Err != nil {
+		t.Fatal(res.Err)
 	}
-	c, stats := res.counts[0], res.tcp
+	c, stats := res.Counts[0], res.TCP
 	if c.Warmup != 1000 || c.Bytes != 2000 || c.Late != 3000 {
 		t.Errorf("warmup %d, window %d, late %d bytes: want 1000, 2000, 3000", c.Warmup, c.Bytes, c.Late)
 	}
@@ -125,7 +126,7 @@ func TestTCPSenderWindowSegments(t *testing.T) {
 	w, rd := tcpPair(t, 88)
 	go func() { _, _ = io.Copy(io.Discard, rd) }()
 	res := sendFor(t, w, tcpSendConfig{mss: 88, rate: wire.Rate{PPS: 2000}}, 400*time.Millisecond, 400*time.Millisecond)
-	c, st := res.counts[0], res.tcp[0]
+	c, st := res.Counts[0], res.TCP[0]
 	if st.SndMSS == 0 || st.SndMSS > 88 {
 		t.Fatalf("snd_mss %d with TCP_MAXSEG 88", st.SndMSS)
 	}
@@ -173,32 +174,32 @@ func TestTCPLoopsCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
+	defer s.Close()
 	r, err := newTCPReceiver(rs, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.close()
+	defer r.Close()
 	if len(s.loops.loops) != 3 || len(r.loops.loops) != 3 {
 		t.Fatalf("%d sending and %d receiving loops for 9 streams, want 3 and 3", len(s.loops.loops), len(r.loops.loops))
 	}
 	t0 := time.Now()
-	tm := Timing{Start: t0, Measure: t0.Add(100 * time.Millisecond), End: t0.Add(400 * time.Millisecond)}
+	tm := session.Timing{Start: t0, Measure: t0.Add(100 * time.Millisecond), End: t0.Add(400 * time.Millisecond)}
 	done := make(chan struct{})
-	go func() { r.run(tm); close(done) }()
-	s.run(tm)
+	go func() { r.Run(tm); close(done) }()
+	s.Run(tm)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the receiver did not end with its peer's streams")
 	}
-	sent, got := s.collect(), r.collect()
-	if sent.err != nil || got.err != nil {
-		t.Fatal(sent.err, got.err)
+	sent, got := s.Collect(), r.Collect()
+	if sent.Err != nil || got.Err != nil {
+		t.Fatal(sent.Err, got.Err)
 	}
 	var all uint64
 	for i := range ws {
-		a, b := sent.counts[i], got.counts[i]
+		a, b := sent.Counts[i], got.Counts[i]
 		if a.Warmup+a.Bytes != b.Warmup+b.Bytes+b.Late || a.Bytes == 0 {
 			t.Errorf("stream %d: wrote %d+%d bytes, read %d+%d+%d", i, a.Warmup, a.Bytes, b.Warmup, b.Bytes, b.Late)
 		}
@@ -243,15 +244,15 @@ func TestTCPStops(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.close()
+		defer s.Close()
 		t0 := time.Now()
-		time.AfterFunc(300*time.Millisecond, func() { s.stop(0) })
-		s.run(Timing{Start: t0, Measure: t0, End: t0.Add(20 * time.Second)})
+		time.AfterFunc(300*time.Millisecond, func() { s.Stop(0) })
+		s.Run(session.Timing{Start: t0, Measure: t0, End: t0.Add(20 * time.Second)})
 		if d := time.Since(t0); d > 2*time.Second {
 			t.Errorf("the sender ran %v after its stop at 300ms", d)
 		}
-		if res := s.collect(); res.err != nil || res.counts[0].Bytes == 0 {
-			t.Errorf("stopped sender: %v, %d bytes", res.err, res.counts[0].Bytes)
+		if res := s.Collect(); res.Err != nil || res.Counts[0].Bytes == 0 {
+			t.Errorf("stopped sender: %v, %d bytes", res.Err, res.Counts[0].Bytes)
 		}
 	})
 	t.Run("receiver", func(t *testing.T) {
@@ -272,15 +273,15 @@ func TestTCPStops(t *testing.T) {
 			t.Fatal(err)
 		}
 		t0 := time.Now()
-		time.AfterFunc(300*time.Millisecond, func() { r.stop(100 * time.Millisecond) })
-		r.run(Timing{Start: t0, Measure: t0, End: t0.Add(20 * time.Second)})
+		time.AfterFunc(300*time.Millisecond, func() { r.Stop(100 * time.Millisecond) })
+		r.Run(session.Timing{Start: t0, Measure: t0, End: t0.Add(20 * time.Second)})
 		if d := time.Since(t0); d > 2*time.Second {
 			t.Errorf("the receiver ran %v after its stop at 300ms with 100ms grace", d)
 		}
-		if res := r.collect(); res.err != nil || res.counts[0].Bytes == 0 {
-			t.Errorf("stopped receiver: %v, %d bytes", res.err, res.counts[0].Bytes)
+		if res := r.Collect(); res.Err != nil || res.Counts[0].Bytes == 0 {
+			t.Errorf("stopped receiver: %v, %d bytes", res.Err, res.Counts[0].Bytes)
 		}
-		r.close()
+		r.Close()
 		for _, w := range ws {
 			w.Close()
 		}
@@ -301,7 +302,7 @@ func TestTCPPacedPartialWrites(t *testing.T) {
 	go func() { _, _ = io.Copy(io.Discard, rd) }()
 	res := sendFor(t, w, tcpSendConfig{rate: wire.Rate{BPS: 8e6}}, 200*time.Millisecond, time.Second)
 	// 8 Mb/s for the 1 s window is 1 MB.
-	if got := res.counts[0].Bytes; got < 900e3 || got > 1100e3 {
+	if got := res.Counts[0].Bytes; got < 900e3 || got > 1100e3 {
 		t.Errorf("%d bytes in a 1 s window at 8 Mb/s, want about 1,000,000", got)
 	}
 }
@@ -356,7 +357,7 @@ func TestTCPSegmentsAreFull(t *testing.T) {
 		}
 		go func() { _, _ = io.Copy(io.Discard, rd) }()
 		res := sendFor(t, w, tcpSendConfig{zeroCopy: zero}, 100*time.Millisecond, 300*time.Millisecond)
-		c, st := res.counts[0], res.tcp[0]
+		c, st := res.Counts[0], res.TCP[0]
 		if c.Packets == 0 || st.SndMSS == 0 {
 			t.Fatalf("sendfile %v: %d bytes in %d segments, MSS %d", zero, c.Bytes, c.Packets, st.SndMSS)
 		}

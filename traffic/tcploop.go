@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/results"
+	"linerate/traffic/session"
 )
 
 // TCP streams are moved by loops, as iperf3 (up to 3.15) moves all of its
@@ -80,10 +81,10 @@ func (l *tcpLoop) close() { _ = unix.Close(l.wake) }
 func (l *tcpLoop) run(role string, step func(k, i int) (stepResult, time.Duration), bound func() time.Duration) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	t0, cpu0, pre0 := time.Now(), threadUsage(), preemptions()
+	t0, cpu0, pre0 := time.Now(), session.ThreadUsage(), session.Preemptions()
 	defer func() {
-		cpu, wall := threadUsage()-cpu0, time.Since(t0)
-		l.usage = results.ThreadCPU{Role: role, CPU: -1, Seconds: cpu.Seconds(), Preempted: preemptions() - pre0}
+		cpu, wall := session.ThreadUsage()-cpu0, time.Since(t0)
+		l.usage = results.ThreadCPU{Role: role, CPU: -1, Seconds: cpu.Seconds(), Preempted: session.Preemptions() - pre0}
 		if wall > 0 {
 			l.usage.Busy = min(1, cpu.Seconds()/wall.Seconds())
 		}

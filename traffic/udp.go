@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/results"
+	"linerate/traffic/session"
 	"linerate/traffic/sock"
 	"linerate/wire"
 )
@@ -25,43 +26,6 @@ const (
 	// is all it needs (the rest is cut with MSG_TRUNC; the length is kept).
 	recvSlot = 64
 )
-
-// Timing is when a test's senders run: from Start, the warmup until
-// Measure, then the measured window until End.
-type Timing struct {
-	Start, Measure, End time.Time
-}
-
-// threadUsage returns the calling thread's CPU time.
-func threadUsage() time.Duration {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// preemptions returns the calling thread's involuntary context switches.
-func preemptions() int64 {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
-		return 0
-	}
-	return int64(ru.Nivcsw)
-}
-
-// pin binds the calling (locked) thread to cpu; -1 leaves it free.
-func pin(cpu int) error {
-	if cpu < 0 {
-		return nil
-	}
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("pin thread to cpu %d: %w", cpu, err)
-	}
-	return nil
-}
 
 // udpFlow is one connected UDP socket carrying one stream.
 type udpFlow struct {
@@ -137,7 +101,7 @@ func newUDPSender(c udpSenderConfig) *udpSender {
 }
 
 // run sends until the timing ends or stop is called.
-func (s *udpSender) run(tm Timing) {
+func (s *udpSender) Run(tm session.Timing) {
 	var wg sync.WaitGroup
 	for _, t := range s.threads {
 		wg.Add(1)
@@ -152,10 +116,10 @@ func (s *udpSender) run(tm Timing) {
 	}
 }
 
-func (s *udpSender) cut(time.Time)      {}
-func (s *udpSender) stop(time.Duration) { s.halt.Store(true) }
+func (s *udpSender) Cut(time.Time)      {}
+func (s *udpSender) Stop(time.Duration) { s.halt.Store(true) }
 
-func (s *udpSender) progress() (packets, bytes uint64) {
+func (s *udpSender) Progress() (packets, bytes uint64) {
 	for _, t := range s.threads {
 		packets += t.packets.Load()
 		bytes += t.bytes.Load()
@@ -165,20 +129,20 @@ func (s *udpSender) progress() (packets, bytes uint64) {
 
 // collect is what went per stream in the measured window, in the order of
 // the sockets, and each thread's CPU time.
-func (s *udpSender) collect() flowResult {
-	r := flowResult{counts: make([]results.Count, len(s.flows)), threads: make([]results.ThreadCPU, len(s.threads)), err: s.err}
+func (s *udpSender) Collect() session.Result {
+	r := session.Result{Counts: make([]results.Count, len(s.flows)), Threads: make([]results.ThreadCPU, len(s.threads)), Err: s.err}
 	for i, f := range s.flows {
-		r.counts[i] = f.count
+		r.Counts[i] = f.count
 	}
 	for i, t := range s.threads {
-		r.threads[i] = t.usage
-		r.refused += t.errs
+		r.Threads[i] = t.usage
+		r.Refused += t.errs
 	}
 	return r
 }
 
 // close closes the sockets.
-func (s *udpSender) close() error {
+func (s *udpSender) Close() error {
 	for _, f := range s.flows {
 		if f.fd >= 0 {
 			unix.Close(f.fd)
@@ -188,29 +152,29 @@ func (s *udpSender) close() error {
 	return nil
 }
 
-func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
+func (t *sendThread) run(tm session.Timing, stop *atomic.Bool) {
 	// Never unlocked: the thread, pinned or not, ends with the goroutine
 	// instead of waiting in the runtime's pool for good.
 	runtime.LockOSThread()
 	t.usage = results.ThreadCPU{Role: "udp-send", CPU: t.cpu}
-	if err := pin(t.cpu); err != nil {
+	if err := session.Pin(t.cpu); err != nil {
 		t.err = err
 		return
 	}
 	if d := time.Until(tm.Start); d > 0 {
 		time.Sleep(d)
 	}
-	size := batchFor(t.rate, sendBatch)
+	size := session.BatchFor(t.rate, sendBatch)
 	b := newBatch(size, t.payload)
-	p := newPacer(t.rate, size, time.Now())
-	cpu0, wall0, pre0 := threadUsage(), time.Now(), preemptions()
+	p := session.NewPacer(t.rate, size, time.Now())
+	cpu0, wall0, pre0 := session.ThreadUsage(), time.Now(), session.Preemptions()
 	defer func() {
-		t.usage.Seconds = (threadUsage() - cpu0).Seconds()
+		t.usage.Seconds = (session.ThreadUsage() - cpu0).Seconds()
 		if w := time.Since(wall0).Seconds(); w > 0 {
 			t.usage.Busy = t.usage.Seconds / w
 		}
-		t.usage.Behind = uint64(p.behind)
-		t.usage.Preempted = preemptions() - pre0
+		t.usage.Behind = p.Behind()
+		t.usage.Preempted = session.Preemptions() - pre0
 	}()
 	warm := tm.Measure.After(time.Now())
 	var flags byte
@@ -229,7 +193,7 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 				f.seq = 0
 			}
 		}
-		n, wait := p.allow(now, size)
+		n, wait := p.Allow(now, size)
 		if n == 0 {
 			time.Sleep(min(wait, tm.End.Sub(now)))
 			continue
@@ -248,7 +212,7 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 			if t.err = t.failed(err); t.err != nil {
 				return
 			}
-			p.sent(n) // do not try to catch up with a burst
+			p.Sent(n) // do not try to catch up with a burst
 			if unreachable(err) {
 				// The peer or the route to it is gone: pause rather than
 				// spin on a socket that cannot send (the server notices a
@@ -268,7 +232,7 @@ func (t *sendThread) run(tm Timing, stop *atomic.Bool) {
 		}
 		f.seq += uint32(m)
 		f.total += uint64(m)
-		p.sent(m)
+		p.Sent(m)
 		if warm {
 			f.count.Warmup += uint64(m)
 		} else {
@@ -494,14 +458,14 @@ func newUDPReceiver(c udpRecvConfig) (*udpReceiver, error) {
 }
 
 // run waits for the threads, which end at stop.
-func (r *udpReceiver) run(Timing) { r.wg.Wait() }
+func (r *udpReceiver) Run(session.Timing) { r.wg.Wait() }
 
 // cut does nothing: the datagrams say which phase they belong to.
-func (r *udpReceiver) cut(time.Time) {}
+func (r *udpReceiver) Cut(time.Time) {}
 
-func (r *udpReceiver) stop(time.Duration) { r.halt.Store(true) }
+func (r *udpReceiver) Stop(time.Duration) { r.halt.Store(true) }
 
-func (r *udpReceiver) progress() (packets, bytes uint64) {
+func (r *udpReceiver) Progress() (packets, bytes uint64) {
 	for _, t := range r.threads {
 		packets += t.packets.Load()
 		bytes += t.bytes.Load()
@@ -511,20 +475,20 @@ func (r *udpReceiver) progress() (packets, bytes uint64) {
 
 // collect is the counts per stream (the threads' counts merged: a flow
 // normally lands on one thread) and each thread's CPU time.
-func (r *udpReceiver) collect() flowResult {
-	var res flowResult
+func (r *udpReceiver) Collect() session.Result {
+	var res session.Result
 	for _, t := range r.threads {
-		res.err = errors.Join(res.err, t.err)
-		res.threads = append(res.threads, t.usage)
-		res.foreign += t.foreign
+		res.Err = errors.Join(res.Err, t.err)
+		res.Threads = append(res.Threads, t.usage)
+		res.Foreign += t.foreign
 		for id, s := range t.streams {
 			if s == nil {
 				continue
 			}
-			for len(res.counts) <= id {
-				res.counts = append(res.counts, results.Count{Stream: len(res.counts)})
+			for len(res.Counts) <= id {
+				res.Counts = append(res.Counts, results.Count{Stream: len(res.Counts)})
 			}
-			c := &res.counts[id]
+			c := &res.Counts[id]
 			c.Packets += s.packets
 			c.Bytes += s.bytes
 			c.Unique += s.unique
@@ -540,7 +504,7 @@ func (r *udpReceiver) collect() flowResult {
 }
 
 // close stops the threads and closes the sockets.
-func (r *udpReceiver) close() error {
+func (r *udpReceiver) Close() error {
 	r.halt.Store(true)
 	r.wg.Wait()
 	r.closeFDs()
@@ -571,13 +535,13 @@ func (t *recvThread) stream(id uint16) *streamRecv {
 func (t *recvThread) run(stop *atomic.Bool) {
 	runtime.LockOSThread() // never unlocked, as sendThread.run
 	t.usage = results.ThreadCPU{Role: "udp-recv", CPU: t.cpu}
-	if err := pin(t.cpu); err != nil {
+	if err := session.Pin(t.cpu); err != nil {
 		t.err = err
 		return
 	}
-	cpu0, wall0 := threadUsage(), time.Now()
+	cpu0, wall0 := session.ThreadUsage(), time.Now()
 	defer func() {
-		t.usage.Seconds = (threadUsage() - cpu0).Seconds()
+		t.usage.Seconds = (session.ThreadUsage() - cpu0).Seconds()
 		if w := time.Since(wall0).Seconds(); w > 0 {
 			t.usage.Busy = t.usage.Seconds / w
 		}

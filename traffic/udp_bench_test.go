@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"linerate/traffic/session"
 	"linerate/traffic/sock"
 )
 
@@ -32,24 +33,24 @@ func loopbackUDP(tb testing.TB, ports int, pps float64, d time.Duration) (sent, 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { recv.close() })
+	tb.Cleanup(func() { recv.Close() })
 	fd, err := sock.DialUDP(netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, recv.ports[0]), 4<<20)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	s := newUDPSender(udpSenderConfig{fds: []int{fd}, payload: 18, pps: pps, threads: 1})
-	defer s.close()
+	defer s.Close()
 	start := time.Now()
-	s.run(Timing{Start: start, Measure: start, End: start.Add(d)})
-	res := s.collect()
-	if res.err != nil {
-		tb.Fatal(res.err)
+	s.Run(session.Timing{Start: start, Measure: start, End: start.Add(d)})
+	res := s.Collect()
+	if res.Err != nil {
+		tb.Fatal(res.Err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	recv.stop(0)
-	recv.run(Timing{})
-	for _, c := range recv.collect().counts {
+	recv.Stop(0)
+	recv.Run(session.Timing{})
+	for _, c := range recv.Collect().Counts {
 		received += c.Packets
 	}
-	return res.counts[0].Packets + res.counts[0].Warmup, received, recv
+	return res.Counts[0].Packets + res.Counts[0].Warmup, received, recv
 }

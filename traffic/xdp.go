@@ -15,6 +15,7 @@ import (
 
 	"linerate/results"
 	"linerate/source/xdpcount"
+	"linerate/traffic/session"
 	"linerate/traffic/sock"
 )
 
@@ -28,7 +29,7 @@ type windowMeter struct {
 	// first read that failed.
 	delta []uint64
 	err   error
-	tm    Timing
+	tm    session.Timing
 	// began is set when the window's start was marked.
 	began bool
 	end   time.Time // the window's end, if cut early
@@ -42,7 +43,7 @@ func newWindowMeter(read func() ([]uint64, error)) *windowMeter {
 }
 
 // run marks the window's start when it comes, and its end at stop.
-func (m *windowMeter) run(tm Timing) {
+func (m *windowMeter) Run(tm session.Timing) {
 	m.tm = tm
 	start := time.AfterFunc(time.Until(tm.Measure), func() { m.mark(false) })
 	<-m.halt
@@ -51,13 +52,13 @@ func (m *windowMeter) run(tm Timing) {
 }
 
 // cut ends the window early, at at; the counters are still read at stop.
-func (m *windowMeter) cut(at time.Time) {
+func (m *windowMeter) Cut(at time.Time) {
 	m.mu.Lock()
 	m.end = at
 	m.mu.Unlock()
 }
 
-func (m *windowMeter) stop(time.Duration) { m.once.Do(func() { close(m.halt) }) }
+func (m *windowMeter) Stop(time.Duration) { m.once.Do(func() { close(m.halt) }) }
 
 // mark reads the counters at the start of the measured window (end false)
 // or at its end, which counts only after a start.
@@ -97,8 +98,8 @@ func (m *windowMeter) counted() ([]uint64, float64, error) {
 	return m.delta, max(w.Sub(m.tm.Measure).Seconds(), 0), m.err
 }
 
-func (m *windowMeter) progress() (packets, bytes uint64) { return 0, 0 }
-func (m *windowMeter) collect() flowResult               { return flowResult{} }
+func (m *windowMeter) Progress() (packets, bytes uint64) { return 0, 0 }
+func (m *windowMeter) Collect() session.Result           { return session.Result{} }
 
 // xdpMeter counts, with an XDP counter, the UDP packets that reach the
 // interface holding a test's receiving address in the measured window. Its
@@ -154,8 +155,8 @@ func (m *xdpMeter) result() *results.XDPStat {
 	return &st
 }
 
-func (m *xdpMeter) close() error {
-	m.stop(0)
+func (m *xdpMeter) Close() error {
+	m.Stop(0)
 	if m.c == nil {
 		return nil
 	}

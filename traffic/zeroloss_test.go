@@ -14,6 +14,7 @@ import (
 	"linerate/internal/testenv"
 	"linerate/results"
 	"linerate/search"
+	"linerate/traffic/session"
 )
 
 // shape puts a 100 Mbit/s tbf with a 16 KB bucket and a queue of limit
@@ -100,7 +101,7 @@ func TestSearchShapedVeth(t *testing.T) {
 // wrongSpeed is a drop reader that says iface is a physical link of mbps:
 // the path's ceiling is then that link, though the veth carries far more.
 type wrongSpeed struct {
-	DropCounters
+	session.DropCounters
 	iface string
 	mbps  int
 }

@@ -1,4 +1,4 @@
-package traffic
+package session
 
 import (
 	"cmp"
@@ -16,13 +16,13 @@ import (
 	"linerate/traffic/sock"
 )
 
-// linkWatch records when the interfaces holding an end's test addresses
+// LinkWatch records when the interfaces holding an end's test addresses
 // go down and come up during a run, from the kernel's link notifications
 // (rtnetlink's link group) in the end's namespace: an event, not a poll,
 // so a cut shorter than any polling period is still seen.
-type linkWatch struct {
+type LinkWatch struct {
 	side   results.Side
-	clk    clock
+	clk    Clock
 	ifaces map[int]string // by index: the test's interfaces
 	done   chan struct{}
 	over   chan struct{} // closed when the updates' channel closed
@@ -49,11 +49,11 @@ type linkSpan struct {
 	down, up time.Time
 }
 
-// newLinkWatch subscribes, where setup runs (the end's namespace), to the
+// NewLinkWatch subscribes, where setup runs (the end's namespace), to the
 // link changes of the interfaces holding locals. A watch that cannot start
 // says why in its result's error and records nothing.
-func newLinkWatch(side results.Side, clk clock, locals []netip.Addr, setup func(func() error) error) *linkWatch {
-	w := &linkWatch{side: side, clk: clk, ifaces: map[int]string{}, done: make(chan struct{}),
+func NewLinkWatch(side results.Side, clk Clock, locals []netip.Addr, setup func(func() error) error) *LinkWatch {
+	w := &LinkWatch{side: side, clk: clk, ifaces: map[int]string{}, done: make(chan struct{}),
 		over: make(chan struct{}), down: map[int]linkDown{}}
 	ch := make(chan netlink.LinkUpdate, 64)
 	err := setup(func() error {
@@ -81,7 +81,7 @@ func newLinkWatch(side results.Side, clk clock, locals []netip.Addr, setup func(
 // is stop's doing: closing the socket under a receive that waits ends it
 // with EAGAIN (vishvananda/netlink v1.3.1 returns the last try's error),
 // which says nothing about the run.
-func (w *linkWatch) fail(err error) {
+func (w *LinkWatch) fail(err error) {
 	select {
 	case <-w.done:
 		return
@@ -95,14 +95,14 @@ func (w *linkWatch) fail(err error) {
 }
 
 // read files the updates until the subscription ends.
-func (w *linkWatch) read(ch <-chan netlink.LinkUpdate) {
+func (w *LinkWatch) read(ch <-chan netlink.LinkUpdate) {
 	defer close(w.over)
 	for u := range ch {
 		a := u.Link.Attrs()
 		if _, ok := w.ifaces[a.Index]; !ok {
 			continue
 		}
-		w.update(a.Index, downWhy(a), w.clk.now())
+		w.update(a.Index, downWhy(a), w.clk.Now())
 	}
 }
 
@@ -127,7 +127,7 @@ func downWhy(a *netlink.LinkAttrs) string {
 }
 
 // update records interface idx as down for why (or up: "") at now.
-func (w *linkWatch) update(idx int, why string, now time.Time) {
+func (w *LinkWatch) update(idx int, why string, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	d, wasDown := w.down[idx]
@@ -141,7 +141,7 @@ func (w *linkWatch) update(idx int, why string, now time.Time) {
 }
 
 // file keeps one event, up to results.MaxLinkEvents. Called with w.mu held.
-func (w *linkWatch) file(s linkSpan) {
+func (w *LinkWatch) file(s linkSpan) {
 	if len(w.events) >= results.MaxLinkEvents {
 		w.dropped++
 		return
@@ -150,12 +150,12 @@ func (w *linkWatch) file(s linkSpan) {
 }
 
 // stop ends the subscription and waits for its reader.
-func (w *linkWatch) stop() {
+func (w *LinkWatch) stop() {
 	if w == nil {
 		return
 	}
 	w.once.Do(func() {
-		now := w.clk.now()
+		now := w.clk.Now()
 		close(w.done)
 		<-w.over
 		w.mu.Lock()
@@ -167,7 +167,7 @@ func (w *linkWatch) stop() {
 // result is the events, in seconds since start, with an interface still
 // down counted to the watch's stop; valid after stop. The error says why the watch saw nothing, or how
 // many events it left out.
-func (w *linkWatch) result(start time.Time) ([]results.LinkEvent, error) {
+func (w *LinkWatch) result(start time.Time) ([]results.LinkEvent, error) {
 	if w == nil {
 		return nil, nil
 	}

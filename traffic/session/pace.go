@@ -1,17 +1,17 @@
-package traffic
+package session
 
 import (
 	"math"
 	"time"
 )
 
-// pacer spreads a thread's packets evenly in time: by time t since start,
+// Pacer spreads a thread's packets evenly in time: by time t since start,
 // at most rate·t packets may have gone. A thread that falls behind (a sleep
 // that overslept, a busy machine) catches up by at most one burst of 100
 // ms worth of packets, so that the asked rate is met on average but a long
 // stall does not turn into a flood. What it could not catch up is counted
 // in behind.
-type pacer struct {
+type Pacer struct {
 	rate   float64 // packets per second; 0 = unlimited
 	start  time.Time
 	done   float64 // packets accounted for since start
@@ -19,13 +19,13 @@ type pacer struct {
 	behind float64 // packets given up on after stalls
 }
 
-func newPacer(rate float64, batch int, now time.Time) *pacer {
-	return &pacer{rate: rate, start: now, burst: math.Max(float64(4*batch), rate*0.1)}
+func NewPacer(rate float64, batch int, now time.Time) *Pacer {
+	return &Pacer{rate: rate, start: now, burst: math.Max(float64(4*batch), rate*0.1)}
 }
 
-// allow returns how many packets (at most max) may go at now, and when
+// Allow returns how many packets (at most max) may go at now, and when
 // none may, how long to wait for the next one.
-func (p *pacer) allow(now time.Time, limit int) (int, time.Duration) {
+func (p *Pacer) Allow(now time.Time, limit int) (int, time.Duration) {
 	if p.rate <= 0 {
 		return limit, 0
 	}
@@ -43,15 +43,18 @@ func (p *pacer) allow(now time.Time, limit int) (int, time.Duration) {
 }
 
 // Sent records n packets that went.
-func (p *pacer) sent(n int) { p.done += float64(n) }
+func (p *Pacer) Sent(n int) { p.done += float64(n) }
 
-// sentPart records part of a packet: a TCP write the socket took only
+// Behind is the packets given up on after stalls.
+func (p *Pacer) Behind() uint64 { return uint64(p.behind) }
+
+// SentPart records part of a packet: a TCP write the socket took only
 // part of is that part of a write.
-func (p *pacer) sentPart(f float64) { p.done += f }
+func (p *Pacer) SentPart(f float64) { p.done += f }
 
-// batchFor picks a batch size that keeps a paced thread from sleeping more
+// BatchFor picks a batch size that keeps a paced thread from sleeping more
 // often than every millisecond or so, within [1, max].
-func batchFor(rate float64, limit int) int {
+func BatchFor(rate float64, limit int) int {
 	if rate <= 0 {
 		return limit
 	}

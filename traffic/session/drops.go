@@ -1,4 +1,4 @@
-package traffic
+package session
 
 import (
 	"fmt"
@@ -14,16 +14,16 @@ import (
 // DropCounters reads the drop counters of the network namespace an end
 // runs in and what limits the rate through its interfaces: a
 // netnsread.Reader, made and closed by the caller (cmd, or a test for its
-// own namespaces). The traffic package only snapshots it around a test's
-// measured window; the drop ledger is built from the snapshots.
+// own namespaces). A session only snapshots it around a test's measured
+// window; the drop ledger is built from the snapshots.
 type DropCounters interface {
 	Drops() (box.Drops, error)
 	Path(host string, ifaces ...string) ([]box.PathIface, error)
 }
 
-// dropWindow snapshots one end's drop counters at the measured window's
+// DropWindow snapshots one end's drop counters at the measured window's
 // start (mark) and once the receivers drained (drained).
-type dropWindow struct {
+type DropWindow struct {
 	r DropCounters
 	// lock, if set, is held while the counters are read: a server's tests
 	// share its reader.
@@ -36,14 +36,14 @@ type dropWindow struct {
 	done   bool
 }
 
-// newDropWindow finds the end's interfaces (those holding locals, looked
+// NewDropWindow finds the end's interfaces (those holding locals, looked
 // up where setup runs: the end's namespace) and reads their path limits.
 // A nil r gives a nil window, which does nothing.
-func newDropWindow(r DropCounters, lock *sync.Mutex, side results.Side, target int, locals []netip.Addr, setup func(func() error) error) *dropWindow {
+func NewDropWindow(r DropCounters, lock *sync.Mutex, side results.Side, target int, locals []netip.Addr, setup func(func() error) error) *DropWindow {
 	if r == nil {
 		return nil
 	}
-	w := &dropWindow{r: r, lock: lock, out: results.EndDrops{Side: side, Target: target}}
+	w := &DropWindow{r: r, lock: lock, out: results.EndDrops{Side: side, Target: target}}
 	err := setup(func() error {
 		for _, a := range locals {
 			name, _, err := sock.InterfaceOf(a)
@@ -67,27 +67,27 @@ func newDropWindow(r DropCounters, lock *sync.Mutex, side results.Side, target i
 	return w
 }
 
-func (w *dropWindow) lockReader() {
+func (w *DropWindow) lockReader() {
 	if w.lock != nil {
 		w.lock.Lock()
 	}
 }
 
-func (w *dropWindow) unlockReader() {
+func (w *DropWindow) unlockReader() {
 	if w.lock != nil {
 		w.lock.Unlock()
 	}
 }
 
 // read takes one snapshot, holding the reader's lock.
-func (w *dropWindow) read() (box.Drops, error) {
+func (w *DropWindow) read() (box.Drops, error) {
 	w.lockReader()
 	defer w.unlockReader()
 	return w.r.Drops()
 }
 
 // mark takes the snapshot at the window's start.
-func (w *dropWindow) mark() {
+func (w *DropWindow) mark() {
 	if w == nil {
 		return
 	}
@@ -106,7 +106,7 @@ func (w *dropWindow) mark() {
 
 // drained takes the snapshot at the end and keeps the difference. It does
 // nothing when the window never started.
-func (w *dropWindow) drained() {
+func (w *DropWindow) drained() {
 	if w == nil {
 		return
 	}
@@ -128,9 +128,9 @@ func (w *dropWindow) drained() {
 	w.out.Delta = &d
 }
 
-// result is what the window counted, with the datagrams the end's
+// Result is what the window counted, with the datagrams the end's
 // senders saw refused; nil for a nil window.
-func (w *dropWindow) result(refused uint64) *results.EndDrops {
+func (w *DropWindow) Result(refused uint64) *results.EndDrops {
 	if w == nil {
 		return nil
 	}
@@ -139,4 +139,26 @@ func (w *dropWindow) result(refused uint64) *results.EndDrops {
 	out := w.out
 	out.Refused = refused
 	return &out
+}
+
+// PathDrops snapshots the drop counters of a device in the middle (this
+// host, when it runs third-party flows) now; the returned function
+// snapshots them again and gives the difference, over every interface.
+func PathDrops(r DropCounters) func() results.EndDrops {
+	before, err := r.Drops()
+	return func() results.EndDrops {
+		out := results.EndDrops{Side: results.SideDUT, Target: -1}
+		if err != nil {
+			out.Error = err.Error()
+			return out
+		}
+		after, err := r.Drops()
+		if err != nil {
+			out.Error = err.Error()
+			return out
+		}
+		d := box.DropDelta(before, after)
+		out.Delta = &d
+		return out
+	}
 }
