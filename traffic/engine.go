@@ -15,6 +15,7 @@ import (
 	"linerate/source/rtnl/rtnetlink"
 	"linerate/traffic/session"
 	"linerate/traffic/sock"
+	"linerate/traffic/udp"
 	"linerate/wire"
 )
 
@@ -271,7 +272,7 @@ func openSocketEngine(r *clientRun, to []*target) error {
 	}
 	sp := &r.spec
 	pps := sp.UDPPacketsPerSecond(r.overhead) * float64(len(r.targets))
-	e := r.sess.Add(session.Sending, "", newUDPSender(udpSenderConfig{fds: fds, streams: streams, payload: sp.Payload, sizes: sp.Sizes, pps: pps, threads: sp.Threads, cpus: r.cfg.CPUs}))
+	e := r.sess.Add(session.Sending, "", udp.NewSender(udp.SenderConfig{FDs: fds, Streams: streams, Payload: sp.Payload, Sizes: sp.Sizes, PPS: pps, Threads: sp.Threads, CPUs: r.cfg.CPUs}))
 	for _, s := range spans {
 		s.t.fwd = append(s.t.fwd, share{e: e, from: s.from, n: s.n})
 	}

@@ -21,6 +21,7 @@ import (
 	"linerate/source/ethtool"
 	"linerate/source/procfs"
 	"linerate/traffic/session"
+	"linerate/traffic/udp"
 	"linerate/wire"
 )
 
@@ -247,7 +248,7 @@ func TestUDPRateCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := res.Summary
-	limit := pps*d.Seconds() + max(4*float64(session.BatchFor(pps, sendBatch)), pps*0.1)
+	limit := pps*d.Seconds() + max(4*float64(session.BatchFor(pps, udp.SendBatch)), pps*0.1)
 	t.Logf("asked %d pps: sent %d packets in %.2fs = %.0f pps (%.2f%% of asked); received %.0f pps",
 		pps, s.SentPackets, s.Seconds, s.SentPPS, s.SentPPS/pps*100, s.ReceivedPPS)
 	t.Logf("limited by %s: %s", s.LimitedBy, s.LimitedWhy)

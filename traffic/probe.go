@@ -256,7 +256,7 @@ func kernelTime(oob []byte) (time.Time, bool) {
 // last probes.
 const lateReplies = 200 * time.Millisecond
 
-// run waits for stop, then for late replies.
+// Run waits for stop, then for late replies.
 func (p *prober) Run(session.Timing) {
 	<-p.halt
 	p.finish(lateReplies)

@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"linerate/internal/usage"
+	"linerate/traffic/udp"
 	"linerate/wire"
 )
 
@@ -287,17 +288,17 @@ func (c *RingConfig) validateSizes() error {
 // which holds the largest frame) and the socket engine's mixer, which
 // gives the part of each stream's datagram number.
 type frameMix struct {
-	*mixer
+	*udp.Mixer
 	heads [][]byte // Ethernet, IPv4 and UDP headers of each part, lengths and checksum filled in
 }
 
 // newFrameMix is the frames of c's mix; nil for one size.
 func newFrameMix(c RingConfig) *frameMix {
-	m := newMixer(c.Sizes)
+	m := udp.NewMixer(c.Sizes)
 	if m == nil {
 		return nil
 	}
-	fm := &frameMix{mixer: m}
+	fm := &frameMix{Mixer: m}
 	for _, p := range c.Sizes {
 		pc := c
 		pc.FrameSize = p.Payload + ringFrameOverhead
@@ -310,15 +311,14 @@ func newFrameMix(c RingConfig) *frameMix {
 // slot that holds a frame built by buildRingFrame, and returns the
 // frame's length (no FCS). stamp then writes the ports and test header.
 func (m *frameMix) put(frame []byte, n uint64) uint32 {
-	k := m.pattern[n%uint64(len(m.pattern))]
-	copy(frame, m.heads[k])
-	return uint32(framePayloadOff + m.sizes[k].Payload)
+	copy(frame, m.heads[m.Part(n)])
+	return uint32(framePayloadOff + m.Payload(n))
 }
 
 // frameBytes is the bytes (no FCS) of a stream's datagrams first to
 // first+n-1.
 func (m *frameMix) frameBytes(first, n uint64) uint64 {
-	return m.count(nil, first, int(n)) + n*framePayloadOff
+	return m.Count(nil, first, int(n)) + n*framePayloadOff
 }
 
 // buildRingFrame returns the Ethernet + IPv4 + UDP frame the ring sends, without

@@ -13,6 +13,7 @@ import (
 	"linerate/internal/usage"
 	"linerate/results"
 	"linerate/traffic/session"
+	"linerate/traffic/udp"
 	"linerate/wire"
 )
 
@@ -34,7 +35,7 @@ type frameFlow struct {
 	stream  int
 	streams int
 	payload int
-	mix     *mixer // nil: every datagram has payload bytes
+	mix     *udp.Mixer // nil: every datagram has payload bytes
 	counts  RingCounts
 	err     error
 	usage   results.ThreadCPU
@@ -93,7 +94,7 @@ func (t *target) openFrames(r *clientRun, engine string, check func(netlink.Link
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			e := r.sess.Add(session.Sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: first * sp.Streams, streams: (end - first) * sp.Streams, payload: sp.Payload, mix: newMixer(sp.Sizes)})
+			e := r.sess.Add(session.Sending, t.name, &frameFlow{s: s, engine: engine, cpu: cpu, stream: first * sp.Streams, streams: (end - first) * sp.Streams, payload: sp.Payload, mix: udp.NewMixer(sp.Sizes)})
 			t.fwd = append(t.fwd, share{e: e})
 		}
 		return nil
@@ -169,17 +170,17 @@ func (f *frameFlow) Stop(time.Duration) {
 	f.mu.Unlock()
 }
 
-// progress is the live total handed to the kernel (warmup included), in
+// Progress is the live total handed to the kernel (warmup included), in
 // payload bytes as the socket engine counts them.
 func (f *frameFlow) Progress() (packets, bytes uint64) {
 	p, _ := f.s.Progress()
 	if f.mix != nil {
-		return p, f.mix.count(nil, 0, int(p))
+		return p, f.mix.Count(nil, 0, int(p))
 	}
 	return p, p * uint64(f.payload)
 }
 
-// collect is the flow's streams, numbered as the server numbers streams
+// Collect is the flow's streams, numbered as the server numbers streams
 // (port × streams + the stream's source port).
 func (f *frameFlow) Collect() session.Result {
 	f.mu.Lock()
@@ -192,7 +193,7 @@ func (f *frameFlow) Collect() session.Result {
 			c.Bytes = c.Packets * uint64(f.payload)
 			if f.mix != nil {
 				// Stream k's measured datagrams follow its warmup's.
-				c.Bytes = f.mix.count(&c, c.Warmup, int(c.Packets))
+				c.Bytes = f.mix.Count(&c, c.Warmup, int(c.Packets))
 			}
 		}
 		res.Counts = append(res.Counts, c)

@@ -508,12 +508,12 @@ func (s *rrServer) answerUDP() {
 	}
 }
 
-// run waits for the stop: the server answers from its creation on.
+// Run waits for the stop: the server answers from its creation on.
 func (s *rrServer) Run(session.Timing) { <-s.done }
 
 func (s *rrServer) Cut(time.Time) {}
 
-// stop closes the data port and every connection: the client's stop came
+// Stop closes the data port and every connection: the client's stop came
 // after its streams ended.
 func (s *rrServer) Stop(time.Duration) {
 	s.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"linerate/source/xdpcount"
 	"linerate/traffic/session"
 	"linerate/traffic/sock"
+	"linerate/traffic/udp"
 	"linerate/wire"
 )
 
@@ -111,16 +112,16 @@ func (t *serverTest) open() error {
 
 func (t *serverTest) openUDPReceiver() error {
 	sp := &t.spec
-	r, err := newUDPReceiver(udpReceiverOf(sp, t.local, t.peer, t.srv.CPUs))
+	r, err := udp.NewReceiver(udp.ReceiverOf(sp, t.local, t.peer, t.srv.CPUs))
 	if err != nil {
 		return err
 	}
 	t.sess.Add(session.Receiving, "", r)
-	t.udpPorts = r.ports
+	t.udpPorts = r.Ports()
 	if sp.XDP {
 		var port uint16
-		if len(r.ports) == 1 {
-			port = r.ports[0]
+		if len(r.Ports()) == 1 {
+			port = r.Ports()[0]
 		}
 		t.xdp = newXDPMeter(t.local, port)
 		t.sess.Add(session.Receiving, "", t.xdp)
@@ -136,10 +137,10 @@ func (t *serverTest) openUDPReceiver() error {
 
 func (t *serverTest) openUDPSender() error {
 	sp := &t.spec
-	fds, err := dialUDPFlows([]netip.Addr{t.local}, t.peer, sp.ClientPorts, sp.Streams, sp.Payload, sp.DSCP, sp.Punch)
-	var me *mtuError
+	fds, err := udp.DialFlows([]netip.Addr{t.local}, t.peer, sp.ClientPorts, sp.Streams, sp.Payload, sp.DSCP, sp.Punch)
+	var me *udp.MTUError
 	if errors.As(err, &me) {
-		return fmt.Errorf("payload %d bytes: the path MTU from %s to %s is %d", sp.Payload, t.local, t.peer, me.mtu)
+		return fmt.Errorf("payload %d bytes: the path MTU from %s to %s is %d", sp.Payload, t.local, t.peer, me.MTU)
 	}
 	if err != nil {
 		return err
@@ -151,7 +152,7 @@ func (t *serverTest) openUDPSender() error {
 		}
 	}
 	pps := sp.UDPPacketsPerSecond(wire.UDPOverhead(t.peer.Is4()))
-	t.sess.Add(session.Sending, "", newUDPSender(udpSenderConfig{fds: fds, payload: sp.Payload, sizes: sp.Sizes, pps: pps, threads: sp.Threads, cpus: t.srv.CPUs}))
+	t.sess.Add(session.Sending, "", udp.NewSender(udp.SenderConfig{FDs: fds, Payload: sp.Payload, Sizes: sp.Sizes, PPS: pps, Threads: sp.Threads, CPUs: t.srv.CPUs}))
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"linerate/results"
 	"linerate/traffic/session"
 	"linerate/traffic/sock"
+	"linerate/traffic/udp"
 	"linerate/wire"
 )
 
@@ -234,13 +235,13 @@ func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 	if err := cfg.mixSpec(&sp, v4); err != nil {
 		return err
 	}
-	var recv *udpReceiver
+	var recv *udp.Receiver
 	if sp.Proto == wire.UDP && sp.ServerSends() {
 		var err error
 		if recv, err = t.openUDPReceiver(r, sp); err != nil {
 			return err
 		}
-		sp.ClientPorts = recv.ports
+		sp.ClientPorts = recv.Ports()
 		sp.Punch = true
 	}
 	if err := sp.Check(); err != nil {
@@ -273,7 +274,7 @@ func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 	t.spec = m.Accept.Spec
 	t.spec.ClientPorts = sp.ClientPorts
 	if recv != nil && m.Accept.Punch != nil {
-		if err := sendPunches(recv.portFDs, t.addr.Addr(), m.Accept.Punch, t.spec.Streams); err != nil {
+		if err := sendPunches(recv.PortFDs(), t.addr.Addr(), m.Accept.Punch, t.spec.Streams); err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
@@ -281,11 +282,11 @@ func (t *target) prepare(r *clientRun, sp wire.Spec) error {
 }
 
 // openUDPReceiver makes the sockets the server sends to (reverse, bidir).
-func (t *target) openUDPReceiver(r *clientRun, sp wire.Spec) (*udpReceiver, error) {
-	var recv *udpReceiver
+func (t *target) openUDPReceiver(r *clientRun, sp wire.Spec) (*udp.Receiver, error) {
+	var recv *udp.Receiver
 	err := r.cfg.setup(func() error {
 		var err error
-		recv, err = newUDPReceiver(udpReceiverOf(&sp, t.local, t.addr.Addr(), r.cfg.CPUs))
+		recv, err = udp.NewReceiver(udp.ReceiverOf(&sp, t.local, t.addr.Addr(), r.cfg.CPUs))
 		return err
 	})
 	if err != nil {
@@ -308,17 +309,17 @@ func (t *target) openUDP(cfg *Config) ([]int, error) {
 	var fds []int
 	err := cfg.setup(func() error {
 		var err error
-		fds, err = dialUDPFlows(locals, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload, sp.DSCP, false)
+		fds, err = udp.DialFlows(locals, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload, sp.DSCP, false)
 		return err
 	})
 	if len(sp.Sources) > 0 && errors.Is(err, sock.ErrAddrNotLocal) {
 		return nil, usage.Field("Sources", "%w", err)
 	}
-	var me *mtuError
+	var me *udp.MTUError
 	if errors.As(err, &me) {
 		v4 := t.addr.Addr().Is4()
 		return nil, usage.Errorf("%s: %d-byte frames (payload %d) do not fit the path MTU %d to %s without fragmentation",
-			t.name, sp.Payload+wire.UDPOverhead(v4), sp.Payload, me.mtu, t.addr.Addr())
+			t.name, sp.Payload+wire.UDPOverhead(v4), sp.Payload, me.MTU, t.addr.Addr())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.name, err)

@@ -343,7 +343,7 @@ func memFile(size int) (*os.File, error) {
 	return f, nil
 }
 
-// run writes until the timing ends or stop, then half-closes each
+// Run writes until the timing ends or stop, then half-closes each
 // connection. Per stream it counts the bytes written in the measured
 // window and the data segments the kernel sent in it (tcpi_data_segs_out
 // at the window's end minus at its start: the warmup's are not counted).
@@ -485,13 +485,13 @@ func (t *tcpSender) finish(i int, err error) {
 
 func (t *tcpSender) Cut(time.Time) {}
 
-// stop ends run early.
+// Stop ends run early.
 func (t *tcpSender) Stop(time.Duration) {
 	t.halt.Store(true)
 	t.loops.poke()
 }
 
-// progress is the live total written.
+// Progress is the live total written.
 func (t *tcpSender) Progress() (packets, bytes uint64) {
 	for i := range t.live {
 		bytes += t.live[i].Load()
@@ -499,7 +499,7 @@ func (t *tcpSender) Progress() (packets, bytes uint64) {
 	return t.segs.now(t.conns, true), bytes
 }
 
-// close closes the connections.
+// Close closes the connections.
 func (t *tcpSender) Close() error {
 	t.halt.Store(true)
 	t.loops.end()
@@ -562,7 +562,7 @@ func readSize(streams int) int {
 	return tcpReadSize * max(1, min(streams, tcpStreamsPerLoop))
 }
 
-// run reads every connection until its end (or stop). Bytes read before
+// Run reads every connection until its end (or stop). Bytes read before
 // tm.Measure are the warmup's, those read from tm.End on are late;
 // neither is in the window's count.
 func (r *tcpReceiver) Run(tm session.Timing) {
@@ -583,7 +583,7 @@ func (r *tcpReceiver) markAll(m int) {
 	}
 }
 
-// cut ends the measured window at at, if that is before its planned end
+// Cut ends the measured window at at, if that is before its planned end
 // (the run was interrupted): later reads count as late.
 func (r *tcpReceiver) Cut(at time.Time) {
 	if at.UnixNano() >= r.end.Load() {
@@ -648,7 +648,7 @@ func (r *tcpReceiver) untilQuit() time.Duration {
 	return time.Second
 }
 
-// progress is the live total read.
+// Progress is the live total read.
 func (r *tcpReceiver) Progress() (packets, bytes uint64) {
 	for i := range r.live {
 		bytes += r.live[i].Load()
@@ -656,7 +656,7 @@ func (r *tcpReceiver) Progress() (packets, bytes uint64) {
 	return r.segs.now(r.conns, false), bytes
 }
 
-// stop lets the peer end its streams for up to grace, then cuts the
+// Stop lets the peer end its streams for up to grace, then cuts the
 // connections.
 func (r *tcpReceiver) Stop(grace time.Duration) {
 	r.quit.Store(time.Now().Add(max(grace, 0)).UnixNano())
@@ -675,7 +675,7 @@ func (r *tcpReceiver) stopTimers() {
 	}
 }
 
-// close closes the connections.
+// Close closes the connections.
 func (r *tcpReceiver) Close() error {
 	if r.quit.Load() == 0 {
 		r.quit.Store(time.Now().UnixNano())

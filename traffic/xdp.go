@@ -42,7 +42,7 @@ func newWindowMeter(read func() ([]uint64, error)) *windowMeter {
 	return &windowMeter{read: read, halt: make(chan struct{})}
 }
 
-// run marks the window's start when it comes, and its end at stop.
+// Run marks the window's start when it comes, and its end at stop.
 func (m *windowMeter) Run(tm session.Timing) {
 	m.tm = tm
 	start := time.AfterFunc(time.Until(tm.Measure), func() { m.mark(false) })
@@ -51,7 +51,7 @@ func (m *windowMeter) Run(tm session.Timing) {
 	m.mark(true)
 }
 
-// cut ends the window early, at at; the counters are still read at stop.
+// Cut ends the window early, at at; the counters are still read at stop.
 func (m *windowMeter) Cut(at time.Time) {
 	m.mu.Lock()
 	m.end = at

@@ -1,4 +1,4 @@
-package traffic
+package udp
 
 // seqWindow is how many sequence numbers behind the highest one a tracker
 // remembers to tell a duplicate from a late packet. Older packets count as

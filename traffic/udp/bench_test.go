@@ -1,4 +1,4 @@
-package traffic
+package udp
 
 import (
 	"net/netip"
@@ -26,19 +26,19 @@ func BenchmarkUDPLoopback(b *testing.B) {
 // as fast as it can) for d over loopback to the first of ports ports of a
 // one-thread receiver, and returns the datagrams sent (warmup included),
 // those received and the receiver, stopped.
-func loopbackUDP(tb testing.TB, ports int, pps float64, d time.Duration) (sent, received uint64, recv *udpReceiver) {
+func loopbackUDP(tb testing.TB, ports int, pps float64, d time.Duration) (sent, received uint64, recv *Receiver) {
 	tb.Helper()
 	lo := netip.MustParseAddr("127.0.0.1")
-	recv, err := newUDPReceiver(udpRecvConfig{local: lo, ports: ports, threads: 1})
+	recv, err := NewReceiver(ReceiverConfig{Local: lo, Ports: ports, Threads: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { recv.Close() })
-	fd, err := sock.DialUDP(netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, recv.ports[0]), 4<<20)
+	fd, err := sock.DialUDP(netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, recv.Ports()[0]), 4<<20)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := newUDPSender(udpSenderConfig{fds: []int{fd}, payload: 18, pps: pps, threads: 1})
+	s := NewSender(SenderConfig{FDs: []int{fd}, Payload: 18, PPS: pps, Threads: 1})
 	defer s.Close()
 	start := time.Now()
 	s.Run(session.Timing{Start: start, Measure: start, End: start.Add(d)})
