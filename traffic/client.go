@@ -13,6 +13,7 @@ import (
 	"linerate/internal/usage"
 	"linerate/results"
 	"linerate/traffic/session"
+	"linerate/traffic/tcp"
 	"linerate/wire"
 )
 
@@ -114,7 +115,7 @@ func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	if err := sp.Check(); err != nil {
 		return wire.Spec{}, nil, usage.Wrap(err)
 	}
-	if err := c.setup(func() error { return checkCongestion(sp.Congestion) }); err != nil {
+	if err := c.setup(func() error { return tcp.CheckCongestion(sp.Congestion) }); err != nil {
 		return wire.Spec{}, nil, err
 	}
 	sp.ClientPorts = nil

@@ -15,6 +15,7 @@ import (
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
 	"linerate/traffic/sock"
+	"linerate/traffic/tcp"
 	"linerate/wire"
 )
 
@@ -243,7 +244,7 @@ func TestCongestionRefused(t *testing.T) {
 		Congestion: "nosuchcc"}
 	_, err := Run(context.Background(), l.config(sp))
 	t.Logf("%v", err)
-	if !errors.Is(err, ErrNoCongestion) || !usage.Is(err) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "this kernel has: ") ||
+	if !errors.Is(err, tcp.ErrNoCongestion) || !usage.Is(err) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "this kernel has: ") ||
 		!strings.Contains(err.Error(), "reno") {
 		t.Fatalf("got %v, want one line naming the kernel's algorithms", err)
 	}

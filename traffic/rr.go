@@ -17,6 +17,7 @@ import (
 	"linerate/results"
 	"linerate/traffic/session"
 	"linerate/traffic/sock"
+	"linerate/traffic/tcp"
 	"linerate/wire"
 )
 
@@ -62,7 +63,7 @@ type rrClient struct {
 func newRRClient(sp *wire.Spec, local netip.Addr, to netip.AddrPort, cookie uint64, setup func(func() error) error) (*rrClient, error) {
 	c := &rrClient{rr: *sp.RR, proto: sp.Proto, local: local, to: to, cookie: cookie, setup: setup, stopCh: make(chan struct{})}
 	c.dialer = net.Dialer{Timeout: c.rr.Timeout.D(), LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, 0)),
-		Control: tcpKnobsOf(sp).control(true)}
+		Control: tcp.KnobsOf(sp).Control(true)}
 	for i := range sp.Streams {
 		s := &rrStream{id: i}
 		c.streams = append(c.streams, s)
@@ -348,7 +349,7 @@ func newRRServer(sp *wire.Spec, local, peer netip.Addr, cookie uint64) (*rrServe
 		go s.answerUDP()
 		return s, nil
 	}
-	lc := net.ListenConfig{Control: tcpKnobsOf(sp).control(false)}
+	lc := net.ListenConfig{Control: tcp.KnobsOf(sp).Control(false)}
 	ln, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(local, 0).String())
 	if err != nil {
 		return nil, fmt.Errorf("transaction listener on %s: %w", local, err)

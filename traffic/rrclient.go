@@ -7,6 +7,7 @@ import (
 	"linerate/internal/usage"
 	"linerate/results"
 	"linerate/traffic/session"
+	"linerate/traffic/tcp"
 	"linerate/wire"
 )
 
@@ -26,7 +27,7 @@ func (c *Config) checkRR() (wire.Spec, *udpEngine, error) {
 	if err := sp.Check(); err != nil {
 		return wire.Spec{}, nil, usage.Wrap(err)
 	}
-	if err := c.setup(func() error { return checkCongestion(sp.Congestion) }); err != nil {
+	if err := c.setup(func() error { return tcp.CheckCongestion(sp.Congestion) }); err != nil {
 		return wire.Spec{}, nil, err
 	}
 	return sp, udpEngines[0], nil

@@ -17,6 +17,7 @@ import (
 	"linerate/source/xdpcount"
 	"linerate/traffic/session"
 	"linerate/traffic/sock"
+	"linerate/traffic/tcp"
 	"linerate/traffic/udp"
 	"linerate/wire"
 )
@@ -92,7 +93,7 @@ func (t *serverTest) open() error {
 		return nil
 	}
 	if sp.Proto == wire.TCP {
-		ln, err := (&net.ListenConfig{Control: tcpKnobsOf(sp).control(false)}).Listen(context.Background(), "tcp", netip.AddrPortFrom(t.local, 0).String())
+		ln, err := (&net.ListenConfig{Control: tcp.KnobsOf(sp).Control(false)}).Listen(context.Background(), "tcp", netip.AddrPortFrom(t.local, 0).String())
 		if err != nil {
 			return fmt.Errorf("tcp data listener on %s: %w", t.local, err)
 		}
@@ -319,16 +320,16 @@ func (t *serverTest) openTCP() error {
 	t.tcpLn.Close()
 	t.connMu.Lock()
 	defer t.connMu.Unlock()
-	knobs := tcpKnobsOf(&t.spec)
+	knobs := tcp.KnobsOf(&t.spec)
 	for _, conns := range [][]*net.TCPConn{t.fwdConns, t.revConns} {
 		for i, c := range conns {
-			if err := knobs.forStream(&t.spec, i).conn(c); err != nil {
+			if err := knobs.ForStream(&t.spec, i).Conn(c); err != nil {
 				return fmt.Errorf("tcp data connection: %w", err)
 			}
 		}
 	}
 	if len(t.fwdConns) > 0 {
-		r, err := newTCPReceiver(t.fwdConns, t.spec.Threads)
+		r, err := tcp.NewReceiver(t.fwdConns, t.spec.Threads)
 		if err != nil {
 			return err
 		}
@@ -337,7 +338,7 @@ func (t *serverTest) openTCP() error {
 	}
 	if len(t.revConns) > 0 {
 		sp := &t.spec
-		s, err := newTCPSender(t.revConns, tcpSenderOf(sp))
+		s, err := tcp.NewSender(t.revConns, tcp.SendConfigOf(sp))
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"linerate/results"
 	"linerate/traffic/session"
 	"linerate/traffic/sock"
+	"linerate/traffic/tcp"
 	"linerate/traffic/udp"
 	"linerate/wire"
 )
@@ -336,9 +337,9 @@ func (t *target) openTCP(r *clientRun) error {
 		if err != nil {
 			return err
 		}
-		s, err := newTCPSender(conns, tcpSenderOf(sp))
+		s, err := tcp.NewSender(conns, tcp.SendConfigOf(sp))
 		if err != nil {
-			closeConns(conns)
+			tcp.CloseConns(conns)
 			return err
 		}
 		t.fwd = append(t.fwd, share{e: r.sess.Add(session.Sending, t.name, s)})
@@ -348,9 +349,9 @@ func (t *target) openTCP(r *clientRun) error {
 		if err != nil {
 			return err
 		}
-		rcv, err := newTCPReceiver(conns, sp.Threads)
+		rcv, err := tcp.NewReceiver(conns, sp.Threads)
 		if err != nil {
-			closeConns(conns)
+			tcp.CloseConns(conns)
 			return err
 		}
 		t.rev = append(t.rev, share{e: r.sess.Add(session.Receiving, t.name, rcv)})
@@ -368,8 +369,8 @@ func (t *target) dialData(cfg *Config, dir byte) ([]*net.TCPConn, error) {
 	to := netip.AddrPortFrom(t.addr.Addr(), t.acc.TCPPort).String()
 	var conns []*net.TCPConn
 	for i := range sp.Streams {
-		knobs := tcpKnobsOf(sp).forStream(sp, i)
-		d := net.Dialer{Timeout: 5 * time.Second, Control: knobs.control(true)}
+		knobs := tcp.KnobsOf(sp).ForStream(sp, i)
+		d := net.Dialer{Timeout: 5 * time.Second, Control: knobs.Control(true)}
 		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(t.local, 0))
 		var c net.Conn
 		err := cfg.setup(func() error {
@@ -379,22 +380,16 @@ func (t *target) dialData(cfg *Config, dir byte) ([]*net.TCPConn, error) {
 		})
 		if err == nil {
 			conns = append(conns, c.(*net.TCPConn))
-			if err = knobs.conn(conns[i]); err == nil {
+			if err = knobs.Conn(conns[i]); err == nil {
 				_, err = c.Write(wire.PutDataHello(cookie, i, dir))
 			}
 		}
 		if err != nil {
-			closeConns(conns)
+			tcp.CloseConns(conns)
 			return nil, fmt.Errorf("%s: tcp data connection: %w", t.name, err)
 		}
 	}
 	return conns, nil
-}
-
-func closeConns(cs []*net.TCPConn) {
-	for _, c := range cs {
-		c.Close()
-	}
 }
 
 // readLoop files the server's messages after "running" until its result.

@@ -1,4 +1,4 @@
-package traffic
+package tcp
 
 import (
 	"errors"
@@ -19,12 +19,12 @@ import (
 // read from when one asked for is refused.
 var procRoot = "/proc"
 
-// tcpKnobs are the socket options of a test's TCP data connections, set
+// Knobs are the socket options of a test's TCP data connections, set
 // alike on both ends: on the client's sockets before they connect (so the
 // SYN is marked and advertises the window's scale), on the server's
 // listener (its accepted sockets inherit them) and again on each accepted
 // socket.
-type tcpKnobs struct {
+type Knobs struct {
 	mss        int    // TCP_MAXSEG, before connect only
 	dscp       int    // IP_TOS / IPV6_TCLASS
 	window     int    // SO_SNDBUF and SO_RCVBUF
@@ -33,19 +33,19 @@ type tcpKnobs struct {
 	noDelay    bool   // TCP_NODELAY (also with mss)
 }
 
-func tcpKnobsOf(s *wire.Spec) tcpKnobs {
-	return tcpKnobs{mss: s.MSS, dscp: s.DSCP, window: s.Window, congestion: s.Congestion, fqRate: s.FQRate, noDelay: !s.Nagle}
+func KnobsOf(s *wire.Spec) Knobs {
+	return Knobs{mss: s.MSS, dscp: s.DSCP, window: s.Window, congestion: s.Congestion, fqRate: s.FQRate, noDelay: !s.Nagle}
 }
 
 // forStream is the knobs of stream i: its own mark when the test marks
 // each stream on its own (Spec.StreamDSCP).
-func (k tcpKnobs) forStream(s *wire.Spec, i int) tcpKnobs {
+func (k Knobs) ForStream(s *wire.Spec, i int) Knobs {
 	k.dscp = s.DSCPOf(i)
 	return k
 }
 
 // set sets every knob but TCP_MAXSEG and TCP_NODELAY on fd.
-func (k tcpKnobs) set(fd int) error {
+func (k Knobs) set(fd int) error {
 	if err := sock.SetDSCP(fd, k.dscp); err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (k tcpKnobs) set(fd int) error {
 // control is a net.Dialer's or net.ListenConfig's Control: TCP_MAXSEG
 // (on a dialer) and the other knobs, before the socket connects or
 // listens.
-func (k tcpKnobs) control(dial bool) func(network, address string, c syscall.RawConn) error {
+func (k Knobs) Control(dial bool) func(network, address string, c syscall.RawConn) error {
 	return func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
@@ -97,7 +97,7 @@ func (k tcpKnobs) control(dial bool) func(network, address string, c syscall.Raw
 // asks for Nagle and does not write one segment at a time (mss: a write of
 // one full segment leaves at once either way, but a short last one would
 // wait).
-func (k tcpKnobs) conn(c *net.TCPConn) error {
+func (k Knobs) Conn(c *net.TCPConn) error {
 	if err := c.SetNoDelay(k.noDelay || k.mss > 0); err != nil {
 		return fmt.Errorf("TCP_NODELAY: %w", err)
 	}
@@ -107,9 +107,9 @@ func (k tcpKnobs) conn(c *net.TCPConn) error {
 	return sock.WithFD(c, func(fd int) error { return sock.SetDSCP(fd, k.dscp) })
 }
 
-// checkCongestion refuses a congestion control this end's kernel does not
+// CheckCongestion refuses a congestion control this end's kernel does not
 // have, before any peer is asked ("": the default, nothing to check).
-func checkCongestion(name string) error {
+func CheckCongestion(name string) error {
 	if name == "" {
 		return nil
 	}
@@ -118,7 +118,7 @@ func checkCongestion(name string) error {
 		return fmt.Errorf("tcp socket: %w", err)
 	}
 	defer unix.Close(fd)
-	return tcpKnobs{congestion: name}.set(fd)
+	return Knobs{congestion: name}.set(fd)
 }
 
 // ErrNoCongestion is a congestion control algorithm this kernel does not

@@ -1,7 +1,8 @@
-package traffic
+package tcp
 
 import (
 	"io"
+	"math"
 	"net"
 	"os"
 	"testing"
@@ -20,7 +21,7 @@ func tcpPair(t *testing.T, mss int) (dialled, accepted *net.TCPConn) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	d := net.Dialer{Control: tcpKnobs{mss: mss}.control(true)}
+	d := net.Dialer{Control: Knobs{mss: mss}.Control(true)}
 	c, err := d.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -34,13 +35,18 @@ func tcpPair(t *testing.T, mss int) (dialled, accepted *net.TCPConn) {
 	return dialled, a
 }
 
+// closeTo reports whether got is within frac of want.
+func closeTo(got, want uint64, frac float64) bool {
+	return math.Abs(float64(got)-float64(want)) <= frac*float64(want)
+}
+
 func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
 
 // sendFor runs a sender on w with cfg for a warmup and a window, and
 // returns what it counted.
-func sendFor(t *testing.T, w *net.TCPConn, cfg tcpSendConfig, warmup, window time.Duration) session.Result {
+func sendFor(t *testing.T, w *net.TCPConn, cfg SendConfig, warmup, window time.Duration) session.Result {
 	t.Helper()
-	s, err := newTCPSender([]*net.TCPConn{w}, cfg)
+	s, err := NewSender([]*net.TCPConn{w}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +71,7 @@ func TestTCPReceiverWindow(t *testing.T) {
 	}
 	w, rd := tcpPair(t, 0)
 	_ = w.SetNoDelay(true)
-	r, err := newTCPReceiver([]*net.TCPConn{rd}, 1)
+	r, err := NewReceiver([]*net.TCPConn{rd}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +131,7 @@ func TestTCPSenderWindowSegments(t *testing.T) {
 	}
 	w, rd := tcpPair(t, 88)
 	go func() { _, _ = io.Copy(io.Discard, rd) }()
-	res := sendFor(t, w, tcpSendConfig{mss: 88, rate: wire.Rate{PPS: 2000}}, 400*time.Millisecond, 400*time.Millisecond)
+	res := sendFor(t, w, SendConfig{mss: 88, rate: wire.Rate{PPS: 2000}}, 400*time.Millisecond, 400*time.Millisecond)
 	c, st := res.Counts[0], res.TCP[0]
 	if st.SndMSS == 0 || st.SndMSS > 88 {
 		t.Fatalf("snd_mss %d with TCP_MAXSEG 88", st.SndMSS)
@@ -170,12 +176,12 @@ func TestTCPLoopsCount(t *testing.T) {
 		t.Skip("sends traffic on loopback")
 	}
 	ws, rs := tcpPairs(t, 9)
-	s, err := newTCPSender(ws, tcpSendConfig{rate: wire.Rate{BPS: 200e6}})
+	s, err := NewSender(ws, SendConfig{rate: wire.Rate{BPS: 200e6}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r, err := newTCPReceiver(rs, 1)
+	r, err := NewReceiver(rs, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +246,7 @@ func TestTCPStops(t *testing.T) {
 	}
 	t.Run("sender", func(t *testing.T) {
 		ws, _ := tcpPairs(t, 2)
-		s, err := newTCPSender(ws, tcpSendConfig{})
+		s, err := NewSender(ws, SendConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +274,7 @@ func TestTCPStops(t *testing.T) {
 				}
 			}()
 		}
-		r, err := newTCPReceiver(rs, 1)
+		r, err := NewReceiver(rs, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +306,7 @@ func TestTCPPacedPartialWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, rd) }()
-	res := sendFor(t, w, tcpSendConfig{rate: wire.Rate{BPS: 8e6}}, 200*time.Millisecond, time.Second)
+	res := sendFor(t, w, SendConfig{rate: wire.Rate{BPS: 8e6}}, 200*time.Millisecond, time.Second)
 	// 8 Mb/s for the 1 s window is 1 MB.
 	if got := res.Counts[0].Bytes; got < 900e3 || got > 1100e3 {
 		t.Errorf("%d bytes in a 1 s window at 8 Mb/s, want about 1,000,000", got)
@@ -356,7 +362,7 @@ func TestTCPSegmentsAreFull(t *testing.T) {
 			t.Fatal(err)
 		}
 		go func() { _, _ = io.Copy(io.Discard, rd) }()
-		res := sendFor(t, w, tcpSendConfig{zeroCopy: zero}, 100*time.Millisecond, 300*time.Millisecond)
+		res := sendFor(t, w, SendConfig{zeroCopy: zero}, 100*time.Millisecond, 300*time.Millisecond)
 		c, st := res.Counts[0], res.TCP[0]
 		if c.Packets == 0 || st.SndMSS == 0 {
 			t.Fatalf("sendfile %v: %d bytes in %d segments, MSS %d", zero, c.Bytes, c.Packets, st.SndMSS)
