@@ -6,6 +6,7 @@ import (
 
 	"linerate/internal/version"
 	"linerate/results"
+	"linerate/traffic/rr"
 	"linerate/wire"
 )
 
@@ -57,7 +58,7 @@ func (r *clientRun) assemble(res *results.Result) {
 		var probes []results.ProbeSample
 		for i, t := range r.targets {
 			if t.prober != nil {
-				probes = append(probes, t.prober.overTime(s.Timing().Start, i)...)
+				probes = append(probes, t.prober.OverTime(s.Timing().Start, i)...)
 			}
 		}
 		res.RRUL = results.NewRRUL(res, probes)
@@ -301,16 +302,17 @@ func (r *clientRun) latency(res *results.Result) {
 			continue
 		}
 		tr := &res.Targets[i]
-		tr.LatencyIdle, tr.LatencyLoad = p.latency()
+		tr.LatencyIdle, tr.LatencyLoad = p.Latency()
 		for ph := range all {
-			all[ph] = append(all[ph], p.rtts[ph]...)
-			sent[ph] += p.sent[ph]
+			rtts, n := p.Phase(ph)
+			all[ph] = append(all[ph], rtts...)
+			sent[ph] += n
 		}
 	}
-	if sent[phaseIdle] > 0 {
-		res.Summary.LatencyIdle = results.Summarize(all[phaseIdle], sent[phaseIdle])
+	if sent[rr.PhaseIdle] > 0 {
+		res.Summary.LatencyIdle = results.Summarize(all[rr.PhaseIdle], sent[rr.PhaseIdle])
 	}
-	if sent[phaseLoad] > 0 {
-		res.Summary.LatencyLoad = results.Summarize(all[phaseLoad], sent[phaseLoad])
+	if sent[rr.PhaseLoad] > 0 {
+		res.Summary.LatencyLoad = results.Summarize(all[rr.PhaseLoad], sent[rr.PhaseLoad])
 	}
 }

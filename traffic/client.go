@@ -12,6 +12,7 @@ import (
 	"linerate/ceiling"
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/rr"
 	"linerate/traffic/session"
 	"linerate/traffic/tcp"
 	"linerate/wire"
@@ -329,7 +330,7 @@ func (r *clientRun) idle(ctx context.Context) error {
 		}
 		err := r.cfg.setup(func() error {
 			var err error
-			t.prober, err = newProber(t.local, netip.AddrPortFrom(t.addr.Addr(), t.acc.ProbePort), r.spec.ProbeInterval.D(), r.cfg.RRUL)
+			t.prober, err = rr.NewProber(t.local, netip.AddrPortFrom(t.addr.Addr(), t.acc.ProbePort), r.spec.ProbeInterval.D(), r.cfg.RRUL)
 			return err
 		})
 		if err != nil {
@@ -345,7 +346,7 @@ func (r *clientRun) idle(ctx context.Context) error {
 	}
 	for _, t := range r.targets {
 		if t.prober != nil {
-			t.prober.setPhase(phaseLoad)
+			t.prober.SetPhase(rr.PhaseLoad)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/rr"
 	"linerate/traffic/session"
 	"linerate/traffic/tcp"
 	"linerate/wire"
@@ -50,7 +51,7 @@ func (t *target) openRR(r *clientRun) error {
 	if err != nil {
 		return err
 	}
-	c, err := newRRClient(sp, t.local, netip.AddrPortFrom(t.addr.Addr(), port), cookie, r.cfg.setup)
+	c, err := rr.NewClient(sp, t.local, netip.AddrPortFrom(t.addr.Addr(), port), cookie, r.cfg.setup)
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.name, err)
 	}
@@ -84,21 +85,7 @@ func (r *clientRun) assembleRR(res *results.Result) {
 			tr.Notes = append(tr.Notes, "server samples: "+sr.SampleError)
 		}
 		if t.rr != nil {
-			for _, s := range t.rr.streams {
-				st := results.RRStream{Stream: len(rr.Streams), Transactions: s.done.Load(),
-					Timeouts: s.timeouts.Load(), Failures: s.connFail.Load() + s.other.Load()}
-				if rr.Seconds > 0 {
-					st.TPS = float64(st.Transactions) / rr.Seconds
-				}
-				lat := s.hist.Latency()
-				st.P50, st.P99 = lat.P50, lat.P99
-				rr.Streams = append(rr.Streams, st)
-				rr.Transactions += st.Transactions
-				rr.Timeouts += s.timeouts.Load()
-				rr.ConnectFailures += s.connFail.Load()
-				rr.Errors += s.other.Load()
-				all.Merge(&s.hist)
-			}
+			t.rr.Tally(rr, &all)
 		}
 	}
 	if rr.Seconds > 0 {

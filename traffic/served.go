@@ -15,6 +15,7 @@ import (
 	"linerate/internal/admit"
 	"linerate/results"
 	"linerate/source/xdpcount"
+	"linerate/traffic/rr"
 	"linerate/traffic/session"
 	"linerate/traffic/sock"
 	"linerate/traffic/tcp"
@@ -35,8 +36,8 @@ type serverTest struct {
 	probePort   uint16   // the probe echo's port
 	xdp         *xdpMeter
 	queues      *queueMeter
-	aimer       *aimer    // UDP senders waiting for the client's punches
-	rr          *rrServer // the answering side of a transaction test
+	aimer       *aimer     // UDP senders waiting for the client's punches
+	rr          *rr.Server // the answering side of a transaction test
 
 	// TCP: the data listener and the connections the client opens.
 	tcpLn    *net.TCPListener
@@ -73,22 +74,22 @@ func (s *Server) newTest(asked *wire.Spec, local, peer netip.Addr) (*serverTest,
 func (t *serverTest) open() error {
 	sp := &t.spec
 	if sp.ProbeInterval > 0 {
-		e, err := newEcho(t.local, t.peer)
+		e, err := rr.NewEcho(t.local, t.peer)
 		if err != nil {
 			return fmt.Errorf("probe echo on %s: %w", t.local, err)
 		}
 		t.sess.Add(session.Receiving, "", e)
-		t.probePort = e.port()
+		t.probePort = e.Port()
 	}
 	if sp.RR != nil {
-		rr, err := newRRServer(sp, t.local, t.peer, t.cookie)
+		rs, err := rr.NewServer(sp, t.local, t.peer, t.cookie)
 		if err != nil {
 			return err
 		}
-		t.rr = rr
-		t.sess.Add(session.Receiving, "", rr)
+		t.rr = rs
+		t.sess.Add(session.Receiving, "", rs)
 		if sp.Proto == wire.UDP {
-			t.udpPorts = []uint16{rr.port()}
+			t.udpPorts = []uint16{rs.Port()}
 		}
 		return nil
 	}
@@ -224,7 +225,7 @@ func (t *serverTest) accept(c *ctl) error {
 		acc.Punch = p
 	}
 	if t.rr != nil && sp.Proto == wire.TCP {
-		acc.TCPPort = t.rr.port()
+		acc.TCPPort = t.rr.Port()
 	}
 	if t.tcpLn != nil {
 		acc.TCPPort = uint16(t.tcpLn.Addr().(*net.TCPAddr).Port)
@@ -284,7 +285,7 @@ func (t *serverTest) result() *results.ServerResult {
 		res.TCP = append(res.TCP, fr.TCP...)
 	}
 	if t.rr != nil {
-		res.RR = &results.RRServed{Connections: t.rr.connections()}
+		res.RR = &results.RRServed{Connections: t.rr.Connections()}
 	}
 	for _, err := range t.sess.Errs() {
 		res.Errors = append(res.Errors, err.Error())

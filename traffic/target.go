@@ -14,6 +14,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/rr"
 	"linerate/traffic/session"
 	"linerate/traffic/sock"
 	"linerate/traffic/tcp"
@@ -39,9 +40,9 @@ type target struct {
 	// fwd is what the client sends to this target, rev what it receives
 	// from it: parts of the session's flows.
 	fwd, rev []share
-	prober   *prober
+	prober   *rr.Prober
 	// rr is the client of a transaction test (nil: another test).
-	rr *rrClient
+	rr *rr.Client
 	// Sent is what the client told the server it sent (the stop message).
 	sent []results.Count
 

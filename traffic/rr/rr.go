@@ -1,4 +1,13 @@
-package traffic
+// Package rr measures round trips: a request, then its response. The
+// transaction test (bench rr, wire.RR): each Client stream writes a
+// request and waits for the whole response before the next, over one TCP
+// connection, one UDP socket, or a new TCP connection per transaction
+// (Connect); the client counts what completed and how long each took, the
+// Server what it answered. The latency probes that run beside any test
+// (Prober, answered by the server's Echo), idle and under load. All are
+// session flows, so the control protocol, the timing, the intervals and
+// the sampling are those of every other test.
+package rr
 
 import (
 	"context"
@@ -21,14 +30,6 @@ import (
 	"linerate/wire"
 )
 
-// A transaction test (bench rr, wire.RR): each client stream writes a
-// request and waits for the whole response before the next, over one TCP
-// connection, one UDP socket, or a new TCP connection per transaction
-// (Connect). The client counts what completed and how long each took; the
-// server counts what it answered. Both are flows of the session, so the
-// control protocol, the timing, the intervals and the sampling are those
-// of every other test.
-
 // rrStream is one client transaction loop. Its counters are atomic
 // (progress reads them while it runs); its histogram is its own until run
 // returned.
@@ -42,8 +43,8 @@ type rrStream struct {
 	seq                       uint64       // the UDP request's number
 }
 
-// rrClient is the client's side of a transaction test: Streams loops.
-type rrClient struct {
+// Client is the client's side of a transaction test: Streams loops.
+type Client struct {
 	rr      wire.RR
 	proto   wire.Proto
 	local   netip.Addr
@@ -57,11 +58,11 @@ type rrClient struct {
 	stopMu  sync.Once
 }
 
-// newRRClient makes the client's streams toward the server's data port,
+// NewClient makes the client's streams toward the server's data port,
 // opening their connections or sockets now (but with Connect, whose
 // connections open per transaction).
-func newRRClient(sp *wire.Spec, local netip.Addr, to netip.AddrPort, cookie uint64, setup func(func() error) error) (*rrClient, error) {
-	c := &rrClient{rr: *sp.RR, proto: sp.Proto, local: local, to: to, cookie: cookie, setup: setup, stopCh: make(chan struct{})}
+func NewClient(sp *wire.Spec, local netip.Addr, to netip.AddrPort, cookie uint64, setup func(func() error) error) (*Client, error) {
+	c := &Client{rr: *sp.RR, proto: sp.Proto, local: local, to: to, cookie: cookie, setup: setup, stopCh: make(chan struct{})}
 	c.dialer = net.Dialer{Timeout: c.rr.Timeout.D(), LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, 0)),
 		Control: tcp.KnobsOf(sp).Control(true)}
 	for i := range sp.Streams {
@@ -89,7 +90,7 @@ func newRRClient(sp *wire.Spec, local netip.Addr, to netip.AddrPort, cookie uint
 }
 
 // dial opens a data connection for stream id and says which it is.
-func (c *rrClient) dial(id int) (*net.TCPConn, error) {
+func (c *Client) dial(id int) (*net.TCPConn, error) {
 	conn, err := c.dialer.Dial("tcp", c.to.String())
 	if err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func (c *rrClient) dial(id int) (*net.TCPConn, error) {
 	return tc, nil
 }
 
-func (c *rrClient) Run(tm session.Timing) {
+func (c *Client) Run(tm session.Timing) {
 	var wg sync.WaitGroup
 	for _, s := range c.streams {
 		wg.Add(1)
@@ -119,7 +120,7 @@ func (c *rrClient) Run(tm session.Timing) {
 
 // loop runs transactions on s until end or stop; one under way at end
 // completes (within the timeout) and counts.
-func (c *rrClient) loop(s *rrStream, end time.Time) {
+func (c *Client) loop(s *rrStream, end time.Time) {
 	req := make([]byte, c.rr.Request)
 	resp := make([]byte, c.rr.Response)
 	if c.rr.Connect {
@@ -156,7 +157,7 @@ var errConnect = errors.New("connect")
 // failed counts a failed transaction by its kind. A TCP stream's
 // connection is out of step after any failure: it opens a new one, and
 // one that cannot be opened waits a little before the next try.
-func (c *rrClient) failed(s *rrStream, err error) {
+func (c *Client) failed(s *rrStream, err error) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, errConnect):
@@ -187,7 +188,7 @@ func (c *rrClient) failed(s *rrStream, err error) {
 
 // pause waits a moment after a connection that could not be opened, so
 // that a refusing server is not hammered; a stop ends it.
-func (c *rrClient) pause() {
+func (c *Client) pause() {
 	select {
 	case <-c.stopCh:
 	case <-time.After(10 * time.Millisecond):
@@ -195,7 +196,7 @@ func (c *rrClient) pause() {
 }
 
 // tcpOnce is one transaction on the stream's connection.
-func (c *rrClient) tcpOnce(s *rrStream, req, resp []byte, t0 time.Time) error {
+func (c *Client) tcpOnce(s *rrStream, req, resp []byte, t0 time.Time) error {
 	if s.tc == nil {
 		return fmt.Errorf("%w: no connection", errConnect)
 	}
@@ -210,7 +211,7 @@ func (c *rrClient) tcpOnce(s *rrStream, req, resp []byte, t0 time.Time) error {
 // connectOnce is one transaction on a connection of its own: connect,
 // hello and request, response; then it waits for the server's close so
 // that the TIME_WAIT is the server's, and closes.
-func (c *rrClient) connectOnce(s *rrStream, req, resp []byte, t0 time.Time) error {
+func (c *Client) connectOnce(s *rrStream, req, resp []byte, t0 time.Time) error {
 	conn, err := c.dialer.Dial("tcp", c.to.String())
 	if err != nil {
 		return fmt.Errorf("%w: %w", errConnect, err)
@@ -233,7 +234,7 @@ func (c *rrClient) connectOnce(s *rrStream, req, resp []byte, t0 time.Time) erro
 // carries its number in its first bytes (up to 8) and the response echoes
 // them, so that a late answer to an earlier request is not taken for this
 // one's.
-func (c *rrClient) udpOnce(s *rrStream, req, resp []byte, t0 time.Time) error {
+func (c *Client) udpOnce(s *rrStream, req, resp []byte, t0 time.Time) error {
 	s.seq++
 	var num [8]byte
 	binary.LittleEndian.PutUint64(num[:], s.seq)
@@ -257,9 +258,9 @@ func (c *rrClient) udpOnce(s *rrStream, req, resp []byte, t0 time.Time) error {
 // rrEcho is how many of a UDP request's first bytes its response echoes.
 func rrEcho(request, response int) int { return min(8, request, response) }
 
-func (c *rrClient) Cut(time.Time) {}
+func (c *Client) Cut(time.Time) {}
 
-func (c *rrClient) Stop(time.Duration) {
+func (c *Client) Stop(time.Duration) {
 	c.stopMu.Do(func() {
 		c.stopped.Store(true)
 		close(c.stopCh)
@@ -272,7 +273,7 @@ func (c *rrClient) Stop(time.Duration) {
 	})
 }
 
-func (c *rrClient) Progress() (packets, bytes uint64) {
+func (c *Client) Progress() (packets, bytes uint64) {
 	for _, s := range c.streams {
 		packets += s.done.Load()
 		bytes += s.bytes.Load()
@@ -280,7 +281,7 @@ func (c *rrClient) Progress() (packets, bytes uint64) {
 	return packets, bytes
 }
 
-func (c *rrClient) Collect() session.Result {
+func (c *Client) Collect() session.Result {
 	var res session.Result
 	for _, s := range c.streams {
 		res.Counts = append(res.Counts, results.Count{Stream: s.id, Packets: s.done.Load(), Bytes: s.bytes.Load()})
@@ -288,7 +289,7 @@ func (c *rrClient) Collect() session.Result {
 	return res
 }
 
-func (c *rrClient) Close() error {
+func (c *Client) Close() error {
 	for _, s := range c.streams {
 		if s.tc != nil {
 			s.tc.Close()
@@ -300,11 +301,32 @@ func (c *rrClient) Close() error {
 	return nil
 }
 
-// rrServer is the server's side of a transaction test: it answers every
+// Tally adds the client's streams to rr, numbered on from those it holds,
+// with their rates over rr.Seconds, and their latencies to all; valid
+// after the client's Run returned.
+func (c *Client) Tally(rr *results.RR, all *results.Histogram) {
+	for _, s := range c.streams {
+		st := results.RRStream{Stream: len(rr.Streams), Transactions: s.done.Load(),
+			Timeouts: s.timeouts.Load(), Failures: s.connFail.Load() + s.other.Load()}
+		if rr.Seconds > 0 {
+			st.TPS = float64(st.Transactions) / rr.Seconds
+		}
+		lat := s.hist.Latency()
+		st.P50, st.P99 = lat.P50, lat.P99
+		rr.Streams = append(rr.Streams, st)
+		rr.Transactions += st.Transactions
+		rr.Timeouts += s.timeouts.Load()
+		rr.ConnectFailures += s.connFail.Load()
+		rr.Errors += s.other.Load()
+		all.Merge(&s.hist)
+	}
+}
+
+// Server is the server's side of a transaction test: it answers every
 // request from the client's address with a response, and counts them per
 // stream (TCP: the stream of the connection's hello; UDP: per client
 // port, in the order they came).
-type rrServer struct {
+type Server struct {
 	rr      wire.RR
 	peer    netip.Addr
 	cookie  uint64
@@ -327,11 +349,11 @@ type rrServer struct {
 	done      chan struct{}
 }
 
-// newRRServer opens the test's data port on local (in the caller's
+// NewServer opens the test's data port on local (in the caller's
 // namespace) and starts answering at once: the client's connections come
 // before the test's clock starts.
-func newRRServer(sp *wire.Spec, local, peer netip.Addr, cookie uint64) (*rrServer, error) {
-	s := &rrServer{rr: *sp.RR, peer: peer, cookie: cookie, streams: sp.Streams, answered: make([]atomic.Uint64, sp.Streams),
+func NewServer(sp *wire.Spec, local, peer netip.Addr, cookie uint64) (*Server, error) {
+	s := &Server{rr: *sp.RR, peer: peer, cookie: cookie, streams: sp.Streams, answered: make([]atomic.Uint64, sp.Streams),
 		open: map[*net.TCPConn]struct{}{}, answering: make([]*net.TCPConn, sp.Streams), ports: map[uint16]int{}, done: make(chan struct{})}
 	if sp.Proto == wire.UDP {
 		uc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
@@ -360,8 +382,8 @@ func newRRServer(sp *wire.Spec, local, peer netip.Addr, cookie uint64) (*rrServe
 	return s, nil
 }
 
-// port is the data port the client reaches.
-func (s *rrServer) port() uint16 {
+// Port is the data port the client reaches.
+func (s *Server) Port() uint16 {
 	if s.uc != nil {
 		return uint16(s.uc.LocalAddr().(*net.UDPAddr).Port)
 	}
@@ -372,7 +394,7 @@ func (s *rrServer) port() uint16 {
 // as many waiting for their hello at once as the test has streams (a
 // newer one takes the place of the oldest), and one answered per stream
 // (answerTCP).
-func (s *rrServer) acceptTCP() {
+func (s *Server) acceptTCP() {
 	defer s.wg.Done()
 	hellos := admit.NewTable(s.streams, s.streams)
 	for {
@@ -396,7 +418,7 @@ func (s *rrServer) acceptTCP() {
 }
 
 // track files c among the open connections; false once stopped.
-func (s *rrServer) track(c *net.TCPConn) bool {
+func (s *Server) track(c *net.TCPConn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -407,7 +429,7 @@ func (s *rrServer) track(c *net.TCPConn) bool {
 }
 
 // untrack closes c and forgets it, and its stream's place if it held it.
-func (s *rrServer) untrack(c *net.TCPConn) {
+func (s *Server) untrack(c *net.TCPConn) {
 	s.mu.Lock()
 	delete(s.open, c)
 	for i, o := range s.answering {
@@ -423,7 +445,7 @@ func (s *rrServer) untrack(c *net.TCPConn) {
 // was; false once stopped. A client opens a new connection for a stream
 // after a failure (or, with Connect, for each transaction): the newest is
 // the stream's.
-func (s *rrServer) answer(stream int, c *net.TCPConn) bool {
+func (s *Server) answer(stream int, c *net.TCPConn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -440,7 +462,7 @@ func (s *rrServer) answer(stream int, c *net.TCPConn) bool {
 // the client closes it or a newer connection takes its stream; with
 // Connect, one, and then it closes first. slot is its place among those
 // waiting for their hello.
-func (s *rrServer) answerTCP(c *net.TCPConn, slot *admit.Slot) {
+func (s *Server) answerTCP(c *net.TCPConn, slot *admit.Slot) {
 	defer s.wg.Done()
 	defer s.untrack(c)
 	hello := make([]byte, wire.DataHelloLen)
@@ -475,7 +497,7 @@ func (s *rrServer) answerTCP(c *net.TCPConn, slot *admit.Slot) {
 
 // answerUDP answers every request of the request's size from the client's
 // address, echoing its number.
-func (s *rrServer) answerUDP() {
+func (s *Server) answerUDP() {
 	defer s.wg.Done()
 	buf := make([]byte, wire.MaxRRSize+1)
 	resp := make([]byte, s.rr.Response)
@@ -510,13 +532,13 @@ func (s *rrServer) answerUDP() {
 }
 
 // Run waits for the stop: the server answers from its creation on.
-func (s *rrServer) Run(session.Timing) { <-s.done }
+func (s *Server) Run(session.Timing) { <-s.done }
 
-func (s *rrServer) Cut(time.Time) {}
+func (s *Server) Cut(time.Time) {}
 
 // Stop closes the data port and every connection: the client's stop came
 // after its streams ended.
-func (s *rrServer) Stop(time.Duration) {
+func (s *Server) Stop(time.Duration) {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -537,12 +559,12 @@ func (s *rrServer) Stop(time.Duration) {
 	close(s.done)
 }
 
-func (s *rrServer) Progress() (packets, bytes uint64) { return s.total.Load(), s.bytes.Load() }
+func (s *Server) Progress() (packets, bytes uint64) { return s.total.Load(), s.bytes.Load() }
 
-// connections is how many connections the server answered on.
-func (s *rrServer) connections() uint64 { return s.conns.Load() }
+// Connections is how many connections the server answered on.
+func (s *Server) Connections() uint64 { return s.conns.Load() }
 
-func (s *rrServer) Collect() session.Result {
+func (s *Server) Collect() session.Result {
 	var res session.Result
 	if s.uc != nil {
 		s.mu.Lock()
@@ -558,7 +580,7 @@ func (s *rrServer) Collect() session.Result {
 	return res
 }
 
-func (s *rrServer) Close() error {
+func (s *Server) Close() error {
 	s.Stop(0)
 	if s.uc != nil {
 		s.uc.Close()

@@ -1,4 +1,4 @@
-package traffic
+package rr
 
 import (
 	"net"
@@ -42,14 +42,14 @@ func slowEcho(t *testing.T, hold time.Duration, held func(time.Duration) time.Du
 // probeFor runs a prober against to for d and returns its round trips.
 func probeFor(t *testing.T, to netip.AddrPort, interval, d time.Duration) []time.Duration {
 	t.Helper()
-	p, err := newProber(loopback, to, interval, true)
+	p, err := NewProber(loopback, to, interval, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(d)
 	p.finish(100 * time.Millisecond)
 	if len(p.replies) < 3 {
-		t.Fatalf("%d replies to %d probes", len(p.replies), p.sent[phaseIdle])
+		t.Fatalf("%d replies to %d probes", len(p.replies), p.sent[PhaseIdle])
 	}
 	var rtts []time.Duration
 	for _, r := range p.replies {
@@ -87,12 +87,12 @@ func TestProbeIgnoresImpossibleHold(t *testing.T) {
 // long it held it; a probe too short to carry that (an older client's,
 // 16 bytes) comes back as it was sent, but flagged.
 func TestEchoSaysHowLongItHeld(t *testing.T) {
-	e, err := newEcho(loopback, loopback)
+	e, err := NewEcho(loopback, loopback)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, e.port())))
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(loopback, e.Port())))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package traffic
+package rr
 
 import (
 	"encoding/binary"
@@ -17,11 +17,11 @@ import (
 	"linerate/wire"
 )
 
-// echo answers latency probes on a UDP socket, only from the address of
+// Echo answers latency probes on a UDP socket, only from the address of
 // the control connection's peer. It is a receiving flow that answers from
 // the moment it is made (the client probes before the test starts) until
 // it is closed; it counts nothing.
-type echo struct {
+type Echo struct {
 	conn *net.UDPConn
 	peer netip.Addr
 	done chan struct{}
@@ -29,7 +29,9 @@ type echo struct {
 	once sync.Once
 }
 
-func newEcho(local netip.Addr, peer netip.Addr) (*echo, error) {
+// NewEcho answers probes on a port of local from peer alone, from now
+// until it is closed.
+func NewEcho(local netip.Addr, peer netip.Addr) (*Echo, error) {
 	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
 	if err != nil {
 		return nil, err
@@ -38,23 +40,24 @@ func newEcho(local netip.Addr, peer netip.Addr) (*echo, error) {
 		c.Close()
 		return nil, fmt.Errorf("latency echo: %w", err)
 	}
-	e := &echo{conn: c, peer: peer.Unmap(), done: make(chan struct{}), halt: make(chan struct{})}
+	e := &Echo{conn: c, peer: peer.Unmap(), done: make(chan struct{}), halt: make(chan struct{})}
 	go e.serve()
 	return e, nil
 }
 
-func (e *echo) port() uint16 { return netip.MustParseAddrPort(e.conn.LocalAddr().String()).Port() }
+// Port is the port the echo answers on.
+func (e *Echo) Port() uint16 { return netip.MustParseAddrPort(e.conn.LocalAddr().String()).Port() }
 
-func (e *echo) Run(session.Timing)                { <-e.halt }
-func (e *echo) Cut(time.Time)                     {}
-func (e *echo) Stop(time.Duration)                { e.once.Do(func() { close(e.halt) }) }
-func (e *echo) Progress() (packets, bytes uint64) { return 0, 0 }
-func (e *echo) Collect() session.Result           { return session.Result{} }
+func (e *Echo) Run(session.Timing)                { <-e.halt }
+func (e *Echo) Cut(time.Time)                     {}
+func (e *Echo) Stop(time.Duration)                { e.once.Do(func() { close(e.halt) }) }
+func (e *Echo) Progress() (packets, bytes uint64) { return 0, 0 }
+func (e *Echo) Collect() session.Result           { return session.Result{} }
 
 // serve answers each probe with itself, flagged as a reply, and (in a
 // probe long enough to carry it) how long it held it since the kernel
 // received it.
-func (e *echo) serve() {
+func (e *Echo) serve() {
 	defer close(e.done)
 	buf := make([]byte, 2048)
 	oob := make([]byte, unix.CmsgSpace(16))
@@ -82,18 +85,18 @@ func (e *echo) serve() {
 	}
 }
 
-func (e *echo) Close() error {
+func (e *Echo) Close() error {
 	e.Stop(0)
 	err := e.conn.Close()
 	<-e.done
 	return err
 }
 
-// prober sends probes to a server's echo port at a fixed interval and
+// Prober sends probes to a server's echo port at a fixed interval and
 // keeps the round trips, labelled by the phase they were sent in. It is a
 // receiving flow that probes from the moment it is made (the idle phase
 // comes before the test) until it is stopped; it counts no traffic.
-type prober struct {
+type Prober struct {
 	conn     *net.UDPConn
 	raw      syscall.RawConn
 	interval time.Duration
@@ -113,9 +116,10 @@ type prober struct {
 	wg       sync.WaitGroup
 }
 
+// The phases a probe is sent in: before the load, and under it.
 const (
-	phaseIdle = 0
-	phaseLoad = 1
+	PhaseIdle = 0
+	PhaseLoad = 1
 )
 
 // probeReply is one answered probe: when it was sent and its round trip.
@@ -125,7 +129,9 @@ type probeReply struct {
 	idle bool
 }
 
-func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration, keep bool) (*prober, error) {
+// NewProber starts probing to from local (any address when invalid) every
+// interval; with keep it keeps every answered probe for OverTime.
+func NewProber(local netip.Addr, to netip.AddrPort, interval time.Duration, keep bool) (*Prober, error) {
 	var laddr *net.UDPAddr
 	if local.IsValid() {
 		laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, 0))
@@ -142,14 +148,15 @@ func newProber(local netip.Addr, to netip.AddrPort, interval time.Duration, keep
 		c.Close()
 		return nil, fmt.Errorf("latency probes: %w", err)
 	}
-	p := &prober{conn: c, raw: raw, interval: interval, keep: keep, quiet: make(chan struct{}), halt: make(chan struct{}),
+	p := &Prober{conn: c, raw: raw, interval: interval, keep: keep, quiet: make(chan struct{}), halt: make(chan struct{}),
 		rbuf: make([]byte, 2048), oob: make([]byte, unix.CmsgSpace(16))}
 	p.wg.Add(1)
 	go p.send()
 	return p, nil
 }
 
-func (p *prober) setPhase(ph int) {
+// SetPhase files the probes sent from now on under phase ph.
+func (p *Prober) SetPhase(ph int) {
 	p.mu.Lock()
 	p.phase = ph
 	p.mu.Unlock()
@@ -161,7 +168,7 @@ func (p *prober) setPhase(ph int) {
 // test is using. A reply's round trip ends when the kernel received it
 // (SO_TIMESTAMPNS), however long it then waited to be read, less the
 // time the echo held it.
-func (p *prober) send() {
+func (p *Prober) send() {
 	defer p.wg.Done()
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
@@ -188,7 +195,7 @@ func (p *prober) send() {
 
 // drain reads every reply waiting on the socket, without waiting for
 // more.
-func (p *prober) drain() {
+func (p *Prober) drain() {
 	_ = p.raw.Read(func(fd uintptr) bool {
 		for {
 			n, oobn, _, _, err := unix.Recvmsg(int(fd), p.rbuf, p.oob, unix.MSG_DONTWAIT)
@@ -206,9 +213,9 @@ func (p *prober) drain() {
 }
 
 // reply files one datagram read from the socket, if it is a reply.
-func (p *prober) reply(b, oob []byte) {
+func (p *Prober) reply(b, oob []byte) {
 	h, ok := wire.ParseHeader(b)
-	if !ok || h.Flags != wire.FlagReply || h.Stream > phaseLoad {
+	if !ok || h.Flags != wire.FlagReply || h.Stream > PhaseLoad {
 		return
 	}
 	at, ok := kernelTime(oob)
@@ -224,7 +231,7 @@ func (p *prober) reply(b, oob []byte) {
 	p.mu.Lock()
 	p.rtts[h.Stream] = append(p.rtts[h.Stream], rtt)
 	if p.keep {
-		p.replies = append(p.replies, probeReply{sent: h.SentTime(), rtt: rtt, idle: h.Stream == phaseIdle})
+		p.replies = append(p.replies, probeReply{sent: h.SentTime(), rtt: rtt, idle: h.Stream == PhaseIdle})
 	}
 	p.mu.Unlock()
 }
@@ -257,24 +264,24 @@ func kernelTime(oob []byte) (time.Time, bool) {
 const lateReplies = 200 * time.Millisecond
 
 // Run waits for stop, then for late replies.
-func (p *prober) Run(session.Timing) {
+func (p *Prober) Run(session.Timing) {
 	<-p.halt
 	p.finish(lateReplies)
 }
 
-func (p *prober) Cut(time.Time)                     {}
-func (p *prober) Stop(time.Duration)                { p.haltOnce.Do(func() { close(p.halt) }) }
-func (p *prober) Progress() (packets, bytes uint64) { return 0, 0 }
-func (p *prober) Collect() session.Result           { return session.Result{} }
+func (p *Prober) Cut(time.Time)                     {}
+func (p *Prober) Stop(time.Duration)                { p.haltOnce.Do(func() { close(p.halt) }) }
+func (p *Prober) Progress() (packets, bytes uint64) { return 0, 0 }
+func (p *Prober) Collect() session.Result           { return session.Result{} }
 
-func (p *prober) Close() error {
+func (p *Prober) Close() error {
 	p.finish(0)
 	return nil
 }
 
 // finish, the first time, sends no more probes, waits for late replies,
 // reads them and closes the socket.
-func (p *prober) finish(wait time.Duration) {
+func (p *Prober) finish(wait time.Duration) {
 	p.finished.Do(func() {
 		close(p.quiet)
 		p.wg.Wait()
@@ -284,22 +291,26 @@ func (p *prober) finish(wait time.Duration) {
 	})
 }
 
-// latency is the idle and loaded round trips (nil when no probe of that
+// Latency is the idle and loaded round trips (nil when no probe of that
 // phase was sent); valid after finish.
-func (p *prober) latency() (idle, load *results.Latency) {
-	if p.sent[phaseIdle] > 0 {
-		idle = results.Summarize(p.rtts[phaseIdle], p.sent[phaseIdle])
+func (p *Prober) Latency() (idle, load *results.Latency) {
+	if p.sent[PhaseIdle] > 0 {
+		idle = results.Summarize(p.rtts[PhaseIdle], p.sent[PhaseIdle])
 	}
-	if p.sent[phaseLoad] > 0 {
-		load = results.Summarize(p.rtts[phaseLoad], p.sent[phaseLoad])
+	if p.sent[PhaseLoad] > 0 {
+		load = results.Summarize(p.rtts[PhaseLoad], p.sent[PhaseLoad])
 	}
 	return idle, load
 }
 
-// overTime is every answered probe's round trip by when it was sent, in
+// Phase is the round trips of the probes sent in phase ph that were
+// answered, and how many were sent; valid after the prober finished.
+func (p *Prober) Phase(ph int) (rtts []time.Duration, sent int) { return p.rtts[ph], p.sent[ph] }
+
+// OverTime is every answered probe's round trip by when it was sent, in
 // seconds since start (negative: before it, idle), for target; valid
 // after finish, empty unless the prober keeps its replies.
-func (p *prober) overTime(start time.Time, target int) []results.ProbeSample {
+func (p *Prober) OverTime(start time.Time, target int) []results.ProbeSample {
 	out := make([]results.ProbeSample, 0, len(p.replies))
 	for _, r := range p.replies {
 		out = append(out, results.ProbeSample{Target: target, T: r.sent.Sub(start).Round(time.Millisecond).Seconds(),
