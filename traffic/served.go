@@ -15,6 +15,7 @@ import (
 	"linerate/internal/admit"
 	"linerate/results"
 	"linerate/source/xdpcount"
+	"linerate/traffic/meter"
 	"linerate/traffic/rr"
 	"linerate/traffic/session"
 	"linerate/traffic/sock"
@@ -34,8 +35,8 @@ type serverTest struct {
 	sess        *session.Session
 	udpPorts    []uint16 // the UDP receiver's ports
 	probePort   uint16   // the probe echo's port
-	xdp         *xdpMeter
-	queues      *queueMeter
+	xdp         *meter.XDP
+	queues      *meter.Queues
 	aimer       *aimer     // UDP senders waiting for the client's punches
 	rr          *rr.Server // the answering side of a transaction test
 
@@ -125,14 +126,14 @@ func (t *serverTest) openUDPReceiver() error {
 		if len(r.Ports()) == 1 {
 			port = r.Ports()[0]
 		}
-		t.xdp = newXDPMeter(t.local, port)
+		t.xdp = meter.NewXDP(t.local, port)
 		t.sess.Add(session.Receiving, "", t.xdp)
 	}
 	var xc *xdpcount.Counter
 	if t.xdp != nil {
-		xc = t.xdp.c
+		xc = t.xdp.Counter()
 	}
-	t.queues = newQueueMeter(t.local, xc)
+	t.queues = meter.NewQueues(t.local, xc)
 	t.sess.Add(session.Receiving, "", t.queues)
 	return nil
 }
@@ -304,10 +305,10 @@ func (t *serverTest) result() *results.ServerResult {
 		}
 	}
 	if t.xdp != nil {
-		res.XDP = t.xdp.result()
+		res.XDP = t.xdp.Result()
 	}
 	if t.queues != nil {
-		res.RxQueues = t.queues.result()
+		res.RxQueues = t.queues.Result()
 	}
 	return res
 }

@@ -1,4 +1,4 @@
-package traffic
+package meter
 
 import (
 	"errors"
@@ -15,14 +15,14 @@ import (
 	"linerate/traffic/sock"
 )
 
-// queueMeter counts the packets each receive queue of the interface
+// Queues counts the packets each receive queue of the interface
 // holding a test's receiving address took in the measured window: by the
 // NIC's own per-queue counters where the driver has them (netdev qstats,
 // else ethtool -S), else
 // by the XDP counter's per-queue map when the test attached one (a veth
 // counts nothing per queue without it). What cannot be counted is said in
 // the result, not fatal.
-type queueMeter struct {
+type Queues struct {
 	*windowMeter
 	stat results.QueueStat
 	// The sockets the counter reads through, made in the interface's
@@ -32,11 +32,11 @@ type queueMeter struct {
 	nl *netlink.Handle
 }
 
-// newQueueMeter finds the interface holding local and a counter for its
+// NewQueues finds the interface holding local and a counter for its
 // receive queues; xdp, when not nil, is the test's XDP counter on it. Call
 // it in the interface's network namespace (the ethtool socket stays in it).
-func newQueueMeter(local netip.Addr, xdp *xdpcount.Counter) *queueMeter {
-	m := &queueMeter{windowMeter: newWindowMeter(nil)}
+func NewQueues(local netip.Addr, xdp *xdpcount.Counter) *Queues {
+	m := &Queues{windowMeter: newWindowMeter(nil)}
 	read, err := m.counter(local, xdp)
 	if err != nil {
 		m.stat.Error = err.Error()
@@ -51,7 +51,7 @@ var errNoQueueCounters = errors.New("has no per-queue receive counters (netdev q
 
 // counter picks how to read the queues: qstats, else ethtool, else the
 // link's counter of a single-queue interface, else XDP.
-func (m *queueMeter) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([]uint64, error), error) {
+func (m *Queues) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([]uint64, error), error) {
 	name, index, err := sock.InterfaceOf(local)
 	if err != nil {
 		return nil, err
@@ -125,9 +125,9 @@ func (m *queueMeter) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([
 	}, nil
 }
 
-// result is the packets per queue in the window; valid after the meter's
+// Result is the packets per queue in the window; valid after the meter's
 // run returned.
-func (m *queueMeter) result() *results.QueueStat {
+func (m *Queues) Result() *results.QueueStat {
 	st := m.stat
 	v, _, err := m.counted()
 	switch {
@@ -139,7 +139,7 @@ func (m *queueMeter) result() *results.QueueStat {
 	return &st
 }
 
-func (m *queueMeter) Close() error {
+func (m *Queues) Close() error {
 	m.Stop(0)
 	if m.nl != nil {
 		m.nl.Close()

@@ -1,12 +1,11 @@
-package traffic
-
-// The receive meters: flows that count no traffic of their own but read
-// counters of the receiving interface at the start and the end of the
-// measured window. The XDP meter counts, with the eBPF counter of
-// linerate/source/xdpcount attached to the receiving interface, the IPv4
-// UDP packets that reached the interface, so that a result can show them
-// beside those that reached the socket; the queue meter (queues.go) how
-// the packets spread over the interface's receive queues.
+// Package meter holds the receive meters: session flows that count no
+// traffic of their own but read counters of the receiving interface at
+// the start and the end of the measured window. XDP counts, with the eBPF
+// counter of linerate/source/xdpcount attached to the receiving
+// interface, the IPv4 UDP packets that reached the interface, so that a
+// result can show them beside those that reached the socket; Queues
+// (queues.go) how the packets spread over the interface's receive queues.
+package meter
 
 import (
 	"net/netip"
@@ -101,21 +100,21 @@ func (m *windowMeter) counted() ([]uint64, float64, error) {
 func (m *windowMeter) Progress() (packets, bytes uint64) { return 0, 0 }
 func (m *windowMeter) Collect() session.Result           { return session.Result{} }
 
-// xdpMeter counts, with an XDP counter, the UDP packets that reach the
+// XDP counts, with an XDP counter, the UDP packets that reach the
 // interface holding a test's receiving address in the measured window. Its
 // figure is in result. A counter that cannot be attached is reported
 // there, not fatal.
-type xdpMeter struct {
+type XDP struct {
 	*windowMeter
 	c    *xdpcount.Counter
 	stat results.XDPStat
 }
 
-// newXDPMeter attaches a counter to the interface that holds local; port,
+// NewXDP attaches a counter to the interface that holds local; port,
 // when not 0, is the only destination port counted. Call it in the
 // interface's network namespace.
-func newXDPMeter(local netip.Addr, port uint16) *xdpMeter {
-	m := &xdpMeter{windowMeter: newWindowMeter(nil)}
+func NewXDP(local netip.Addr, port uint16) *XDP {
+	m := &XDP{windowMeter: newWindowMeter(nil)}
 	name, index, err := sock.InterfaceOf(local)
 	if err != nil {
 		m.stat.Error = err.Error()
@@ -139,8 +138,11 @@ func newXDPMeter(local netip.Addr, port uint16) *xdpMeter {
 	return m
 }
 
-// result is what the counter saw; valid after the meter's run returned.
-func (m *xdpMeter) result() *results.XDPStat {
+// Counter is the XDP counter the meter attached (nil: none).
+func (m *XDP) Counter() *xdpcount.Counter { return m.c }
+
+// Result is what the counter saw; valid after the meter's Run returned.
+func (m *XDP) Result() *results.XDPStat {
 	st := m.stat
 	v, secs, err := m.counted()
 	if err != nil {
@@ -155,7 +157,7 @@ func (m *xdpMeter) result() *results.XDPStat {
 	return &st
 }
 
-func (m *xdpMeter) Close() error {
+func (m *XDP) Close() error {
 	m.Stop(0)
 	if m.c == nil {
 		return nil

@@ -1,4 +1,4 @@
-package traffic
+package meter
 
 import (
 	"net"
@@ -16,11 +16,11 @@ import (
 // meterOnce is what a queue meter on local's interface, without an XDP
 // counter, counts between two reads with nothing sent in between.
 func meterOnce(local netip.Addr) *results.QueueStat {
-	m := newQueueMeter(local, nil)
+	m := NewQueues(local, nil)
 	defer m.Close()
 	m.mark(false)
 	m.mark(true)
-	return m.result()
+	return m.Result()
 }
 
 // meterHost finds an interface of this host with an address whose
@@ -107,15 +107,19 @@ func TestQueueMeterNoCounters(t *testing.T) {
 // own receive counter: the datagrams received in the window are all there.
 func TestQueueMeterSingleQueue(t *testing.T) {
 	testenv.RequireRoot(t)
-	l := newRingLab(t)
+	a, b := testenv.NewNetNS(t), testenv.NewNetNS(t)
+	testenv.Veth(t, a, "lrs0", b, "lrs1", 1)
+	a.AddAddr(t, "lrs0", "10.201.0.1/24")
+	b.AddAddr(t, "lrs1", "10.201.0.2/24")
+	dst := netip.MustParseAddr("10.201.0.2")
 	const n = 50
 	var (
-		m  *queueMeter
+		m  *Queues
 		rc *net.UDPConn
 	)
-	err := l.b.Do(func() (err error) {
-		m = newQueueMeter(l.dst, nil)
-		rc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(l.dst, 0)))
+	err := b.Do(func() (err error) {
+		m = NewQueues(dst, nil)
+		rc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(dst, 0)))
 		return err
 	})
 	if err != nil {
@@ -125,7 +129,7 @@ func TestQueueMeterSingleQueue(t *testing.T) {
 	defer rc.Close()
 	to := rc.LocalAddr().(*net.UDPAddr)
 	var sc *net.UDPConn
-	if err := l.a.Do(func() (err error) { sc, err = net.ListenUDP("udp4", nil); return err }); err != nil {
+	if err := a.Do(func() (err error) { sc, err = net.ListenUDP("udp4", nil); return err }); err != nil {
 		t.Fatal(err)
 	}
 	defer sc.Close()
@@ -149,7 +153,7 @@ func TestQueueMeterSingleQueue(t *testing.T) {
 	m.mark(false)
 	send(n)
 	m.mark(true)
-	q := m.result()
+	q := m.Result()
 	if q.Error != "" || q.Counter != results.CounterLink || len(q.Packets) != 1 || q.Packets[0] < n || q.Packets[0] > n+3 {
 		t.Errorf("a single-queue veth after %d datagrams: %+v, want its link counter with %d on queue 0", n, q, n)
 	}
