@@ -8,6 +8,7 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/frame"
 	"linerate/wire"
 )
 
@@ -28,13 +29,13 @@ func xdpWhyNot(r *clientRun, to []*target) string {
 		return why
 	}
 	for _, t := range to {
-		if n := t.spec.Payload + wire.UDPOverhead(true); n > MaxXDPFrameSize {
-			return fmt.Sprintf("AF_XDP sends frames up to %d bytes, not %d", MaxXDPFrameSize, n)
+		if n := t.spec.Payload + wire.UDPOverhead(true); n > frame.MaxXDPFrameSize {
+			return fmt.Sprintf("AF_XDP sends frames up to %d bytes, not %d", frame.MaxXDPFrameSize, n)
 		}
 	}
 	var why string
 	err := r.cfg.setup(func() error {
-		if why = xdpAvailable(); why != "" {
+		if why = frame.XDPUnavailable(); why != "" {
 			return nil
 		}
 		for _, t := range to {
@@ -48,7 +49,7 @@ func xdpWhyNot(r *clientRun, to []*target) string {
 				why = fmt.Sprintf("interface towards %s: %v", t.addr.Addr(), err)
 				return nil
 			}
-			if _, err := txQueuesInUse(link.Attrs().Name); err != nil {
+			if _, err := frame.TXQueuesInUse(link.Attrs().Name); err != nil {
 				why = err.Error()
 				return nil
 			}
@@ -86,14 +87,14 @@ func (t *target) openXDP(r *clientRun) error {
 	)
 	err := t.openFrames(r, "xdp", func(link netlink.Link) (int, error) {
 		iface = link.Attrs().Name
-		q, err := txQueuesInUse(iface)
+		q, err := frame.TXQueuesInUse(iface)
 		if err != nil {
 			return 0, err
 		}
 		senders = min(q, sp.Ports)
 		return senders, nil
-	}, func(_ netlink.Link, g int, rc RingConfig) (frameSender, error) {
-		s, err := NewXDPSender(XDPConfig{RingConfig: rc, Queue: g})
+	}, func(_ netlink.Link, g int, rc frame.RingConfig) (frame.Sender, error) {
+		s, err := frame.NewXDPSender(frame.XDPConfig{RingConfig: rc, Queue: g})
 		if err == nil && !s.ZeroCopy() {
 			copyMode++
 			zcErr = cmp.Or(zcErr, s.ZeroCopyError())

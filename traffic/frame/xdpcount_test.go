@@ -1,4 +1,4 @@
-package traffic
+package frame
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package traffic
+package frame
 
 // The ring engine: UDP test datagrams written as whole Ethernet frames into
 // an AF_PACKET transmit ring (PACKET_TX_RING, TPACKET_V2) that the kernel

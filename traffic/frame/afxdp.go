@@ -1,4 +1,4 @@
-package traffic
+package frame
 
 // The AF_XDP engine: the ring engine's frames (buildRingFrame, the same
 // test header) handed to the kernel through an AF_XDP socket instead of an
@@ -575,9 +575,9 @@ func (s *XDPSender) invalid() error {
 	return nil
 }
 
-// xdpAvailable says why this process cannot open AF_XDP sockets ("" when
+// XDPUnavailable says why this process cannot open AF_XDP sockets ("" when
 // it can).
-func xdpAvailable() string {
+func XDPUnavailable() string {
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Sprintf("AF_XDP socket: %v", err)
@@ -603,10 +603,10 @@ type ifreqData struct {
 	_    [24 - unsafe.Sizeof(uintptr(0))]byte
 }
 
-// txQueuesInUse is how many TX queues iface uses (ethtool -l: tx +
+// TXQueuesInUse is how many TX queues iface uses (ethtool -l: tx +
 // combined), in the calling thread's network namespace; 1 when the driver
 // does not say (no ETHTOOL_GCHANNELS).
-func txQueuesInUse(iface string) (int, error) {
+func TXQueuesInUse(iface string) (int, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return 0, fmt.Errorf("ethtool socket: %w", err)
