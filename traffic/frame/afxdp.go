@@ -7,7 +7,7 @@ package frame
 // Sending a frame is writing a descriptor (chunk address, length) into the
 // socket's TX ring and kicking the kernel with sendto; the kernel hands
 // the chunk back through the UMEM's completion ring once the frame is
-// gone. The pacing and the counting are the ring engine's (ringRun); only
+// gone. The pacing and the counting are the ring engine's (paced.go); only
 // the way a frame reaches the kernel differs.
 //
 // Facts about AF_XDP come from the kernel's include/uapi/linux/if_xdp.h
@@ -53,9 +53,6 @@ const (
 	// xdpTxBudget is the copy-mode budget asked for: frames the kernel
 	// sends per sendto (the default 32 costs a system call per 32 frames).
 	xdpTxBudget = 512
-	// xdpKickBatch caps the frames queued before each kick, as
-	// ringKickBatch does for the ring.
-	xdpKickBatch = 512
 	// MaxXDPFrameSize is the largest frame (with FCS) the AF_XDP engine
 	// sends: one frame per 4096-byte chunk, no multi-buffer frames.
 	MaxXDPFrameSize = 4096 + ringFCSLen
@@ -74,9 +71,7 @@ type XDPConfig struct {
 // XDPSender sends UDP test datagrams through an AF_XDP socket. It is used
 // by one goroutine at a time.
 type XDPSender struct {
-	// base holds the configuration, frame length and progress that the
-	// ring's pacing (ringRun) reads; its own socket and ring stay unused.
-	base     RingSender
+	frames
 	queue    int
 	zeroCopy bool
 	// zcErr is why the driver refused zero-copy, when it did.
@@ -89,6 +84,9 @@ type XDPSender struct {
 	tx    xdpRing
 	cq    xdpRing
 	free  []uint64 // chunk addresses that hold no frame in flight
+	// took is how fast the kernel took frames off the TX ring in the
+	// current run's warmup.
+	took txTook
 }
 
 // xdpRing is a mapped AF_XDP ring: the shared producer and consumer
@@ -110,11 +108,6 @@ func (s *XDPSender) ZeroCopyError() error { return s.zcErr }
 
 // Queue is the interface queue the socket is bound to.
 func (s *XDPSender) Queue() int { return s.queue }
-
-// Progress is the number of frames handed to the kernel so far in the
-// current Run, warmup included, and their bytes; safe to call while Run
-// runs.
-func (s *XDPSender) Progress() (packets, bytes uint64) { return s.base.Progress() }
 
 // NewXDPSender checks cfg, fills in the addresses it leaves out, opens an
 // AF_XDP socket bound to cfg.Queue of cfg.Iface (zero-copy when the driver
@@ -156,7 +149,7 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 		// the kernel a little after it was closed: the queue is busy
 		// (EBUSY) until then.
 		for deadline := time.Now().Add(xdpBusyWait); ; time.Sleep(20 * time.Millisecond) {
-			s := &XDPSender{base: RingSender{cfg: rc, fd: -1, frameLen: frameLen, mix: newFrameMix(rc)}, queue: cfg.Queue, fd: -1, chunk: chunk}
+			s := &XDPSender{frames: frames{cfg: rc, frameLen: frameLen, mix: newFrameMix(rc)}, queue: cfg.Queue, fd: -1, chunk: chunk}
 			lastErr = s.open(attrs.Index, zc)
 			if lastErr == nil {
 				s.zcErr = zcErr
@@ -273,7 +266,7 @@ func (s *XDPSender) open(ifindex int, zc bool) error {
 		}
 	}
 
-	frame := buildRingFrame(s.base.cfg)
+	frame := buildRingFrame(s.cfg)
 	s.free = make([]uint64, 0, xdpRingEntries)
 	for i := xdpRingEntries - 1; i >= 0; i-- {
 		addr := uint64(i * s.chunk)
@@ -347,12 +340,8 @@ func (s *XDPSender) kick() error {
 	switch e {
 	case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS, unix.EINTR:
 		return nil
-	case unix.ENETDOWN:
-		return fmt.Errorf("send on %s: %w: %w", s.base.cfg.Iface, errLinkDown, e)
-	case unix.ENXIO:
-		return fmt.Errorf("send on %s: the interface is gone: %w", s.base.cfg.Iface, e)
 	}
-	return fmt.Errorf("send on %s: %w", s.base.cfg.Iface, e)
+	return kickError(s.cfg.Iface, e)
 }
 
 // waitWritable kicks, then waits up to a millisecond for the kernel to
@@ -363,47 +352,28 @@ func (s *XDPSender) waitWritable() {
 	_, _ = unix.Poll(fds, 1)
 }
 
-// fill queues up to want frames on the TX ring, as many as free chunks
-// and ring room allow: each gets its port, stream, sequence number and
-// send time, as the ring's fill does.
-func (s *XDPSender) fill(r *ringRun, want uint64) uint64 {
-	cfg := &s.base.cfg
+// fill queues up to want frames of r on the TX ring, as many as free
+// chunks and ring room allow.
+func (s *XDPSender) fill(r *pacedRun, want uint64) (uint64, error) {
 	tx := &s.tx
 	room := uint64(xdpRingEntries - (tx.prod - atomic.LoadUint32(tx.consumer)))
 	want = min(want, room, uint64(len(s.free)))
 	var (
-		ports = uint16(cfg.streams())
-		port  = r.port
-		sent  = time.Now().UnixNano()
-		flen  = uint32(s.base.frameLen)
-		mix   = s.base.mix
+		port = r.port
+		sent = time.Now().UnixNano()
 	)
 	for range want {
 		addr := s.free[len(s.free)-1]
 		s.free = s.free[:len(s.free)-1]
-		data := s.umem[addr : addr+uint64(s.base.frameLen)]
-		if mix != nil {
-			flen = mix.put(data, r.seqs[port])
-		}
-		cfg.stamp(data, port, wire.Header{Flags: r.flags, Seq: uint32(r.seqs[port]), Sent: sent})
+		var length uint32
+		length, port = r.stamp(s.umem[addr:addr+uint64(s.frameLen)], port, sent)
 		d := (*unix.XDPDesc)(unsafe.Add(tx.entries, uintptr(tx.prod&tx.mask)*unsafe.Sizeof(unix.XDPDesc{})))
-		*d = unix.XDPDesc{Addr: addr, Len: flen}
+		*d = unix.XDPDesc{Addr: addr, Len: length}
 		tx.prod++
-		r.seqs[port]++
-		if port++; port == ports {
-			port = 0
-		}
 	}
 	atomic.StoreUint32(tx.producer, tx.prod)
-	r.port = port
-	r.phaseSent += want
-	s.base.progress.Add(want)
-	if r.flags&wire.FlagWarmup == 0 {
-		r.queued += want
-	} else {
-		r.warm += want
-	}
-	return want
+	r.filled(want, port)
+	return want, nil
 }
 
 // inFlight is the number of frames the kernel holds: queued and not yet
@@ -424,98 +394,48 @@ func (s *XDPSender) RunFrom(ctx context.Context, start time.Time) (RingCounts, e
 	if s.umem == nil {
 		return RingCounts{}, errors.New("xdp sender: run after close")
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if cpu := s.base.cfg.CPU; cpu >= 0 {
-		restore, err := pinRingThread(cpu)
-		if err != nil {
-			return RingCounts{}, usage.Errorf("xdp sender: pin to CPU %d: %w", cpu, err)
-		}
-		defer restore()
-	}
-	cpu0 := ringThreadCPU()
-	s.base.progress.Store(0)
-	r := s.base.newRingRun(runStart(start))
-	err := s.loop(ctx, r)
-	counts := r.counts(s.drain())
-	counts.CPU = ringThreadCPU() - cpu0
+	s.took = txTook{}
+	counts, err := s.run(ctx, start, s, "xdp")
 	if err == nil {
 		err = s.invalid()
 	}
 	return counts, err
 }
 
-// loop queues frames as the rate allows and kicks the kernel, until the
-// run is over or ctx ends.
-func (s *XDPSender) loop(ctx context.Context, r *ringRun) error {
-	var took txTook
-	for {
-		if !r.downSince.IsZero() {
-			// The link is down: retry what is queued, queue no more.
-			if over, err := r.retryDown(ctx, s.kick); over || err != nil {
-				return err
-			}
-			continue
+// settle readies a turn at now. In the warmup it finishes the warmup's
+// frames before the measured window when the kernel would still be
+// sending them as it starts (again: the turn is over); at the window's
+// start it lets the warmup frames still on the ring go first. Then it
+// takes back the chunks the kernel completed.
+func (s *XDPSender) settle(ctx context.Context, r *pacedRun, now time.Time) (again bool, err error) {
+	if r.flags&wire.FlagWarmup != 0 {
+		s.took.see(now, atomic.LoadUint32(s.tx.consumer))
+		pending := s.tx.prod - atomic.LoadUint32(s.tx.consumer)
+		if d := s.took.time(pending); d > 0 && now.Before(r.measured) && now.Add(d).After(r.measured) {
+			// The kernel would still be sending what the TX ring holds
+			// of the warmup when the measured window starts (a slow
+			// copy-mode path holds thousands of frames): queue no more
+			// warmup and let it finish by then, so that no warmup frame
+			// is sent, or dropped on the way, inside the window, where
+			// the ends' counters would see it and the test would not
+			// count it.
+			return true, s.flushWarmup(ctx, r)
 		}
-		now := time.Now()
-		warm := r.flags&wire.FlagWarmup != 0
-		if warm {
-			took.see(now, atomic.LoadUint32(s.tx.consumer))
-			pending := s.tx.prod - atomic.LoadUint32(s.tx.consumer)
-			if d := took.time(pending); d > 0 && now.Before(r.measured) && now.Add(d).After(r.measured) {
-				// The kernel would still be sending what the TX ring
-				// holds of the warmup when the measured window starts
-				// (a slow copy-mode path holds thousands of frames):
-				// queue no more warmup and let it finish by then, so
-				// that no warmup frame is sent, or dropped on the way,
-				// inside the window, where the ends' counters would see
-				// it and the test would not count it.
-				if err := s.flushWarmup(ctx, r); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		want, next, done := r.allowance(now)
-		if done {
-			return nil
-		}
-		if warm && r.flags&wire.FlagWarmup == 0 {
-			// The window started with warmup frames still on the ring
+		if !now.Before(r.measured) {
+			// The window starts with warmup frames still on the ring
 			// (the thread was late): they go first.
 			s.drain()
 		}
-		s.reclaim()
-		if want == 0 {
-			if err := ringSleep(ctx, time.Until(next)); err != nil {
-				return err
-			}
-			continue
-		}
-		want = min(want, xdpKickBatch)
-		n := s.fill(r, want)
-		if down, err := r.kicked(s.kick()); err != nil {
-			return err
-		} else if down {
-			continue
-		}
-		if n < want {
-			s.waitWritable()
-		}
-		if r.flags&wire.FlagWarmup == 0 && s.base.cfg.Count > 0 && r.queued >= s.base.cfg.Count {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 	}
+	s.reclaim()
+	return false, nil
 }
 
 // flushWarmup kicks the kernel until the warmup's frames are sent and
 // waits for the measured window.
-func (s *XDPSender) flushWarmup(ctx context.Context, r *ringRun) error {
+func (s *XDPSender) flushWarmup(ctx context.Context, r *pacedRun) error {
 	s.drain()
-	return ringSleep(ctx, time.Until(r.measured))
+	return sleep(ctx, time.Until(r.measured))
 }
 
 // txTook is how fast the kernel takes frames off the TX ring, measured
@@ -570,7 +490,7 @@ func (s *XDPSender) invalid() error {
 		return nil
 	}
 	if st.Tx_invalid_descs > 0 {
-		return fmt.Errorf("xdp sender on %s: the kernel refused %d descriptors as invalid", s.base.cfg.Iface, st.Tx_invalid_descs)
+		return fmt.Errorf("xdp sender on %s: the kernel refused %d descriptors as invalid", s.cfg.Iface, st.Tx_invalid_descs)
 	}
 	return nil
 }

@@ -24,7 +24,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -148,28 +147,12 @@ type RingCounts struct {
 // RingSender sends UDP test datagrams through an AF_PACKET transmit ring.
 // It is used by one goroutine at a time.
 type RingSender struct {
-	cfg      RingConfig
+	frames
 	fd       int
 	ring     []byte
 	slotSize int
 	slots    int
-	frameLen int       // bytes handed to the device per frame (no FCS); the largest, with a mix
-	mix      *frameMix // nil: every frame is frameLen bytes
-	next     int       // the slot the next frame goes into
-	// progress counts frames requested so far, warmup included, for
-	// Progress while Run runs.
-	progress atomic.Uint64
-}
-
-// Progress is the number of frames handed to the kernel so far in the
-// current Run, warmup included, and their bytes; safe to call while Run
-// runs.
-func (s *RingSender) Progress() (packets, bytes uint64) {
-	p := s.progress.Load()
-	if s.mix != nil {
-		return p, s.mix.frameBytes(0, p)
-	}
-	return p, p * uint64(s.frameLen)
+	next     int // the slot the next frame goes into
 }
 
 // validate checks what can be checked without the machine, and fills
@@ -409,7 +392,7 @@ func NewRingSender(cfg RingConfig) (*RingSender, error) {
 		return nil, err
 	}
 
-	s := &RingSender{cfg: cfg, fd: -1, frameLen: cfg.FrameSize - ringFCSLen, mix: newFrameMix(cfg)}
+	s := &RingSender{frames: frames{cfg: cfg, frameLen: cfg.FrameSize - ringFCSLen, mix: newFrameMix(cfg)}, fd: -1}
 	if err := s.open(attrs.Index); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("ring sender on %s: %w", cfg.Iface, err)
@@ -543,29 +526,8 @@ func (s *RingSender) kick() error {
 	switch e {
 	case 0, unix.EAGAIN, unix.ENOBUFS, unix.EINTR:
 		return nil
-	case unix.ENETDOWN:
-		return fmt.Errorf("send on %s: %w: %w", s.cfg.Iface, errLinkDown, e)
-	case unix.ENXIO:
-		return fmt.Errorf("send on %s: the interface is gone: %w", s.cfg.Iface, e)
 	}
-	return fmt.Errorf("send on %s: %w", s.cfg.Iface, e)
-}
-
-// errLinkDown is a kick refused because the interface is down (ENETDOWN):
-// the ring and AF_XDP senders pause (the frames stay requested) and try
-// again every linkDownRetry until it is up or the run is over.
-var errLinkDown = errors.New("interface is down")
-
-// linkDownRetry is how often a sender whose interface is down tries again.
-const linkDownRetry = 10 * time.Millisecond
-
-// pauseIfDown sleeps linkDownRetry and says so when err is errLinkDown;
-// any other error is returned as it is.
-func pauseIfDown(ctx context.Context, err error) (paused bool, _ error) {
-	if !errors.Is(err, errLinkDown) {
-		return false, err
-	}
-	return true, ringSleep(ctx, linkDownRetry)
+	return kickError(s.cfg.Iface, e)
 }
 
 // waitWritable waits up to a millisecond for the kernel to free a slot.
@@ -573,16 +535,6 @@ func (s *RingSender) waitWritable() {
 	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLOUT}}
 	_, _ = unix.Poll(fds, 1)
 }
-
-// ringCatchUp bounds how long after the end of a rate-limited run the
-// sender goes on catching up with the rate. The rate is held on average: a
-// sender that was descheduled sends what it owes in bursts, mid-run and at
-// the end alike.
-const ringCatchUp = time.Second
-
-// ringKickBatch caps how many frames are requested before each kick, so that
-// the kernel starts sending while the ring still has room.
-const ringKickBatch = 512
 
 // Run sends until the warmup and Duration have passed, Count measured
 // packets have been sent, or ctx ends, then waits (at most a second) for the
@@ -600,208 +552,21 @@ func (s *RingSender) RunFrom(ctx context.Context, start time.Time) (RingCounts, 
 	if s.ring == nil {
 		return RingCounts{}, errors.New("ring sender: run after close")
 	}
-	// One OS thread for the whole run, so that its CPU time is the run's.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if s.cfg.CPU >= 0 {
-		restore, err := pinRingThread(s.cfg.CPU)
-		if err != nil {
-			return RingCounts{}, usage.Errorf("ring sender: pin to CPU %d: %w", s.cfg.CPU, err)
-		}
-		defer restore()
-	}
-	cpu0 := ringThreadCPU()
-	s.progress.Store(0)
-	r := s.newRingRun(runStart(start))
-	err := r.loop(ctx)
-	counts := r.counts(s.drain())
-	counts.CPU = ringThreadCPU() - cpu0
-	return counts, err
+	return s.run(ctx, start, s, "ring")
 }
 
-// ringRun is the state of one Run.
-type ringRun struct {
-	s        *RingSender
-	seqs     []uint64 // next datagram number per stream (the header carries its low 32 bits)
-	port     uint16   // index of the next frame's port
-	queued   uint64   // frames requested in the measured phase
-	warm     uint64   // frames requested during the warmup
-	flags    byte
-	measured time.Time // the warmup's end
-	end      time.Time // the measured phase's end, when hasEnd
-	hasEnd   bool
-	// phaseStart and phaseSent (frames requested since it) pace the
-	// current phase.
-	phaseStart time.Time
-	phaseSent  uint64
-	// downSince is when a kick found the link down (zero: it is up);
-	// heldBack is the measured frames the rate allowed while it was down,
-	// never sent: a paced sender does not catch up a cut in a burst.
-	downSince time.Time
-	heldBack  uint64
-}
+// settle has nothing to ready: the kernel hands a slot back by its status
+// word, which fill reads.
+func (s *RingSender) settle(context.Context, *pacedRun, time.Time) (bool, error) { return false, nil }
 
-// kicked looks at a kick's error: a link that is down pauses the run
-// (down, and the loop calls retryDown until it is up) instead of ending
-// it; any other error ends the run. The ring and AF_XDP senders share it.
-func (r *ringRun) kicked(err error) (down bool, _ error) {
-	if errors.Is(err, errLinkDown) {
-		r.downSince = time.Now()
-		return true, nil
-	}
-	return false, err
-}
-
-// retryDown waits linkDownRetry and kicks again while the link is down.
-// Once it is up, the pacing resumes from now: the frames the rate
-// allowed meanwhile are held back (measured ones counted), not owed. over
-// is the run's end reached while the link was down.
-func (r *ringRun) retryDown(ctx context.Context, kick func() error) (over bool, err error) {
-	paused, err := pauseIfDown(ctx, kick())
-	if err != nil {
-		return false, err
-	}
-	now := time.Now()
-	over = r.hasEnd && !now.Before(r.end)
-	if paused && !over {
-		return false, nil
-	}
-	upTo := now
-	if over {
-		upTo = r.end
-	}
-	if rate := r.s.cfg.Rate; rate > 0 && r.flags&wire.FlagWarmup == 0 && upTo.After(r.downSince) {
-		from := r.downSince
-		if from.Before(r.measured) {
-			from = r.measured
-		}
-		r.heldBack += uint64(rate * upTo.Sub(from).Seconds())
-	}
-	r.phaseStart = r.phaseStart.Add(now.Sub(r.downSince))
-	r.downSince = time.Time{}
-	return over, nil
-}
-
-// runStart is when a run's warmup starts: start, unless zero or to come
-// (a run is never ahead of its clock), else now.
-func runStart(start time.Time) time.Time {
-	if now := time.Now(); start.IsZero() || start.After(now) {
-		return now
-	}
-	return start
-}
-
-func (s *RingSender) newRingRun(start time.Time) *ringRun {
-	r := &ringRun{s: s, seqs: make([]uint64, s.cfg.streams()), measured: start.Add(s.cfg.Warmup),
-		hasEnd: s.cfg.Duration > 0, phaseStart: start}
-	r.end = r.measured.Add(s.cfg.Duration)
-	if s.cfg.Warmup > 0 {
-		r.flags = wire.FlagWarmup
-	}
-	return r
-}
-
-// loop requests frames as the rate allows and kicks the kernel, until the
-// run is over or ctx ends.
-func (r *ringRun) loop(ctx context.Context) error {
-	s := r.s
-	for {
-		if !r.downSince.IsZero() {
-			// The link is down: retry what is requested, request no more.
-			if over, err := r.retryDown(ctx, s.kick); over || err != nil {
-				return err
-			}
-			continue
-		}
-		want, next, done := r.allowance(time.Now())
-		if done {
-			return nil
-		}
-		if want == 0 {
-			if err := ringSleep(ctx, time.Until(next)); err != nil {
-				return err
-			}
-			continue
-		}
-		n, err := r.fill(want)
-		if err != nil {
-			return err
-		}
-		if down, err := r.kicked(s.kick()); err != nil {
-			return err
-		} else if down {
-			continue
-		}
-		if n < want {
-			// The ring is full: let the kernel free a slot.
-			s.waitWritable()
-		}
-		if r.flags&wire.FlagWarmup == 0 && s.cfg.Count > 0 && r.queued >= s.cfg.Count {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-}
-
-// allowance is how many frames may be requested at now; when none, next
-// is when to look again; done is the end of the run. The first call past
-// the warmup starts the measured phase.
-func (r *ringRun) allowance(now time.Time) (want uint64, next time.Time, done bool) {
-	if r.flags&wire.FlagWarmup != 0 && !now.Before(r.measured) {
-		r.flags &^= wire.FlagWarmup
-		r.phaseStart, r.phaseSent = r.measured, 0
-	}
-	rate, count := r.s.cfg.Rate, r.s.cfg.Count
-	measuring := r.flags&wire.FlagWarmup == 0
-	last := false
-	if measuring && r.hasEnd && !now.Before(r.end) {
-		if rate == 0 || now.Sub(r.end) > ringCatchUp {
-			return 0, next, true
-		}
-		// Catch up to what the rate allowed by the end, then stop.
-		now, last = r.end, true
-	}
-	want = ringKickBatch
-	if rate > 0 {
-		due := uint64(rate * now.Sub(r.phaseStart).Seconds())
-		if due <= r.phaseSent {
-			if last {
-				return 0, next, true
-			}
-			next = r.phaseStart.Add(time.Duration(float64(r.phaseSent+1) / rate * float64(time.Second)))
-			if !measuring && next.After(r.measured) {
-				next = r.measured
-			}
-			if r.hasEnd && measuring && next.After(r.end) {
-				next = r.end
-			}
-			return 0, next, false
-		}
-		want = min(due-r.phaseSent, ringKickBatch)
-	}
-	if measuring && count > 0 {
-		if r.queued >= count {
-			return 0, next, true
-		}
-		want = min(want, count-r.queued)
-	}
-	return want, next, false
-}
-
-// fill requests up to want frames, as many as the ring has free slots
-// for: each gets its port, stream, sequence number and send time.
-func (r *ringRun) fill(want uint64) (uint64, error) {
-	s := r.s
+// fill requests up to want frames of r, as many as the ring has free
+// slots for.
+func (s *RingSender) fill(r *pacedRun, want uint64) (uint64, error) {
 	var (
-		streams = uint16(s.cfg.streams())
-		flags   = r.flags
-		port    = r.port
-		seqs    = r.seqs
-		sent    = time.Now().UnixNano()
-		n       uint64
-		err     error
+		port = r.port
+		sent = time.Now().UnixNano()
+		n    uint64
+		err  error
 	)
 	for n < want {
 		st := s.status(s.next)
@@ -812,81 +577,21 @@ func (r *ringRun) fill(want uint64) (uint64, error) {
 			}
 			break
 		}
-		data := s.ring[s.next*s.slotSize+tpacket2DataOffset:]
+		var length uint32
+		length, port = r.stamp(s.ring[s.next*s.slotSize+tpacket2DataOffset:], port, sent)
 		if s.mix != nil {
 			hdr := (*unix.Tpacket2Hdr)(unsafe.Pointer(&s.ring[s.next*s.slotSize]))
-			hdr.Len = s.mix.put(data, seqs[port])
+			hdr.Len = length
 		}
-		s.cfg.stamp(data, port, wire.Header{Flags: flags, Seq: uint32(seqs[port]), Sent: sent})
 		atomic.StoreUint32(st, unix.TP_STATUS_SEND_REQUEST)
-		seqs[port]++
-		if port++; port == streams {
-			port = 0
-		}
 		n++
 		s.next++
 		if s.next == s.slots {
 			s.next = 0
 		}
 	}
-	r.port = port
-	r.phaseSent += n
-	s.progress.Add(n)
-	if flags&wire.FlagWarmup == 0 {
-		r.queued += n
-	} else {
-		r.warm += n
-	}
+	r.filled(n, port)
 	return n, err
-}
-
-// counts is what the run sent, given the frames the kernel still held
-// after the drain.
-func (r *ringRun) counts(pending uint64) RingCounts {
-	s := r.s
-	queued, warm := r.queued, r.warm
-	// Frames still pending after the drain were never sent; they are the
-	// most recent ones, so they come off the measured count first.
-	if pending > queued {
-		warm -= min(warm, pending-queued)
-		pending = queued
-	}
-	c := RingCounts{Packets: queued - pending, WarmupPackets: warm, HeldBack: r.heldBack}
-	// Frame g (counting from 0 across both phases) went to stream g %
-	// streams; the measured ones are g in [warm, warm+Packets).
-	n := s.cfg.streams()
-	c.StreamPackets, c.StreamWarmup = make([]uint64, n), make([]uint64, n)
-	for i := range n {
-		c.StreamWarmup[i] = framesToPort(warm, i, n)
-		c.StreamPackets[i] = framesToPort(warm+c.Packets, i, n) - c.StreamWarmup[i]
-	}
-	c.Bytes = c.Packets * uint64(s.frameLen)
-	if s.mix != nil {
-		c.Bytes = 0
-		for i := range n {
-			c.Bytes += s.mix.frameBytes(c.StreamWarmup[i], c.StreamPackets[i])
-		}
-	}
-	return c
-}
-
-// ringThreadCPU is the calling thread's CPU time, user and system.
-func ringThreadCPU() time.Duration {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// framesToPort is how many of the frames 0..n-1, sent round-robin over
-// ports, went to port index i.
-func framesToPort(n uint64, i, ports int) uint64 {
-	p, k := uint64(ports), uint64(i)
-	if n <= k {
-		return 0
-	}
-	return (n-k-1)/p + 1
 }
 
 // drain kicks the kernel until every frame is back in user space, for at
@@ -906,41 +611,6 @@ func (s *RingSender) drain() uint64 {
 		_ = s.kick()
 		s.waitWritable()
 	}
-}
-
-// ringSleep sleeps for d or until ctx ends.
-func ringSleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// pinRingThread binds the calling thread, which the caller has locked, to
-// cpu; restore gives it its old CPU set back. If that fails the thread is
-// locked once more, so that it dies with its goroutine rather than run other
-// goroutines on one CPU.
-func pinRingThread(cpu int) (restore func(), err error) {
-	var old, set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		return nil, err
-	}
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return nil, err
-	}
-	return func() {
-		if unix.SchedSetaffinity(0, &old) != nil {
-			runtime.LockOSThread()
-		}
-	}, nil
 }
 
 // ResolveNextHop returns the Ethernet address of the next hop from iface
