@@ -316,3 +316,58 @@ func (r *clientRun) latency(res *results.Result) {
 		res.Summary.LatencyLoad = results.Summarize(all[rr.PhaseLoad], sent[rr.PhaseLoad])
 	}
 }
+
+// dropLedger gathers both ends' drop counters into the result and, for a
+// UDP test, builds the drop ledger: where the lost datagrams died.
+func (r *clientRun) dropLedger(res *results.Result) {
+	client := r.sess.Drops.Result(r.sess.Refused())
+	if client != nil {
+		res.Drops = append(res.Drops, *client)
+	}
+	for i, t := range r.targets {
+		sr, _, _ := t.serverResult()
+		if sr.Drops != nil {
+			d := *sr.Drops
+			d.Target = i
+			res.Drops = append(res.Drops, d)
+		}
+	}
+	res.BuildLedger(len(r.targets) > 1, true)
+}
+
+// assembleRR puts together a transaction test: per target what the
+// server answered and its samples, then the transactions, their latency
+// and failures over every target's streams.
+func (r *clientRun) assembleRR(res *results.Result) {
+	rr := &results.RR{Seconds: r.sess.Seconds()}
+	var all results.Histogram
+	for i, t := range r.targets {
+		tr := &res.Targets[i]
+		tr.Target, tr.Address, tr.Local, tr.ServerID = t.name, t.addr.String(), t.local.String(), t.serverID
+		sr, errs, _ := t.serverResult()
+		tr.Errors = append(append(tr.Errors, errs...), sr.Errors...)
+		tr.Machine = sr.Machine
+		for _, c := range sr.Received {
+			rr.Answered += c.Packets
+		}
+		if sr.RR != nil {
+			rr.Connections += sr.RR.Connections
+		}
+		for _, s := range sr.Samples {
+			res.Samples = append(res.Samples, results.Sample{Side: results.SideServer, Target: i, Rates: s})
+		}
+		if sr.SampleError != "" {
+			tr.Notes = append(tr.Notes, "server samples: "+sr.SampleError)
+		}
+		if t.rr != nil {
+			t.rr.Tally(rr, &all)
+		}
+	}
+	if rr.Seconds > 0 {
+		rr.TPS = float64(rr.Transactions) / rr.Seconds
+	}
+	rr.Latency = all.Latency()
+	res.RR = rr
+	r.linkEvents(res)
+	results.OrderSamples(res.Samples)
+}

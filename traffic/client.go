@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 	"time"
 
-	"linerate/box"
-	"linerate/ceiling"
 	"linerate/internal/usage"
 	"linerate/results"
 	"linerate/traffic/rr"
@@ -17,65 +14,6 @@ import (
 	"linerate/traffic/tcp"
 	"linerate/wire"
 )
-
-// Config is one `linerate bench` run.
-type Config struct {
-	// Targets are servers as HOST, HOST:PORT or [V6]:PORT.
-	Targets []string
-	// Spec is the test to ask each target for. For UDP, Payload may be 0
-	// when FrameSize is set.
-	Spec wire.Spec
-	// FrameSize is the UDP Ethernet frame size with FCS (--size); the
-	// payload follows from each target's address family.
-	FrameSize int
-	// Mix, when it has two parts or more, is a mix of UDP frame sizes
-	// sent in its ratio (--size imix, --size 64:7,570:4,1518:1), in place
-	// of FrameSize.
-	Mix ceiling.Mix
-	// Bind is the local source address (invalid: chosen by routing).
-	Bind  netip.Addr
-	Token string
-	// CPUs pins the client's sender and receiver threads, round robin.
-	CPUs []int
-	// Engine is "socket" (default), "ring" (AF_PACKET TX_RING; UDP,
-	// IPv4, forward only), "xdp" (AF_XDP, as the ring) or "auto".
-	Engine string
-	// Idle is how long latency probes run before the load (with
-	// Spec.ProbeInterval).
-	Idle time.Duration
-	// Sampling records the client's counters (nil: none).
-	Sampling session.Sampling
-	// Setup runs fn where the client's sockets must be made (a network
-	// namespace, in tests); nil runs it directly.
-	Setup func(fn func() error) error
-	// OnInterval is called once a second with the last second's figures.
-	OnInterval func(results.IntervalStats)
-	// DialTimeout bounds connecting to a target (0: 5s).
-	DialTimeout time.Duration
-	// Drops reads the drop counters of the client's namespace, snapshotted
-	// around the measured window for the drop ledger (nil: none).
-	Drops session.DropCounters
-	// Machine identifies the client's kernel (its boot id): a server on
-	// the same machine shares its CPUs.
-	Machine string
-	// RRUL adds the figures of a Realtime Response Under Load test to
-	// the result (results.RRUL: latency idle and under load, goodput per
-	// stream and mark, every probe's round trip over time): bench rrul.
-	RRUL bool
-	// Ready, when set, is called once every target has accepted the test
-	// and the client's flows are open, before anything is sent (the idle
-	// probes, the servers' start): a start barrier (a third-party flow
-	// held until its controller's go). An error ends the run there, every
-	// flow closed.
-	Ready func() error
-}
-
-func (c *Config) setup(fn func() error) error {
-	if c.Setup == nil {
-		return fn()
-	}
-	return c.Setup(fn)
-}
 
 // check fills in the defaults and checks what can be checked before any
 // connection: it returns the test to ask every target for (its UDP payload
@@ -133,12 +71,12 @@ func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := newClientRun(&cfg, eng, session.RealClock{})
+	r := newClientRun(&cfg, session.RealClock{})
 	defer r.close()
 	if err := r.connect(ctx, sp); err != nil {
 		return nil, err
 	}
-	if err := r.open(); err != nil {
+	if err := r.open(eng); err != nil {
 		return nil, err
 	}
 	var locals []netip.Addr
@@ -153,47 +91,6 @@ func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 		}
 	}
 	return r.run(ctx)
-}
-
-// clientRun is one Run: the targets and the session of the client's flows.
-type clientRun struct {
-	cfg      *Config
-	engine   *udpEngine
-	sess     *session.Session
-	targets  []*target
-	spec     wire.Spec // as the first target runs it
-	overhead int       // bytes per packet on the wire besides the payload (UDP)
-	notes    []string
-	// notCredible are the targets whose servers reported figures that
-	// fail the checks of results.Doubts (assemble).
-	notCredible []error
-
-	mu         sync.Mutex
-	lastSample *box.Rates // the client's latest counters, for the interval lines
-}
-
-func newClientRun(cfg *Config, eng *udpEngine, clk session.Clock) *clientRun {
-	r := &clientRun{cfg: cfg, engine: eng, sess: session.New(clk)}
-	r.sess.Sampling = cfg.Sampling
-	r.sess.Each = func(rt box.Rates) {
-		r.mu.Lock()
-		r.lastSample = &rt
-		r.mu.Unlock()
-	}
-	// What is in flight when the client's senders end has this long to
-	// arrive (and the servers' senders to end); the servers' TCP streams
-	// have this long to end after their stop.
-	r.sess.Settle = 300 * time.Millisecond
-	r.sess.Grace = 2 * time.Second
-	return r
-}
-
-// close ends the flows, then the control connections.
-func (r *clientRun) close() {
-	_ = r.sess.Close()
-	for _, t := range r.targets {
-		t.close()
-	}
 }
 
 // connect resolves, connects and prepares every target.
@@ -221,25 +118,9 @@ func (r *clientRun) connect(ctx context.Context, sp wire.Spec) error {
 	return nil
 }
 
-// eachTarget runs fn for every target at once and returns the first error.
-func eachTarget(ts []*target, fn func(*target) error) error {
-	errs := make([]error, len(ts))
-	var wg sync.WaitGroup
-	for i, t := range ts {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = fn(t) }()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// open makes the client's senders (and TCP receivers) for every target.
-func (r *clientRun) open() error {
+// open makes the client's senders (and TCP receivers) for every target,
+// UDP ones with eng.
+func (r *clientRun) open(eng *udpEngine) error {
 	if r.spec.RR != nil {
 		for _, t := range r.targets {
 			if err := t.openRR(r); err != nil {
@@ -260,7 +141,7 @@ func (r *clientRun) open() error {
 			}
 		}
 		if len(to) > 0 {
-			if err := r.engine.open(r, to); err != nil {
+			if err := eng.open(r, to); err != nil {
 				return err
 			}
 		}
@@ -435,15 +316,6 @@ func (r *clientRun) awaitReports(n int) {
 	}
 }
 
-// perSecond is the rate of a counter that went from prev to cur in dt
-// seconds; 0 when it went backwards (a connection's counter gone).
-func perSecond(cur, prev uint64, dt float64) float64 {
-	if cur < prev || dt <= 0 {
-		return 0
-	}
-	return float64(cur-prev) / dt
-}
-
 // stopServers tells each server, once the client's senders are done, what
 // the client sent it, and waits for its result.
 func (r *clientRun) stopServers() []error {
@@ -468,4 +340,26 @@ func (r *clientRun) stopServers() []error {
 		}
 	}
 	return append(errs, writeErrs...)
+}
+
+// checkRR checks a transaction test before any connection; it has no send
+// engine to choose (the result names the socket engine).
+func (c *Config) checkRR() (wire.Spec, *udpEngine, error) {
+	sp := c.Spec
+	rr := *sp.RR
+	if rr.Timeout == 0 {
+		rr.Timeout = wire.Seconds(wire.DefaultRRTimeout)
+	}
+	sp.RR = &rr
+	if c.Engine != "" && c.Engine != "auto" && c.Engine != udpEngines[0].name {
+		return wire.Spec{}, nil, usage.Field("Engine", "%s: a transaction test sends with sockets", c.Engine)
+	}
+	c.Engine = udpEngines[0].name
+	if err := sp.Check(); err != nil {
+		return wire.Spec{}, nil, usage.Wrap(err)
+	}
+	if err := c.setup(func() error { return tcp.CheckCongestion(sp.Congestion) }); err != nil {
+		return wire.Spec{}, nil, err
+	}
+	return sp, udpEngines[0], nil
 }

@@ -17,7 +17,7 @@ import (
 func fakeRun(t *testing.T, sp wire.Spec, targets int) (*clientRun, *sessiontest.Clock, *sessiontest.Log) {
 	t.Helper()
 	clk, log := sessiontest.NewClock(), &sessiontest.Log{}
-	r := newClientRun(&Config{Engine: "socket"}, udpEngines[0], clk)
+	r := newClientRun(&Config{Engine: "socket"}, clk)
 	r.spec = sp
 	r.overhead = wire.UDPOverhead(true)
 	for i := range targets {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -432,5 +433,36 @@ func (t *serverTest) waitData(d time.Duration) error {
 		case <-deadline:
 			return fmt.Errorf("%d tcp data connections did not arrive", missing)
 		}
+	}
+}
+
+// test runs one test the client asked for; a test the server will not run
+// is an ErrTestRefused.
+func (s *Server) test(c *ctl, sp *wire.Spec, local, peer netip.Addr) error {
+	if sp == nil {
+		return fmt.Errorf("%w: test without a spec", wire.ErrProtocol)
+	}
+	s.mu.Lock()
+	s.tests++
+	s.mu.Unlock()
+	defer s.testEnded()
+	t, err := s.newTest(sp, local, peer)
+	if err != nil {
+		return fmt.Errorf("%w: %w", wire.ErrTestRefused, err)
+	}
+	defer t.close()
+	return t.run(c)
+}
+
+// testEnded counts a test out; the last one running returns the memory
+// its buffers took to the system at once: the runtime would otherwise
+// keep it for minutes, and an agent sits idle between tests.
+func (s *Server) testEnded() {
+	s.mu.Lock()
+	s.tests--
+	last := s.tests == 0
+	s.mu.Unlock()
+	if last {
+		debug.FreeOSMemory()
 	}
 }

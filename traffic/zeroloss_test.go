@@ -59,7 +59,7 @@ func TestSearchShapedVeth(t *testing.T) {
 		Precision: 0.01, Trial: time.Second, Progress: func(s string) { t.Log(s) }}
 	var r results.SizeSearch
 	for attempt := 1; attempt <= 2; attempt++ {
-		res, err := Search(context.Background(), cfg, sc)
+		res, err := RunSearch(context.Background(), cfg, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func searchNDR(t *testing.T, cfg Config, precision float64, mix ceiling.Mix) (*r
 	t.Helper()
 	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{mix},
 		Precision: precision, Trial: 300 * time.Millisecond, Progress: func(s string) { t.Log(s) }}
-	res, err := Search(context.Background(), cfg, sc)
+	res, err := RunSearch(context.Background(), cfg, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestSearchLinkCut(t *testing.T) {
 				time.AfterFunc(150*time.Millisecond, cut.start)
 			}
 		}}
-	res, err := Search(context.Background(), cfg, sc)
+	res, err := RunSearch(context.Background(), cfg, sc)
 	cut.wait()
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ type XDPConfig struct {
 // XDPSender sends UDP test datagrams through an AF_XDP socket. It is used
 // by one goroutine at a time.
 type XDPSender struct {
-	frames
+	pacedSender
 	queue    int
 	zeroCopy bool
 	// zcErr is why the driver refused zero-copy, when it did.
@@ -149,7 +149,7 @@ func NewXDPSender(cfg XDPConfig) (*XDPSender, error) {
 		// the kernel a little after it was closed: the queue is busy
 		// (EBUSY) until then.
 		for deadline := time.Now().Add(xdpBusyWait); ; time.Sleep(20 * time.Millisecond) {
-			s := &XDPSender{frames: frames{cfg: rc, frameLen: frameLen, mix: newFrameMix(rc)}, queue: cfg.Queue, fd: -1, chunk: chunk}
+			s := &XDPSender{pacedSender: pacedSender{cfg: rc, frameLen: frameLen, mix: newFrameMix(rc)}, queue: cfg.Queue, fd: -1, chunk: chunk}
 			lastErr = s.open(attrs.Index, zc)
 			if lastErr == nil {
 				s.zcErr = zcErr
@@ -366,13 +366,13 @@ func (s *XDPSender) fill(r *pacedRun, want uint64) (uint64, error) {
 		addr := s.free[len(s.free)-1]
 		s.free = s.free[:len(s.free)-1]
 		var length uint32
-		length, port = r.stamp(s.umem[addr:addr+uint64(s.frameLen)], port, sent)
+		length, port = r.stampNext(s.umem[addr:addr+uint64(s.frameLen)], port, sent)
 		d := (*unix.XDPDesc)(unsafe.Add(tx.entries, uintptr(tx.prod&tx.mask)*unsafe.Sizeof(unix.XDPDesc{})))
 		*d = unix.XDPDesc{Addr: addr, Len: length}
 		tx.prod++
 	}
 	atomic.StoreUint32(tx.producer, tx.prod)
-	r.filled(want, port)
+	r.fillDone(want, port)
 	return want, nil
 }
 
@@ -395,7 +395,7 @@ func (s *XDPSender) RunFrom(ctx context.Context, start time.Time) (RingCounts, e
 		return RingCounts{}, errors.New("xdp sender: run after close")
 	}
 	s.took = txTook{}
-	counts, err := s.run(ctx, start, s, "xdp")
+	counts, err := s.runPaced(ctx, start, s, "xdp")
 	if err == nil {
 		err = s.invalid()
 	}

@@ -23,10 +23,10 @@ import (
 	"linerate/wire"
 )
 
-// frames is what a paced run reads of its sender: the settings, the frames'
-// length and mix, and the live count of frames requested. RingSender and
-// XDPSender embed it.
-type frames struct {
+// pacedSender is what a paced run reads of its sender: the settings,
+// the frames' length and mix, and the live count of frames requested.
+// RingSender and XDPSender embed it.
+type pacedSender struct {
 	cfg      RingConfig
 	frameLen int       // bytes handed to the device per frame (no FCS); the largest, with a mix
 	mix      *frameMix // nil: every frame is frameLen bytes
@@ -38,7 +38,7 @@ type frames struct {
 // Progress is the number of frames handed to the kernel so far in the
 // current run, warmup included, and their bytes; safe to call while the
 // run runs.
-func (f *frames) Progress() (packets, bytes uint64) {
+func (f *pacedSender) Progress() (packets, bytes uint64) {
 	p := f.progress.Load()
 	if f.mix != nil {
 		return p, f.mix.frameBytes(0, p)
@@ -53,7 +53,7 @@ type queue interface {
 	// again skips the turn.
 	settle(ctx context.Context, r *pacedRun, now time.Time) (again bool, err error)
 	// fill requests up to want frames, as many as there is room for, each
-	// stamped by r.stamp, and records them with r.filled.
+	// stamped by r.stampNext, and records them with r.fillDone.
 	fill(r *pacedRun, want uint64) (uint64, error)
 	// kick asks the kernel to send the requested frames, without waiting;
 	// an interface that is down is errLinkDown.
@@ -65,10 +65,10 @@ type queue interface {
 	drain() uint64
 }
 
-// run sends q's frames paced by f's settings, the warmup from start (zero:
+// runPaced sends q's frames paced by f's settings, the warmup from start (zero:
 // now), and returns what went; engine names the sender in errors. One OS
 // thread serves the whole run, so that its CPU time is the run's.
-func (f *frames) run(ctx context.Context, start time.Time, q queue, engine string) (RingCounts, error) {
+func (f *pacedSender) runPaced(ctx context.Context, start time.Time, q queue, engine string) (RingCounts, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if f.cfg.CPU >= 0 {
@@ -82,7 +82,7 @@ func (f *frames) run(ctx context.Context, start time.Time, q queue, engine strin
 	f.progress.Store(0)
 	r := f.newRun(runStart(start))
 	err := r.loop(ctx, q)
-	counts := r.counts(q.drain())
+	counts := r.tally(q.drain())
 	counts.CPU = session.ThreadUsage() - cpu0
 	return counts, err
 }
@@ -116,7 +116,7 @@ const kickBatch = 512
 
 // pacedRun is the state of one run.
 type pacedRun struct {
-	f        *frames
+	f        *pacedSender
 	seqs     []uint64 // next datagram number per stream (the header carries its low 32 bits)
 	port     uint16   // index of the next frame's port
 	queued   uint64   // frames requested in the measured phase
@@ -187,7 +187,7 @@ func runStart(start time.Time) time.Time {
 }
 
 // newRun is a run of f's settings whose warmup starts at start.
-func (f *frames) newRun(start time.Time) *pacedRun {
+func (f *pacedSender) newRun(start time.Time) *pacedRun {
 	r := &pacedRun{f: f, seqs: make([]uint64, f.cfg.streams()), measured: start.Add(f.cfg.Warmup),
 		hasEnd: f.cfg.Duration > 0, phaseStart: start}
 	r.end = r.measured.Add(f.cfg.Duration)
@@ -291,9 +291,9 @@ func (r *pacedRun) allowance(now time.Time) (want uint64, next time.Time, done b
 	return want, next, false
 }
 
-// counts is what the run sent, given the frames the kernel still held
+// tally is what the run sent, given the frames the kernel still held
 // after the drain.
-func (r *pacedRun) counts(pending uint64) RingCounts {
+func (r *pacedRun) tally(pending uint64) RingCounts {
 	s := r.f
 	queued, warm := r.queued, r.warm
 	// Frames still pending after the drain were never sent; they are the
@@ -321,10 +321,10 @@ func (r *pacedRun) counts(pending uint64) RingCounts {
 	return c
 }
 
-// stamp writes the headers of the next frame into data, a slot that holds
+// stampNext writes the headers of the next frame into data, a slot that holds
 // a frame built by buildRingFrame, for port (the stream index), sent at
 // sent, and returns the frame's length (no FCS) and the next frame's port.
-func (r *pacedRun) stamp(data []byte, port uint16, sent int64) (length uint32, next uint16) {
+func (r *pacedRun) stampNext(data []byte, port uint16, sent int64) (length uint32, next uint16) {
 	f := r.f
 	length = uint32(f.frameLen)
 	if f.mix != nil {
@@ -338,8 +338,8 @@ func (r *pacedRun) stamp(data []byte, port uint16, sent int64) (length uint32, n
 	return length, port
 }
 
-// filled records n frames requested, the next one for port.
-func (r *pacedRun) filled(n uint64, port uint16) {
+// fillDone records n frames requested, the next one for port.
+func (r *pacedRun) fillDone(n uint64, port uint16) {
 	r.port = port
 	r.phaseSent += n
 	r.f.progress.Add(n)

@@ -79,3 +79,10 @@ const (
 type Timing struct {
 	Start, Measure, End time.Time
 }
+
+// Progress is what one end has counted so far, at T.
+type Progress struct {
+	T                   time.Time
+	SentPkts, SentBytes uint64
+	RecvPkts, RecvBytes uint64
+}

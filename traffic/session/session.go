@@ -38,13 +38,6 @@ func (e *Entry) Role() Role { return e.role }
 // Result is what the entry's flow counted; valid once its role is stopped.
 func (e *Entry) Result() Result { return e.res }
 
-// Progress is what one end has counted so far, at T.
-type Progress struct {
-	T                   time.Time
-	SentPkts, SentBytes uint64
-	RecvPkts, RecvBytes uint64
-}
-
 // Session is one test on one end, client or server: it starts the flows on
 // one timing, ticks once a second, stops them in order (senders, then
 // receivers, then the sampling), collects what they counted and closes

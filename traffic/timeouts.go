@@ -9,6 +9,14 @@ import (
 	"linerate/traffic/sock"
 )
 
+// Timeouts of the control protocol.
+const (
+	helloTimeout = 10 * time.Second // from connect to hello
+	idleTimeout  = 5 * time.Minute  // between tests on one connection
+	startTimeout = 30 * time.Second // from accept to start
+	stopGrace    = 30 * time.Second // past a test's end for its stop
+)
+
 // peerTimeout is how long a control connection's peer may stay silent
 // (not acknowledging what was sent, not answering keepalive probes) before
 // the connection fails, when the Server or Config does not say.
@@ -33,3 +41,15 @@ func watchPeer(c net.Conn, d time.Duration) error {
 		return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
 	})
 }
+
+// maxHold bounds how long an agent holds a flow at the start barrier: its
+// targets wait startTimeout from their accept for the start.
+const maxHold = startTimeout - 5*time.Second
+
+// flowGrace is how long past a flow's own length the controller waits for
+// its result.
+const flowGrace = 30 * time.Second
+
+// channelIdle is how long an ssh channel whose agent listens for others
+// may stay silent: the controller has nothing to say while the test runs.
+const channelIdle = 24 * time.Hour
