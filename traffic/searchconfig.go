@@ -29,7 +29,8 @@ type SearchConfig struct {
 }
 
 // Check says what is wrong with the search's settings, naming the field
-// (a *usage.FieldError: Goals, Sizes, Precision, Trial or Loss).
+// (a *usage.FieldError: Goals, Sizes, Precision, Trial or Loss). A
+// percentage it echoes is written as its flag takes it ("0%").
 func (c *SearchConfig) Check() error {
 	switch {
 	case len(c.Goals) == 0:

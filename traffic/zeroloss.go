@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"linerate/ceiling"
+	"linerate/internal/units"
 	"linerate/internal/usage"
 	"linerate/internal/version"
 	"linerate/ledger"
@@ -139,8 +140,8 @@ func overCeiling(out *results.SizeSearch, lim ceiling.PathLimit, proto wire.Prot
 		pps  float64
 	}{{"NDR", out.NDRPPS}, {"PDR", out.PDRPPS}} {
 		if g.pps > results.OverCeiling*lim.FPS {
-			notes = append(notes, fmt.Sprintf("the %s of %.0f fps is %.1f%% of the path's ceiling of %.0f fps (%s on %s %s): more than the path can carry, so its model or the path is not what linerate thinks; %s",
-				g.name, g.pps, 100*g.pps/lim.FPS, lim.FPS, lim.What, lim.Host, lim.Iface, results.OverCeilingSuspects(proto, lim)))
+			notes = append(notes, fmt.Sprintf("the %s of %s is %s of the path's ceiling of %s (%s on %s %s): more than the path can carry, so its model or the path is not what linerate thinks; %s",
+				g.name, units.Rate(g.pps, "fps"), units.Percent(g.pps/lim.FPS, 1, " "), units.Rate(lim.FPS, "fps"), lim.What, lim.Host, lim.Iface, results.OverCeilingSuspects(proto, lim)))
 		}
 	}
 	return notes
@@ -219,8 +220,8 @@ func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe 
 		tr.Latency = &search.Latency{P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), Max: ms(l.Max)}
 	}
 	if s.sc.Progress != nil {
-		s.sc.Progress(fmt.Sprintf("%s B: trial %d at %s for %s: sent %d, lost %d (%.3f%%)%s",
-			s.mix.Name, s.trials, trialRate(spec.Rate), spec.Duration.Round(time.Millisecond), tr.Sent, tr.Sent-tr.Received, 100*tr.LossRatio(), short))
+		s.sc.Progress(fmt.Sprintf("%s B: trial %d at %s for %s: sent %d, lost %d (%s)%s",
+			s.mix.Name, s.trials, trialRate(spec.Rate), spec.Duration.Round(time.Millisecond), tr.Sent, tr.Sent-tr.Received, units.Percent(tr.LossRatio(), 3, " "), short))
 	}
 	return tr, nil
 }
@@ -229,10 +230,10 @@ func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe 
 // down during it, before the search gives up.
 const linkTries = 3
 
-// trialRate names a trial's rate: pps, or full speed for 0.
+// trialRate names a trial's rate: packets per second, or full speed for 0.
 func trialRate(pps float64) string {
 	if pps > 0 {
-		return ceiling.FormatCount(pps) + " pps"
+		return units.Rate(pps, "pps")
 	}
 	return "full speed"
 }

@@ -15,6 +15,7 @@ import (
 	"linerate/results"
 	"linerate/search"
 	"linerate/traffic/session"
+	"linerate/wire"
 )
 
 // shape puts a 100 Mbit/s tbf with a 16 KB bucket and a queue of limit
@@ -202,5 +203,22 @@ func TestSearchLinkCut(t *testing.T) {
 	}
 	if r.NDRPPS <= 0 {
 		t.Errorf("no NDR after the cut: %+v", r)
+	}
+}
+
+// TestSearchFiguresAsUnitsWritesThem: a trial's rate and an NDR over the
+// path's ceiling are written as internal/units writes rates and
+// percentages everywhere else.
+func TestSearchFiguresAsUnitsWritesThem(t *testing.T) {
+	if got := trialRate(1488095); got != "1.49 Mpps" {
+		t.Errorf("trial rate %q, want 1.49 Mpps", got)
+	}
+	if got := trialRate(0); got != "full speed" {
+		t.Errorf("trial rate %q, want full speed", got)
+	}
+	out := &results.SizeSearch{SizeResult: search.SizeResult{NDRPPS: 1.2e6}}
+	notes := overCeiling(out, ceiling.PathLimit{FPS: 1e6, What: "1G link", Host: "client", Iface: "lra"}, wire.UDP)
+	if len(notes) != 1 || !strings.Contains(notes[0], "the NDR of 1.20 Mfps is 120.0 % of the path's ceiling of 1.00 Mfps (1G link on client lra)") {
+		t.Errorf("notes %q", notes)
 	}
 }
