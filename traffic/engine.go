@@ -30,11 +30,10 @@ var udpEngines = []*udpEngine{
 	{name: "auto", fits: func(*wire.Spec) error { return nil }, open: openAutoEngine},
 }
 
-// openAutoEngine runs the fastest engine that can do the test: AF_XDP
-// (faster than the ring on this machine's veth, in copy mode,
-// docs/benchmarks.md) when it applies, else the ring (about twice the
-// socket engine's packets per second) when it applies, else the socket
-// engine. The result's engine names the one that ran, and a note says why.
+// openAutoEngine runs the fastest engine that can do the test, in the
+// order of the packet rates docs/benchmarks.md measures: AF_XDP when it
+// applies, else the ring, else the socket engine. The result's engine
+// names the one that ran, and a note says why.
 func openAutoEngine(r *clientRun, to []*target) error {
 	whyNotXDP := xdpWhyNot(r, to)
 	if whyNotXDP == "" {

@@ -47,7 +47,7 @@ type Server struct {
 	PeerTimeout time.Duration
 	// Allow, when set, are the only addresses this agent sends a
 	// third-party flow to (serve --allow); without a Token it is also
-	// what lets the agent run third-party flows at all (relay.go).
+	// what lets the agent run third-party flows at all (agent.go).
 	Allow []netip.Prefix
 
 	id     string

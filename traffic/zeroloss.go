@@ -63,8 +63,10 @@ func RunSearch(ctx context.Context, cfg Config, sc SearchConfig) (*results.Resul
 }
 
 // senderShort is the share of a trial's frames below which the sender
-// fell short of the rate asked (a paced sender is within a few per mille
-// of it on a quiet machine; 2 % short is a sender that could not keep up).
+// fell short of the rate asked: a paced sender that keeps up sends what
+// its pacer allowed, give or take the batch under way at the end
+// (docs/benchmarks.md, "Rate accuracy"), so one 2 % short could not keep
+// up.
 const senderShort = 0.98
 
 // sizeSearch is the search of one frame size.

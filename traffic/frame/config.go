@@ -228,7 +228,7 @@ func (c *RingConfig) validateSizes() error {
 
 // frameMix is a mix of frame sizes in the ring and AF_XDP engines: the
 // headers of each part's frame (its payload is zeros, as in every slot,
-// which holds the largest frame) and the socket engine's mixer, which
+// which holds the largest frame) and the socket engine's udp.Mixer, which
 // gives the part of each stream's datagram number.
 type frameMix struct {
 	*udp.Mixer

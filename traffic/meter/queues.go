@@ -126,7 +126,7 @@ func (m *Queues) counter(local netip.Addr, xdp *xdpcount.Counter) (func() ([]uin
 }
 
 // Result is the packets per queue in the window; valid after the meter's
-// run returned.
+// Run returned.
 func (m *Queues) Result() *results.QueueStat {
 	st := m.stat
 	v, _, err := m.counted()

@@ -41,7 +41,7 @@ func newWindowMeter(read func() ([]uint64, error)) *windowMeter {
 	return &windowMeter{read: read, halt: make(chan struct{})}
 }
 
-// Run marks the window's start when it comes, and its end at stop.
+// Run marks the window's start when it comes, and its end at Stop.
 func (m *windowMeter) Run(tm session.Timing) {
 	m.tm = tm
 	start := time.AfterFunc(time.Until(tm.Measure), func() { m.mark(false) })
@@ -50,7 +50,7 @@ func (m *windowMeter) Run(tm session.Timing) {
 	m.mark(true)
 }
 
-// Cut ends the window early, at at; the counters are still read at stop.
+// Cut ends the window early, at at; the counters are still read at Stop.
 func (m *windowMeter) Cut(at time.Time) {
 	m.mu.Lock()
 	m.end = at

@@ -31,7 +31,7 @@ import (
 )
 
 // rrStream is one client transaction loop. Its counters are atomic
-// (progress reads them while it runs); its histogram is its own until run
+// (Progress reads them while it runs); its histogram is its own until Run
 // returned.
 type rrStream struct {
 	id                        int

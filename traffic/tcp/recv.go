@@ -55,13 +55,12 @@ func NewReceiver(tcs []*net.TCPConn, threads int) (*Receiver, error) {
 const tcpReadSize = 128 << 10
 
 // readSize is the size of a loop's reads: tcpReadSize for each of its
-// streams, up to tcpStreamsPerLoop. A loop serving several streams moved
-// more with larger reads (against 128 KiB reads, median of the per-round
-// ratios of short runs: 1.22 and 1.17 at 8 streams, 1.08 and 1.04 at 4
-// with 0.87 in a third run, 1.07 at 3); one stream reads 128 KiB, as
-// 512 KiB reads moved 0.77-0.80 there: the socket stays locked for the
-// whole copy, and what arrives meanwhile waits in its backlog
-// (docs/benchmarks.md, "Reads as large as the loop").
+// streams, up to tcpStreamsPerLoop. The socket stays locked for the
+// whole copy of a read, and what arrives meanwhile waits in its backlog:
+// a loop serving several streams has the others' data to take while one
+// copies, and gains from larger reads; one stream alone only waits
+// longer (docs/benchmarks.md, "Reads as large as the loop", has the
+// figures).
 func readSize(streams int) int {
 	return tcpReadSize * max(1, min(streams, tcpStreamsPerLoop))
 }
@@ -144,7 +143,7 @@ func (r *Receiver) runLoop(l *tcpLoop) {
 }
 
 // untilQuit bounds a loop's wait: the time left until stop's, or a second
-// while there is none (the wait is woken by stop anyway).
+// while there is none (the wait is woken by Stop anyway).
 func (r *Receiver) untilQuit() time.Duration {
 	if q := r.quit.Load(); q != 0 {
 		return max(time.Until(time.Unix(0, q)), time.Millisecond)

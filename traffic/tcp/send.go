@@ -40,12 +40,11 @@ const tcpPacketRoom = 64<<10 - 1 - 320
 // through a pipe of 16 pages (fs/splice.c, splice_direct_to_actor), each
 // pipeful a send of its own with the socket unlocked between them, and an
 // ACK arriving meanwhile sends the packet begun at the end of the first
-// pipeful as it stands. 130,320-byte writes (two packets in two pipefuls,
-// the second packet's first 376 bytes at the end of the first pipeful)
-// left 17,300-19,400 packets per GB on the bench veth pair where the same
-// bytes copied left 15,400, and one stream received 19.6 Gb/s (median of 5)
-// where 65,160-byte writes received 45.8 (docs/benchmarks.md, "sendfile
-// writes one pipeful").
+// pipeful as it stands. A write of more than a pipeful so leaves short
+// packets behind, more of them for the same bytes; a write of whole
+// packets that fits one pipeful leaves none (docs/benchmarks.md,
+// "sendfile writes one pipeful", has the figures and how they were
+// measured).
 var sendfileRoom = 16 * os.Getpagesize()
 
 // wholePackets is the default write on a connection whose MSS is mss: as
@@ -54,9 +53,9 @@ var sendfileRoom = 16 * os.Getpagesize()
 // sendfile; room itself when the MSS is not known). A write of 128 KiB at
 // an MSS of 1448 is two such packets and a third of 752 bytes, sent alone
 // (Nagle is off): a third more packets through both ends' stacks for the
-// same bytes. Written as 130,320 bytes (two packets), 4 streams copying
-// moved 0.94-1.14 of iperf3's bytes where 128 KiB moved 0.76-0.88, in the
-// same runs (docs/benchmarks.md, "Whole packets").
+// same bytes, each paying the whole path and, under a paced congestion
+// control, the pacing timer (docs/benchmarks.md, "Whole packets", has
+// the figures).
 func wholePackets(mss, room int) int {
 	if mss <= 0 {
 		return room
@@ -75,7 +74,7 @@ type SendConfig struct {
 	rate wire.Rate
 	// zeroCopy writes with sendfile(2) from a memory file.
 	zeroCopy bool
-	// threads is the least number of loops that write (tcpLoops).
+	// threads is the least number of loops that write (loopCount).
 	threads int
 }
 
@@ -295,7 +294,7 @@ func (t *Sender) runLoop(l *tcpLoop, tm session.Timing) {
 }
 
 // finish ends stream i: the window's end mark, TCP_INFO, the half-close.
-// An error after stop is the stop's doing, not the stream's.
+// An error after Stop is Stop's doing, not the stream's.
 func (t *Sender) finish(i int, err error) {
 	c := t.conns[i]
 	t.marks[i].take(c, markEnd, true)

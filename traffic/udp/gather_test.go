@@ -54,7 +54,8 @@ func TestRecvGatherNext(t *testing.T) {
 // TestUDPReceiverGathers: at 100 kpps over loopback a receiver thread
 // takes many datagrams per recvmmsg and loses none, with one socket (it
 // blocks in recvmmsg) and with two (it waits in poll). Blocking at once
-// after each call, as it did, it took 1 to 4 a call on this machine.
+// after each call, as it did, it was woken for every few datagrams
+// (docs/benchmarks.md, "receivers that let datagrams gather").
 func TestUDPReceiverGathers(t *testing.T) {
 	for _, ports := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d sockets", ports), func(t *testing.T) {

@@ -141,7 +141,7 @@ func (r *Receiver) Ports() []uint16 { return r.ports }
 // PortFDs are a socket bound to each of Ports: punches leave from it.
 func (r *Receiver) PortFDs() []int { return r.portFDs }
 
-// Run waits for the threads, which end at stop.
+// Run waits for the threads, which end at Stop.
 func (r *Receiver) Run(session.Timing) { r.wg.Wait() }
 
 // Cut does nothing: the datagrams say which phase they belong to.
@@ -316,9 +316,10 @@ func (t *recvThread) count(b *batch, n int) uint64 {
 
 // A receiver thread that has emptied its sockets lets the next datagrams
 // gather before it asks again, as a NIC coalesces interrupts: blocking at
-// once, it is woken for every few datagrams (at 460 kpps, 3.4 datagrams a
-// recvmmsg and 13,500 context switches a second on this machine), and
-// each wakeup costs the sender too, whose CPU runs the wakeup. recvGather
+// once, it is woken for every few datagrams, a context switch each, and
+// each wakeup costs the sender too, whose CPU runs the wakeup
+// (docs/benchmarks.md, "receivers that let datagrams gather", has the
+// figures). recvGather
 // says how long to sleep after a call that took n datagrams of bytes
 // bytes (and emptied the queue: fewer than a batch): long enough for about
 // half a batch to arrive at the rate those n came in, never over

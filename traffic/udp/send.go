@@ -98,7 +98,7 @@ func NewSender(c SenderConfig) *Sender {
 	return s
 }
 
-// Run sends until the timing ends or stop is called.
+// Run sends until the timing ends or Stop is called.
 func (s *Sender) Run(tm session.Timing) {
 	var wg sync.WaitGroup
 	for _, t := range s.threads {
