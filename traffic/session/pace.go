@@ -19,6 +19,10 @@ type Pacer struct {
 	behind float64 // packets given up on after stalls
 }
 
+// NewPacer paces rate packets a second (0: unlimited) from now, for a
+// sender of batches of up to batch packets: after a stall it catches up
+// by at most four batches or a tenth of a second's packets, whichever is
+// more.
 func NewPacer(rate float64, batch int, now time.Time) *Pacer {
 	return &Pacer{rate: rate, start: now, burst: math.Max(float64(4*batch), rate*0.1)}
 }

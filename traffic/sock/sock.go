@@ -35,6 +35,8 @@ func Sockaddr(a netip.AddrPort) unix.Sockaddr {
 	return sa
 }
 
+// AddrPortOf is the address and port of sa (an IPv4 or IPv6 socket
+// address; any other is invalid).
 func AddrPortOf(sa unix.Sockaddr) netip.AddrPort {
 	switch s := sa.(type) {
 	case *unix.SockaddrInet4:
@@ -64,6 +66,8 @@ func SetBuf(fd, opt, force, size int) {
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, size)
 }
 
+// SetTimeout sets the socket timeout opt (SO_SNDTIMEO or SO_RCVTIMEO) of
+// fd to d.
 func SetTimeout(fd, opt int, d time.Duration) error {
 	tv := unix.NsecToTimeval(d.Nanoseconds())
 	return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, opt, &tv)
@@ -162,8 +166,10 @@ func PathMTU(fd int, v4 bool) (int, error) {
 	return unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU)
 }
 
+// CloseFD closes fd, its error dropped: a socket being given up on.
 func CloseFD(fd int) { _ = unix.Close(fd) }
 
+// CloseFDs closes every descriptor of fds, as CloseFD.
 func CloseFDs(fds []int) {
 	for _, fd := range fds {
 		CloseFD(fd)
@@ -208,6 +214,9 @@ func SetDSCP(fd, dscp int) error {
 	return nil
 }
 
+// AddrOf is the IP address of a (a TCP address, or any address whose
+// string is IP:PORT), unmapped from IPv6; a TCP address keeps its zone.
+// It is invalid when a holds none.
 func AddrOf(a net.Addr) netip.Addr {
 	if ta, ok := a.(*net.TCPAddr); ok {
 		ip, _ := netip.AddrFromSlice(ta.IP)

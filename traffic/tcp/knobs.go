@@ -33,6 +33,8 @@ type Knobs struct {
 	noDelay    bool   // TCP_NODELAY (also with mss)
 }
 
+// KnobsOf is the knobs test s asks for, every stream marked alike
+// (ForStream marks each its own).
 func KnobsOf(s *wire.Spec) Knobs {
 	return Knobs{mss: s.MSS, dscp: s.DSCP, window: s.Window, congestion: s.Congestion, fqRate: s.FQRate, noDelay: !s.Nagle}
 }

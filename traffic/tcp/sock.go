@@ -140,6 +140,7 @@ func readOptions(fd int, st *results.TCPStat) {
 	}
 }
 
+// CloseConns closes every connection of cs.
 func CloseConns(cs []*net.TCPConn) {
 	for _, c := range cs {
 		c.Close()

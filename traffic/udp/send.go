@@ -69,6 +69,9 @@ type SenderConfig struct {
 	CPUs    []int // pinning, round robin; empty = none
 }
 
+// NewSender deals c's sockets round robin to c.Threads threads (at most
+// one a socket), each pacing its sockets' share of the rate; it sends once
+// Run is called.
 func NewSender(c SenderConfig) *Sender {
 	s := &Sender{}
 	nt := min(max(c.Threads, 1), len(c.FDs))
