@@ -7,6 +7,7 @@ import (
 	"linerate/internal/version"
 	"linerate/results"
 	"linerate/traffic/rr"
+	"linerate/traffic/tcp"
 	"linerate/wire"
 )
 
@@ -122,12 +123,7 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 		res.Streams = append(res.Streams, streams...)
 	}
 	if t.spec.ServerSends() {
-		var stats []results.TCPStat
-		for _, s := range sr.TCP {
-			if s.Side == "sender" {
-				stats = append(stats, s)
-			}
-		}
+		stats := tcp.SenderEnd.Of(sr.TCP)
 		w := sr.Seconds
 		if w == 0 {
 			w = window

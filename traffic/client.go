@@ -29,10 +29,10 @@ func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	if err != nil {
 		return wire.Spec{}, nil, err
 	}
-	if eng.name == "auto" && (c.Spec.Proto != wire.UDP || !c.Spec.ClientSends()) {
+	if eng == autoEngine && (c.Spec.Proto != wire.UDP || !c.Spec.ClientSends()) {
 		// Nothing for auto to choose: the client sends no UDP. The
 		// result names the default, as it always did.
-		eng = udpEngines[0]
+		eng = socketEngine
 	}
 	c.Engine = eng.name
 	sp := c.Spec
@@ -351,15 +351,15 @@ func (c *Config) checkRR() (wire.Spec, *udpEngine, error) {
 		rr.Timeout = wire.Seconds(wire.DefaultRRTimeout)
 	}
 	sp.RR = &rr
-	if c.Engine != "" && c.Engine != "auto" && c.Engine != udpEngines[0].name {
+	if eng, err := engineNamed(c.Engine); err != nil || eng != socketEngine && eng != autoEngine {
 		return wire.Spec{}, nil, usage.Field("Engine", "%s: a transaction test sends with sockets", c.Engine)
 	}
-	c.Engine = udpEngines[0].name
+	c.Engine = socketEngine.name
 	if err := sp.Check(); err != nil {
 		return wire.Spec{}, nil, usage.Wrap(err)
 	}
 	if err := c.setup(func() error { return tcp.CheckCongestion(sp.Congestion) }); err != nil {
 		return wire.Spec{}, nil, err
 	}
-	return sp, udpEngines[0], nil
+	return sp, socketEngine, nil
 }

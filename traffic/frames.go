@@ -95,7 +95,7 @@ const ringSrcPort = 40000
 
 // openRing makes one ring sender per destination port of the target.
 func (t *target) openRing(r *clientRun) error {
-	return t.openFrames(r, "ring", nil, func(_ netlink.Link, _ int, rc frame.RingConfig) (frame.Sender, error) {
+	return t.openFrames(r, ringName, nil, func(_ netlink.Link, _ int, rc frame.RingConfig) (frame.Sender, error) {
 		return frame.NewRingSender(rc)
 	})
 }
@@ -105,7 +105,7 @@ func xdpFits(sp *wire.Spec) error {
 	if sp.Proto != wire.UDP || sp.Direction != wire.Forward {
 		return usage.Field("Engine", "xdp sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
-	return builtOnce("xdp", sp)
+	return builtOnce(xdpName, sp)
 }
 
 // xdpWhyNot says why the AF_XDP engine cannot run this test to these
@@ -162,7 +162,7 @@ func (t *target) openXDP(r *clientRun) error {
 		iface string
 		zcErr error
 	)
-	err := t.openFrames(r, "xdp", func(link netlink.Link) (int, error) {
+	err := t.openFrames(r, xdpName, func(link netlink.Link) (int, error) {
 		iface = link.Attrs().Name
 		q, err := frame.TXQueuesInUse(iface)
 		if err != nil {
@@ -380,7 +380,7 @@ func ringFits(sp *wire.Spec) error {
 	if sp.Proto != wire.UDP || sp.Direction != wire.Forward {
 		return usage.Field("Engine", "ring sends UDP from the client only: not with %s %s", sp.Proto, sp.Direction)
 	}
-	return builtOnce("ring", sp)
+	return builtOnce(ringName, sp)
 }
 
 // ErrDSCPEngine says an engine that builds its frames once was asked to
@@ -400,6 +400,35 @@ func builtOnce(name string, sp *wire.Spec) error {
 		return usage.Field("Engine", "%s %w", name, ErrSourcesEngine)
 	case sp.DSCP != 0:
 		return usage.Field("Engine", "%s %w", name, ErrDSCPEngine)
+	}
+	return nil
+}
+
+// ringEngine sends through an AF_PACKET transmit ring (traffic/frame).
+var ringEngine = &udpEngine{name: ringName, fits: ringFits, open: belowQdiscs((*target).openRing)}
+
+// xdpEngine sends through AF_XDP sockets (traffic/frame).
+var xdpEngine = &udpEngine{name: xdpName, fits: xdpFits, open: belowQdiscs((*target).openXDP)}
+
+// belowQdiscs is an engine asked for by name that sends below the qdiscs
+// (--engine ring, xdp): open makes its senders of each target, and a note
+// names the configured qdiscs they bypass.
+func belowQdiscs(open func(*target, *clientRun) error) func(*clientRun, []*target) error {
+	return func(r *clientRun, to []*target) error {
+		if err := openEach(r, to, open); err != nil {
+			return err
+		}
+		warnBypass(r, to)
+		return nil
+	}
+}
+
+// openEach makes, with open, the senders of each target in turn.
+func openEach(r *clientRun, to []*target, open func(*target, *clientRun) error) error {
+	for _, t := range to {
+		if err := open(t, r); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -132,7 +132,7 @@ func (r *Receiver) runLoop(l *tcpLoop) {
 		// nothing more arrives, the window's segments are all in.
 		c := r.conns[i]
 		r.marks[i].take(c, markEnd, false)
-		r.stats[i] = tcpStat(c, i, "receiver")
+		r.stats[i] = tcpStat(c, i, ReceiverEnd)
 		r.counts[i].Packets = r.marks[i].segments()
 		if err != nil && !errors.Is(err, net.ErrClosed) {
 			r.errs[i] = fmt.Errorf("tcp stream %d: %w", i, err)

@@ -298,7 +298,7 @@ func (t *Sender) runLoop(l *tcpLoop, tm session.Timing) {
 func (t *Sender) finish(i int, err error) {
 	c := t.conns[i]
 	t.marks[i].take(c, markEnd, true)
-	t.stats[i] = tcpStat(c, i, "sender")
+	t.stats[i] = tcpStat(c, i, SenderEnd)
 	t.counts[i].Packets = t.marks[i].segments()
 	c.closeWrite()
 	if err != nil && !t.halt.Load() && !errors.Is(err, net.ErrClosed) {

@@ -99,8 +99,31 @@ func (s *tcpSock) close() {
 	}
 }
 
-func tcpStat(c *tcpSock, stream int, side string) results.TCPStat {
-	st := results.TCPStat{Stream: stream, Side: side}
+// End is which end of a stream read its TCP_INFO: what a
+// results.TCPStat's Side says.
+type End string
+
+// The ends of a stream.
+const (
+	SenderEnd   End = "sender"
+	ReceiverEnd End = "receiver"
+)
+
+// Of is the stats of stats that end e read, in their order.
+func (e End) Of(stats []results.TCPStat) []results.TCPStat {
+	var out []results.TCPStat
+	for _, s := range stats {
+		if End(s.Side) == e {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// tcpStat is what TCP_INFO and the socket's options say of stream's
+// connection c, read at end.
+func tcpStat(c *tcpSock, stream int, end End) results.TCPStat {
+	st := results.TCPStat{Stream: stream, Side: string(end)}
 	if info, err := c.info(); err == nil {
 		st.RTTMicros = info.Rtt
 		st.RTTVar = info.Rttvar
