@@ -19,16 +19,17 @@
 // The files of this package stand on floors too, each using only those
 // below it:
 //
-//	door.go, pathmtu.go, nat.go       admission, the path MTU, NAT punching
-//	config.go, searchconfig.go, timeouts.go  what a run is asked; the protocol's clocks
-//	flow.go, protocol.go, auth.go     the messages, their framing, the handshake
-//	target.go, clientrun.go           one target; the state of one run
-//	open.go, frames.go, engine.go     the client's flows: per target, the UDP engines
-//	assemble.go, client.go            the result; Run
-//	zeroloss.go                       RunSearch
-//	controller.go                     a controller's side of third-party flows
-//	server.go, served.go, agent.go    the server, one test on it, an agent's flows
-//	serve.go                          accepting and speaking to control connections
+//	door.go, pathmtu.go, nat.go        admission, the path MTU, NAT punching
+//	config.go, searchconfig.go         what a run and a search are asked
+//	timeouts.go, flow.go, mix.go       the protocol's clocks, a flow's ask, a mix's sizes
+//	protocol.go, auth.go               the messages, their framing, the handshake
+//	target.go, clientrun.go            one target; the state of one run
+//	engine.go, open.go, frames.go      the socket engine, a target's flows, ring and AF_XDP
+//	auto.go, assemble.go, client.go    --engine auto; the result; Run
+//	zeroloss.go                        RunSearch
+//	controller.go                      a controller's side of third-party flows
+//	server.go, served.go, agent.go     the server, one test on it, an agent's flows
+//	serve.go                           accepting and speaking to control connections
 //
 // What travels (Spec, Accept, the datagram header) is package wire; what a
 // test found out and its verdict is package results, so that what reads a
