@@ -12,7 +12,7 @@ BIN      := bin/linerate
 # system calls under it): inlining elsewhere buys no speed a router
 # notices, and costs flash.
 SMALL_TAGS    := small
-SMALL_GCFLAGS := -gcflags=all=-l -gcflags=runtime= -gcflags=linerate/traffic= -gcflags=syscall= \
+SMALL_GCFLAGS := -gcflags=all=-l -gcflags=runtime= -gcflags=linerate/traffic/...= -gcflags=syscall= \
 	-gcflags=golang.org/x/sys/unix= -gcflags=internal/poll=
 SMALL_BUILD    = CGO_ENABLED=0 $(GO) build -tags $(SMALL_TAGS) $(SMALL_GCFLAGS) -trimpath -ldflags '$(LDFLAGS)'
 # Debian packages the tests and benchmarks use: ethtool and iproute2 to

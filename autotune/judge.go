@@ -123,7 +123,7 @@ func (r Round) Value(m Metric) (v float64, ok bool) {
 func (m Metric) Format(v float64) string {
 	switch {
 	case m.percent:
-		return units.Percent(v, 2, " ")
+		return units.Percent(v, 2)
 	case m.rate:
 		return units.Rate(v, m.unit)
 	case m.unit != "":
@@ -283,7 +283,7 @@ func Judge(metric Metric, pairs []Pair, minGain, conf float64) Verdict {
 
 // intervalText is "(interval +12.1 % to +45.0 % at 98.3 %, 6 pairs)".
 func (v Verdict) intervalText() string {
-	return fmt.Sprintf("(interval %s at %s, %d pairs)", v.IntervalText(), units.Percent(v.Confidence, 1, " "), v.Pairs)
+	return fmt.Sprintf("(interval %s at %s, %d pairs)", v.IntervalText(), units.Percent(v.Confidence, 1), v.Pairs)
 }
 
 // IntervalText is the gain's interval, "+12.1 % to +45.0 %"; an end
@@ -331,7 +331,7 @@ func pctAbs(f float64) string {
 	if math.IsInf(f, 0) {
 		return "unbounded"
 	}
-	return units.Percent(math.Abs(f), 1, " ")
+	return units.Percent(math.Abs(f), 1)
 }
 
-func signedPct(f float64) string { return units.SignedPercent(f, 1, " ") }
+func signedPct(f float64) string { return units.SignedPercent(f, 1) }

@@ -20,6 +20,7 @@ import (
 	"linerate/remote"
 	"linerate/results"
 	"linerate/traffic"
+	"linerate/traffic/session"
 	"linerate/wire"
 )
 
@@ -60,10 +61,10 @@ type Run struct {
 	Lead time.Duration
 	// Sampling samples this host once a second (package sample's live
 	// sampler; nil: this host is not sampled).
-	Sampling traffic.Sampling
+	Sampling session.Sampling
 	// PathDrops, when set, are this host's drop counters: read around the
 	// window of a single flow, they go to that flow's ledger as the path's.
-	PathDrops traffic.DropCounters
+	PathDrops session.DropCounters
 	// ReadyTimeout bounds how long the round waits for every flow to be
 	// set up at the start barrier (0: ReadyTimeout).
 	ReadyTimeout time.Duration
@@ -290,7 +291,7 @@ func (r *Run) watchPath() func() *results.EndDrops {
 	t := time.AfterFunc(max(r.Lead-100*time.Millisecond, 0), func() {
 		mu.Lock()
 		defer mu.Unlock()
-		delta = traffic.PathDrops(r.PathDrops)
+		delta = session.PathDrops(r.PathDrops)
 	})
 	return func() *results.EndDrops {
 		t.Stop()

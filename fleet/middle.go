@@ -11,6 +11,7 @@ import (
 	"linerate/remote"
 	"linerate/results"
 	"linerate/traffic"
+	"linerate/traffic/session"
 )
 
 // middle samples the hosts in the middle of a set of flows while they run:
@@ -35,7 +36,7 @@ func (r *Run) startMiddle(ctx context.Context) (*middle, error) {
 // sampleAfter samples this host once a second from lead on; the returned
 // stop gives what was sampled (nothing, when it stops before lead or there
 // is no sampler).
-func sampleAfter(sampling traffic.Sampling, lead time.Duration) func() ([]box.Rates, error) {
+func sampleAfter(sampling session.Sampling, lead time.Duration) func() ([]box.Rates, error) {
 	if sampling == nil {
 		return func() ([]box.Rates, error) { return nil, nil }
 	}

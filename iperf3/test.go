@@ -14,7 +14,7 @@ import (
 )
 
 // Sampling records this machine's counters once a second (package
-// sample); it has traffic.Sampling's shape.
+// sample); it has the shape of Sampling in linerate/traffic/session.
 type Sampling func(each func(box.Rates)) (stop func() ([]box.Rates, error))
 
 // test is one iperf3 test as either end sees it: its parameters, its

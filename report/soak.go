@@ -47,9 +47,9 @@ func SoakText(w io.Writer, s *results.Soak) {
 	case t.AfterUnknown:
 		fmt.Fprintln(w, ", after: unknown (the soak ended at the throttle)")
 	case t.Recovered:
-		fmt.Fprintf(w, ", after %s (%s of before): recovered\n", units.Rate(t.BPSAfter, "bit/s"), units.Percent(ratio(t.BPSAfter, t.BPSBefore), 0, " "))
+		fmt.Fprintf(w, ", after %s (%s of before): recovered\n", units.Rate(t.BPSAfter, "bit/s"), units.Percent(ratio(t.BPSAfter, t.BPSBefore), 0))
 	default:
-		fmt.Fprintf(w, ", after %s (%s of before): not recovered\n", units.Rate(t.BPSAfter, "bit/s"), units.Percent(ratio(t.BPSAfter, t.BPSBefore), 0, " "))
+		fmt.Fprintf(w, ", after %s (%s of before): not recovered\n", units.Rate(t.BPSAfter, "bit/s"), units.Percent(ratio(t.BPSAfter, t.BPSBefore), 0))
 	}
 }
 

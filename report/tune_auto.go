@@ -116,8 +116,8 @@ func AutoMethod(r *autotune.Report) string {
 	return fmt.Sprintf("each change measured in pairs of adjacent rounds, without and with it (with first in odd pairs), "+
 		"judged after %d pairs and each one more up to %d; kept when the gain's %s interval (Student's t on the pairs' ratios) "+
 		"lies above %s, rolled back when it lies below, undecided (rolled back) when it still straddles %s at %d pairs",
-		max(r.Rounds, 3), r.MaxRounds, units.Percent(r.Confidence, 1, " "), units.Percent(r.MinGain, 1, " "),
-		units.Percent(r.MinGain, 1, " "), r.MaxRounds)
+		max(r.Rounds, 3), r.MaxRounds, units.Percent(r.Confidence, 1), units.Percent(r.MinGain, 1),
+		units.Percent(r.MinGain, 1), r.MaxRounds)
 }
 
 // TrialCells are a trial's figures as a table shows them, "-" where it
@@ -135,7 +135,7 @@ func TrialFigures(m autotune.Metric, t autotune.Trial) TrialCells {
 		return c
 	}
 	c.Without, c.With = m.Format(v.Before), m.Format(v.After)
-	c.Gain = units.SignedPercent(v.Gain, 1, " ")
+	c.Gain = units.SignedPercent(v.Gain, 1)
 	if v.Pairs > 1 {
 		c.Interval = v.IntervalText()
 	}

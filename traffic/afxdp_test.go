@@ -2,7 +2,6 @@ package traffic
 
 import (
 	"context"
-	"errors"
 	"net/netip"
 	"slices"
 	"strings"
@@ -10,8 +9,8 @@ import (
 	"time"
 
 	"linerate/internal/testenv"
-	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/frame"
 	"linerate/wire"
 )
 
@@ -20,31 +19,9 @@ import (
 func skipWithoutAFXDP(t *testing.T, l *lab) {
 	t.Helper()
 	var why string
-	_ = l.a.Do(func() error { why = xdpAvailable(); return nil })
+	_ = l.a.Do(func() error { why = frame.XDPUnavailable(); return nil })
 	if why != "" {
 		t.Skipf("AF_XDP unavailable: %s", why)
-	}
-}
-
-func TestXDPConfigChecks(t *testing.T) {
-	good := XDPConfig{RingConfig: RingConfig{Iface: "lo", DstIP: netip.MustParseAddr("127.0.0.1"), DstPort: 5300, Duration: time.Second, CPU: -1}}
-	for _, c := range []struct {
-		name   string
-		change func(*XDPConfig)
-		want   string
-	}{
-		{"ipv6", func(c *XDPConfig) { c.DstIP = netip.MustParseAddr("::1") }, "not an IPv4"},
-		{"jumbo", func(c *XDPConfig) { c.FrameSize = 9018 }, "one UMEM chunk per frame"},
-		{"negative queue", func(c *XDPConfig) { c.Queue = -1 }, "queue -1"},
-		{"no such interface", func(c *XDPConfig) { c.Iface = "nosuch0" }, "nosuch0"},
-	} {
-		cfg := good
-		c.change(&cfg)
-		_, err := NewXDPSender(cfg)
-		var ue *usage.Error
-		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ue) {
-			t.Errorf("%s: error %v, want a usage error with %q", c.name, err, c.want)
-		}
 	}
 }
 
@@ -119,7 +96,7 @@ func TestTXQueuesInUse(t *testing.T) {
 		var n int
 		err := l.a.Do(func() error {
 			var err error
-			n, err = txQueuesInUse(iface)
+			n, err = frame.TXQueuesInUse(iface)
 			return err
 		})
 		if err != nil {
@@ -133,7 +110,7 @@ func TestTXQueuesInUse(t *testing.T) {
 	if n := count("lrq"); n != 3 {
 		t.Errorf("lrq uses %d TX queues, want 3", n)
 	}
-	if err := l.a.Do(func() error { _, err := txQueuesInUse("nosuch0"); return err }); err == nil {
+	if err := l.a.Do(func() error { _, err := frame.TXQueuesInUse("nosuch0"); return err }); err == nil {
 		t.Error("no error for an interface that does not exist")
 	}
 }
@@ -183,10 +160,10 @@ func TestXDPQueueBusy(t *testing.T) {
 			t.Fatalf("test %d right after the one before: %v", i+1, err)
 		}
 	}
-	var holder *XDPSender
+	var holder *frame.XDPSender
 	err := l.a.Do(func() error {
 		var err error
-		holder, err = NewXDPSender(XDPConfig{RingConfig: RingConfig{Iface: "lra", SrcIP: netip.MustParseAddr("10.99.0.1"),
+		holder, err = frame.NewXDPSender(frame.XDPConfig{RingConfig: frame.RingConfig{Iface: "lra", SrcIP: netip.MustParseAddr("10.99.0.1"),
 			DstIP: netip.MustParseAddr("10.99.0.2"), DstPort: 9, Ports: 1, FrameSize: 64, Duration: time.Second}, Queue: 0})
 		return err
 	})
@@ -203,55 +180,5 @@ func TestXDPQueueBusy(t *testing.T) {
 	t.Logf("engine %s; notes %q", res.Engine, res.Notes)
 	if res.Engine != "ring" || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "it could not start") }) {
 		t.Errorf("engine %q, notes %q: want the ring, saying AF_XDP could not start", res.Engine, res.Notes)
-	}
-}
-
-// TestFrameFlowKeepsTheSessionWindow: a frame sender whose thread starts
-// late (a loaded machine) still measures the session's window, not one
-// shifted by its lateness: the ends' drop counters are read over the
-// session's window, and a warmup frame sent inside it would be a drop the
-// test did not count (seen as an excess of 1-2 % in a lossy bench into a
-// lab guest). What the late start owes is sent in the warmup.
-func TestFrameFlowKeepsTheSessionWindow(t *testing.T) {
-	l := newRingLab(t)
-	var why string
-	_ = l.a.Do(func() error { why = xdpAvailable(); return nil })
-	if why != "" {
-		t.Skipf("AF_XDP unavailable: %s", why)
-	}
-	const (
-		late     = 300 * time.Millisecond
-		warmup   = 400 * time.Millisecond
-		duration = 500 * time.Millisecond
-		rate     = 10000.0
-	)
-	var f *frameFlow
-	err := l.a.Do(func() error {
-		s, err := NewXDPSender(XDPConfig{RingConfig: RingConfig{Iface: "lrs0", DstIP: l.dst, DstPort: 9, Rate: rate,
-			Warmup: warmup, Duration: duration, CPU: -1}})
-		f = &frameFlow{s: s, engine: "xdp", cpu: -1}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.s.Close()
-	start := time.Now().Add(-late)
-	tm := Timing{Start: start, Measure: start.Add(warmup), End: start.Add(warmup + duration)}
-	f.run(tm)
-	ended := time.Now()
-	if f.err != nil {
-		t.Fatal(f.err)
-	}
-	c := f.counts
-	t.Logf("ended %v after the window's end; %d measured, %d warmup", ended.Sub(tm.End), c.Packets, c.WarmupPackets)
-	if over := ended.Sub(tm.End); over > late/2 {
-		t.Errorf("the run ended %v after the session's window: its window was its own", over)
-	}
-	if want := uint64(rate * duration.Seconds()); !closeTo(c.Packets, want, 0.02) {
-		t.Errorf("%d measured packets, want %d", c.Packets, want)
-	}
-	if want := uint64(rate * warmup.Seconds()); !closeTo(c.WarmupPackets, want, 0.02) {
-		t.Errorf("%d warmup packets, want %d (what the late start owed, sent in the warmup)", c.WarmupPackets, want)
 	}
 }

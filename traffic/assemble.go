@@ -6,6 +6,8 @@ import (
 
 	"linerate/internal/version"
 	"linerate/results"
+	"linerate/traffic/rr"
+	"linerate/traffic/tcp"
 	"linerate/wire"
 )
 
@@ -26,11 +28,12 @@ func (r *clientRun) newResult(start time.Time) *results.Result {
 // samples, the CPU cost and the verdict.
 func (r *clientRun) assemble(res *results.Result) {
 	s := r.sess
-	if s.sampleErr != nil && len(s.samples) == 0 {
-		res.Notes = append(res.Notes, "client samples: "+s.sampleErr.Error())
+	samples, _, sampleErr := s.Samples()
+	if sampleErr != nil && len(samples) == 0 {
+		res.Notes = append(res.Notes, "client samples: "+sampleErr.Error())
 	}
 	res.Notes = append(res.Notes, r.notes...)
-	for _, rt := range s.samples {
+	for _, rt := range samples {
 		res.Samples = append(res.Samples, results.Sample{Side: results.SideClient, Target: -1, Rates: rt})
 	}
 	res.Targets = make([]results.TargetResult, len(r.targets))
@@ -42,21 +45,21 @@ func (r *clientRun) assemble(res *results.Result) {
 		r.assembleTarget(res, i, r.targetWindow(res, i))
 	}
 	r.linkEvents(res)
-	if n := s.heldBack(); n > 0 {
+	if n := s.HeldBack(); n > 0 {
 		res.Summary.HeldBackLinkDown = n
 		res.Notes = append(res.Notes, fmt.Sprintf("%d datagrams held back while the link was down: the rate allowed them, the link did not; not sent, not counted, and not sent late in a burst", n))
 	}
 	r.latency(res)
 	// The client's samples first, then each server's, in time order.
 	results.OrderSamples(res.Samples)
-	results.Cost(res, s.samples, r.cfg.Machine)
+	results.Cost(res, samples, r.cfg.Machine)
 	r.dropLedger(res)
-	results.Verdict(res, s.threads())
+	results.Verdict(res, s.Threads())
 	if r.cfg.RRUL {
 		var probes []results.ProbeSample
 		for i, t := range r.targets {
 			if t.prober != nil {
-				probes = append(probes, t.prober.overTime(s.tm.Start, i)...)
+				probes = append(probes, t.prober.OverTime(s.Timing().Start, i)...)
 			}
 		}
 		res.RRUL = results.NewRRUL(res, probes)
@@ -70,11 +73,11 @@ func (r *clientRun) assemble(res *results.Result) {
 // cover that longer window, said in a note.
 func (r *clientRun) targetWindow(res *results.Result, i int) float64 {
 	s := r.sess
-	w := s.seconds()
+	w := s.Seconds()
 	if res.StoppedEarly == nil || r.targets[i].dead() {
 		return w
 	}
-	live := s.sendersSeconds()
+	live := s.SendersSeconds()
 	if live > w {
 		warm := r.spec.Warmup.D().Seconds()
 		res.Targets[i].Notes = append(res.Targets[i].Notes, fmt.Sprintf(
@@ -105,7 +108,7 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 	tr.AFXDP = t.afxdp
 	tr.ForeignPackets = sr.Foreign
 	for _, sh := range t.rev {
-		tr.ForeignPackets += sh.e.res.foreign
+		tr.ForeignPackets += sh.e.Result().Foreign
 	}
 	if tr.ForeignPackets > 0 {
 		tr.Notes = append(tr.Notes, fmt.Sprintf("%d test datagrams came from addresses other than the two ends' and were not counted", tr.ForeignPackets))
@@ -120,12 +123,7 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 		res.Streams = append(res.Streams, streams...)
 	}
 	if t.spec.ServerSends() {
-		var stats []results.TCPStat
-		for _, s := range sr.TCP {
-			if s.Side == "sender" {
-				stats = append(stats, s)
-			}
-		}
+		stats := tcp.SenderEnd.Of(sr.TCP)
 		w := sr.Seconds
 		if w == 0 {
 			w = window
@@ -273,7 +271,7 @@ func doubtRate(d *results.Doubts, proto wire.Proto, sent []results.Count, second
 // linkEvents puts the client's link events before the servers' (added
 // per target), and notes why the client's watch saw nothing.
 func (r *clientRun) linkEvents(res *results.Result) {
-	evs, err := r.sess.linkEvents()
+	evs, err := r.sess.LinkEvents()
 	if err != nil {
 		res.Notes = append(res.Notes, "client "+err.Error())
 	}
@@ -300,16 +298,72 @@ func (r *clientRun) latency(res *results.Result) {
 			continue
 		}
 		tr := &res.Targets[i]
-		tr.LatencyIdle, tr.LatencyLoad = p.latency()
+		tr.LatencyIdle, tr.LatencyLoad = p.Latency()
 		for ph := range all {
-			all[ph] = append(all[ph], p.rtts[ph]...)
-			sent[ph] += p.sent[ph]
+			rtts, n := p.Phase(ph)
+			all[ph] = append(all[ph], rtts...)
+			sent[ph] += n
 		}
 	}
-	if sent[phaseIdle] > 0 {
-		res.Summary.LatencyIdle = results.Summarize(all[phaseIdle], sent[phaseIdle])
+	if sent[rr.PhaseIdle] > 0 {
+		res.Summary.LatencyIdle = results.Summarize(all[rr.PhaseIdle], sent[rr.PhaseIdle])
 	}
-	if sent[phaseLoad] > 0 {
-		res.Summary.LatencyLoad = results.Summarize(all[phaseLoad], sent[phaseLoad])
+	if sent[rr.PhaseLoad] > 0 {
+		res.Summary.LatencyLoad = results.Summarize(all[rr.PhaseLoad], sent[rr.PhaseLoad])
 	}
+}
+
+// dropLedger gathers both ends' drop counters into the result and, for a
+// UDP test, builds the drop ledger: where the lost datagrams died.
+func (r *clientRun) dropLedger(res *results.Result) {
+	client := r.sess.Drops.Result(r.sess.Refused())
+	if client != nil {
+		res.Drops = append(res.Drops, *client)
+	}
+	for i, t := range r.targets {
+		sr, _, _ := t.serverResult()
+		if sr.Drops != nil {
+			d := *sr.Drops
+			d.Target = i
+			res.Drops = append(res.Drops, d)
+		}
+	}
+	res.BuildLedger(len(r.targets) > 1, true)
+}
+
+// assembleRR puts together a transaction test: per target what the
+// server answered and its samples, then the transactions, their latency
+// and failures over every target's streams.
+func (r *clientRun) assembleRR(res *results.Result) {
+	rr := &results.RR{Seconds: r.sess.Seconds()}
+	var all results.Histogram
+	for i, t := range r.targets {
+		tr := &res.Targets[i]
+		tr.Target, tr.Address, tr.Local, tr.ServerID = t.name, t.addr.String(), t.local.String(), t.serverID
+		sr, errs, _ := t.serverResult()
+		tr.Errors = append(append(tr.Errors, errs...), sr.Errors...)
+		tr.Machine = sr.Machine
+		for _, c := range sr.Received {
+			rr.Answered += c.Packets
+		}
+		if sr.RR != nil {
+			rr.Connections += sr.RR.Connections
+		}
+		for _, s := range sr.Samples {
+			res.Samples = append(res.Samples, results.Sample{Side: results.SideServer, Target: i, Rates: s})
+		}
+		if sr.SampleError != "" {
+			tr.Notes = append(tr.Notes, "server samples: "+sr.SampleError)
+		}
+		if t.rr != nil {
+			t.rr.Tally(rr, &all)
+		}
+	}
+	if rr.Seconds > 0 {
+		rr.TPS = float64(rr.Transactions) / rr.Seconds
+	}
+	rr.Latency = all.Latency()
+	res.RR = rr
+	r.linkEvents(res)
+	results.OrderSamples(res.Samples)
 }

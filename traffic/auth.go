@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/hmac"
 	"fmt"
+	"net"
 	"time"
 
 	"linerate/internal/version"
@@ -27,15 +28,16 @@ import (
 const (
 	authTimeout = 5 * time.Second // from connect to welcome
 	authLine    = 4 << 10         // longest message before welcome
-
 )
 
-// serverHandshake runs the server's side on c up to the client's proof; it
-// returns an error wrapping ErrWrongToken, ErrVersion or errProtocol when
-// the client fails it. The welcome comes once the client has a slot.
-func (s *Server) serverHandshake(c *ctl) error {
+// serverHandshake runs the server's side on c, whose secret is token (""
+// takes any client), up to the client's proof, within timeout (0:
+// authTimeout); it returns an error wrapping ErrWrongToken, ErrVersion or
+// ErrProtocol when the client fails it. The welcome comes once the client
+// has a slot.
+func serverHandshake(c *ctl, token string, timeout time.Duration) error {
 	c.limit, c.peer = authLine, wire.RoleClient
-	deadline := time.Now().Add(cmp.Or(s.authTimeout, authTimeout))
+	deadline := time.Now().Add(cmp.Or(timeout, authTimeout))
 	m, err := c.read(time.Until(deadline))
 	if err != nil {
 		return err
@@ -49,9 +51,9 @@ func (s *Server) serverHandshake(c *ctl) error {
 	if !wire.ValidNonce(m.Nonce) {
 		return fmt.Errorf("%w: hello without a valid nonce", wire.ErrProtocol)
 	}
-	ch := &Message{Type: wire.MsgChallenge, Version: wire.ProtocolVersion, Linerate: version.Version, Nonce: wire.NewNonce(), Open: s.Token == ""}
+	ch := &Message{Type: wire.MsgChallenge, Version: wire.ProtocolVersion, Linerate: version.Version, Nonce: wire.NewNonce(), Open: token == ""}
 	if !ch.Open {
-		ch.Proof = wire.Proof(s.Token, wire.RoleServer, m.Nonce, ch.Nonce)
+		ch.Proof = wire.Proof(token, wire.RoleServer, m.Nonce, ch.Nonce)
 	}
 	if err := c.write(ch); err != nil {
 		return err
@@ -60,19 +62,19 @@ func (s *Server) serverHandshake(c *ctl) error {
 	if err != nil {
 		return err
 	}
-	if !ch.Open && !hmac.Equal([]byte(a.Proof), []byte(wire.Proof(s.Token, wire.RoleClient, ch.Nonce, m.Nonce))) {
+	if !ch.Open && !hmac.Equal([]byte(a.Proof), []byte(wire.Proof(token, wire.RoleClient, ch.Nonce, m.Nonce))) {
 		return fmt.Errorf("%w: the server requires the secret it was given (serve --token-file or $%s)", wire.ErrWrongToken, wire.TokenEnv)
 	}
 	return nil
 }
 
 // welcome tells a client that passed the handshake and has a client slot
-// that the server listens.
-func (s *Server) welcome(c *ctl) error {
+// that the server listens: its limits, its ID and, with features, what it
+// does beyond the protocol's version.
+func welcome(c *ctl, limits wire.Limits, serverID string, features bool) error {
 	c.limit = maxLine
-	lim := s.Limits
-	m := &Message{Type: wire.MsgWelcome, Version: wire.ProtocolVersion, Linerate: version.Version, Limits: &lim, ServerID: s.id}
-	if !s.featureless {
+	m := &Message{Type: wire.MsgWelcome, Version: wire.ProtocolVersion, Linerate: version.Version, Limits: &limits, ServerID: serverID}
+	if features {
 		m.Features = []string{wire.FeatureStartBarrier, wire.FeatureMix}
 	}
 	return c.write(m)
@@ -113,4 +115,16 @@ func clientHandshake(c *ctl, secret string) (*Message, error) {
 	}
 	c.limit = maxLine
 	return w, nil
+}
+
+// Greet runs the client's side of the handshake on c with secret (may be
+// empty for a server without one) and returns the server's welcome (its
+// version, limits and ID), within d. An error the server sends is a
+// *PeerError; an error of the connection itself is returned as it is. The
+// server says nothing more until the client speaks, so the connection can
+// then be read by others.
+func Greet(c net.Conn, secret string, d time.Duration) (*Message, error) {
+	_ = c.SetDeadline(time.Now().Add(d))
+	defer c.SetDeadline(time.Time{})
+	return clientHandshake(newCtl(c), secret)
 }

@@ -5,74 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 	"time"
 
-	"linerate/box"
-	"linerate/ceiling"
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/rr"
+	"linerate/traffic/session"
+	"linerate/traffic/tcp"
 	"linerate/wire"
 )
-
-// Config is one `linerate bench` run.
-type Config struct {
-	// Targets are servers as HOST, HOST:PORT or [V6]:PORT.
-	Targets []string
-	// Spec is the test to ask each target for. For UDP, Payload may be 0
-	// when FrameSize is set.
-	Spec wire.Spec
-	// FrameSize is the UDP Ethernet frame size with FCS (--size); the
-	// payload follows from each target's address family.
-	FrameSize int
-	// Mix, when it has two parts or more, is a mix of UDP frame sizes
-	// sent in its ratio (--size imix, --size 64:7,570:4,1518:1), in place
-	// of FrameSize.
-	Mix ceiling.Mix
-	// Bind is the local source address (invalid: chosen by routing).
-	Bind  netip.Addr
-	Token string
-	// CPUs pins the client's sender and receiver threads, round robin.
-	CPUs []int
-	// Engine is "socket" (default), "ring" (AF_PACKET TX_RING; UDP,
-	// IPv4, forward only), "xdp" (AF_XDP, as the ring) or "auto".
-	Engine string
-	// Idle is how long latency probes run before the load (with
-	// Spec.ProbeInterval).
-	Idle time.Duration
-	// Sampling records the client's counters (nil: none).
-	Sampling Sampling
-	// Setup runs fn where the client's sockets must be made (a network
-	// namespace, in tests); nil runs it directly.
-	Setup func(fn func() error) error
-	// OnInterval is called once a second with the last second's figures.
-	OnInterval func(results.IntervalStats)
-	// DialTimeout bounds connecting to a target (0: 5s).
-	DialTimeout time.Duration
-	// Drops reads the drop counters of the client's namespace, snapshotted
-	// around the measured window for the drop ledger (nil: none).
-	Drops DropCounters
-	// Machine identifies the client's kernel (its boot id): a server on
-	// the same machine shares its CPUs.
-	Machine string
-	// RRUL adds the figures of a Realtime Response Under Load test to
-	// the result (results.RRUL: latency idle and under load, goodput per
-	// stream and mark, every probe's round trip over time): bench rrul.
-	RRUL bool
-	// Ready, when set, is called once every target has accepted the test
-	// and the client's flows are open, before anything is sent (the idle
-	// probes, the servers' start): a start barrier (a third-party flow
-	// held until its controller's go). An error ends the run there, every
-	// flow closed.
-	Ready func() error
-}
-
-func (c *Config) setup(fn func() error) error {
-	if c.Setup == nil {
-		return fn()
-	}
-	return c.Setup(fn)
-}
 
 // check fills in the defaults and checks what can be checked before any
 // connection: it returns the test to ask every target for (its UDP payload
@@ -88,10 +29,10 @@ func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	if err != nil {
 		return wire.Spec{}, nil, err
 	}
-	if eng.name == "auto" && (c.Spec.Proto != wire.UDP || !c.Spec.ClientSends()) {
+	if eng == autoEngine && (c.Spec.Proto != wire.UDP || !c.Spec.ClientSends()) {
 		// Nothing for auto to choose: the client sends no UDP. The
 		// result names the default, as it always did.
-		eng = udpEngines[0]
+		eng = socketEngine
 	}
 	c.Engine = eng.name
 	sp := c.Spec
@@ -113,7 +54,7 @@ func (c *Config) check() (wire.Spec, *udpEngine, error) {
 	if err := sp.Check(); err != nil {
 		return wire.Spec{}, nil, usage.Wrap(err)
 	}
-	if err := c.setup(func() error { return checkCongestion(sp.Congestion) }); err != nil {
+	if err := c.setup(func() error { return tcp.CheckCongestion(sp.Congestion) }); err != nil {
 		return wire.Spec{}, nil, err
 	}
 	sp.ClientPorts = nil
@@ -130,67 +71,26 @@ func Run(ctx context.Context, cfg Config) (*results.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := newClientRun(&cfg, eng, realClock{})
+	r := newClientRun(&cfg, session.RealClock{})
 	defer r.close()
 	if err := r.connect(ctx, sp); err != nil {
 		return nil, err
 	}
-	if err := r.open(); err != nil {
+	if err := r.open(eng); err != nil {
 		return nil, err
 	}
 	var locals []netip.Addr
 	for _, t := range r.targets {
 		locals = append(locals, t.local)
 	}
-	r.sess.drops = newDropWindow(cfg.Drops, nil, results.SideClient, -1, locals, r.cfg.setup)
-	r.sess.links = newLinkWatch(results.SideClient, r.sess.clk, locals, r.cfg.setup)
+	r.sess.Drops = session.NewDropWindow(cfg.Drops, nil, results.SideClient, -1, locals, r.cfg.setup)
+	r.sess.Links = session.NewLinkWatch(results.SideClient, r.sess.Clock(), locals, r.cfg.setup)
 	if cfg.Ready != nil {
 		if err := cfg.Ready(); err != nil {
 			return nil, err
 		}
 	}
 	return r.run(ctx)
-}
-
-// clientRun is one Run: the targets and the session of the client's flows.
-type clientRun struct {
-	cfg      *Config
-	engine   *udpEngine
-	sess     *session
-	targets  []*target
-	spec     wire.Spec // as the first target runs it
-	overhead int       // bytes per packet on the wire besides the payload (UDP)
-	notes    []string
-	// notCredible are the targets whose servers reported figures that
-	// fail the checks of results.Doubts (assemble).
-	notCredible []error
-
-	mu         sync.Mutex
-	lastSample *box.Rates // the client's latest counters, for the interval lines
-}
-
-func newClientRun(cfg *Config, eng *udpEngine, clk clock) *clientRun {
-	r := &clientRun{cfg: cfg, engine: eng, sess: newSession(clk)}
-	r.sess.sampling = cfg.Sampling
-	r.sess.each = func(rt box.Rates) {
-		r.mu.Lock()
-		r.lastSample = &rt
-		r.mu.Unlock()
-	}
-	// What is in flight when the client's senders end has this long to
-	// arrive (and the servers' senders to end); the servers' TCP streams
-	// have this long to end after their stop.
-	r.sess.settle = 300 * time.Millisecond
-	r.sess.grace = 2 * time.Second
-	return r
-}
-
-// close ends the flows, then the control connections.
-func (r *clientRun) close() {
-	_ = r.sess.close()
-	for _, t := range r.targets {
-		t.close()
-	}
 }
 
 // connect resolves, connects and prepares every target.
@@ -218,25 +118,9 @@ func (r *clientRun) connect(ctx context.Context, sp wire.Spec) error {
 	return nil
 }
 
-// eachTarget runs fn for every target at once and returns the first error.
-func eachTarget(ts []*target, fn func(*target) error) error {
-	errs := make([]error, len(ts))
-	var wg sync.WaitGroup
-	for i, t := range ts {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = fn(t) }()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// open makes the client's senders (and TCP receivers) for every target.
-func (r *clientRun) open() error {
+// open makes the client's senders (and TCP receivers) for every target,
+// UDP ones with eng.
+func (r *clientRun) open(eng *udpEngine) error {
 	if r.spec.RR != nil {
 		for _, t := range r.targets {
 			if err := t.openRR(r); err != nil {
@@ -257,7 +141,7 @@ func (r *clientRun) open() error {
 			}
 		}
 		if len(to) > 0 {
-			if err := r.engine.open(r, to); err != nil {
+			if err := eng.open(r, to); err != nil {
 				return err
 			}
 		}
@@ -286,28 +170,28 @@ func (r *clientRun) run(ctx context.Context) (*results.Result, error) {
 	if err := r.startServers(); err != nil {
 		return nil, err
 	}
-	tm := r.sess.start(r.spec.Warmup.D(), r.spec.Duration.D())
+	tm := r.sess.Start(r.spec.Warmup.D(), r.spec.Duration.D())
 	for _, t := range r.targets {
 		// A server that fails mid-run ends the run for every target: the
 		// window ends at its last report, what both ends counted.
 		go t.readLoop(tm.End.Add(stopGrace+10*time.Second), func(lastT float64, err error) {
-			r.sess.halt(tm.Start.Add(time.Duration(lastT*float64(time.Second))), err)
+			r.sess.Halt(tm.Start.Add(time.Duration(lastT*float64(time.Second))), err)
 		})
 	}
 	res := r.newResult(tm.Start)
-	prev := r.sess.progress(tm.Start)
-	early := r.sess.run(ctx, r.sess.overC(), func(now time.Time) {
+	prev := r.sess.Progress(tm.Start)
+	early := r.sess.Run(ctx, r.sess.Over(), func(now time.Time) {
 		r.interval(res, now, &prev)
 	})
 	var errs []error
-	r.sess.stop(early, func() { errs = r.stopServers() })
+	r.sess.Stop(early, func() { errs = r.stopServers() })
 	res.Interrupted = early && ctx.Err() != nil
-	if herr, _, seen := r.sess.haltedBy(); early && herr != nil {
+	if herr, _, seen := r.sess.HaltedBy(); early && herr != nil {
 		res.StoppedEarly = &results.StoppedEarly{Reason: herr.Error(),
-			At: r.sess.windowEnd().Sub(tm.Start).Seconds(), Detected: seen.Sub(tm.Start).Seconds()}
+			At: r.sess.WindowEnd().Sub(tm.Start).Seconds(), Detected: seen.Sub(tm.Start).Seconds()}
 	}
 	r.assemble(res)
-	errs = append(errs, r.sess.errs()...)
+	errs = append(errs, r.sess.Errs()...)
 	errs = append(errs, r.notCredible...)
 	for _, e := range errs {
 		res.Errors = append(res.Errors, e.Error())
@@ -327,23 +211,23 @@ func (r *clientRun) idle(ctx context.Context) error {
 		}
 		err := r.cfg.setup(func() error {
 			var err error
-			t.prober, err = newProber(t.local, netip.AddrPortFrom(t.addr.Addr(), t.acc.ProbePort), r.spec.ProbeInterval.D(), r.cfg.RRUL)
+			t.prober, err = rr.NewProber(t.local, netip.AddrPortFrom(t.addr.Addr(), t.acc.ProbePort), r.spec.ProbeInterval.D(), r.cfg.RRUL)
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("%s: latency probes: %w", t.name, err)
 		}
-		r.sess.add(receiving, t.name, t.prober)
+		r.sess.Add(session.Receiving, t.name, t.prober)
 	}
 	if r.cfg.Idle > 0 {
 		select {
-		case <-r.sess.clk.after(r.cfg.Idle):
+		case <-r.sess.Clock().After(r.cfg.Idle):
 		case <-ctx.Done():
 		}
 	}
 	for _, t := range r.targets {
 		if t.prober != nil {
-			t.prober.setPhase(phaseLoad)
+			t.prober.SetPhase(rr.PhaseLoad)
 		}
 	}
 	return nil
@@ -364,12 +248,12 @@ func (r *clientRun) startServers() error {
 
 // interval adds one interval line: what the client counted over the last
 // second, and what the servers counted over their latest second.
-func (r *clientRun) interval(res *results.Result, now time.Time, prev *progress) {
-	tm := r.sess.tm
-	cur := r.sess.progress(now)
-	dt := cur.t.Sub(prev.t).Seconds()
+func (r *clientRun) interval(res *results.Result, now time.Time, prev *session.Progress) {
+	tm := r.sess.Timing()
+	cur := r.sess.Progress(now)
+	dt := cur.T.Sub(prev.T).Seconds()
 	// An interval is warmup when any of it is.
-	iv := results.IntervalStats{T: now.Sub(tm.Start).Seconds(), Warmup: prev.t.Before(tm.Measure)}
+	iv := results.IntervalStats{T: now.Sub(tm.Start).Seconds(), Warmup: prev.T.Before(tm.Measure)}
 	r.awaitReports(len(res.Intervals) + 1)
 	if dt > 0 {
 		var srv [4]float64
@@ -383,16 +267,16 @@ func (r *clientRun) interval(res *results.Result, now time.Time, prev *progress)
 				srv[i] += rt[i]
 			}
 		}
-		sp := srv[0] + perSecond(cur.sentPkts, prev.sentPkts, dt)
-		sb := srv[1] + perSecond(cur.sentBytes, prev.sentBytes, dt)
-		rp := srv[2] + perSecond(cur.recvPkts, prev.recvPkts, dt)
-		rb := srv[3] + perSecond(cur.recvBytes, prev.recvBytes, dt)
+		sp := srv[0] + perSecond(cur.SentPkts, prev.SentPkts, dt)
+		sb := srv[1] + perSecond(cur.SentBytes, prev.SentBytes, dt)
+		rp := srv[2] + perSecond(cur.RecvPkts, prev.RecvPkts, dt)
+		rb := srv[3] + perSecond(cur.RecvBytes, prev.RecvBytes, dt)
 		iv.SentPPS, iv.ReceivedPPS = sp, rp
 		iv.SentBPS = (sb + sp*float64(r.overhead)) * 8
 		iv.ReceivedBPS = (rb + rp*float64(r.overhead)) * 8
 		iv.ClearUnknown()
 		if r.spec.RR != nil {
-			iv.TPS = perSecond(cur.sentPkts, prev.sentPkts, dt)
+			iv.TPS = perSecond(cur.SentPkts, prev.SentPkts, dt)
 		}
 	}
 	r.mu.Lock()
@@ -421,7 +305,7 @@ func (r *clientRun) awaitReports(n int) {
 	for _, t := range r.targets {
 		for !t.hasReports(n) {
 			if timeout == nil {
-				timeout = r.sess.clk.after(reportWait)
+				timeout = r.sess.Clock().After(reportWait)
 			}
 			select {
 			case <-t.filed:
@@ -430,15 +314,6 @@ func (r *clientRun) awaitReports(n int) {
 			}
 		}
 	}
-}
-
-// perSecond is the rate of a counter that went from prev to cur in dt
-// seconds; 0 when it went backwards (a connection's counter gone).
-func perSecond(cur, prev uint64, dt float64) float64 {
-	if cur < prev || dt <= 0 {
-		return 0
-	}
-	return float64(cur-prev) / dt
 }
 
 // stopServers tells each server, once the client's senders are done, what
@@ -465,4 +340,26 @@ func (r *clientRun) stopServers() []error {
 		}
 	}
 	return append(errs, writeErrs...)
+}
+
+// checkRR checks a transaction test before any connection; it has no send
+// engine to choose (the result names the socket engine).
+func (c *Config) checkRR() (wire.Spec, *udpEngine, error) {
+	sp := c.Spec
+	rr := *sp.RR
+	if rr.Timeout == 0 {
+		rr.Timeout = wire.Seconds(wire.DefaultRRTimeout)
+	}
+	sp.RR = &rr
+	if eng, err := engineNamed(c.Engine); err != nil || eng != socketEngine && eng != autoEngine {
+		return wire.Spec{}, nil, usage.Field("Engine", "%s: a transaction test sends with sockets", c.Engine)
+	}
+	c.Engine = socketEngine.name
+	if err := sp.Check(); err != nil {
+		return wire.Spec{}, nil, usage.Wrap(err)
+	}
+	if err := c.setup(func() error { return tcp.CheckCongestion(sp.Congestion) }); err != nil {
+		return wire.Spec{}, nil, err
+	}
+	return sp, socketEngine, nil
 }

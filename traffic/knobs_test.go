@@ -14,6 +14,8 @@ import (
 
 	"linerate/internal/testenv"
 	"linerate/internal/usage"
+	"linerate/traffic/sock"
+	"linerate/traffic/tcp"
 	"linerate/wire"
 )
 
@@ -58,7 +60,7 @@ func countTOS(t *testing.T, ns *testenv.NetNS, iface string, from netip.Addr, pr
 			unix.Close(fd)
 			return err
 		}
-		return setTimeout(fd, unix.SO_RCVTIMEO, 50*time.Millisecond)
+		return sock.SetTimeout(fd, unix.SO_RCVTIMEO, 50*time.Millisecond)
 	})
 	if err != nil {
 		t.Fatalf("packet socket on %s: %v", iface, err)
@@ -242,7 +244,7 @@ func TestCongestionRefused(t *testing.T) {
 		Congestion: "nosuchcc"}
 	_, err := Run(context.Background(), l.config(sp))
 	t.Logf("%v", err)
-	if !errors.Is(err, ErrNoCongestion) || !usage.Is(err) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "this kernel has: ") ||
+	if !errors.Is(err, tcp.ErrNoCongestion) || !usage.Is(err) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "this kernel has: ") ||
 		!strings.Contains(err.Error(), "reno") {
 		t.Fatalf("got %v, want one line naming the kernel's algorithms", err)
 	}
@@ -258,12 +260,12 @@ func TestDSCPEngines(t *testing.T) {
 			t.Errorf("got %v, want ErrDSCPEngine", err)
 		}
 	}
-	fd, err := dialUDP(netip.MustParseAddrPort("[::1]:0"), netip.AddrPort{}, 0)
+	fd, err := sock.DialUDP(netip.MustParseAddrPort("[::1]:0"), netip.AddrPort{}, 0)
 	if err != nil {
 		t.Skip("no IPv6:", err)
 	}
-	defer closeFD(fd)
-	if err := setDSCP(fd, 46); err != nil {
+	defer sock.CloseFD(fd)
+	if err := sock.SetDSCP(fd, 46); err != nil {
 		t.Fatal(err)
 	}
 	if tc, err := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS); err != nil || tc != 0xb8 {

@@ -21,6 +21,7 @@ import (
 	"linerate/results"
 	"linerate/source"
 	"linerate/source/skbdrop"
+	"linerate/traffic/session"
 	"linerate/wire"
 )
 
@@ -277,6 +278,13 @@ func TestTCPLinkLimitsShapedVeth(t *testing.T) {
 	}
 }
 
+// fixedDrops is drop counters that never move, and no path.
+type fixedDrops box.Drops
+
+func (d fixedDrops) Drops() (box.Drops, error) { return box.Drops(d), nil }
+
+func (fixedDrops) Path(string, ...string) ([]box.PathIface, error) { return nil, nil }
+
 // TestDropLedgerHosts: each end is a host of the ledger named and sided
 // by the test's direction; two servers in one namespace are one host; the
 // client's refused sends are the test's.
@@ -285,11 +293,15 @@ func TestDropLedgerHosts(t *testing.T) {
 	delta := func(netns uint64, nop uint64) *box.Drops {
 		return &box.Drops{Netns: netns, Machine: "m", SNMP: map[string]map[string]uint64{"Udp": {"NoPorts": nop}}}
 	}
-	r := &clientRun{cfg: &Config{}, spec: sp, sess: newSession(realClock{})}
+	r := &clientRun{cfg: &Config{}, spec: sp, sess: session.New(session.RealClock{})}
 	for i, ns := range []uint64{7, 7} {
 		r.targets = append(r.targets, &target{idx: i, result: &results.ServerResult{Drops: &results.EndDrops{Side: "server", Ifaces: []string{"s0"}, Delta: delta(ns, 30)}}})
 	}
-	r.sess.drops = &dropWindow{out: results.EndDrops{Side: "client", Target: -1, Ifaces: []string{"c0"}, Delta: delta(3, 0)}}
+	// The client's window over counters that moved nothing, on a session
+	// without flows: a start snapshots them, a stop reads the difference.
+	r.sess.Drops = session.NewDropWindow(fixedDrops(*delta(3, 0)), nil, results.SideClient, -1, nil, func(f func() error) error { return f() })
+	r.sess.Start(0, 0)
+	r.sess.Stop(true, nil)
 	res := &results.Result{Spec: sp}
 	res.Summary.SentPackets, res.Summary.LostPackets = 1000, 30
 	r.dropLedger(res)

@@ -106,14 +106,13 @@ func TestIntervalsUnknownWhileLinkDown(t *testing.T) {
 // the middle of a ring-engine bench at 20 kpps: the ring engine pauses on
 // ENETDOWN and sends again once the link is up, with no error (it used to
 // stop for good), at the asked rate: the frames of the cut are held back,
-// counted as such, not sent late in a burst (it sent 75.9 kpps for a
-// second after the cut).
+// counted as such, not sent late in a burst (it used to catch up on the
+// cut's frames in the second after it: docs/bench.md).
 func TestRingResumesAfterLinkDown(t *testing.T) { testFramesResumeAfterLinkDown(t, "ring") }
 
 // TestXDPResumesAfterLinkDown is the same cut under the AF_XDP engine,
 // which shares the ring's pause: it used to resume and send the frames
-// of the cut in a burst (sent 75.8 kpps for the second after it, nothing
-// held back, verdict "asked rate").
+// of the cut in a burst (nothing held back, verdict "asked rate").
 func TestXDPResumesAfterLinkDown(t *testing.T) { testFramesResumeAfterLinkDown(t, "xdp") }
 
 func testFramesResumeAfterLinkDown(t *testing.T, engine string) {

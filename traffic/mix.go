@@ -5,57 +5,8 @@ import (
 
 	"linerate/ceiling"
 	"linerate/internal/usage"
-	"linerate/results"
 	"linerate/wire"
 )
-
-// mixer is a sender's mix of sizes (wire.Spec.Sizes): the payload of each
-// datagram of a flow follows from how many the flow sent before it, along
-// wire.MixPattern, so every flow sends the mix in its ratio, interleaved.
-type mixer struct {
-	sizes   []wire.SizePart
-	pattern []int
-}
-
-// newMixer is the mixer of sizes; nil for one size or none.
-func newMixer(sizes []wire.SizePart) *mixer {
-	p := wire.MixPattern(sizes)
-	if p == nil {
-		return nil
-	}
-	return &mixer{sizes: sizes, pattern: p}
-}
-
-// payload is the payload of a flow's datagram number n (from 0).
-func (m *mixer) payload(n uint64) int { return m.sizes[m.pattern[n%uint64(len(m.pattern))]].Payload }
-
-// count adds a flow's datagrams first to first+n-1 to c's per-size counts
-// (nil: none, in the warmup) and returns their payload bytes.
-func (m *mixer) count(c *results.Count, first uint64, n int) uint64 {
-	per := m.counts(first, uint64(n))
-	var bytes uint64
-	for k, p := range m.sizes {
-		bytes += per[k] * uint64(p.Payload)
-		if per[k] > 0 && c != nil {
-			c.CountSize(p.Payload, per[k])
-		}
-	}
-	return bytes
-}
-
-// counts is how many of a flow's datagrams first to first+n-1 have each
-// part: whole turns of the pattern at once, then the rest one by one, so
-// that counting a long run costs no more than a turn.
-func (m *mixer) counts(first, n uint64) (per [wire.MaxSizeParts]uint64) {
-	l := uint64(len(m.pattern))
-	for _, k := range m.pattern {
-		per[k] += n / l
-	}
-	for i := range n % l {
-		per[m.pattern[(first+i)%l]]++
-	}
-	return per
-}
 
 // mixSizes is the wire form of mix for frames of overhead bytes besides
 // the payload, and the largest payload; an error names a part too small

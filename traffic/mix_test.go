@@ -2,10 +2,8 @@ package traffic
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -208,58 +206,5 @@ func TestImixEnginesMTU(t *testing.T) {
 		if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "largest frame, 1518 bytes, needs an MTU of 1500, lra has 1000") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s with imix over an MTU of 1000: %v, want one line of bad input naming the MTU", eng, err)
 		}
-	}
-}
-
-// TestFrameMix: each part's headers carry its lengths and a right IPv4
-// checksum, datagram n gets the pattern's part n, and counting whole
-// turns at once agrees with counting one by one.
-func TestFrameMix(t *testing.T) {
-	sizes, _, err := mixSizes(ceiling.SimpleIMIX, ringFrameOverhead)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := RingConfig{Iface: "x", SrcIP: netip.MustParseAddr("10.0.0.1"), DstIP: netip.MustParseAddr("10.0.0.2"), DstPort: 5300, Duration: time.Second, CPU: -1, Sizes: sizes}
-	if err := c.validate(); err != nil {
-		t.Fatal(err)
-	}
-	if c.FrameSize != 1518 {
-		t.Fatalf("frame size %d, want the largest part's 1518", c.FrameSize)
-	}
-	m := newFrameMix(c)
-	slot := buildRingFrame(c)
-	pattern := wire.MixPattern(sizes)
-	for n := range uint64(30) {
-		l := m.put(slot, n)
-		want := sizes[pattern[n%uint64(len(pattern))]].Payload
-		if int(l) != framePayloadOff+want {
-			t.Errorf("datagram %d: length %d, want %d", n, l, framePayloadOff+want)
-		}
-		ip := slot[ringEthLen:framePayloadOff]
-		if got := int(binary.BigEndian.Uint16(ip[2:])); got != int(l)-ringEthLen {
-			t.Errorf("datagram %d: IP total length %d, want %d", n, got, int(l)-ringEthLen)
-		}
-		if got := int(binary.BigEndian.Uint16(slot[frameSrcPortOff+4:])); got != want+ringUDPLen {
-			t.Errorf("datagram %d: UDP length %d, want %d", n, got, want+ringUDPLen)
-		}
-		if ipv4HeaderChecksum(ip[:ringIPv4Len]) != 0 {
-			t.Errorf("datagram %d: IPv4 header checksum wrong", n)
-		}
-	}
-	for _, first := range []uint64{0, 5, 11, 12, 1e9 + 7} {
-		for _, n := range []uint64{0, 1, 7, 12, 13, 100, 1001} {
-			var naive [wire.MaxSizeParts]uint64
-			for i := range n {
-				naive[pattern[(first+i)%uint64(len(pattern))]]++
-			}
-			if got := m.counts(first, n); got != naive {
-				t.Errorf("counts(%d, %d) = %v, want %v", first, n, got[:3], naive[:3])
-			}
-		}
-	}
-	bad := c
-	bad.FrameSize = 1000
-	if err := bad.validate(); err == nil || !usage.Is(err) {
-		t.Errorf("frame size 1000 with a 1518-byte part: %v, want a usage error", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -64,7 +65,7 @@ func newAimer(fds []int, peer netip.Addr, ports []uint16, streams int) (*aimer, 
 func (a *aimer) punch() (*wire.Punch, error) {
 	p := &wire.Punch{Nonce: hex.EncodeToString(a.nonce)}
 	for _, fd := range a.fds {
-		port, err := localPort(fd)
+		port, err := sock.LocalPort(fd)
 		if err != nil {
 			return nil, fmt.Errorf("udp sender port: %w", err)
 		}
@@ -114,7 +115,7 @@ func (a *aimer) aim(wait time.Duration) (punched, moved int, err error) {
 				if err != nil {
 					break
 				}
-				src := addrPortOf(from)
+				src := sock.AddrPortOf(from)
 				if n == len(want) && bytes.Equal(buf[:n], want) && src.Addr().Unmap() == a.peer {
 					to[i] = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
 					punched++
@@ -131,7 +132,7 @@ func (a *aimer) aim(wait time.Duration) (punched, moved int, err error) {
 			}
 			dest = to[i]
 		}
-		if err := unix.Connect(fd, sockaddr(dest)); err != nil {
+		if err := unix.Connect(fd, sock.Sockaddr(dest)); err != nil {
 			return punched, moved, fmt.Errorf("udp connect to %s: %w", dest, err)
 		}
 	}
@@ -152,7 +153,7 @@ func sendPunches(portFDs []int, server netip.Addr, p *wire.Punch, streams int) e
 	msg := append([]byte(punchMagic), nonce...)
 	for range punchCopies {
 		for i, port := range p.Ports {
-			to := sockaddr(netip.AddrPortFrom(server, port))
+			to := sock.Sockaddr(netip.AddrPortFrom(server, port))
 			if err := unix.Sendto(portFDs[i/streams], msg, 0, to); err != nil {
 				return fmt.Errorf("punch to %s port %d: %w", server, port, err)
 			}

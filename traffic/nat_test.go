@@ -17,6 +17,7 @@ import (
 
 	"linerate/internal/testenv"
 	lrlab "linerate/lab"
+	"linerate/traffic/frame"
 	"linerate/wire"
 )
 
@@ -185,7 +186,7 @@ func TestEngineAuto(t *testing.T) {
 	routed := newNATLab(t)
 	first, firstWhy := "xdp", "ran AF_XDP"
 	var why string
-	_ = direct.a.Do(func() error { why = xdpAvailable(); return nil })
+	_ = direct.a.Do(func() error { why = frame.XDPUnavailable(); return nil })
 	if why != "" {
 		t.Logf("AF_XDP unavailable (%s): auto runs the ring", why)
 		first, firstWhy = "ring", "ran the ring"

@@ -20,6 +20,8 @@ import (
 	"linerate/results"
 	"linerate/source/ethtool"
 	"linerate/source/procfs"
+	"linerate/traffic/session"
+	"linerate/traffic/udp"
 	"linerate/wire"
 )
 
@@ -69,7 +71,7 @@ func newLab(t *testing.T, srv *Server) *lab {
 
 // sampling records counters inside ns, reading /proc/thread-self/net from
 // a thread switched into it.
-func sampling(ns *testenv.NetNS) Sampling {
+func sampling(ns *testenv.NetNS) session.Sampling {
 	fs := procfs.NewFS("/proc").WithNetDir("/proc/thread-self/net")
 	return func(each func(box.Rates)) func() ([]box.Rates, error) {
 		read := func() (box.Counters, error) {
@@ -246,7 +248,7 @@ func TestUDPRateCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := res.Summary
-	limit := pps*d.Seconds() + max(4*float64(batchFor(pps, sendBatch)), pps*0.1)
+	limit := pps*d.Seconds() + max(4*float64(session.BatchFor(pps, udp.SendBatch)), pps*0.1)
 	t.Logf("asked %d pps: sent %d packets in %.2fs = %.0f pps (%.2f%% of asked); received %.0f pps",
 		pps, s.SentPackets, s.Seconds, s.SentPPS, s.SentPPS/pps*100, s.ReceivedPPS)
 	t.Logf("limited by %s: %s", s.LimitedBy, s.LimitedWhy)

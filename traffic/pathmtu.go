@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -45,7 +46,7 @@ func ProbePath(local netip.Addr, peer netip.AddrPort, wait time.Duration) (Path,
 	if err != nil {
 		return Path{}, err
 	}
-	p.Iface, _, _ = interfaceOf(p.Local) // "" when none holds it
+	p.Iface, _, _ = sock.InterfaceOf(p.Local) // "" when none holds it
 	return p, nil
 }
 
@@ -54,19 +55,19 @@ func probe(local netip.Addr, peer netip.AddrPort, wait time.Duration) (int, neti
 	if !local.IsValid() {
 		from = netip.AddrPort{}
 	}
-	fd, err := dialUDP(from, peer, 0)
+	fd, err := sock.DialUDP(from, peer, 0)
 	if err != nil {
 		return 0, netip.Addr{}, err
 	}
-	defer closeFD(fd)
+	defer sock.CloseFD(fd)
 	sa, err := unix.Getsockname(fd)
 	if err != nil {
 		return 0, netip.Addr{}, fmt.Errorf("probe %s: %w", peer, err)
 	}
-	at := addrPortOf(sa).Addr()
+	at := sock.AddrPortOf(sa).Addr()
 	v4 := peer.Addr().Unmap().Is4()
 	hdr := wire.UDPOverhead(v4) - wire.EthOverhead
-	mtu, err := pathMTU(fd, v4)
+	mtu, err := sock.PathMTU(fd, v4)
 	if err != nil {
 		return 0, at, fmt.Errorf("path MTU to %s: %w", peer, err)
 	}
@@ -83,7 +84,7 @@ func probe(local netip.Addr, peer netip.AddrPort, wait time.Duration) (int, neti
 		if err == nil {
 			time.Sleep(wait) // for a hop's ICMP to arrive
 		}
-		now, err := pathMTU(fd, v4)
+		now, err := sock.PathMTU(fd, v4)
 		if err != nil {
 			return 0, at, fmt.Errorf("path MTU to %s: %w", peer, err)
 		}

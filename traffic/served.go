@@ -9,12 +9,19 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"linerate/internal/admit"
 	"linerate/results"
 	"linerate/source/xdpcount"
+	"linerate/traffic/meter"
+	"linerate/traffic/rr"
+	"linerate/traffic/session"
+	"linerate/traffic/sock"
+	"linerate/traffic/tcp"
+	"linerate/traffic/udp"
 	"linerate/wire"
 )
 
@@ -26,13 +33,13 @@ type serverTest struct {
 	notes       []string
 	local, peer netip.Addr
 	cookie      uint64
-	sess        *session
+	sess        *session.Session
 	udpPorts    []uint16 // the UDP receiver's ports
 	probePort   uint16   // the probe echo's port
-	xdp         *xdpMeter
-	queues      *queueMeter
-	aimer       *aimer    // UDP senders waiting for the client's punches
-	rr          *rrServer // the answering side of a transaction test
+	xdp         *meter.XDP
+	queues      *meter.Queues
+	aimer       *aimer     // UDP senders waiting for the client's punches
+	rr          *rr.Server // the answering side of a transaction test
 
 	// TCP: the data listener and the connections the client opens.
 	tcpLn    *net.TCPListener
@@ -53,14 +60,14 @@ func (s *Server) newTest(asked *wire.Spec, local, peer netip.Addr) (*serverTest,
 	var cb [8]byte
 	_, _ = rand.Read(cb[:])
 	t.cookie = binary.BigEndian.Uint64(cb[:])
-	t.sess = newSession(realClock{})
-	t.sess.sampling = s.Sampling
+	t.sess = session.New(session.RealClock{})
+	t.sess.Sampling = s.Sampling
 	if err := s.setup(t.open); err != nil {
 		t.close()
 		return nil, err
 	}
-	t.sess.drops = newDropWindow(s.Drops, &s.dropMu, results.SideServer, -1, []netip.Addr{local}, s.setup)
-	t.sess.links = newLinkWatch(results.SideServer, t.sess.clk, []netip.Addr{local}, s.setup)
+	t.sess.Drops = session.NewDropWindow(s.Drops, &s.dropMu, results.SideServer, -1, []netip.Addr{local}, s.setup)
+	t.sess.Links = session.NewLinkWatch(results.SideServer, t.sess.Clock(), []netip.Addr{local}, s.setup)
 	return t, nil
 }
 
@@ -69,27 +76,27 @@ func (s *Server) newTest(asked *wire.Spec, local, peer netip.Addr) (*serverTest,
 func (t *serverTest) open() error {
 	sp := &t.spec
 	if sp.ProbeInterval > 0 {
-		e, err := newEcho(t.local, t.peer)
+		e, err := rr.NewEcho(t.local, t.peer)
 		if err != nil {
 			return fmt.Errorf("probe echo on %s: %w", t.local, err)
 		}
-		t.sess.add(receiving, "", e)
-		t.probePort = e.port()
+		t.sess.Add(session.Receiving, "", e)
+		t.probePort = e.Port()
 	}
 	if sp.RR != nil {
-		rr, err := newRRServer(sp, t.local, t.peer, t.cookie)
+		rs, err := rr.NewServer(sp, t.local, t.peer, t.cookie)
 		if err != nil {
 			return err
 		}
-		t.rr = rr
-		t.sess.add(receiving, "", rr)
+		t.rr = rs
+		t.sess.Add(session.Receiving, "", rs)
 		if sp.Proto == wire.UDP {
-			t.udpPorts = []uint16{rr.port()}
+			t.udpPorts = []uint16{rs.Port()}
 		}
 		return nil
 	}
 	if sp.Proto == wire.TCP {
-		ln, err := (&net.ListenConfig{Control: tcpKnobsOf(sp).control(false)}).Listen(context.Background(), "tcp", netip.AddrPortFrom(t.local, 0).String())
+		ln, err := (&net.ListenConfig{Control: tcp.KnobsOf(sp).Control(false)}).Listen(context.Background(), "tcp", netip.AddrPortFrom(t.local, 0).String())
 		if err != nil {
 			return fmt.Errorf("tcp data listener on %s: %w", t.local, err)
 		}
@@ -109,52 +116,52 @@ func (t *serverTest) open() error {
 
 func (t *serverTest) openUDPReceiver() error {
 	sp := &t.spec
-	r, err := newUDPReceiver(udpReceiverOf(sp, t.local, t.peer, t.srv.CPUs))
+	r, err := udp.NewReceiver(udp.ReceiverOf(sp, t.local, t.peer, t.srv.CPUs))
 	if err != nil {
 		return err
 	}
-	t.sess.add(receiving, "", r)
-	t.udpPorts = r.ports
+	t.sess.Add(session.Receiving, "", r)
+	t.udpPorts = r.Ports()
 	if sp.XDP {
 		var port uint16
-		if len(r.ports) == 1 {
-			port = r.ports[0]
+		if len(r.Ports()) == 1 {
+			port = r.Ports()[0]
 		}
-		t.xdp = newXDPMeter(t.local, port)
-		t.sess.add(receiving, "", t.xdp)
+		t.xdp = meter.NewXDP(t.local, port)
+		t.sess.Add(session.Receiving, "", t.xdp)
 	}
 	var xc *xdpcount.Counter
 	if t.xdp != nil {
-		xc = t.xdp.c
+		xc = t.xdp.Counter()
 	}
-	t.queues = newQueueMeter(t.local, xc)
-	t.sess.add(receiving, "", t.queues)
+	t.queues = meter.NewQueues(t.local, xc)
+	t.sess.Add(session.Receiving, "", t.queues)
 	return nil
 }
 
 func (t *serverTest) openUDPSender() error {
 	sp := &t.spec
-	fds, err := dialUDPFlows([]netip.Addr{t.local}, t.peer, sp.ClientPorts, sp.Streams, sp.Payload, sp.DSCP, sp.Punch)
-	var me *mtuError
+	fds, err := udp.DialFlows([]netip.Addr{t.local}, t.peer, sp.ClientPorts, sp.Streams, sp.Payload, sp.DSCP, sp.Punch)
+	var me *udp.MTUError
 	if errors.As(err, &me) {
-		return fmt.Errorf("payload %d bytes: the path MTU from %s to %s is %d", sp.Payload, t.local, t.peer, me.mtu)
+		return fmt.Errorf("payload %d bytes: the path MTU from %s to %s is %d", sp.Payload, t.local, t.peer, me.MTU)
 	}
 	if err != nil {
 		return err
 	}
 	if sp.Punch {
 		if t.aimer, err = newAimer(fds, t.peer, sp.ClientPorts, sp.Streams); err != nil {
-			closeFDs(fds)
+			sock.CloseFDs(fds)
 			return err
 		}
 	}
 	pps := sp.UDPPacketsPerSecond(wire.UDPOverhead(t.peer.Is4()))
-	t.sess.add(sending, "", newUDPSender(udpSenderConfig{fds: fds, payload: sp.Payload, sizes: sp.Sizes, pps: pps, threads: sp.Threads, cpus: t.srv.CPUs}))
+	t.sess.Add(session.Sending, "", udp.NewSender(udp.SenderConfig{FDs: fds, Payload: sp.Payload, Sizes: sp.Sizes, PPS: pps, Threads: sp.Threads, CPUs: t.srv.CPUs}))
 	return nil
 }
 
 func (t *serverTest) close() {
-	_ = t.sess.close()
+	_ = t.sess.Close()
 	if t.tcpLn != nil {
 		t.tcpLn.Close()
 	}
@@ -190,17 +197,17 @@ func (t *serverTest) run(c *ctl) error {
 		}
 	}
 	sp := &t.spec
-	tm := t.sess.start(sp.Warmup.D(), sp.Duration.D())
+	tm := t.sess.Start(sp.Warmup.D(), sp.Duration.D())
 	// From here on every way out goes through the session's stop: the
 	// senders, receivers and sampling started above stop with the test.
 	readErr := t.report(c, tm)
 	// The client's streams end after its stop; one that vanished will not
 	// end them.
-	t.sess.grace = 2 * time.Second
+	t.sess.Grace = 2 * time.Second
 	if readErr != nil {
-		t.sess.grace = 0
+		t.sess.Grace = 0
 	}
-	t.sess.stop(false, nil)
+	t.sess.Stop(false, nil)
 	if readErr != nil {
 		return fmt.Errorf("waiting for stop: %w", readErr)
 	}
@@ -220,7 +227,7 @@ func (t *serverTest) accept(c *ctl) error {
 		acc.Punch = p
 	}
 	if t.rr != nil && sp.Proto == wire.TCP {
-		acc.TCPPort = t.rr.port()
+		acc.TCPPort = t.rr.Port()
 	}
 	if t.tcpLn != nil {
 		acc.TCPPort = uint16(t.tcpLn.Addr().(*net.TCPAddr).Port)
@@ -238,7 +245,7 @@ func (t *serverTest) accept(c *ctl) error {
 
 // report says "running", then what the flows counted once a second, until
 // the client's stop; it returns why no stop came.
-func (t *serverTest) report(c *ctl, tm Timing) error {
+func (t *serverTest) report(c *ctl, tm session.Timing) error {
 	if err := c.write(&Message{Type: wire.MsgRunning}); err != nil {
 		return err
 	}
@@ -249,13 +256,13 @@ func (t *serverTest) report(c *ctl, tm Timing) error {
 		_, readErr = c.expect(time.Until(tm.End)+stopGrace, wire.MsgStop)
 	}()
 	gone := false
-	t.sess.run(context.Background(), stopped, func(now time.Time) {
+	t.sess.Run(context.Background(), stopped, func(now time.Time) {
 		if gone {
 			return
 		}
-		p := t.sess.progress(now)
-		iv := &wire.Interval{T: now.Sub(tm.Start).Seconds(), ReceivedPackets: p.recvPkts, ReceivedBytes: p.recvBytes,
-			SentPackets: p.sentPkts, SentBytes: p.sentBytes}
+		p := t.sess.Progress(now)
+		iv := &wire.Interval{T: now.Sub(tm.Start).Seconds(), ReceivedPackets: p.RecvPkts, ReceivedBytes: p.RecvBytes,
+			SentPackets: p.SentPkts, SentBytes: p.SentBytes}
 		if c.write(&Message{Type: wire.MsgInterval, Interval: iv}) != nil {
 			// The client is gone (or stuck): stop waiting for its stop.
 			c.c.Close()
@@ -267,41 +274,42 @@ func (t *serverTest) report(c *ctl, tm Timing) error {
 
 // result is what the server counted, once the session stopped.
 func (t *serverTest) result() *results.ServerResult {
-	res := &results.ServerResult{Seconds: t.sess.seconds(), Threads: t.sess.threads(), Machine: t.srv.Machine}
-	res.Drops = t.sess.drops.result(t.sess.refused())
-	for _, e := range t.sess.entries {
-		res.Foreign += e.res.foreign
-		if e.role == receiving {
-			res.Received = append(res.Received, e.res.counts...)
+	res := &results.ServerResult{Seconds: t.sess.Seconds(), Threads: t.sess.Threads(), Machine: t.srv.Machine}
+	res.Drops = t.sess.Drops.Result(t.sess.Refused())
+	for _, e := range t.sess.Entries() {
+		fr := e.Result()
+		res.Foreign += fr.Foreign
+		if e.Role() == session.Receiving {
+			res.Received = append(res.Received, fr.Counts...)
 		} else {
-			res.Sent = append(res.Sent, e.res.counts...)
+			res.Sent = append(res.Sent, fr.Counts...)
 		}
-		res.TCP = append(res.TCP, e.res.tcp...)
-		if rr := e.res.rr; rr != nil {
-			res.RR = &results.RRServed{Connections: rr.connections}
-		}
+		res.TCP = append(res.TCP, fr.TCP...)
 	}
-	for _, err := range t.sess.errs() {
+	if t.rr != nil {
+		res.RR = &results.RRServed{Connections: t.rr.Connections()}
+	}
+	for _, err := range t.sess.Errs() {
 		res.Errors = append(res.Errors, err.Error())
 	}
 	var err error
-	if res.LinkEvents, err = t.sess.linkEvents(); err != nil {
+	if res.LinkEvents, err = t.sess.LinkEvents(); err != nil {
 		t.srv.logf("%s: %v", t.peer, err)
 	}
-	if t.srv.Sampling != nil && t.sess.began {
-		res.Samples = t.sess.samples
+	if samples, began, sampleErr := t.sess.Samples(); t.srv.Sampling != nil && began {
+		res.Samples = samples
 		if len(res.Samples) == 0 {
 			res.SampleError = "no samples"
-			if t.sess.sampleErr != nil {
-				res.SampleError = t.sess.sampleErr.Error()
+			if sampleErr != nil {
+				res.SampleError = sampleErr.Error()
 			}
 		}
 	}
 	if t.xdp != nil {
-		res.XDP = t.xdp.result()
+		res.XDP = t.xdp.Result()
 	}
 	if t.queues != nil {
-		res.RxQueues = t.queues.result()
+		res.RxQueues = t.queues.Result()
 	}
 	return res
 }
@@ -315,29 +323,29 @@ func (t *serverTest) openTCP() error {
 	t.tcpLn.Close()
 	t.connMu.Lock()
 	defer t.connMu.Unlock()
-	knobs := tcpKnobsOf(&t.spec)
+	knobs := tcp.KnobsOf(&t.spec)
 	for _, conns := range [][]*net.TCPConn{t.fwdConns, t.revConns} {
 		for i, c := range conns {
-			if err := knobs.forStream(&t.spec, i).conn(c); err != nil {
+			if err := knobs.ForStream(&t.spec, i).Conn(c); err != nil {
 				return fmt.Errorf("tcp data connection: %w", err)
 			}
 		}
 	}
 	if len(t.fwdConns) > 0 {
-		r, err := newTCPReceiver(t.fwdConns, t.spec.Threads)
+		r, err := tcp.NewReceiver(t.fwdConns, t.spec.Threads)
 		if err != nil {
 			return err
 		}
-		t.sess.add(receiving, "", r)
+		t.sess.Add(session.Receiving, "", r)
 		t.fwdConns = nil
 	}
 	if len(t.revConns) > 0 {
 		sp := &t.spec
-		s, err := newTCPSender(t.revConns, tcpSenderOf(sp))
+		s, err := tcp.NewSender(t.revConns, tcp.SendConfigOf(sp))
 		if err != nil {
 			return err
 		}
-		t.sess.add(sending, "", s)
+		t.sess.Add(session.Sending, "", s)
 		t.revConns = nil
 	}
 	return nil
@@ -355,7 +363,7 @@ func (t *serverTest) acceptData() {
 		if err != nil {
 			return
 		}
-		if addrOf(c.RemoteAddr()) != t.peer {
+		if sock.AddrOf(c.RemoteAddr()) != t.peer {
 			c.Close()
 			continue
 		}
@@ -425,5 +433,36 @@ func (t *serverTest) waitData(d time.Duration) error {
 		case <-deadline:
 			return fmt.Errorf("%d tcp data connections did not arrive", missing)
 		}
+	}
+}
+
+// test runs one test the client asked for; a test the server will not run
+// is an ErrTestRefused.
+func (s *Server) test(c *ctl, sp *wire.Spec, local, peer netip.Addr) error {
+	if sp == nil {
+		return fmt.Errorf("%w: test without a spec", wire.ErrProtocol)
+	}
+	s.mu.Lock()
+	s.tests++
+	s.mu.Unlock()
+	defer s.testEnded()
+	t, err := s.newTest(sp, local, peer)
+	if err != nil {
+		return fmt.Errorf("%w: %w", wire.ErrTestRefused, err)
+	}
+	defer t.close()
+	return t.run(c)
+}
+
+// testEnded counts a test out; the last one running returns the memory
+// its buffers took to the system at once: the runtime would otherwise
+// keep it for minutes, and an agent sits idle between tests.
+func (s *Server) testEnded() {
+	s.mu.Lock()
+	s.tests--
+	last := s.tests == 0
+	s.mu.Unlock()
+	if last {
+		debug.FreeOSMemory()
 	}
 }

@@ -1,28 +1,15 @@
 package traffic
 
 import (
-	"cmp"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
-	"runtime/debug"
 	"sync"
 	"time"
 
-	"linerate/box"
-	"linerate/internal/admit"
+	"linerate/traffic/session"
 	"linerate/wire"
 )
-
-// Sampling starts recording the machine's counters once a second. each, if
-// not nil, is called with every interval's rates; stop ends the recording
-// and returns every interval, or why there are none.
-type Sampling func(each func(box.Rates)) (stop func() ([]box.Rates, error))
 
 // Server is the far end of a test (`linerate serve`). It accepts control
 // connections, runs the tests they ask for, and reports what it counted.
@@ -40,13 +27,13 @@ type Server struct {
 	// CPUs pins the server's sender and receiver threads, round robin.
 	CPUs []int
 	// Sampling records the server's counters during each test (nil: none).
-	Sampling Sampling
+	Sampling session.Sampling
 	// Setup runs fn where the server's sockets must be made (inside a
 	// network namespace, in tests); nil runs it directly.
 	Setup func(fn func() error) error
 	// Drops reads the drop counters of the server's namespace, snapshotted
 	// around each test's measured window for the drop ledger (nil: none).
-	Drops DropCounters
+	Drops session.DropCounters
 	// Machine identifies the server's kernel (its boot id): the client
 	// counts the CPU of servers on one machine once.
 	Machine string
@@ -60,7 +47,7 @@ type Server struct {
 	PeerTimeout time.Duration
 	// Allow, when set, are the only addresses this agent sends a
 	// third-party flow to (serve --allow); without a Token it is also
-	// what lets the agent run third-party flows at all (relay.go).
+	// what lets the agent run third-party flows at all (agent.go).
 	Allow []netip.Prefix
 
 	id     string
@@ -78,14 +65,6 @@ type Server struct {
 	wg          sync.WaitGroup
 }
 
-// Timeouts of the control protocol.
-const (
-	helloTimeout = 10 * time.Second // from connect to hello
-	idleTimeout  = 5 * time.Minute  // between tests on one connection
-	startTimeout = 30 * time.Second // from accept to start
-	stopGrace    = 30 * time.Second // past a test's end for its stop
-)
-
 func (s *Server) logf(format string, args ...any) {
 	if s.Logf != nil {
 		s.Logf(format, args...)
@@ -97,263 +76,6 @@ func (s *Server) setup(fn func() error) error {
 		return fn()
 	}
 	return s.Setup(fn)
-}
-
-// Serve accepts control connections on ln until ctx ends, then closes
-// every connection and returns once their tests are torn down.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	s.init()
-	stop := context.AfterFunc(ctx, func() {
-		ln.Close()
-		s.closeAll()
-	})
-	defer stop()
-	var err error
-	for {
-		var c net.Conn
-		// Out of descriptors, a handshake under way gives up its slot (the
-		// door's victim) and accept tries again after a pause.
-		c, err = admit.Accept(ln, ctx.Done(), s.door.slots.Shed, func(err error, pause time.Duration) {
-			s.logf("accept on %s: %v; trying again in %s", ln.Addr(), err, pause)
-		})
-		if err != nil {
-			if ctx.Err() != nil {
-				err = nil
-			}
-			break
-		}
-		s.admit(ctx, c)
-	}
-	stop()
-	ln.Close()
-	s.closeAll()
-	s.wg.Wait()
-	return err
-}
-
-func (s *Server) init() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conns == nil {
-		s.conns = map[net.Conn]struct{}{}
-	}
-	if s.door == nil {
-		s.door = newDoor(nil)
-	}
-	if s.id == "" {
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		s.id = hex.EncodeToString(b[:])
-	}
-}
-
-func (s *Server) closeAll() {
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-}
-
-// admit takes a new control connection through the door: a handshake slot
-// of its own, the handshake, then a client slot (MaxConns).
-func (s *Server) admit(ctx context.Context, c net.Conn) {
-	peer := addrOf(c.RemoteAddr())
-	s.wg.Add(1)
-	t, err := s.door.enter(peer, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
-	if err == nil && ctx.Err() != nil {
-		t.Leave()
-		err = fmt.Errorf("%w: the server is stopping", wire.ErrBusy)
-	}
-	if err != nil {
-		s.logf("refused %s: %v", c.RemoteAddr(), err)
-		go func() { defer s.wg.Done(); refuse(c, err) }()
-		return
-	}
-	s.mu.Lock()
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-			c.Close()
-		}()
-		if err := s.serveConn(ctx, c, peer, t); err != nil {
-			s.logf("%s: %v", c.RemoteAddr(), err)
-		}
-	}()
-}
-
-// serveConn authenticates the client on c, which holds the handshake slot
-// t, takes a client slot and speaks the protocol until the client is done.
-func (s *Server) serveConn(ctx context.Context, conn net.Conn, peer netip.Addr, t *admit.Slot) error {
-	c := newCtl(conn)
-	c.gone = t.Gone
-	err := s.serverHandshake(c)
-	// A slot given up, even as the handshake ended, ends the connection:
-	// its cut may yet come.
-	given := !t.Leave()
-	c.gone = nil
-	if given && s.door.slots.Len() < maxPending {
-		err = fmt.Errorf("%w: the server ran short of descriptors and gave up this handshake's slot", wire.ErrBusy)
-	} else if given {
-		err = fmt.Errorf("%w: %d connections are authenticating; this one's slot went to a newer one", wire.ErrBusy, maxPending)
-	}
-	if err != nil {
-		if errors.Is(err, wire.ErrWrongToken) {
-			wait := s.door.failed(peer)
-			err = fmt.Errorf("%w (this address must now wait %s)", err, wait)
-		}
-		if wire.CodeOf(err) != "" {
-			// Not for a connection that failed or went silent.
-			_ = c.write(errorMessage(err))
-		}
-		return fmt.Errorf("handshake: %w", err)
-	}
-	s.door.passed(peer)
-	maxConns := cmp.Or(s.MaxConns, 8)
-	s.mu.Lock()
-	n := s.clients
-	if n >= maxConns || ctx.Err() != nil {
-		s.mu.Unlock()
-		err := fmt.Errorf("%w: %d clients connected, the server's limit (serve --max-clients)", wire.ErrBusy, n)
-		_ = c.write(errorMessage(err))
-		return err
-	}
-	s.clients++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.clients--
-		s.mu.Unlock()
-	}()
-	if err := s.welcome(c); err != nil {
-		return err
-	}
-	if err := watchPeer(conn, cmp.Or(s.PeerTimeout, peerTimeout)); err != nil {
-		s.logf("%s: keepalive: %v", conn.RemoteAddr(), err)
-	}
-	return s.handle(ctx, c, conn, false)
-}
-
-// refuse tells a client why it is turned away and closes the connection.
-func refuse(c net.Conn, why error) {
-	defer c.Close()
-	ctl := newCtl(c)
-	ctl.wt = 2 * time.Second
-	_ = ctl.write(errorMessage(why))
-}
-
-func addrOf(a net.Addr) netip.Addr {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		ip, _ := netip.AddrFromSlice(ta.IP)
-		return ip.Unmap().WithZone(ta.Zone)
-	}
-	ap, err := netip.ParseAddrPort(a.String())
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ap.Addr().Unmap()
-}
-
-// handle speaks the protocol on one authenticated control connection;
-// channel says it is an ssh channel (serve --stdio), whose controller ssh
-// authenticated.
-func (s *Server) handle(ctx context.Context, c *ctl, conn net.Conn, channel bool) error {
-	local, peer := addrOf(conn.LocalAddr()), addrOf(conn.RemoteAddr())
-	idle := idleTimeout
-	ctx, stopListening := context.WithCancel(ctx)
-	defer stopListening()
-	for {
-		m, err := c.read(idle)
-		if err != nil {
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, wire.ErrProtocol) {
-				_ = c.write(errorMessage(err))
-			}
-			return err
-		}
-		switch m.Type {
-		case wire.MsgBye:
-			return nil
-		case wire.MsgListen:
-			if !channel {
-				err = c.write(errorMessage(fmt.Errorf("%w: listen is for an agent reached over ssh", wire.ErrTestRefused)))
-				break
-			}
-			addrs, lerr := s.listen(ctx, m.Listen)
-			if lerr != nil {
-				err = c.write(errorMessage(lerr))
-				break
-			}
-			idle = channelIdle
-			err = c.write(&Message{Type: wire.MsgListening, Listening: addrs})
-		case wire.MsgSample:
-			// Sampling, like a flow, is the last thing on its connection.
-			return s.sampleFor(ctx, c)
-		case wire.MsgFlow:
-			err = s.flow(ctx, c, m.Flow, channel)
-			if errors.Is(err, wire.ErrFlowRefused) {
-				s.logf("%s: %v", peer, err)
-				_ = c.write(errorMessage(err))
-			} else if err != nil {
-				_ = c.write(errorMessage(err))
-			}
-			// A flow is the last thing on its connection.
-			return err
-		case wire.MsgTest:
-			err = s.test(c, m.Spec, local, peer)
-			if errors.Is(err, wire.ErrTestRefused) {
-				// The connection stays open for another test.
-				s.logf("%s: %v", peer, err)
-				err = c.write(errorMessage(err))
-			} else if err != nil {
-				_ = c.write(errorMessage(err))
-			}
-		default:
-			err = fmt.Errorf("%w: unexpected %q", wire.ErrProtocol, m.Type)
-			_ = c.write(errorMessage(err))
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// test runs one test the client asked for; a test the server will not run
-// is an ErrTestRefused.
-func (s *Server) test(c *ctl, sp *wire.Spec, local, peer netip.Addr) error {
-	if sp == nil {
-		return fmt.Errorf("%w: test without a spec", wire.ErrProtocol)
-	}
-	s.mu.Lock()
-	s.tests++
-	s.mu.Unlock()
-	defer s.testEnded()
-	t, err := s.newTest(sp, local, peer)
-	if err != nil {
-		return fmt.Errorf("%w: %w", wire.ErrTestRefused, err)
-	}
-	defer t.close()
-	return t.run(c)
-}
-
-// testEnded counts a test out; the last one running returns the memory
-// its buffers took to the system at once: the runtime would otherwise
-// keep it for minutes, and an agent sits idle between tests.
-func (s *Server) testEnded() {
-	s.mu.Lock()
-	s.tests--
-	last := s.tests == 0
-	s.mu.Unlock()
-	if last {
-		debug.FreeOSMemory()
-	}
 }
 
 // capSpec applies the server's limits, saying what it changed.

@@ -14,6 +14,9 @@ import (
 
 	"linerate/internal/usage"
 	"linerate/results"
+	"linerate/traffic/rr"
+	"linerate/traffic/session"
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -35,7 +38,9 @@ type target struct {
 	// fwd is what the client sends to this target, rev what it receives
 	// from it: parts of the session's flows.
 	fwd, rev []share
-	prober   *prober
+	prober   *rr.Prober
+	// rr is the client of a transaction test (nil: another test).
+	rr *rr.Client
 	// Sent is what the client told the server it sent (the stop message).
 	sent []results.Count
 
@@ -59,12 +64,12 @@ type target struct {
 // target: n counts from from (n 0: all of them). The socket engine's one
 // sender serves every target; the others serve one each.
 type share struct {
-	e       *entry
+	e       *session.Entry
 	from, n int
 }
 
 func (s share) counts() []results.Count {
-	c := s.e.res.counts
+	c := s.e.Result().Counts
 	if s.n == 0 {
 		return c
 	}
@@ -94,7 +99,7 @@ func gather(shares []share) []results.Count {
 func gatherTCP(shares []share) []results.TCPStat {
 	var out []results.TCPStat
 	for _, s := range shares {
-		out = append(out, s.e.res.tcp...)
+		out = append(out, s.e.Result().TCP...)
 	}
 	return out
 }
@@ -145,7 +150,7 @@ func dialError(t *target, bind netip.Addr, err error) error {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("%s: nothing listening on %s (is `linerate serve` running there?)", t.name, t.addr)
 	case errors.Is(err, syscall.EADDRNOTAVAIL) && bind.IsValid():
-		return usage.Field("Bind", "%s: %w", bind, ErrAddrNotLocal)
+		return usage.Field("Bind", "%s: %w", bind, sock.ErrAddrNotLocal)
 	case errors.Is(err, syscall.EHOSTUNREACH):
 		return fmt.Errorf("%s: %s is unreachable (no route to host)", t.name, t.addr.Addr())
 	case errors.Is(err, syscall.ENETUNREACH):
@@ -203,7 +208,7 @@ func (t *target) dial(ctx context.Context, cfg *Config) error {
 	// of being waited for until the test's end.
 	_ = watchPeer(conn, peerTimeout)
 	t.ctl = newCtl(conn)
-	t.local = addrOf(conn.LocalAddr())
+	t.local = sock.AddrOf(conn.LocalAddr())
 	m, err := clientHandshake(t.ctl, cfg.Token)
 	if errors.Is(err, wire.ErrWrongToken) {
 		return usage.Errorf("%s: %w", t.name, err)
@@ -213,183 +218,6 @@ func (t *target) dial(ctx context.Context, cfg *Config) error {
 	}
 	t.serverID = m.ServerID
 	return nil
-}
-
-// prepare sends the test, makes this end's receiving sockets and reads the
-// accept.
-func (t *target) prepare(r *clientRun, sp wire.Spec) error {
-	cfg := r.cfg
-	v4 := t.addr.Addr().Is4()
-	if sp.Proto == wire.UDP && cfg.FrameSize > 0 {
-		sp.Payload = cfg.FrameSize - wire.UDPOverhead(v4)
-		if sp.Payload < wire.HeaderLen {
-			return usage.Field("FrameSize", "%d: too small for %s UDP: frames carry at least %d bytes (%d of headers and FCS, %d of linerate's header)",
-				cfg.FrameSize, ipName(v4), wire.UDPOverhead(v4)+wire.HeaderLen, wire.UDPOverhead(v4), wire.HeaderLen)
-		}
-	}
-	if err := cfg.mixSpec(&sp, v4); err != nil {
-		return err
-	}
-	var recv *udpReceiver
-	if sp.Proto == wire.UDP && sp.ServerSends() {
-		var err error
-		if recv, err = t.openUDPReceiver(r, sp); err != nil {
-			return err
-		}
-		sp.ClientPorts = recv.ports
-		sp.Punch = true
-	}
-	if err := sp.Check(); err != nil {
-		return usage.Wrap(err)
-	}
-	if err := t.ctl.write(&Message{Type: wire.MsgTest, Spec: &sp}); err != nil {
-		return fmt.Errorf("%s: %w", t.name, err)
-	}
-	m, err := t.ctl.expect(helloTimeout, wire.MsgAccept)
-	if errors.Is(err, wire.ErrTestRefused) {
-		// The server found the test itself wrong: bad input.
-		return usage.Errorf("%s: %w", t.name, err)
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", t.name, err)
-	}
-	if m.Accept == nil {
-		return fmt.Errorf("%s: %w: accept without details", t.name, wire.ErrProtocol)
-	}
-	if sp.RR != nil && m.Accept.Spec.RR == nil {
-		return usage.Errorf("%s: %w", t.name, wire.ErrNoRR)
-	}
-	if len(sp.Sizes) > 0 && len(m.Accept.Spec.Sizes) == 0 {
-		return usage.Errorf("%s: %w", t.name, wire.ErrNoMix)
-	}
-	if len(sp.StreamDSCP) > 0 && len(m.Accept.Spec.StreamDSCP) != len(sp.StreamDSCP) {
-		return usage.Errorf("%s: %w", t.name, wire.ErrNoStreamDSCP)
-	}
-	t.acc = m.Accept
-	t.spec = m.Accept.Spec
-	t.spec.ClientPorts = sp.ClientPorts
-	if recv != nil && m.Accept.Punch != nil {
-		if err := sendPunches(recv.portFDs, t.addr.Addr(), m.Accept.Punch, t.spec.Streams); err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
-		}
-	}
-	return nil
-}
-
-// openUDPReceiver makes the sockets the server sends to (reverse, bidir).
-func (t *target) openUDPReceiver(r *clientRun, sp wire.Spec) (*udpReceiver, error) {
-	var recv *udpReceiver
-	err := r.cfg.setup(func() error {
-		var err error
-		recv, err = newUDPReceiver(udpReceiverOf(&sp, t.local, t.addr.Addr(), r.cfg.CPUs))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.name, err)
-	}
-	t.rev = append(t.rev, share{e: r.sess.add(receiving, t.name, recv)})
-	return recv, nil
-}
-
-// openUDP makes this target's forward sockets, one per flow.
-func (t *target) openUDP(cfg *Config) ([]int, error) {
-	sp := &t.spec
-	if len(t.acc.UDPPorts) != sp.Ports {
-		return nil, fmt.Errorf("%s: %w: %d ports for %d", t.name, wire.ErrProtocol, len(t.acc.UDPPorts), sp.Ports)
-	}
-	locals := sp.Sources
-	if len(locals) == 0 {
-		locals = []netip.Addr{t.local}
-	}
-	var fds []int
-	err := cfg.setup(func() error {
-		var err error
-		fds, err = dialUDPFlows(locals, t.addr.Addr(), t.acc.UDPPorts, sp.Streams, sp.Payload, sp.DSCP, false)
-		return err
-	})
-	if len(sp.Sources) > 0 && errors.Is(err, ErrAddrNotLocal) {
-		return nil, usage.Field("Sources", "%w", err)
-	}
-	var me *mtuError
-	if errors.As(err, &me) {
-		v4 := t.addr.Addr().Is4()
-		return nil, usage.Errorf("%s: %d-byte frames (payload %d) do not fit the path MTU %d to %s without fragmentation",
-			t.name, sp.Payload+wire.UDPOverhead(v4), sp.Payload, me.mtu, t.addr.Addr())
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.name, err)
-	}
-	return fds, nil
-}
-
-// openTCP makes this target's data connections, n in each direction the
-// client takes part in, and the flows over them.
-func (t *target) openTCP(r *clientRun) error {
-	sp := &t.spec
-	if sp.ClientSends() {
-		conns, err := t.dialData(r.cfg, 'f')
-		if err != nil {
-			return err
-		}
-		s, err := newTCPSender(conns, tcpSenderOf(sp))
-		if err != nil {
-			closeConns(conns)
-			return err
-		}
-		t.fwd = append(t.fwd, share{e: r.sess.add(sending, t.name, s)})
-	}
-	if sp.ServerSends() {
-		conns, err := t.dialData(r.cfg, 'r')
-		if err != nil {
-			return err
-		}
-		rcv, err := newTCPReceiver(conns, sp.Threads)
-		if err != nil {
-			closeConns(conns)
-			return err
-		}
-		t.rev = append(t.rev, share{e: r.sess.add(receiving, t.name, rcv)})
-	}
-	return nil
-}
-
-// dialData opens the data connections of one direction.
-func (t *target) dialData(cfg *Config, dir byte) ([]*net.TCPConn, error) {
-	sp := &t.spec
-	cookie, err := wire.ParseCookie(t.acc.Cookie)
-	if err != nil {
-		return nil, err
-	}
-	to := netip.AddrPortFrom(t.addr.Addr(), t.acc.TCPPort).String()
-	var conns []*net.TCPConn
-	for i := range sp.Streams {
-		knobs := tcpKnobsOf(sp).forStream(sp, i)
-		d := net.Dialer{Timeout: 5 * time.Second, Control: knobs.control(true)}
-		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(t.local, 0))
-		var c net.Conn
-		err := cfg.setup(func() error {
-			var err error
-			c, err = d.Dial("tcp", to)
-			return err
-		})
-		if err == nil {
-			conns = append(conns, c.(*net.TCPConn))
-			if err = knobs.conn(conns[i]); err == nil {
-				_, err = c.Write(wire.PutDataHello(cookie, i, dir))
-			}
-		}
-		if err != nil {
-			closeConns(conns)
-			return nil, fmt.Errorf("%s: tcp data connection: %w", t.name, err)
-		}
-	}
-	return conns, nil
-}
-
-func closeConns(cs []*net.TCPConn) {
-	for _, c := range cs {
-		c.Close()
-	}
 }
 
 // readLoop files the server's messages after "running" until its result.
@@ -562,4 +390,13 @@ func ipName(v4 bool) string {
 		return "IPv4"
 	}
 	return "IPv6"
+}
+
+// perSecond is the rate of a counter that went from prev to cur in dt
+// seconds; 0 when it went backwards (a connection's counter gone).
+func perSecond(cur, prev uint64, dt float64) float64 {
+	if cur < prev || dt <= 0 {
+		return 0
+	}
+	return float64(cur-prev) / dt
 }

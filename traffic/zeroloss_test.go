@@ -14,6 +14,8 @@ import (
 	"linerate/internal/testenv"
 	"linerate/results"
 	"linerate/search"
+	"linerate/traffic/session"
+	"linerate/wire"
 )
 
 // shape puts a 100 Mbit/s tbf with a 16 KB bucket and a queue of limit
@@ -58,7 +60,7 @@ func TestSearchShapedVeth(t *testing.T) {
 		Precision: 0.01, Trial: time.Second, Progress: func(s string) { t.Log(s) }}
 	var r results.SizeSearch
 	for attempt := 1; attempt <= 2; attempt++ {
-		res, err := Search(context.Background(), cfg, sc)
+		res, err := RunSearch(context.Background(), cfg, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +102,7 @@ func TestSearchShapedVeth(t *testing.T) {
 // wrongSpeed is a drop reader that says iface is a physical link of mbps:
 // the path's ceiling is then that link, though the veth carries far more.
 type wrongSpeed struct {
-	DropCounters
+	session.DropCounters
 	iface string
 	mbps  int
 }
@@ -121,7 +123,7 @@ func searchNDR(t *testing.T, cfg Config, precision float64, mix ceiling.Mix) (*r
 	t.Helper()
 	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{mix},
 		Precision: precision, Trial: 300 * time.Millisecond, Progress: func(s string) { t.Log(s) }}
-	res, err := Search(context.Background(), cfg, sc)
+	res, err := RunSearch(context.Background(), cfg, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +185,7 @@ func TestSearchLinkCut(t *testing.T) {
 				time.AfterFunc(150*time.Millisecond, cut.start)
 			}
 		}}
-	res, err := Search(context.Background(), cfg, sc)
+	res, err := RunSearch(context.Background(), cfg, sc)
 	cut.wait()
 	if err != nil {
 		t.Fatal(err)
@@ -201,5 +203,22 @@ func TestSearchLinkCut(t *testing.T) {
 	}
 	if r.NDRPPS <= 0 {
 		t.Errorf("no NDR after the cut: %+v", r)
+	}
+}
+
+// TestSearchFiguresAsUnitsWritesThem: a trial's rate and an NDR over the
+// path's ceiling are written as internal/units writes rates and
+// percentages everywhere else.
+func TestSearchFiguresAsUnitsWritesThem(t *testing.T) {
+	if got := trialRate(1488095); got != "1.49 Mpps" {
+		t.Errorf("trial rate %q, want 1.49 Mpps", got)
+	}
+	if got := trialRate(0); got != "full speed" {
+		t.Errorf("trial rate %q, want full speed", got)
+	}
+	out := &results.SizeSearch{SizeResult: search.SizeResult{NDRPPS: 1.2e6}}
+	notes := overCeiling(out, ceiling.PathLimit{FPS: 1e6, What: "1G link", Host: "client", Iface: "lra"}, wire.UDP)
+	if len(notes) != 1 || !strings.Contains(notes[0], "the NDR of 1.20 Mfps is 120.0 % of the path's ceiling of 1.00 Mfps (1G link on client lra)") {
+		t.Errorf("notes %q", notes)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"linerate/box"
 	"linerate/sample"
 	"linerate/traffic"
+	"linerate/traffic/session"
 )
 
 // Bench is the driver whose bench client runs in this process — on this
@@ -60,12 +61,12 @@ func (b *Bench) Close() error {
 	return err
 }
 
-// dutSampling returns a traffic.Sampling that records the device under
+// dutSampling returns a session.Sampling that records the device under
 // test (read) over the measured window — the traffic engine starts it
 // when the window starts and stops it after the run — and hands the
 // rates to keep. With client true the device under test is the client
 // and the rates go into the result as the client's samples too.
-func dutSampling(read sample.Reader, client bool, keep func([]box.Rates, error)) traffic.Sampling {
+func dutSampling(read sample.Reader, client bool, keep func([]box.Rates, error)) session.Sampling {
 	return func(each func(box.Rates)) func() ([]box.Rates, error) {
 		var fwd func(box.Rates)
 		if client {

@@ -28,6 +28,7 @@ import (
 	"linerate/source/procfs"
 	"linerate/source/qstats"
 	"linerate/traffic"
+	"linerate/traffic/session"
 	"linerate/wire"
 )
 
@@ -272,13 +273,13 @@ func parseCPUs(s string) ([]int, error) {
 
 // liveSampling samples this machine's counters once a second, in the
 // network namespace the process runs in.
-func liveSampling() traffic.Sampling {
+func liveSampling() session.Sampling {
 	var et ethtool.Client
 	if l, err := ethtool.NewLive(); err == nil {
 		et = l
 	}
 	read := sample.Live(procfs.NewFS("/proc"), et, nil).WithQueues(qstats.ByName, nil)
-	return traffic.Sampling(sample.Func(read, time.Second))
+	return session.Sampling(sample.Func(read, time.Second))
 }
 
 func isTerminal(f *os.File) bool {

@@ -118,7 +118,7 @@ func (o *benchOptions) runSearch(cmd *cobra.Command, proto wire.Proto) error {
 	ends := openEndCounters()
 	defer ends.close()
 	cfg.Drops, cfg.Machine = ends.drops(), ends.machine
-	res, runErr := traffic.Search(cmd.Context(), cfg, sc)
+	res, runErr := traffic.RunSearch(cmd.Context(), cfg, sc)
 	runErr = usage.Flags(runErr, benchFlags)
 	if res == nil {
 		return runErr

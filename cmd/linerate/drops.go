@@ -5,7 +5,7 @@ import (
 	"linerate/source"
 	"linerate/source/procfs"
 	"linerate/source/skbdrop"
-	"linerate/traffic"
+	"linerate/traffic/session"
 )
 
 // endCounters are what one end of a bench (the client, or serve) reads in
@@ -43,7 +43,7 @@ func openEndCounters() *endCounters {
 }
 
 // drops is the reader for traffic (nil when there is none).
-func (e *endCounters) drops() traffic.DropCounters {
+func (e *endCounters) drops() session.DropCounters {
 	if e.reader == nil {
 		return nil
 	}

@@ -24,6 +24,7 @@ import (
 	"linerate/source/ethtool"
 	"linerate/source/procfs"
 	"linerate/traffic"
+	"linerate/traffic/session"
 )
 
 // BenchmarkRunCost measures what `linerate run` costs the controller
@@ -127,7 +128,7 @@ func newAgentFarm(t testing.TB, n int) *agentFarm {
 // thousand agents each reading /proc every second would take a good part
 // of this machine's CPU, which agents on hosts of their own take from
 // their own.
-func sharedSampling() traffic.Sampling {
+func sharedSampling() session.Sampling {
 	var et ethtool.Client
 	if l, err := ethtool.NewLive(); err == nil {
 		et = l
@@ -148,7 +149,7 @@ func sharedSampling() traffic.Sampling {
 		}
 		return last, err
 	}
-	return traffic.Sampling(sample.Func(cached, time.Second))
+	return session.Sampling(sample.Func(cached, time.Second))
 }
 
 // ring is a plan of a flow from each agent of f to the next (the last to

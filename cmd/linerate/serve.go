@@ -20,6 +20,7 @@ import (
 	"linerate/remote"
 	"linerate/source/procfs"
 	"linerate/traffic"
+	"linerate/traffic/sock"
 	"linerate/wire"
 )
 
@@ -291,7 +292,7 @@ func listenOn(a string) (net.Listener, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	switch {
-	case errors.Is(err, traffic.ErrAddrNotLocal) || errors.Is(err, syscall.EADDRNOTAVAIL):
+	case errors.Is(err, sock.ErrAddrNotLocal) || errors.Is(err, syscall.EADDRNOTAVAIL):
 		return nil, usage.Errorf("--listen %s: address not on this host", a)
 	case err != nil:
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)

@@ -25,10 +25,10 @@ var readers = []string{
 	"linerate/plan",
 }
 
-// engine matches the import paths of the traffic engine, the packages that
-// run traffic or build labs, and the libraries that speak to the kernel:
+// engine matches the import paths of the traffic engine (the whole
+// traffic tree), the packages that run traffic or build labs, and the libraries that speak to the kernel:
 // netlink (mdlayher's and vishvananda's) and cilium/ebpf.
-var engine = regexp.MustCompile(`^linerate/(traffic|lab|fleet|autotune/drive)$|netlink|github\.com/cilium/ebpf`)
+var engine = regexp.MustCompile(`^linerate/traffic(/.*)?$|^linerate/(lab|fleet|autotune/drive)$|netlink|github\.com/cilium/ebpf`)
 
 // deps lists a package's dependencies with go list.
 func deps(t *testing.T, pkg string) []string {

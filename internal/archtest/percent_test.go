@@ -29,7 +29,7 @@ var percentExempt = map[string]string{
 
 // percentExemptDirs are whole directories still exempt, for the same
 // reason.
-var percentExemptDirs = []string{"traffic/"}
+var percentExemptDirs = []string{}
 
 // goSources calls fn with every non-test Go file of the module, by its
 // slash path from the module's root.

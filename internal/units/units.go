@@ -179,16 +179,13 @@ func Speed(bps int64) string {
 // writes: Percent(0.04123, 2) = "4.12 %", Percent(1, 0) = "100 %".
 // Decimals -1 writes as many as the figure needs: Percent(0.005, -1) =
 // "0.5 %".
-//
-// Any argument after decimals is ignored: it was the separator, once
-// the caller's choice, and goes when the last caller drops it.
-func Percent(ratio float64, decimals int, _ ...string) string {
+func Percent(ratio float64, decimals int) string {
 	return strconv.FormatFloat(ratio*100, 'f', decimals, 64) + " %"
 }
 
 // SignedPercent is Percent with its sign always written: "+4.1 %",
 // "-0.3 %".
-func SignedPercent(ratio float64, decimals int, _ ...string) string {
+func SignedPercent(ratio float64, decimals int) string {
 	s := Percent(ratio, decimals)
 	if s[0] != '-' && s[0] != '+' {
 		s = "+" + s

@@ -91,7 +91,6 @@ func TestPercent(t *testing.T) {
 		{Percent(0, 3), "0.000 %"},
 		{Percent(1, 0), "100 %"},
 		{Percent(0.005, -1), "0.5 %"},
-		{Percent(0.04123, 1, ""), "4.1 %"}, // the old separator is ignored
 		{SignedPercent(0.041, 1), "+4.1 %"},
 		{SignedPercent(-0.003, 1), "-0.3 %"},
 		{SignedPercent(0, 1), "+0.0 %"},
