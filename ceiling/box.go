@@ -460,9 +460,3 @@ func verb(pattern string) string {
 	}
 	return "receive"
 }
-
-// FormatCount is units.Count.
-//
-// Deprecated: write counts with units.Count; this stays while a caller
-// in traffic still calls it.
-func FormatCount(v float64) string { return units.Count(v) }

@@ -191,9 +191,9 @@ func (s *stream) tcpStat(index int) *results.TCPStat {
 	if ti == nil {
 		return nil
 	}
-	side := "receiver"
+	side := results.ReceiverEnd
 	if s.send {
-		side = "sender"
+		side = results.SenderEnd
 	}
 	return &results.TCPStat{Stream: index, Side: side, RTTMicros: ti.Rtt, RTTVar: ti.Rttvar, Retransmits: ti.Total_retrans,
 		SndMSS: ti.Snd_mss, SndCwnd: ti.Snd_cwnd, DataSegsOut: ti.Data_segs_out, DataSegsIn: ti.Data_segs_in}

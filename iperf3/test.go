@@ -284,7 +284,7 @@ func (t *test) result(peer *Results, peerName string, samples []box.Rates, sampl
 			if st := s.tcpStat(i); st != nil && s.send {
 				stats = append(stats, *st)
 			} else if pr != nil && !s.send && !t.flow.udp && pr.Retransmits >= 0 {
-				stats = append(stats, results.TCPStat{Stream: i, Side: "sender", Retransmits: uint32(pr.Retransmits)})
+				stats = append(stats, results.TCPStat{Stream: i, Side: results.SenderEnd, Retransmits: uint32(pr.Retransmits)})
 			}
 			if s.send {
 				if t.flow.udp && pr != nil {

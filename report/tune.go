@@ -19,12 +19,6 @@ func JSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// TuneJSON is JSON.
-//
-// Deprecated: call JSON; this stays while a caller (tune auto) still
-// calls it.
-func TuneJSON(w io.Writer, v any) error { return JSON(w, v) }
-
 // TunePlanJSON is the JSON form of a plan: its changes (advice included),
 // and the items left out with the reason.
 type TunePlanJSON struct {

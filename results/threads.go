@@ -39,8 +39,8 @@ type ThreadCPU struct {
 // (struct tcp_info of <linux/tcp.h>).
 type TCPStat struct {
 	Stream int `json:"stream"`
-	// Side is "sender" or "receiver": which end read it.
-	Side        string `json:"side"`
+	// Side is which end read it.
+	Side        End    `json:"side"`
 	RTTMicros   uint32 `json:"rtt_us"`
 	RTTVar      uint32 `json:"rttvar_us"`
 	Retransmits uint32 `json:"retransmits"`
@@ -78,4 +78,24 @@ type TCPSample struct {
 	// Acked is tcpi_bytes_acked so far: the bytes the receiver has, whose
 	// change over a second is the stream's goodput in it.
 	Acked uint64 `json:"bytes_acked,omitempty"`
+}
+
+// End is which end of a TCP stream read its TCP_INFO.
+type End string
+
+// The ends of a TCP stream.
+const (
+	SenderEnd   End = "sender"
+	ReceiverEnd End = "receiver"
+)
+
+// Of is the stats of stats that end e read, in their order.
+func (e End) Of(stats []TCPStat) []TCPStat {
+	var out []TCPStat
+	for _, s := range stats {
+		if s.Side == e {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -114,9 +113,7 @@ func (o *diagnoseOptions) run(cmd *cobra.Command, args []string) error {
 	d := diagnosis{Source: name, Seconds: seconds, Rules: nrules, Findings: fs, Origin: diagnose.OriginOf(ev.Box)}
 	o.history.save(cmd, history.KindDiagnose, &d)
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(d)
+		return report.JSON(out, d)
 	}
 	fmt.Fprintf(out, "diagnosis of %s\n", name)
 	report.Findings(out, fs, nrules, seconds)

@@ -296,7 +296,7 @@ func (o *tuneAutoOptions) run(cmd *cobra.Command, _ []string) error {
 		o.history.save(cmd, history.KindTuneAuto, rep)
 		var perr error
 		if o.json {
-			perr = report.TuneJSON(cmd.OutOrStdout(), rep)
+			perr = report.JSON(cmd.OutOrStdout(), rep)
 		} else {
 			fmt.Fprintln(cmd.ErrOrStderr())
 			perr = report.TuneAuto(cmd.OutOrStdout(), rep)

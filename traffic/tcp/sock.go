@@ -99,31 +99,19 @@ func (s *tcpSock) close() {
 	}
 }
 
-// End is which end of a stream read its TCP_INFO: what a
-// results.TCPStat's Side says.
-type End string
+// End is which end of a stream read its TCP_INFO (results.End).
+type End = results.End
 
 // The ends of a stream.
 const (
-	SenderEnd   End = "sender"
-	ReceiverEnd End = "receiver"
+	SenderEnd   = results.SenderEnd
+	ReceiverEnd = results.ReceiverEnd
 )
-
-// Of is the stats of stats that end e read, in their order.
-func (e End) Of(stats []results.TCPStat) []results.TCPStat {
-	var out []results.TCPStat
-	for _, s := range stats {
-		if End(s.Side) == e {
-			out = append(out, s)
-		}
-	}
-	return out
-}
 
 // tcpStat is what TCP_INFO and the socket's options say of stream's
 // connection c, read at end.
 func tcpStat(c *tcpSock, stream int, end End) results.TCPStat {
-	st := results.TCPStat{Stream: stream, Side: string(end)}
+	st := results.TCPStat{Stream: stream, Side: end}
 	if info, err := c.info(); err == nil {
 		st.RTTMicros = info.Rtt
 		st.RTTVar = info.Rttvar
