@@ -105,6 +105,10 @@ type Config struct {
 	// Warmup.
 	TuneRounds   int
 	TuneDuration time.Duration
+	// TuneMaxRounds bounds the pairs of rounds tune auto adds to a trial
+	// while its answer is unclear; 0 takes DefaultTuneMaxRounds (under a
+	// guest, TuneRounds).
+	TuneMaxRounds int
 	// StateDir is where the Tune step makes its own journal directory,
 	// removed at the end; os.TempDir() when empty.
 	StateDir string

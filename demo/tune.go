@@ -45,6 +45,9 @@ const (
 	DefaultTuneMaxRounds = 8
 	DefaultTuneDuration  = 2 * time.Second
 	QuickTuneDuration    = time.Second
+	// QuickTuneMaxRounds bounds the pairs of a trial under --quick: the
+	// fewest tune auto judges on, so that a smoke test stays short.
+	QuickTuneMaxRounds = autotune.MinLook
 	// MaxTuneRounds bounds Config.TuneRounds: each round of each change
 	// costs its warmup and duration.
 	MaxTuneRounds = 10
@@ -287,6 +290,9 @@ func (s *Session) floodDuration() time.Duration { return max(s.Config.TuneDurati
 
 // maxRounds bounds the pairs of each trial of the tune step.
 func (s *Session) maxRounds() int {
+	if s.Config.TuneMaxRounds > 0 {
+		return max(s.Config.TuneMaxRounds, s.Config.TuneRounds, autotune.MinLook)
+	}
 	if s.Config.VM {
 		// Under a guest's emulated CPUs the rounds spread so widely that
 		// more pairs rarely settle a change, and each costs seconds of

@@ -35,7 +35,7 @@ import (
 // restored exactly (read back independently, through box.Collect).
 func TestAutoRouterLab(t *testing.T) {
 	testenv.RequireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	l, dir := autoLab(t, ctx)
 	router, _ := l.Node("router")
@@ -68,7 +68,9 @@ func TestAutoRouterLab(t *testing.T) {
 		{Kind: "rps", Target: "lan/rx-0", Value: other},
 		{Kind: "feature", Target: "lan/generic-receive-offload", Value: flip(before["feature:lan/generic-receive-offload"])},
 	}
-	rep, err := autotune.Run(ctx, autotune.Config{Rig: rig, Store: store, Rounds: 2, Try: try, Passes: 1, Progress: testLog{t}})
+	// A pair past the fewest judged at the most: the test checks each
+	// outcome, not how many pairs a noisy lab needs to decide.
+	rep, err := autotune.Run(ctx, autotune.Config{Rig: rig, Store: store, Rounds: 2, MaxRounds: autotune.MinLook + 1, Try: try, Passes: 1, Progress: testLog{t}})
 	if err != nil {
 		t.Fatalf("tune auto: %v", err)
 	}

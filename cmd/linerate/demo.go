@@ -145,7 +145,7 @@ func (o *demoOptions) config(cmd *cobra.Command) (demo.Config, error) {
 			}
 		}
 		c.Duration, c.Warmup, c.Idle = demo.QuickDuration, demo.QuickWarmup, demo.QuickIdle
-		c.TuneDuration = demo.QuickTuneDuration
+		c.TuneDuration, c.TuneMaxRounds = demo.QuickTuneDuration, demo.QuickTuneMaxRounds
 	}
 	if s := strings.TrimSpace(o.speed); s != "0" {
 		v, err := ceiling.ParseSpeed(s)

@@ -263,10 +263,10 @@ func testDemoEndToEnd(t *testing.T, bin string) {
 		if err != nil {
 			t.Fatalf("demo --quick: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 		}
-	case <-time.After(90 * time.Second):
+	case <-time.After(180 * time.Second):
 		cmd.Process.Signal(os.Interrupt)
 		<-done
-		t.Fatalf("demo --quick still running after 90 s\nstdout:\n%s", out.String())
+		t.Fatalf("demo --quick still running after 180 s\nstdout:\n%s", out.String())
 	}
 	got := out.String()
 	for _, e := range demo.Experiments {

@@ -13,7 +13,7 @@ import (
 // per-interface unit applies that NIC's items again: tune status exits 0
 // both times.
 func TestDebianRebootAndReset(t *testing.T) {
-	l := upLab(t, "dtd", "pair", "--name", "dtd", "--vm", "b", "--nic", "e1000e", "--vm-image", "debian", "--serve")
+	l := upLab(t, "dtd", "pair", "--vm", "b", "--nic", "e1000e", "--vm-image", "debian", "--serve")
 	l.must("b", "systemctl", "is-system-running", "--wait")
 	irqOf := func() int {
 		n, ok := l.inspect("b").irqRefs("a")["a/rx-0"]

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"linerate/internal/testenv"
 	"linerate/lab"
 )
 
@@ -20,7 +19,7 @@ import (
 // its peer (a), its vectors after the NIC (a-rx-0, a-tx-0, a), and
 // linerate resolves a/rx-0 to the first of them.
 func TestE1000E(t *testing.T) {
-	l := upLab(t, "dte", "pair", "--name", "dte", "--vm", "b", "--nic", "e1000e", "--serve")
+	l := upLab(t, "dte", "pair", "--vm", "b", "--nic", "e1000e", "--serve")
 
 	b := l.inspect("b")
 	n := b.nic(t, "a")
@@ -125,7 +124,7 @@ func TestE1000E(t *testing.T) {
 // (QEMU's mq=on, rss=on). Its vectors are named after the virtio device,
 // not the NIC (virtio1-input.2), and a/rx-2 finds input.2.
 func TestVirtio(t *testing.T) {
-	l := upLab(t, "dtv", "pair", "--name", "dtv", "--vm", "b", "--nic", "virtio", "--queues", "4", "--vm-cpus", "4")
+	l := upLab(t, "dtv", "pair", "--vm", "b", "--nic", "virtio", "--queues", "4", "--vm-cpus", "4")
 	b := l.inspect("b")
 	n := b.nic(t, "a")
 	if n.Driver.Driver != "virtio_net" {
@@ -213,7 +212,7 @@ func equalInts(a, b []int) bool {
 // TestVMXNET3: VMware's paravirtual NIC; its vectors are a-rxtx-N and
 // a-event-N.
 func TestVMXNET3(t *testing.T) {
-	l := upLab(t, "dtx", "pair", "--name", "dtx", "--vm", "b", "--nic", "vmxnet3")
+	l := upLab(t, "dtx", "pair", "--vm", "b", "--nic", "vmxnet3")
 	b := l.inspect("b")
 	if d := b.nic(t, "a").Driver.Driver; d != "vmxnet3" {
 		t.Errorf("driver %q, want vmxnet3", d)
@@ -248,7 +247,7 @@ func TestVMXNET3(t *testing.T) {
 // apart, returns the command's exit status, and a command missing in the
 // guest says so.
 func TestExec(t *testing.T) {
-	l := upLab(t, "dtc", "pair", "--name", "dtc", "--vm", "a", "--rate", "100M", "--mtu", "4000")
+	l := upLab(t, "dtc", "pair", "--vm", "a", "--rate", "100M", "--mtu", "4000")
 	r := l.exec("a", "sh", "-c", "echo out; echo err >&2; exit 7")
 	if r.stdout != "out\n" || r.stderr != "err\n" || r.code != 7 {
 		t.Errorf("got %q %q exit %d, want out, err, 7", r.stdout, r.stderr, r.code)
@@ -295,9 +294,7 @@ func TestExec(t *testing.T) {
 // journal that lab down removes whole: the supervisor, QEMU, the taps,
 // the namespaces, the guest's files.
 func TestLabUpKilled(t *testing.T) {
-	requireVM(t)
-	l := &vmLab{t: t, bin: testenv.Linerate(t), dir: t.TempDir(), name: "dtk", start: time.Now()}
-	t.Cleanup(func() { l.down() })
+	l := newLab(t, "dtk")
 	cmd := exec.Command(l.bin, "lab", "--state-dir", l.dir, "up", "pair", "--name", l.name, "--vm", "b")
 	cmd.Env = append(os.Environ(), lab.EnvCacheDir+"="+cacheDir(t))
 	if err := cmd.Start(); err != nil {
@@ -339,9 +336,7 @@ func TestLabUpKilled(t *testing.T) {
 // and tune auto run in it, every change rolled back, the lab gone, and
 // the page saying the router was a QEMU guest and under what.
 func TestDemoVM(t *testing.T) {
-	requireVM(t)
-	l := &vmLab{t: t, bin: testenv.Linerate(t), dir: t.TempDir(), name: "dtdemo", start: time.Now()}
-	t.Cleanup(func() { l.down() })
+	l := newLab(t, "dtdemo")
 	page := filepath.Join(t.TempDir(), "demo.html")
 	r := l.run("demo", "--vm", "--quick", "--name", l.name, "--no-save", "--json", "-o", page)
 	if r.code != 0 {

@@ -3,6 +3,8 @@ package drivertest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -44,14 +46,32 @@ type vmLab struct {
 	start time.Time
 }
 
-// upLab runs lab up with args (after the topology) and downs it when the
-// test ends, checking that nothing of it is left: no QEMU, no namespace.
-func upLab(t *testing.T, name string, args ...string) *vmLab {
+// labName is prefix with a random suffix: a lab's namespaces are
+// machine-wide, and a run killed before its cleanup (CI's deadline, a
+// SIGKILL) must not leave a name the next run needs.
+func labName(prefix string) string {
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+// newLab is a lab named after prefix (labName), not yet up, in a state
+// directory of its own, downed and checked when the test ends.
+func newLab(t *testing.T, prefix string) *vmLab {
 	t.Helper()
 	requireVM(t)
-	l := &vmLab{t: t, bin: testenv.Linerate(t), dir: t.TempDir(), name: name, start: time.Now()}
+	l := &vmLab{t: t, bin: testenv.Linerate(t), dir: t.TempDir(), name: labName(prefix), start: time.Now()}
 	t.Cleanup(func() { l.down() })
-	r := l.run(append([]string{"lab", "--state-dir", l.dir, "up"}, args...)...)
+	return l
+}
+
+// upLab runs lab up with args (the topology, then flags) under a name
+// made from prefix, and downs it when the test ends, checking that
+// nothing of it is left: no QEMU, no namespace.
+func upLab(t *testing.T, prefix string, args ...string) *vmLab {
+	t.Helper()
+	l := newLab(t, prefix)
+	r := l.run(append(append([]string{"lab", "--state-dir", l.dir, "up"}, args...), "--name", l.name)...)
 	if r.code != 0 {
 		t.Fatalf("lab up %s: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 	}

@@ -26,7 +26,7 @@ import (
 // the tap queue that fed it (docs/lab.md), and the spread, not the rate,
 // is what is measured.
 func TestRSSSeed004(t *testing.T) {
-	l := upLab(t, "dtr", "pair", "--name", "dtr", "--vm", "b", "--nic", "virtio", "--queues", "4", "--vm-cpus", "4", "--serve")
+	l := upLab(t, "dtr", "pair", "--vm", "b", "--nic", "virtio", "--queues", "4", "--vm-cpus", "4", "--serve")
 
 	// RSS in the device: Debian's 6.1 virtio_net sends its RSS setup to
 	// the device only once something changes it (until then the device

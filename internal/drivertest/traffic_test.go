@@ -172,7 +172,7 @@ func checkTCP(t *testing.T, r *results.Result, sendIface, recvIface string, send
 // ways. The driver's per-queue counters are in the result and in the
 // server's samples.
 func TestTrafficVirtio(t *testing.T) {
-	l := upLab(t, "dtt", "pair", "--name", "dtt", "--vm", "b", "--nic", "virtio", "--queues", "2", "--vm-cpus", "2", "--serve")
+	l := upLab(t, "dtt", "pair", "--vm", "b", "--nic", "virtio", "--queues", "2", "--vm-cpus", "2", "--serve")
 
 	r := l.bench("a", "udp", "--to", "b", "-t", "2", "--rate", "2kpps", "--ports", "2", "--xdp")
 	checkUDP(t, r, "b", "a", results.SideClient, results.SideServer)
@@ -205,7 +205,7 @@ func TestTrafficVirtio(t *testing.T) {
 // which e1000e cannot run in the driver, runs generic and says why. Then
 // UDP from the guest's agent (-R) and TCP from the guest.
 func TestTrafficE1000E(t *testing.T) {
-	l := upLab(t, "dte1", "pair", "--name", "dte1", "--vm", "b", "--nic", "e1000e", "--serve")
+	l := upLab(t, "dte1", "pair", "--vm", "b", "--nic", "e1000e", "--serve")
 
 	r := l.bench("a", "udp", "--to", "b", "-t", "2", "--rate", "100kpps", "--xdp")
 	checkUDP(t, r, "b", "a", results.SideClient, results.SideServer)
