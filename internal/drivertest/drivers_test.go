@@ -375,7 +375,7 @@ func TestDemoVM(t *testing.T) {
 	if !strings.Contains(string(b), "QEMU guest under") {
 		t.Errorf("the page does not say the router was a guest")
 	}
-	if !strings.Contains(r.stderr, "lab dtdemo is gone") {
+	if !strings.Contains(r.stderr, "lab "+l.name+" is gone") {
 		t.Errorf("demo did not say its lab is gone:\n%s", r.stderr)
 	}
 }
