@@ -18,8 +18,15 @@ const (
 	// LimitDUT: a device in the middle dropped (its counters said so).
 	LimitDUT Limit = "dut"
 	// LimitPath: lost or held back between the ends, nowhere the counters
-	// saw.
+	// saw: named only when both ends' counters were read (an end that
+	// reports none, a plain iperf3 peer, leaves the verdict unknown).
 	LimitPath Limit = "path"
+	// LimitCPU: a CPU of a sampled machine (an end, or a host in the
+	// middle) was full, mostly of interrupts and softirqs, while no thread
+	// of the test was: the kernel's packet work on that CPU set the pace.
+	// Summary.LimitedWhy names the CPU, its softirq share and the
+	// machine's other CPUs, and points to diagnose.
+	LimitCPU Limit = "cpu"
 	// LimitAskedRate: the rate asked for was met.
 	LimitAskedRate Limit = "asked rate"
 	// LimitOverCeiling: more arrived than the path's computed ceiling
@@ -56,6 +63,12 @@ const (
 	// bucket lets a burst through and the clocks of the two ends differ,
 	// but not by 5 %.
 	OverCeiling = 1.05
+	// KernelShare: a full CPU (BusyThread of it busy on average) that
+	// spent at least this share of its busy time in interrupts and
+	// softirqs was full of the kernel's packet work, not of a program.
+	KernelShare = 0.25
+	// IdleCPU: a CPU less busy than this, in percent, is called idle.
+	IdleCPU = 5.0
 )
 
 // Side is which end of a test a figure belongs to. Its JSON form is the

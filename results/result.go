@@ -142,11 +142,9 @@ type Summary struct {
 	// received; CPUSecondsPerGbit per gigabit.
 	CPUSecondsPerMpkt CPUCost `json:"cpu_seconds_per_mpkt"`
 	CPUSecondsPerGbit CPUCost `json:"cpu_seconds_per_gbit"`
-	// LimitedBy is "link" (the path's ceiling was reached), "sender",
-	// "receiver", "dut" (a device in the middle dropped), "path" (lost or
-	// held back between the ends, nowhere the counters saw), "asked rate"
-	// (the rate asked was met) or "" when it cannot tell; LimitedWhy says
-	// why.
+	// LimitedBy is what limited the run (a Limit: "link", "sender",
+	// "receiver", "dut", "path", "cpu", "asked rate"...) or "" when it
+	// cannot tell; LimitedWhy says why, and what it could not see.
 	LimitedBy  Limit  `json:"limited_by"`
 	LimitedWhy string `json:"limited_why,omitempty"`
 	// SenderThreadBusy and ReceiverThreadBusy are the busiest sending and
