@@ -12,6 +12,7 @@ import (
 
 	"linerate/ceiling"
 	"linerate/internal/confidence"
+	"linerate/internal/units"
 	"linerate/results"
 	"linerate/wire"
 )
@@ -684,5 +685,5 @@ func Change(a, b Estimate) string {
 	if a.Mean <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%+.1f %%", (b.Mean-a.Mean)/a.Mean*100)
+	return units.SignedPercent((b.Mean-a.Mean)/a.Mean, 1)
 }

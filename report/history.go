@@ -411,8 +411,8 @@ func Compare(w io.Writer, a, b *history.Run) error {
 	ob, okB := offeredOf(rb)
 	apart := okA && okB && results.LoadsDiffer(oa.SentPPS, ob.SentPPS)
 	if apart {
-		fmt.Fprintf(w, "note: the runs were offered different loads (more than %.0f %% apart): A %s, B %s; their loss is not judged, and a received rate may follow the load\n\n",
-			results.LoadsApart*100, oa, ob)
+		fmt.Fprintf(w, "note: the runs were offered different loads (more than %s apart): A %s, B %s; their loss is not judged, and a received rate may follow the load\n\n",
+			units.Percent(results.LoadsApart, 0), oa, ob)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "FIGURE\tA\tB\tCHANGE\tNOISE\t\t")
@@ -428,7 +428,7 @@ func Compare(w io.Writer, a, b *history.Run) error {
 		case x.Offered && apart:
 			verdict = "offered loads differ"
 		case x.Offered:
-			verdict = fmt.Sprintf("same offered load (within %.0f %%)", results.LoadsApart*100)
+			verdict = "same offered load (within " + units.Percent(results.LoadsApart, 0) + ")"
 		case apart && x.Name == "loss":
 			// More sent may be more lost whatever the change did.
 			verdict = "not judged: offered loads differ"
@@ -440,12 +440,12 @@ func Compare(w io.Writer, a, b *history.Run) error {
 			change, verdict = "from 0", cmp.Or(verdict, "changed")
 		default:
 			c := (y.Value - x.Value) / math.Abs(x.Value)
-			change = fmt.Sprintf("%+.1f %%", c*100)
+			change = units.SignedPercent(c, 1)
 			n := max(x.Spread(), y.Spread())
 			if verdict != "" {
 				noise = "-"
 			} else if len(x.PerSecond) >= 3 && len(y.PerSecond) >= 3 {
-				noise = fmt.Sprintf("±%.1f %%", n*100)
+				noise = "±" + units.Percent(n, 1)
 				switch {
 				case math.Abs(c) <= n:
 					verdict = "within the noise"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"linerate/internal/units"
 	"linerate/results"
 )
 
@@ -93,7 +94,7 @@ func delta(a, b figure) (string, string) {
 		}
 		return sign + b.Format(math.Abs(d)), class
 	}
-	return fmt.Sprintf("%+.1f %%", d/a.Value*100), class
+	return units.SignedPercent(d/a.Value, 1), class
 }
 
 // offeredOf is the offered-load figure of a section, if it has one.
@@ -124,7 +125,7 @@ func (c *comparison) atLoad(name string, base, f *figure, s *section, cell compa
 	if a == nil || b == nil || !results.LoadsDiffer(a.Value, b.Value) {
 		return cell.Delta, cell.Class
 	}
-	c.Notes = append(c.Notes, fmt.Sprintf("%s was offered %s, the first run %s (more than %.0f %% apart): its %s is not judged against it",
-		s.Name, f.Load, base.Load, results.LoadsApart*100, name))
+	c.Notes = append(c.Notes, fmt.Sprintf("%s was offered %s, the first run %s (more than %s apart): its %s is not judged against it",
+		s.Name, f.Load, base.Load, units.Percent(results.LoadsApart, 0), name))
 	return cell.Delta + " (not judged: offered loads differ)", "apart"
 }
