@@ -179,6 +179,9 @@ func TestDeltaProcess(t *testing.T) {
 	if p := r.Process; p == nil || !near(p.User, 30) || !near(p.System, 20) || !near(p.Busy, 50) || !near(p.Seconds(r.Seconds), 0.5) {
 		t.Fatalf("Process = %+v, want usr 30 sys 20 busy 50: 0.5 CPU-s", p)
 	}
+	if r := Delta(b, Counters{Time: b.Time.Add(time.Millisecond), CPU: cpus(1100), Process: b.Process}); r.Process == nil || r.Process.Busy != 0 {
+		t.Errorf("Process over an interval shorter than a tick = %+v, want zero, not absent", r.Process)
+	}
 	b.Process = nil
 	if r := Delta(a, b); r.Process != nil {
 		t.Errorf("Process without b's = %+v, want nil", r.Process)

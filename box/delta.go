@@ -102,6 +102,8 @@ func diff(x, y uint64) uint64 {
 // its tick deltas over the ticks one CPU counted meanwhile (the mean of
 // the CPUs both snapshots hold), so that it shares the machine's clock
 // and needs no tick rate; nil when either lacks the process or no CPU.
+// An interval shorter than a tick (the last, partial one of a run) has
+// no tick on any CPU: the process used none of its time there either.
 func processUse(a, b Counters) *ProcessUse {
 	if a.Process == nil || b.Process == nil {
 		return nil
@@ -118,8 +120,11 @@ func processUse(a, b Counters) *ProcessUse {
 			n++
 		}
 	}
-	if n == 0 || ticks == 0 {
+	if n == 0 {
 		return nil
+	}
+	if ticks == 0 {
+		return &ProcessUse{}
 	}
 	one := ticks / float64(n)
 	u := &ProcessUse{User: 100 * float64(diff(a.Process.User, b.Process.User)) / one,
