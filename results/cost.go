@@ -77,9 +77,21 @@ func (sum *Summary) setCost(s Side, c endCPU, pk, bits float64) {
 func Cost(res *Result, client []box.Rates, machine string) {
 	sum := &res.Summary
 	sum.setCost(SideClient, cpuOf(client), float64(sum.SentPackets+sum.ReceivedPackets), sum.sentBits+sum.recvBits)
+	srv := serversCPU(res, machine)
+	var pk, bits float64
+	for _, t := range res.Targets {
+		pk += float64(t.SentPackets + t.ReceivedPackets)
+		bits += t.sentBits + t.recvBits
+	}
+	sum.setCost(SideServer, srv, pk, bits)
+}
+
+// serversCPU is the servers' CPU over their samples, each machine and
+// each serve process counted once; it notes a server on the client's
+// machine.
+func serversCPU(res *Result, machine string) endCPU {
 	machines, procs := map[string]bool{}, map[string]bool{}
 	var srv endCPU
-	var pk, bits float64
 	partial := false // a server's samples lacked its process
 	for i, t := range res.Targets {
 		var rates []box.Rates
@@ -105,14 +117,12 @@ func Cost(res *Result, client []box.Rates, machine string) {
 			srv.processed = true
 			srv.process += c.process
 		}
-		pk += float64(t.SentPackets + t.ReceivedPackets)
-		bits += t.sentBits + t.recvBits
 	}
 	if srv.sampled && machine != "" && machines[machine] {
 		res.Notes = append(res.Notes, "the client and a server run on one machine: the machine CPU figures of each end are that machine's, counted once per end")
 	}
 	srv.processed = srv.processed && !partial
-	sum.setCost(SideServer, srv, pk, bits)
+	return srv
 }
 
 func ptr(f float64) *float64 { return &f }

@@ -66,6 +66,20 @@ type Result struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
+// MarshalJSON leaves the summary out of a zero-loss search's result: a
+// search is many trials whose figures are in Search, and a summary of
+// none of them would read as a run that moved nothing.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result // without this method
+	if len(r.Search) == 0 {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		plain
+		Summary *Summary `json:"summary,omitempty"`
+	}{plain: plain(r)})
+}
+
 // Totals are the figures of a set of streams in the measured window.
 // UDP bits per second count whole Ethernet frames (headers and FCS, as
 // --size does); TCP bits per second are goodput (payload only).

@@ -212,14 +212,22 @@ func (v *benchView) cards() {
 		}
 		v.Cards = append(v.Cards, card{Label: "latency under load, p50", Value: ms(l.P50), Sub: sub})
 	}
+	v.Cards = append(v.Cards, cpuCards(s, r.Spec.Proto, "Mpkt")...)
+}
+
+// cpuCards are each end's CPU, whose it is said: linerate's process (its
+// cost per Gbit for TCP, else per million of what the summary counts,
+// per naming it) and the machine's busy time.
+func cpuCards(s results.Summary, proto wire.Proto, per string) []card {
+	var out []card
 	for _, end := range []struct {
 		name                  string
 		secs, mp, gb, machine *float64
 		busy                  *float64
 	}{{"server", s.ProcessCPUSeconds.Server, s.ProcessCPUSecondsPerMpkt.Server, s.ProcessCPUSecondsPerGbit.Server, s.CPUSeconds.Server, s.MachineCPUBusy.Server},
 		{"client", s.ProcessCPUSeconds.Client, s.ProcessCPUSecondsPerMpkt.Client, s.ProcessCPUSecondsPerGbit.Client, s.CPUSeconds.Client, s.MachineCPUBusy.Client}} {
-		if c, ok := cpuCard(r.Spec.Proto, end.name, end.secs, end.mp, end.gb); ok {
-			v.Cards = append(v.Cards, c)
+		if c, ok := cpuCard(proto, end.name, end.secs, end.mp, end.gb, per); ok {
+			out = append(out, c)
 		}
 		if end.machine != nil {
 			c := card{Label: end.name + " machine CPU", Value: fmt.Sprintf("%.2f CPU-s busy", *end.machine),
@@ -227,14 +235,15 @@ func (v *benchView) cards() {
 			if end.busy != nil {
 				c.Sub = units.Percent(*end.busy, 1) + " of its CPUs, whatever ran on them"
 			}
-			v.Cards = append(v.Cards, c)
+			out = append(out, c)
 		}
 	}
+	return out
 }
 
 // cpuCard is the card of linerate's own process on one end: its cost
-// per Gbit (TCP) or per Mpkt, and its CPU-seconds.
-func cpuCard(proto wire.Proto, name string, secs, mp, gb *float64) (card, bool) {
+// per Gbit (TCP) or per million (per names what), and its CPU-seconds.
+func cpuCard(proto wire.Proto, name string, secs, mp, gb *float64, per string) (card, bool) {
 	c := card{Label: name + " linerate process CPU"}
 	switch {
 	case secs == nil:
@@ -242,7 +251,7 @@ func cpuCard(proto wire.Proto, name string, secs, mp, gb *float64) (card, bool) 
 	case proto == wire.TCP && gb != nil:
 		c.Value = fmt.Sprintf("%.3f s/Gbit", *gb)
 	case mp != nil:
-		c.Value = fmt.Sprintf("%.3f s/Mpkt", *mp)
+		c.Value = fmt.Sprintf("%.3f s/%s", *mp, per)
 	default:
 		c.Value = fmt.Sprintf("%.2f CPU-s", *secs)
 		return c, true

@@ -141,10 +141,11 @@ func TestBenchTCP(t *testing.T) {
 	contains(t, page, "tcp bidir", "goodput", "381.9 Mb/s", "server machine CPU", "retransmits", ">reverse<", ">forward<")
 }
 
-// TestBenchCPUWhose: the cost per Mpkt (per Gbit for TCP) on the page is
-// linerate's process's, and the machine's busy time is a card of its own.
+// TestBenchCPUWhose: the cost per Mpkt (per Gbit for TCP, per million
+// transactions for a transaction test) on the page is linerate's
+// process's, and the machine's busy time is a card of its own.
 func TestBenchCPUWhose(t *testing.T) {
-	for _, c := range []struct{ fixture, cost string }{{"bench-udp", "15.000 s/Mpkt"}, {"bench-tcp-bidir", "2.500 s/Gbit"}} {
+	for _, c := range []struct{ fixture, cost string }{{"bench-udp", "15.000 s/Mpkt"}, {"bench-tcp-bidir", "2.500 s/Gbit"}, {"bench-rr-connect", "15.000 s/M transactions"}} {
 		r := fixture(t, c.fixture)
 		var res results.Result
 		if err := json.Unmarshal(r.Result, &res); err != nil {
@@ -156,6 +157,10 @@ func TestBenchCPUWhose(t *testing.T) {
 		s.ProcessCPUSecondsPerMpkt = results.CPUCost{Client: f(15), Server: f(16)}
 		s.ProcessCPUSecondsPerGbit = results.CPUCost{Client: f(2.5), Server: f(2.6)}
 		s.MachineCPUBusy = results.CPUCost{Client: f(0.347)}
+		s.CPUSeconds.Client = f(6.94)
+		if res.RR != nil {
+			s.ProcessCPUSecondsPerGbit = results.CPUCost{}
+		}
 		b, err := json.Marshal(&res)
 		if err != nil {
 			t.Fatal(err)
