@@ -15,6 +15,9 @@ type Counters struct {
 	Time time.Time `json:"time"`
 	// CPU holds /proc/stat per-CPU times in USER_HZ ticks, by CPU id.
 	CPU []CPUTimes `json:"cpu"`
+	// Process is the CPU time of the process that read the counters (its
+	// self/stat), in the same ticks; nil when it could not be read.
+	Process *ProcessTimes `json:"process,omitempty"`
 	// Interrupts maps an IRQ label of /proc/interrupts ("41", "NMI", "LOC")
 	// to its count per CPU.
 	Interrupts map[string][]uint64 `json:"interrupts"`
@@ -52,9 +55,10 @@ type Counters struct {
 
 // CPUTimes, Softnet and NetDev are defined by the reader that parses them.
 type (
-	CPUTimes = procfs.CPUTimes
-	Softnet  = procfs.Softnet
-	NetDev   = procfs.NetDev
+	CPUTimes     = procfs.CPUTimes
+	ProcessTimes = procfs.ProcessTimes
+	Softnet      = procfs.Softnet
+	NetDev       = procfs.NetDev
 )
 
 // Rates is what happened between two Counters, per second (percent for CPU).
@@ -64,6 +68,10 @@ type Rates struct {
 	Seconds float64   `json:"seconds"`
 	// CPU is the share of each CPU's time, in percent (0-100).
 	CPU []CPUUse `json:"cpu"`
+	// Process is the CPU use of the process that read the counters (on a
+	// test's end, linerate's own: bench, serve or the agent); nil when
+	// either snapshot lacks it.
+	Process *ProcessUse `json:"process,omitempty"`
 	// Interrupts maps an IRQ label to interrupts per second on each CPU.
 	Interrupts map[string][]float64 `json:"interrupts"`
 	// SoftIRQs maps "NET_RX", "NET_TX", ... to softirqs per second per CPU.
@@ -98,6 +106,18 @@ type CPUUse struct {
 	// Busy is 100 - idle - iowait.
 	Busy float64 `json:"busy"`
 }
+
+// ProcessUse is one process's CPU time over an interval, in percent of
+// one CPU: over 100 when several of its threads ran at once.
+type ProcessUse struct {
+	User   float64 `json:"usr"`
+	System float64 `json:"sys"`
+	// Busy is User + System.
+	Busy float64 `json:"busy"`
+}
+
+// Seconds is the CPU time the process used in an interval of secs.
+func (p ProcessUse) Seconds(secs float64) float64 { return p.Busy / 100 * secs }
 
 // SoftnetRate is one CPU's softnet counters per second.
 type SoftnetRate struct {

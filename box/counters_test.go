@@ -166,3 +166,24 @@ func TestDelta(t *testing.T) {
 		t.Errorf("Delta(b, b) = %+v", z.NetDev)
 	}
 }
+
+// The reading process's CPU is its ticks over the ticks one CPU counted:
+// here 100 per CPU, of which the process had 30 user and 20 system on
+// either CPU, a share of 50 % of one CPU.
+func TestDeltaProcess(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 6, 40, 0, 0, time.UTC)
+	cpus := func(idle uint64) []CPUTimes { return []CPUTimes{{ID: 0, Idle: idle}, {ID: 1, Idle: idle}} }
+	a := Counters{Time: t0, CPU: cpus(1000), Process: &ProcessTimes{User: 500, System: 100}}
+	b := Counters{Time: t0.Add(time.Second), CPU: cpus(1100), Process: &ProcessTimes{User: 530, System: 120}}
+	r := Delta(a, b)
+	if p := r.Process; p == nil || !near(p.User, 30) || !near(p.System, 20) || !near(p.Busy, 50) || !near(p.Seconds(r.Seconds), 0.5) {
+		t.Fatalf("Process = %+v, want usr 30 sys 20 busy 50: 0.5 CPU-s", p)
+	}
+	if r := Delta(b, Counters{Time: b.Time.Add(time.Millisecond), CPU: cpus(1100), Process: b.Process}); r.Process == nil || r.Process.Busy != 0 {
+		t.Errorf("Process over an interval shorter than a tick = %+v, want zero, not absent", r.Process)
+	}
+	b.Process = nil
+	if r := Delta(a, b); r.Process != nil {
+		t.Errorf("Process without b's = %+v, want nil", r.Process)
+	}
+}

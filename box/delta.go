@@ -25,6 +25,7 @@ func Delta(a, b Counters) Rates {
 		r.CPU = append(r.CPU, cpuUse(p, c))
 	}
 
+	r.Process = processUse(a, b)
 	r.Interrupts = rowRates(a.Interrupts, b.Interrupts, rate)
 	if b.RxQueues != nil {
 		r.RxQueues = rowRates(a.RxQueues, b.RxQueues, rate)
@@ -95,6 +96,41 @@ func diff(x, y uint64) uint64 {
 		return 0
 	}
 	return y - x
+}
+
+// processUse is the reading process's share of one CPU between a and b:
+// its tick deltas over the ticks one CPU counted meanwhile (the mean of
+// the CPUs both snapshots hold), so that it shares the machine's clock
+// and needs no tick rate; nil when either lacks the process or no CPU.
+// An interval shorter than a tick (the last, partial one of a run) has
+// no tick on any CPU: the process used none of its time there either.
+func processUse(a, b Counters) *ProcessUse {
+	if a.Process == nil || b.Process == nil {
+		return nil
+	}
+	prev := make(map[int]CPUTimes, len(a.CPU))
+	for _, c := range a.CPU {
+		prev[c.ID] = c
+	}
+	var ticks float64
+	n := 0
+	for _, c := range b.CPU {
+		if p, ok := prev[c.ID]; ok {
+			ticks += float64(diff(p.Total(), c.Total()))
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if ticks == 0 {
+		return &ProcessUse{}
+	}
+	one := ticks / float64(n)
+	u := &ProcessUse{User: 100 * float64(diff(a.Process.User, b.Process.User)) / one,
+		System: 100 * float64(diff(a.Process.System, b.Process.System)) / one}
+	u.Busy = u.User + u.System
+	return u
 }
 
 // cpuUse splits one CPU's tick deltas into percentages. Nice time counts

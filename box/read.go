@@ -40,6 +40,11 @@ func ReadCounters(proc procfs.FS, et ethtool.Client, ifaces []string) (Counters,
 	if c.CPU, err = proc.Stat(); keep(err) != nil {
 		return c, err
 	}
+	// The reader's own CPU time is optional: a capture has none, and a
+	// result without it says the process was not measured.
+	if pt, err := proc.SelfCPU(); err == nil {
+		c.Process = &pt
+	}
 	if c.NetDev, err = proc.NetDev(); keep(err) != nil {
 		return c, err
 	}

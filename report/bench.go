@@ -166,8 +166,7 @@ func BenchText(w io.Writer, r *results.Result) {
 	if r.RRUL != nil {
 		rrulSummary(w, r.RRUL)
 	}
-	fmt.Fprintf(w, "cpu       client %s   server %s\n", benchCost(sum.CPUSeconds.Client, sum.CPUSecondsPerMpkt.Client, sum.CPUSecondsPerGbit.Client),
-		benchCost(sum.CPUSeconds.Server, sum.CPUSecondsPerMpkt.Server, sum.CPUSecondsPerGbit.Server))
+	CPULines(w, sum, "Mpkt")
 	for _, e := range r.LinkEvents {
 		fmt.Fprintln(w, LinkEventLine(e, len(r.Targets) > 1))
 	}
@@ -239,18 +238,49 @@ func benchLatency(l *results.Latency) string {
 		l.P50, l.P90, l.P99, l.Max, l.Received, l.Sent)
 }
 
-func benchCost(secs, perMpkt, perGbit *float64) string {
-	if secs == nil {
-		return "not sampled"
+// CPULines writes each end's CPU, whose it is said: linerate's own
+// process (its CPU-seconds, per million of what the summary counts, per
+// being its name, and per Gbit: what the test cost it) and the whole
+// machine's busy time (what says whether the box was full, whatever else
+// ran on it).
+func CPULines(w io.Writer, sum results.Summary, per string) {
+	for i, side := range []results.Side{results.SideClient, results.SideServer} {
+		label := "cpu"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-9s %s: %s\n", label, side, EndCPU(sum, side, per))
 	}
-	s := fmt.Sprintf("%.2f CPU-s", *secs)
-	if perMpkt != nil {
-		s += fmt.Sprintf(", %.3f s/Mpkt", *perMpkt)
+}
+
+// EndCPU is one end's CPU in words: "linerate process 0.45 CPU-s, 15.000
+// s/Mpkt, 1.204 s/Gbit; machine 6.94 CPU-s busy (34.7 % of its CPUs)";
+// per names a million of the summary's packets ("Mpkt").
+func EndCPU(sum results.Summary, side results.Side, per string) string {
+	at := func(c results.CPUCost) *float64 {
+		if side == results.SideClient {
+			return c.Client
+		}
+		return c.Server
 	}
-	if perGbit != nil {
-		s += fmt.Sprintf(", %.3f s/Gbit", *perGbit)
+	proc := "linerate process not measured"
+	if secs := at(sum.ProcessCPUSeconds); secs != nil {
+		proc = fmt.Sprintf("linerate process %.2f CPU-s", *secs)
+		if v := at(sum.ProcessCPUSecondsPerMpkt); v != nil {
+			proc += fmt.Sprintf(", %.3f s/%s", *v, per)
+		}
+		if v := at(sum.ProcessCPUSecondsPerGbit); v != nil {
+			proc += fmt.Sprintf(", %.3f s/Gbit", *v)
+		}
 	}
-	return s
+	machine := "machine not sampled"
+	if secs := at(sum.CPUSeconds); secs != nil {
+		machine = fmt.Sprintf("machine %.2f CPU-s busy", *secs)
+		if b := at(sum.MachineCPUBusy); b != nil {
+			machine += " (" + units.Percent(*b, 1) + " of its CPUs)"
+		}
+	}
+	return proc + "; " + machine
 }
 
 // QueueSpread is a receive queue count in a line: "veth1 (xdp): q0 120345

@@ -134,6 +134,10 @@ func RRText(w io.Writer, r *results.Result) {
 	for _, m := range rr.Middle {
 		conntrackLine(w, m)
 	}
+	CPULines(w, r.Summary, "M transactions")
+	if sum := r.Summary; sum.LimitedWhy != "" {
+		fmt.Fprintf(w, "limited by %s: %s\n", sum.LimitedBy, sum.LimitedWhy)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note: "+n)
 	}

@@ -77,11 +77,17 @@ func (fs *FlowSet) StartLines() []string {
 	return out
 }
 
-// Sum fills Total from the flows' summaries.
+// Sum fills Total from the flows' summaries. A transaction flow's
+// summary counts transactions, not packets: it is left out of the total
+// (its transactions are the set's transactions/s).
 func (fs *FlowSet) Sum() {
 	fs.Total = Totals{}
 	for _, f := range fs.Flows {
 		if f.Result == nil {
+			continue
+		}
+		fs.Interrupted = fs.Interrupted || f.Result.Interrupted
+		if f.Result.RR != nil {
 			continue
 		}
 		t := f.Result.Summary.Totals
@@ -89,6 +95,5 @@ func (fs *FlowSet) Sum() {
 		// from the rates.
 		t.sentBits, t.recvBits = t.SentBPS*t.Seconds, t.ReceivedBPS*t.Seconds
 		fs.Total.Add(t)
-		fs.Interrupted = fs.Interrupted || f.Result.Interrupted
 	}
 }

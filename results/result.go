@@ -66,6 +66,20 @@ type Result struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
+// MarshalJSON leaves the summary out of a zero-loss search's result: a
+// search is many trials whose figures are in Search, and a summary of
+// none of them would read as a run that moved nothing.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result // without this method
+	if len(r.Search) == 0 {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		plain
+		Summary *Summary `json:"summary,omitempty"`
+	}{plain: plain(r)})
+}
+
 // Totals are the figures of a set of streams in the measured window.
 // UDP bits per second count whole Ethernet frames (headers and FCS, as
 // --size does); TCP bits per second are goodput (payload only).
@@ -135,15 +149,31 @@ type CPUCost struct {
 // Summary is the whole run: every target, both directions.
 type Summary struct {
 	Totals
-	// CPUSeconds is CPU time spent on each end over the measured window
-	// (all CPUs, from /proc/stat busy ticks).
+	// CPUSeconds is the busy time of every CPU of each end's machine over
+	// the measured window (from /proc/stat busy ticks): linerate, the
+	// kernel's receive work charged to no process, and whatever else ran
+	// there. With MachineCPUBusy it says whether the box was the limit;
+	// it is not linerate's cost (ProcessCPUSeconds is).
 	CPUSeconds CPUCost `json:"cpu_seconds"`
-	// CPUSecondsPerMpkt is CPU seconds per million packets the end sent or
-	// received; CPUSecondsPerGbit per gigabit.
+	// CPUSecondsPerMpkt is the machine's CPUSeconds per million packets
+	// the end sent or received; CPUSecondsPerGbit per gigabit.
 	CPUSecondsPerMpkt CPUCost `json:"cpu_seconds_per_mpkt"`
 	CPUSecondsPerGbit CPUCost `json:"cpu_seconds_per_gbit"`
+	// MachineCPUBusy is the machine's CPUSeconds over what all its CPUs
+	// could give in the window (0 to 1).
+	MachineCPUBusy CPUCost `json:"machine_cpu_busy"`
+	// ProcessCPUSeconds is the CPU time of linerate's own process on each
+	// end over the measured window (user and system, every thread: its
+	// /proc/self/stat): bench on the client, serve or the agent on a
+	// server. nil when that end's samples do not carry it.
+	ProcessCPUSeconds CPUCost `json:"process_cpu_seconds"`
+	// ProcessCPUSecondsPerMpkt is ProcessCPUSeconds per million packets
+	// the end sent or received: what linerate's packets cost it;
+	// ProcessCPUSecondsPerGbit per gigabit.
+	ProcessCPUSecondsPerMpkt CPUCost `json:"process_cpu_seconds_per_mpkt"`
+	ProcessCPUSecondsPerGbit CPUCost `json:"process_cpu_seconds_per_gbit"`
 	// LimitedBy is what limited the run (a Limit: "link", "sender",
-	// "receiver", "dut", "path", "cpu", "asked rate"...) or "" when it
+	// "receiver", "dut", "path", "cpu", "asked rate", "round trip"...) or "" when it
 	// cannot tell; LimitedWhy says why, and what it could not see.
 	LimitedBy  Limit  `json:"limited_by"`
 	LimitedWhy string `json:"limited_why,omitempty"`
@@ -278,18 +308,4 @@ type Sample struct {
 	// --sample, a plan's sample:), side "dut".
 	Host string `json:"host,omitempty"`
 	box.Rates
-}
-
-// cpuSeconds adds up the busy CPU time of samples.
-func cpuSeconds(samples []box.Rates) (float64, bool) {
-	if len(samples) == 0 {
-		return 0, false
-	}
-	var s float64
-	for _, r := range samples {
-		for _, c := range r.CPU {
-			s += c.Busy / 100 * r.Seconds
-		}
-	}
-	return s, true
 }

@@ -70,3 +70,27 @@ func TestResultJSONFields(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchHasNoSummary: a zero-loss search's JSON leaves the summary out
+// rather than write one of zeros; other results keep theirs.
+func TestSearchHasNoSummary(t *testing.T) {
+	for _, c := range []struct {
+		res  Result
+		want bool
+	}{{Result{Search: []SizeSearch{{}}}, false}, {Result{}, true}} {
+		b, err := json.Marshal(c.res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := doc["summary"]; ok != c.want {
+			t.Errorf("search %v: summary in the JSON %v, want %v", len(c.res.Search) > 0, ok, c.want)
+		}
+		if _, ok := doc["spec"]; !ok {
+			t.Errorf("no spec in %s", b)
+		}
+	}
+}

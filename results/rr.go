@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"math/bits"
 	"slices"
 	"time"
@@ -39,6 +40,41 @@ type RR struct {
 	// Middle is the connection tracker of each sampled device in the
 	// middle over the run.
 	Middle []ConntrackUse `json:"middle,omitempty"`
+}
+
+// LimitRoundTrip: a transaction test keeps one transaction in flight per
+// stream, so its rate is the streams over the round trip; what made the
+// round trip as long as it was is not measured.
+const LimitRoundTrip Limit = "round trip"
+
+// SummarizeRR fills a transaction test's summary from its transactions
+// (res.RR), each one a packet: sent are the transactions tried (completed
+// or failed), received those completed, lost those that failed; the
+// bytes and bits are the requests and responses of the completed ones
+// (payload, as TCP goodput is). Then the CPU figures per million
+// transactions: those the client completed, those the servers answered
+// (none per gigabit: a transaction's bytes are not what it costs), and
+// what set the rate.
+func SummarizeRR(res *Result, client []box.Rates, machine string) {
+	r, sp := res.RR, res.Spec.RR
+	if r == nil || sp == nil {
+		return
+	}
+	t := &res.Summary.Totals
+	*t = Totals{Seconds: r.Seconds, SentPackets: r.Transactions + r.Lost(), ReceivedPackets: r.Transactions, LostPackets: r.Lost(),
+		SentBytes: r.Transactions * uint64(max(sp.Request, 0)), ReceivedBytes: r.Transactions * uint64(max(sp.Response, 0))}
+	t.sentBits, t.recvBits = 8*float64(t.SentBytes), 8*float64(t.ReceivedBytes)
+	t.rates()
+	sum := &res.Summary
+	sum.setCost(SideClient, cpuOf(client), float64(r.Transactions), 0)
+	sum.setCost(SideServer, serversCPU(res, machine), float64(r.Answered), 0)
+	if r.Transactions == 0 {
+		sum.LimitedBy, sum.LimitedWhy = LimitUnknown, "no transaction completed"
+		return
+	}
+	sum.LimitedBy = LimitRoundTrip
+	sum.LimitedWhy = fmt.Sprintf("one transaction in flight per stream (%d): the rate is the streams over the round trip (mean %.0f µs)",
+		res.Spec.Streams, r.Latency.Mean)
 }
 
 // Lost is the transactions that failed: timed out, not connected, or

@@ -3,10 +3,12 @@ package results
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"linerate/box"
+	"linerate/wire"
 )
 
 // TestHistogramQuantiles compares the histogram's percentiles with exact
@@ -81,5 +83,52 @@ func TestConntrackUse(t *testing.T) {
 	}
 	if (ConntrackUse{Peak: 50, Max: 100}).Full() {
 		t.Error("half a table is full")
+	}
+}
+
+// TestSummarizeRR: a transaction test's summary is its transactions, each
+// a packet, and says what set the rate; none completed, it cannot tell.
+func TestSummarizeRR(t *testing.T) {
+	res := &Result{Spec: wire.Spec{Streams: 2, RR: &wire.RR{Request: 100, Response: 1000}},
+		RR:      &RR{Seconds: 4, Transactions: 8000, Answered: 8005, Timeouts: 10, Errors: 2, Latency: RRLatency{Mean: 1000}},
+		Targets: []TargetResult{{ServerID: "s1"}},
+		Samples: []Sample{{Side: SideServer, Target: 0, Rates: box.Rates{Seconds: 4, CPU: []box.CPUUse{{Busy: 50}}, Process: &box.ProcessUse{Busy: 40.025}}}}}
+	SummarizeRR(res, []box.Rates{{Seconds: 4, CPU: []box.CPUUse{{Busy: 50}}, Process: &box.ProcessUse{Busy: 25}}}, "")
+	s := res.Summary
+	if s.Seconds != 4 || s.SentPackets != 8012 || s.ReceivedPackets != 8000 || s.LostPackets != 12 || s.ReceivedPPS != 2000 ||
+		s.SentBytes != 800000 || s.ReceivedBytes != 8000000 || s.ReceivedBPS != 16e6 {
+		t.Errorf("summary %+v", s.Totals)
+	}
+	if p := s.ProcessCPUSeconds.Client; p == nil || *p != 1 {
+		t.Errorf("client process CPU %v, want 1", p)
+	}
+	// Per million transactions completed (8000), not per packet of the
+	// summary's sent and received; none per gigabit.
+	if p := s.ProcessCPUSecondsPerMpkt.Client; p == nil || *p != 125 || s.ProcessCPUSecondsPerGbit.Client != nil {
+		t.Errorf("client process per M transactions %v, per Gbit %v; want 125 and none", p, s.ProcessCPUSecondsPerGbit.Client)
+	}
+	if p := s.ProcessCPUSecondsPerMpkt.Server; p == nil || *p != 200 {
+		t.Errorf("server process per M transactions answered %v, want 200", p)
+	}
+	if s.LimitedBy != LimitRoundTrip || !strings.Contains(s.LimitedWhy, "(2)") {
+		t.Errorf("limited by %q: %s", s.LimitedBy, s.LimitedWhy)
+	}
+	res.RR = &RR{Seconds: 4, Timeouts: 3}
+	SummarizeRR(res, nil, "")
+	if s := res.Summary; s.LimitedBy != LimitUnknown || s.LostPackets != 3 || s.ReceivedPackets != 0 || s.LossRatio != 1 {
+		t.Errorf("nothing completed: %+v", s)
+	}
+}
+
+// TestFlowSetLeavesTransactionsOut: a set's packet total does not add a
+// transaction flow's summary (transactions) to a UDP flow's packets.
+func TestFlowSetLeavesTransactionsOut(t *testing.T) {
+	udp := &Result{Summary: Summary{Totals: Totals{Seconds: 2, SentPackets: 100, ReceivedPackets: 100}}}
+	rr := &Result{RR: &RR{Seconds: 2, Transactions: 50}, Spec: wire.Spec{RR: &wire.RR{Request: 1, Response: 1}}}
+	SummarizeRR(rr, nil, "")
+	fs := &FlowSet{Flows: []FlowRun{{Result: udp}, {Result: rr}}}
+	fs.Sum()
+	if fs.Total.ReceivedPackets != 100 || fs.Total.SentPackets != 100 {
+		t.Errorf("total %+v, want the UDP flow's 100 packets alone", fs.Total)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"linerate/box"
 	"linerate/ceiling"
 	"linerate/internal/units"
 	"linerate/wire"
@@ -27,68 +26,6 @@ func OrderSamples(s []Sample) {
 		return s[i].Start.Before(s[j].Start)
 	})
 }
-
-// Cost fills the CPU cost per packet and per gigabit of each end. The
-// client's packets are those it sent and received; a server's those of
-// the targets it serves. Targets on the same machine (same boot id, or
-// without one the same server process) share its CPU, which is counted
-// once; a server on the client's machine shares the client's.
-func Cost(res *Result, client []box.Rates, machine string) {
-	sum := &res.Summary
-	if secs, ok := cpuSeconds(client); ok {
-		pk := float64(sum.SentPackets + sum.ReceivedPackets)
-		bits := sum.sentBits + sum.recvBits
-		sum.CPUSeconds.Client = ptr(secs)
-		if pk > 0 {
-			sum.CPUSecondsPerMpkt.Client = ptr(secs / pk * 1e6)
-		}
-		if bits > 0 {
-			sum.CPUSecondsPerGbit.Client = ptr(secs / bits * 1e9)
-		}
-	}
-	// Server CPU: once per server id.
-	seen := map[string]bool{}
-	var secs, pk, bits float64
-	sampled := false
-	for i, t := range res.Targets {
-		var rates []box.Rates
-		for _, s := range res.Samples {
-			if s.Side == SideServer && s.Target == i {
-				rates = append(rates, s.Rates)
-			}
-		}
-		id := t.Machine
-		if id == "" {
-			id = t.ServerID
-		}
-		if id == "" {
-			id = fmt.Sprint("target-", i)
-		}
-		if !seen[id] {
-			if s, ok := cpuSeconds(rates); ok {
-				secs += s
-				sampled = true
-				seen[id] = true
-			}
-		}
-		pk += float64(t.SentPackets + t.ReceivedPackets)
-		bits += t.sentBits + t.recvBits
-	}
-	if sampled && machine != "" && seen[machine] {
-		res.Notes = append(res.Notes, "the client and a server run on one machine: the CPU figures of each end are that machine's, counted once per end")
-	}
-	if sampled {
-		sum.CPUSeconds.Server = ptr(secs)
-		if pk > 0 {
-			sum.CPUSecondsPerMpkt.Server = ptr(secs / pk * 1e6)
-		}
-		if bits > 0 {
-			sum.CPUSecondsPerGbit.Server = ptr(secs / bits * 1e9)
-		}
-	}
-}
-
-func ptr(f float64) *float64 { return &f }
 
 // Verdict says what limited the run, where it can tell, from the threads'
 // CPU use, the CPUs the ends and the hosts in the middle sampled, the loss

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"linerate/box"
 	"linerate/internal/version"
 	"linerate/results"
 	"linerate/traffic/rr"
@@ -38,7 +39,7 @@ func (r *clientRun) assemble(res *results.Result) {
 	}
 	res.Targets = make([]results.TargetResult, len(r.targets))
 	if r.spec.RR != nil {
-		r.assembleRR(res)
+		r.assembleRR(res, samples)
 		return
 	}
 	for i := range r.targets {
@@ -333,8 +334,9 @@ func (r *clientRun) dropLedger(res *results.Result) {
 
 // assembleRR puts together a transaction test: per target what the
 // server answered and its samples, then the transactions, their latency
-// and failures over every target's streams.
-func (r *clientRun) assembleRR(res *results.Result) {
+// and failures over every target's streams; the summary counts the
+// transactions, and the CPU figures the client's samples and the servers'.
+func (r *clientRun) assembleRR(res *results.Result, samples []box.Rates) {
 	rr := &results.RR{Seconds: r.sess.Seconds()}
 	var all results.Histogram
 	for i, t := range r.targets {
@@ -366,4 +368,5 @@ func (r *clientRun) assembleRR(res *results.Result) {
 	res.RR = rr
 	r.linkEvents(res)
 	results.OrderSamples(res.Samples)
+	results.SummarizeRR(res, samples, r.cfg.Machine)
 }

@@ -2,9 +2,11 @@ package traffic
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
+	"linerate/results"
 	"linerate/wire"
 )
 
@@ -74,6 +76,47 @@ func TestRRCounts(t *testing.T) {
 			if len(res.Intervals) == 0 || res.Intervals[0].TPS <= 0 {
 				t.Errorf("no transactions in the intervals: %+v", res.Intervals)
 			}
+			rrSummary(t, res)
 		})
+	}
+}
+
+// rrSummary checks that a transaction test's summary, as its JSON says it,
+// holds the transactions (each one a packet), the CPU of both ends and
+// what set the rate: no zeros beside the figures under rr.
+func rrSummary(t *testing.T, res *results.Result) {
+	t.Helper()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Summary struct {
+			Seconds           float64         `json:"seconds"`
+			Sent              uint64          `json:"sent_packets"`
+			Received          uint64          `json:"received_packets"`
+			ReceivedPPS       float64         `json:"received_pps"`
+			ReceivedBytes     uint64          `json:"received_bytes"`
+			LimitedBy         string          `json:"limited_by"`
+			ProcessCPUSeconds results.CPUCost `json:"process_cpu_seconds"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s, rr := doc.Summary, res.RR
+	if s.Seconds != rr.Seconds || s.Seconds == 0 || s.Received != rr.Transactions || s.Sent != rr.Transactions+rr.Lost() ||
+		s.ReceivedPPS != rr.TPS || s.ReceivedBytes != rr.Transactions*uint64(res.Spec.RR.Response) {
+		t.Errorf("summary %+v, want the transactions' (%d in %.2f s, %.0f tps)", s, rr.Transactions, rr.Seconds, rr.TPS)
+	}
+	if s.LimitedBy != string(results.LimitRoundTrip) {
+		t.Errorf("limited_by %q, want %q", s.LimitedBy, results.LimitRoundTrip)
+	}
+	if s.ProcessCPUSeconds.Client == nil || s.ProcessCPUSeconds.Server == nil {
+		t.Fatalf("process CPU %+v, want both ends", s.ProcessCPUSeconds)
+	}
+	// The cost is per million transactions completed.
+	if p, want := res.Summary.ProcessCPUSecondsPerMpkt.Client, *s.ProcessCPUSeconds.Client/float64(rr.Transactions)*1e6; p == nil || !near(*p, want) {
+		t.Errorf("client process per M transactions %v, want %.3f", p, want)
 	}
 }

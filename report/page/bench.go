@@ -212,30 +212,52 @@ func (v *benchView) cards() {
 		}
 		v.Cards = append(v.Cards, card{Label: "latency under load, p50", Value: ms(l.P50), Sub: sub})
 	}
-	for _, end := range []struct {
-		name         string
-		secs, mp, gb *float64
-	}{{"server", s.CPUSeconds.Server, s.CPUSecondsPerMpkt.Server, s.CPUSecondsPerGbit.Server},
-		{"client", s.CPUSeconds.Client, s.CPUSecondsPerMpkt.Client, s.CPUSecondsPerGbit.Client}} {
-		c := card{Label: end.name + " CPU"}
-		switch {
-		case r.Spec.Proto == wire.TCP && end.gb != nil:
-			c.Value = fmt.Sprintf("%.3f s/Gbit", *end.gb)
-		case end.mp != nil:
-			c.Value = fmt.Sprintf("%.3f s/Mpkt", *end.mp)
-		default:
-			continue
-		}
-		c.Sub = fmt.Sprintf("%.2f CPU-seconds", deref(end.secs))
-		v.Cards = append(v.Cards, c)
-	}
+	v.Cards = append(v.Cards, cpuCards(s, r.Spec.Proto, "Mpkt")...)
 }
 
-func deref(p *float64) float64 {
-	if p == nil {
-		return 0
+// cpuCards are each end's CPU, whose it is said: linerate's process (its
+// cost per Gbit for TCP, else per million of what the summary counts,
+// per naming it) and the machine's busy time.
+func cpuCards(s results.Summary, proto wire.Proto, per string) []card {
+	var out []card
+	for _, end := range []struct {
+		name                  string
+		secs, mp, gb, machine *float64
+		busy                  *float64
+	}{{"server", s.ProcessCPUSeconds.Server, s.ProcessCPUSecondsPerMpkt.Server, s.ProcessCPUSecondsPerGbit.Server, s.CPUSeconds.Server, s.MachineCPUBusy.Server},
+		{"client", s.ProcessCPUSeconds.Client, s.ProcessCPUSecondsPerMpkt.Client, s.ProcessCPUSecondsPerGbit.Client, s.CPUSeconds.Client, s.MachineCPUBusy.Client}} {
+		if c, ok := cpuCard(proto, end.name, end.secs, end.mp, end.gb, per); ok {
+			out = append(out, c)
+		}
+		if end.machine != nil {
+			c := card{Label: end.name + " machine CPU", Value: fmt.Sprintf("%.2f CPU-s busy", *end.machine),
+				Sub: "every CPU of the machine, whatever ran on it"}
+			if end.busy != nil {
+				c.Sub = units.Percent(*end.busy, 1) + " of its CPUs, whatever ran on them"
+			}
+			out = append(out, c)
+		}
 	}
-	return *p
+	return out
+}
+
+// cpuCard is the card of linerate's own process on one end: its cost
+// per Gbit (TCP) or per million (per names what), and its CPU-seconds.
+func cpuCard(proto wire.Proto, name string, secs, mp, gb *float64, per string) (card, bool) {
+	c := card{Label: name + " linerate process CPU"}
+	switch {
+	case secs == nil:
+		return c, false
+	case proto == wire.TCP && gb != nil:
+		c.Value = fmt.Sprintf("%.3f s/Gbit", *gb)
+	case mp != nil:
+		c.Value = fmt.Sprintf("%.3f s/%s", *mp, per)
+	default:
+		c.Value = fmt.Sprintf("%.2f CPU-s", *secs)
+		return c, true
+	}
+	c.Sub = fmt.Sprintf("%.2f CPU-seconds", *secs)
+	return c, true
 }
 
 // figures are the run's headline figures for a comparison.
@@ -271,11 +293,11 @@ func (v *benchView) figures() []figure {
 	}
 	out = append(out, rrulFigures(r.RRUL)...)
 	cpu := func(f float64) string { return fmt.Sprintf("%.3f s/Mpkt", f) }
-	if c := s.CPUSecondsPerMpkt.Server; c != nil {
-		out = append(out, figure{Name: "server CPU per Mpkt", Value: *c, Format: cpu})
+	if c := s.ProcessCPUSecondsPerMpkt.Server; c != nil {
+		out = append(out, figure{Name: "server process CPU per Mpkt", Value: *c, Format: cpu})
 	}
-	if c := s.CPUSecondsPerMpkt.Client; c != nil {
-		out = append(out, figure{Name: "client CPU per Mpkt", Value: *c, Format: cpu})
+	if c := s.ProcessCPUSecondsPerMpkt.Client; c != nil {
+		out = append(out, figure{Name: "client process CPU per Mpkt", Value: *c, Format: cpu})
 	}
 	return out
 }

@@ -95,7 +95,11 @@ func TestBenchUDP(t *testing.T) {
 		"client: interrupts per second per CPU", "server wan:7557: NET_RX softirqs per second per CPU",
 		// The ledger of a run without loss.
 		"no packets lost (600,704 sent, 600,704 received)",
-		"8.186 s/Mpkt")
+		// Recorded before the process was measured: the machine's, said so.
+		"client machine CPU", "CPU-s busy", "every CPU of the machine, whatever ran on it")
+	if strings.Contains(page, "linerate process CPU") || strings.Contains(page, "s/Mpkt") {
+		t.Error("a result without the process's CPU shows a cost per Mpkt")
+	}
 	// Rates (3), CDF, and per end: 2 traffic, mean CPU, 2 CPUs, IRQs, NET_RX.
 	if n := charts(page); n < 4+2*7 {
 		t.Errorf("%d charts", n)
@@ -134,7 +138,36 @@ func TestBenchLoss(t *testing.T) {
 
 func TestBenchTCP(t *testing.T) {
 	page := fixturePage(t, "bench-tcp-bidir", history.KindBench)
-	contains(t, page, "tcp bidir", "goodput", "381.9 Mb/s", "s/Gbit", "retransmits", ">reverse<", ">forward<")
+	contains(t, page, "tcp bidir", "goodput", "381.9 Mb/s", "server machine CPU", "retransmits", ">reverse<", ">forward<")
+}
+
+// TestBenchCPUWhose: the cost per Mpkt (per Gbit for TCP, per million
+// transactions for a transaction test) on the page is linerate's
+// process's, and the machine's busy time is a card of its own.
+func TestBenchCPUWhose(t *testing.T) {
+	for _, c := range []struct{ fixture, cost string }{{"bench-udp", "15.000 s/Mpkt"}, {"bench-tcp-bidir", "2.500 s/Gbit"}, {"bench-rr-connect", "15.000 s/M transactions"}} {
+		r := fixture(t, c.fixture)
+		var res results.Result
+		if err := json.Unmarshal(r.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		f := func(v float64) *float64 { return &v }
+		s := &res.Summary
+		s.ProcessCPUSeconds = results.CPUCost{Client: f(0.45), Server: f(0.5)}
+		s.ProcessCPUSecondsPerMpkt = results.CPUCost{Client: f(15), Server: f(16)}
+		s.ProcessCPUSecondsPerGbit = results.CPUCost{Client: f(2.5), Server: f(2.6)}
+		s.MachineCPUBusy = results.CPUCost{Client: f(0.347)}
+		s.CPUSeconds.Client = f(6.94)
+		if res.RR != nil {
+			s.ProcessCPUSecondsPerGbit = results.CPUCost{}
+		}
+		b, err := json.Marshal(&res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Result = b
+		contains(t, render(t, r), "client linerate process CPU", c.cost, "0.45 CPU-seconds", "client machine CPU", "34.7 % of its CPUs")
+	}
 }
 
 // TestBenchRRUL: an RRUL result's page has flent's figure (the latency

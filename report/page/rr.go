@@ -61,6 +61,7 @@ func (v *benchView) rr() {
 		{Label: "lost", Value: count(rr.Lost()), Sub: fmt.Sprintf("%d timed out, %d connects failed, %d other errors; %s", rr.Timeouts, rr.ConnectFailures, rr.Errors, answered),
 			Bad: rr.Lost() > 0},
 	}
+	view.Cards = append(view.Cards, cpuCards(r.Summary, r.Spec.Proto, "M transactions")...)
 	for _, s := range rr.Streams {
 		view.Streams = append(view.Streams, rrStreamRow{Stream: fmt.Sprint(s.Stream), Transactions: count(s.Transactions), TPS: tps(s.TPS),
 			P50: us(s.P50), P99: us(s.P99), Timeouts: count(s.Timeouts), Failures: count(s.Failures), Bad: s.Timeouts+s.Failures > 0 || s.Transactions == 0})

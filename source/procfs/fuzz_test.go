@@ -52,6 +52,8 @@ func FuzzParsers(f *testing.F) {
 		check("net/dev", err)
 		_, err = ParseSNMP(r())
 		check("net/snmp", err)
+		_, err = ParseProcessStat(r())
+		check("pid/stat", err)
 		if v, err := ParsePeakRSS(r()); err == nil && v < 0 {
 			t.Errorf("status: VmHWM %d", v)
 		} else {

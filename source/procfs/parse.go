@@ -498,3 +498,41 @@ func ParsePeakRSS(r io.Reader) (int64, error) {
 	}
 	return kib * 1024, nil
 }
+
+// ParseProcessStat parses a process's stat file (/proc/PID/stat, one
+// line) and returns the CPU time its threads have used, in USER_HZ ticks:
+// utime and stime, fields 14 and 15 of proc(5). The command name (field
+// 2) is in parentheses and may hold spaces and parentheses itself, so the
+// fields are counted from the last ')'.
+func ParseProcessStat(r io.Reader) (ProcessTimes, error) {
+	var pt ProcessTimes
+	seen := false
+	err := lines(r, func(n int, line string) error {
+		if n > 1 {
+			return errors.New("more than one line: not a process's stat file")
+		}
+		i := strings.LastIndexByte(line, ')')
+		if i < 0 {
+			return fmt.Errorf("no ')' closing the command name in %q", tree.Clip(line))
+		}
+		f := strings.Fields(line[i+1:])
+		// f[0] is field 3 (state): utime is field 14, stime 15.
+		if len(f) < 13 {
+			return fmt.Errorf("%d fields after the command name, want at least 13 (utime and stime are fields 14 and 15)", len(f))
+		}
+		u, uerr := strconv.ParseUint(f[11], 10, 64)
+		s, serr := strconv.ParseUint(f[12], 10, 64)
+		if uerr != nil || serr != nil {
+			return fmt.Errorf("utime %q, stime %q: want counts of ticks", tree.Clip(f[11]), tree.Clip(f[12]))
+		}
+		pt, seen = ProcessTimes{User: u, System: s}, true
+		return nil
+	})
+	switch {
+	case err != nil:
+		return ProcessTimes{}, err
+	case !seen:
+		return ProcessTimes{}, errors.New("empty: not a process's stat file")
+	}
+	return pt, nil
+}

@@ -434,3 +434,26 @@ func TestParsePeakRSS(t *testing.T) {
 		t.Errorf("self: %d, %v", v, err)
 	}
 }
+
+func TestParseProcessStat(t *testing.T) {
+	// A command name with a space and a ')' of its own.
+	stat := "31730 (we ird) ) R 31726 31726 28136 0 -1 4194304 100 0 0 0 1234 567 8 9 20 0 1 0 1343910 3133440 412\n"
+	if pt, err := ParseProcessStat(strings.NewReader(stat)); err != nil || pt != (ProcessTimes{User: 1234, System: 567}) {
+		t.Errorf("stat: %+v, %v", pt, err)
+	}
+	for text, want := range map[string]string{
+		"":                                     "empty: not a process's stat file",
+		"31730 cat R 1 2 3\n":                  `line 1: no ')' closing the command name in "31730 cat R 1 2 3"`,
+		"31730 (cat) R 1 2 3\n":                "line 1: 4 fields after the command name, want at least 13 (utime and stime are fields 14 and 15)",
+		"1 (a) R 1 1 1 0 -1 0 0 0 0 0 x 5 0\n": `line 1: utime "x", stime "5": want counts of ticks`,
+		"1 (a) R 1 1 1 0 -1 0 0 0 0 0 4 5 0\nsecond\n": "line 2: more than one line: not a process's stat file",
+	} {
+		if _, err := ParseProcessStat(strings.NewReader(text)); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", text, err, want)
+		}
+	}
+	// This process's own.
+	if _, err := NewFS("/proc").SelfCPU(); err != nil {
+		t.Errorf("self: %v", err)
+	}
+}

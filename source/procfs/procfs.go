@@ -167,6 +167,10 @@ func (fs FS) BootID() (string, error) {
 // its exec (self/status's VmHWM), in bytes.
 func (fs FS) SelfPeakRSS() (int64, error) { return parseFile(fs.t, "self/status", ParsePeakRSS) }
 
+// SelfCPU is the CPU time the calling process has used, every thread of
+// it, from self/stat (ParseProcessStat).
+func (fs FS) SelfCPU() (ProcessTimes, error) { return parseFile(fs.t, "self/stat", ParseProcessStat) }
+
 // Stat returns the per-CPU lines of /proc/stat (the aggregate "cpu" line is dropped).
 func (fs FS) Stat() ([]CPUTimes, error) { return parseFile(fs.t, "stat", ParseStat) }
 
@@ -352,6 +356,14 @@ type CPUTimes struct {
 	IRQ     uint64 `json:"irq"`
 	SoftIRQ uint64 `json:"softirq"`
 	Steal   uint64 `json:"steal"`
+}
+
+// ProcessTimes is the CPU time a process's threads have used, in USER_HZ
+// ticks, the unit of /proc/stat: in user mode and in the kernel on its
+// behalf (what softirqs do for it in another context is not counted).
+type ProcessTimes struct {
+	User   uint64 `json:"user"`
+	System uint64 `json:"system"`
 }
 
 // Total is the sum of all fields.
