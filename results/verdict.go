@@ -93,6 +93,7 @@ func ptr(f float64) *float64 { return &f }
 // Verdict says what limited the run, where it can tell, from the threads'
 // CPU use, the loss and the receiving end's drop counters.
 func Verdict(res *Result, clientThreads []ThreadCPU) {
+	defer farEndDied(res)
 	sum := &res.Summary
 	sp := &res.Spec
 	var senders, receivers []ThreadCPU
