@@ -52,7 +52,8 @@ func (t *Totals) LossNotCounted() {
 
 // farEndDied gives the verdict of a run whose far end died mid-run (some
 // loss not counted, the run stopped early): it names what happened and
-// when, and draws no limit from a window whose far end stopped counting.
+// when (the error, printed apart, says how), and draws no limit from a
+// window whose far end stopped counting.
 // Verdict calls it last.
 func farEndDied(res *Result) {
 	se := res.StoppedEarly
@@ -60,5 +61,5 @@ func farEndDied(res *Result) {
 		return
 	}
 	res.Summary.LimitedBy = LimitUnknown
-	res.Summary.LimitedWhy = fmt.Sprintf("stopped early, noticed at %.1f s: %s; the figures end at the far end's last report, at %.1f s, and its loss is not counted", se.Detected, se.Reason, se.At)
+	res.Summary.LimitedWhy = fmt.Sprintf("stopped early: the far end died or failed mid-run, noticed at %.1f s (the error says how); both ends' figures end at its last report, at %.1f s, and its loss is not counted", se.Detected, se.At)
 }

@@ -33,7 +33,7 @@ func TestFarEndDiedVerdict(t *testing.T) {
 	if s.LostPackets != 0 || s.LossRatio != 0 || !s.LossUnknown {
 		t.Errorf("summary lost %d (%v), unknown %v; want none counted, unknown", s.LostPackets, s.LossRatio, s.LossUnknown)
 	}
-	if s.LimitedBy != LimitUnknown || !strings.Contains(s.LimitedWhy, "control connection closed") || !strings.Contains(s.LimitedWhy, "4.0 s") {
+	if s.LimitedBy != LimitUnknown || !strings.Contains(s.LimitedWhy, "died or failed") || !strings.Contains(s.LimitedWhy, "4.0 s") || !strings.Contains(s.LimitedWhy, "4.9 s") {
 		t.Errorf("verdict %q: %q; want none drawn, naming the death and its moment", s.LimitedBy, s.LimitedWhy)
 	}
 	if got := run(false).Summary; got.LimitedBy == LimitUnknown {

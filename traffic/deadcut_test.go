@@ -91,8 +91,8 @@ func TestKilledServerCutsBothEnds(t *testing.T) {
 			if l := res.Ledger; l != nil && (l.Lost != 0 || l.Unaccounted() != 0) {
 				t.Errorf("the ledger places %d of %d lost between the ends", l.Unaccounted(), l.Lost)
 			}
-			if res.Summary.LimitedBy != results.LimitUnknown || !strings.Contains(res.Summary.LimitedWhy, "control connection closed") {
-				t.Errorf("verdict %q: %q; want none drawn, naming the closed connection", res.Summary.LimitedBy, res.Summary.LimitedWhy)
+			if res.Summary.LimitedBy != results.LimitUnknown || !strings.Contains(res.Summary.LimitedWhy, "died or failed") {
+				t.Errorf("verdict %q: %q; want none drawn, naming the death", res.Summary.LimitedBy, res.Summary.LimitedWhy)
 			}
 		})
 	}

@@ -141,7 +141,7 @@ func checkCutAtDeath(t *testing.T, res *results.Result) {
 	if l := res.Ledger; l != nil && l.Unaccounted() != 0 {
 		t.Errorf("the ledger places %d packets between the ends", l.Unaccounted())
 	}
-	if s.LimitedBy != results.LimitUnknown || !strings.Contains(s.LimitedWhy, "control connection closed") {
+	if s.LimitedBy != results.LimitUnknown || !strings.Contains(s.LimitedWhy, "died or failed") {
 		t.Errorf("verdict %q: %q; want none drawn, naming the death", s.LimitedBy, s.LimitedWhy)
 	}
 }
