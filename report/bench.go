@@ -97,8 +97,9 @@ func BenchText(w io.Writer, r *results.Result) {
 	}
 	row := func(name, dir string, t *results.Totals, rtt string) {
 		if sp.Proto == wire.UDP {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t\n", name, dir, t.SentPackets, t.ReceivedPackets,
-				t.LostPackets, units.Percent(t.LossRatio, 3), t.Reordered, t.Duplicates, units.Fixed.Format(t.SentPPS), units.Fixed.Format(t.ReceivedPPS), units.Fixed.Format(t.ReceivedBPS))
+			lost, loss := lostCells(t, units.Percent(t.LossRatio, 3))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", name, dir, t.SentPackets, t.ReceivedPackets,
+				lost, loss, t.Reordered, t.Duplicates, units.Fixed.Format(t.SentPPS), units.Fixed.Format(t.ReceivedPPS), units.Fixed.Format(t.ReceivedBPS))
 		} else {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", name, dir, t.SentBytes, t.ReceivedBytes,
 				t.SentPackets, t.Retransmits, rtt, units.Fixed.Unit(t.ReceivedBPS, "b/s"))

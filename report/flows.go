@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"linerate/box"
@@ -34,7 +35,8 @@ func FlowSetText(w io.Writer, fs *results.FlowSet) {
 	fmt.Fprintf(w, "total of %d flows: sent %s %s, received %s %s", len(fs.Flows),
 		units.Fixed.Unit(t.SentPPS, "pps"), units.Fixed.Unit(t.SentBPS, "b/s"), units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(t.ReceivedBPS, "b/s"))
 	if fs.Spec.Proto == wire.UDP {
-		fmt.Fprintf(w, ", lost %d (%s)", t.LostPackets, lossPct(t.LossRatio))
+		lost, loss := lostCells(&t, lossPct(t.LossRatio))
+		fmt.Fprintf(w, ", lost %s (%s)", lost, loss)
 	} else if t.Retransmits > 0 {
 		fmt.Fprintf(w, ", %d retransmits", t.Retransmits)
 	}
@@ -113,7 +115,8 @@ func flowsHeadline(fs *results.FlowSet) string {
 	h := fmt.Sprintf("%s %s, %d flows: %s %s", fs.Spec.Proto, fs.Spec.Direction, len(fs.Flows),
 		units.Fixed.Unit(t.ReceivedPPS, "pps"), units.Fixed.Unit(t.ReceivedBPS, "b/s"))
 	if fs.Spec.Proto == wire.UDP {
-		h += ", loss " + lossPct(t.LossRatio)
+		_, loss := lostCells(&t, lossPct(t.LossRatio))
+		h += ", loss " + loss
 	}
 	return h
 }
@@ -139,4 +142,17 @@ func flowSeconds(fs *results.FlowSet) (pps, bps []float64) {
 		}
 	}
 	return slices.Clip(pps), slices.Clip(bps)
+}
+
+// lostCells are a UDP direction's lost packets and loss as read: with
+// "unknown" for the packets whose receiver died before counting them
+// (results.Totals.LossUnknown).
+func lostCells(t *results.Totals, ratio string) (lost, loss string) {
+	switch {
+	case !t.LossUnknown:
+		return strconv.FormatUint(t.LostPackets, 10), ratio
+	case t.LostPackets == 0:
+		return "unknown", "unknown"
+	}
+	return strconv.FormatUint(t.LostPackets, 10) + " + unknown", ratio + " + unknown"
 }

@@ -1,5 +1,7 @@
 package results
 
+import "fmt"
+
 // StoppedEarly says why a run ended before its planned end for a reason
 // other than Ctrl-C: a peer died (its control connection failed, or it
 // reported an error mid-run), or another flow of the same round did. The
@@ -38,4 +40,26 @@ func (r *Result) Problems() []string {
 		add("stopped early: " + r.StoppedEarly.Reason)
 	}
 	return out
+}
+
+// LossNotCounted marks a direction whose receiver died mid-run: its
+// figures end at the receiver's last report, and what was on the path or
+// in a socket buffer then cannot be told from what was lost, so no packet
+// of it counts as lost (and the drop ledger places none of it).
+func (t *Totals) LossNotCounted() {
+	t.LostPackets, t.LossRatio, t.LossUnknown = 0, 0, true
+}
+
+// farEndDied gives the verdict of a run whose far end died mid-run (some
+// loss not counted, the run stopped early): it names what happened and
+// when (the error, printed apart, says how), and draws no limit from a
+// window whose far end stopped counting.
+// Verdict calls it last.
+func farEndDied(res *Result) {
+	se := res.StoppedEarly
+	if se == nil || !res.Summary.LossUnknown {
+		return
+	}
+	res.Summary.LimitedBy = LimitUnknown
+	res.Summary.LimitedWhy = fmt.Sprintf("stopped early: the far end died or failed mid-run, noticed at %.1f s (the error says how); both ends' figures end at its last report, at %.1f s, and its loss is not counted", se.Detected, se.At)
 }

@@ -104,6 +104,10 @@ type Totals struct {
 	// Sizes is the datagrams per frame size when the test sends a mix of
 	// sizes (UDP), smallest first.
 	Sizes []SizeTotals `json:"sizes,omitempty"`
+	// LossUnknown says the loss of some of these packets was not counted
+	// (LostPackets and LossRatio leave them out): their receiver died
+	// mid-run (Totals.LossNotCounted).
+	LossUnknown bool `json:"loss_unknown,omitempty"`
 	// frameBits are the bits counted for SentBPS/ReceivedBPS.
 	sentBits, recvBits float64
 }
@@ -116,6 +120,7 @@ func (t *Totals) Add(o Totals) {
 	t.SentPackets += o.SentPackets
 	t.ReceivedPackets += o.ReceivedPackets
 	t.LostPackets += o.LostPackets
+	t.LossUnknown = t.LossUnknown || o.LossUnknown
 	t.Reordered += o.Reordered
 	t.Duplicates += o.Duplicates
 	t.SentBytes += o.SentBytes

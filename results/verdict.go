@@ -34,6 +34,7 @@ func OrderSamples(s []Sample) {
 // verdict says what it could not see rather than conclude from its
 // absence, and names the path only when both ends' counters were read.
 func Verdict(res *Result, clientThreads []ThreadCPU) {
+	defer farEndDied(res)
 	sum := &res.Summary
 	sp := &res.Spec
 	var senders, receivers []ThreadCPU

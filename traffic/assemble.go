@@ -148,32 +148,46 @@ func (r *clientRun) assembleTarget(res *results.Result, i int, window float64) {
 }
 
 // assembleDead puts together the figures of target i whose server died
-// mid-run: what the client counted up to the window's end (cut at the
-// server's last report) against what that report said the server
-// counted. The reports carry totals, so the target has no per-stream
-// figures.
+// mid-run. Both ends' figures end at the server's last report: the
+// server's are that report's, the client's its own counts at the same
+// moment of the run (read from the session's trail), over the same span
+// from the report that opened the window; what the client sent or read
+// after the server stopped counting is in no figure. The reports carry
+// totals, so the target has no per-stream figures. The loss is not
+// counted: what was on the path or in a socket buffer at the last report
+// cannot be told from what was lost.
 func (r *clientRun) assembleDead(res *results.Result, i int, window float64) {
 	t := r.targets[i]
 	tr := &res.Targets[i]
+	proto := r.spec.Proto
 	srvSent, srvRecv := t.reported()
-	tr.Notes = append(tr.Notes, fmt.Sprintf("the server failed mid-run: its figures are its last report's, at %.1f s; no per-stream figures; what was in flight then (on the path, in its socket buffers) counts as lost", window+r.spec.Warmup.D().Seconds()))
-	if t.spec.ClientSends() {
-		tot, _ := results.Combine(i, wire.Forward, r.spec.Proto, []results.Count{sum(t.sent)}, []results.Count{srvRecv}, nil, window, r.overhead)
-		tr.Forward = &tot
-	}
-	if t.spec.ServerSends() {
-		tot, _ := results.Combine(i, wire.Reverse, r.spec.Proto, []results.Count{srvSent}, []results.Count{sum(gather(t.rev))}, nil, window, r.overhead)
-		tr.Reverse = &tot
-	}
-	addUp(res, tr)
+	from, to := t.reportSpan(r.sess.Timing().Start)
 	var d results.Doubts
+	apart := func(a, b uint64) int64 { return int64(a) - int64(b) }
+	var gap int64
 	if t.spec.ClientSends() {
-		doubtCounts(&d, r.spec.Proto, []results.Count{sum(t.sent)}, []results.Count{srvRecv}, false)
+		sent := r.countedBetween(t.fwd, from, to)
+		tot, _ := results.Combine(i, wire.Forward, proto, []results.Count{sent}, []results.Count{srvRecv}, nil, window, r.overhead)
+		tot.LossNotCounted()
+		tr.Forward = &tot
+		doubtCounts(&d, proto, []results.Count{sent}, []results.Count{srvRecv}, false)
+		gap += apart(sent.Packets, srvRecv.Packets)
 	}
 	if t.spec.ServerSends() {
-		doubtCounts(&d, r.spec.Proto, []results.Count{srvSent}, []results.Count{sum(gather(t.rev))}, true)
-		doubtRate(&d, r.spec.Proto, []results.Count{srvSent}, window)
+		recv := r.countedBetween(t.rev, from, to)
+		tot, _ := results.Combine(i, wire.Reverse, proto, []results.Count{srvSent}, []results.Count{recv}, nil, window, r.overhead)
+		tot.LossNotCounted()
+		tr.Reverse = &tot
+		doubtCounts(&d, proto, []results.Count{srvSent}, []results.Count{recv}, true)
+		doubtRate(&d, proto, []results.Count{srvSent}, window)
+		gap += apart(srvSent.Packets, recv.Packets)
 	}
+	note := fmt.Sprintf("the server failed mid-run: both ends' figures end at its last report, at %.1f s (the client's read at the same moment of the run); no per-stream figures; the loss is not counted: what was on the path or in a socket buffer then cannot be told from what was lost", window+r.spec.Warmup.D().Seconds())
+	if proto == wire.UDP {
+		note += fmt.Sprintf(" (the sender counted %+d datagrams more than the receiver)", gap)
+	}
+	tr.Notes = append(tr.Notes, note)
+	addUp(res, tr)
 	r.doubt(tr, d)
 }
 

@@ -208,21 +208,8 @@ func TestLiveTargetWindowAfterDeath(t *testing.T) {
 	cfg := Config{Targets: []string{dying, live}, Spec: sp, FrameSize: 128, Setup: a.Do}
 	// The kill comes 700 ms after the server's report of the 4th second:
 	// the window is cut there, 0.7 s before the senders stop.
-	var once sync.Once
-	cfg.OnInterval = func(iv results.IntervalStats) {
-		if iv.T >= 4 {
-			once.Do(func() { time.AfterFunc(700*time.Millisecond, kill) })
-		}
-	}
-	res, err := Run(context.Background(), cfg)
-	if res == nil {
-		t.Fatalf("no result: %v", err)
-	}
+	res := runKilledAfter(t, cfg, 700*time.Millisecond, kill)
 	se := res.StoppedEarly
-	if se == nil {
-		t.Fatalf("not stopped early: %v", err)
-	}
-	t.Logf("stopped early %+v", *se)
 	for i, tr := range res.Targets {
 		f := tr.Forward
 		if f == nil {

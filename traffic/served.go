@@ -260,6 +260,11 @@ func (t *serverTest) report(c *ctl, tm session.Timing) error {
 		if gone {
 			return
 		}
+		// T is when the counts were read, not when the tick was due: a
+		// late tick's counts are of the moment they were read, and the
+		// client lays its own counts of that moment beside them when this
+		// server dies (assembleDead).
+		now = t.sess.Clock().Now()
 		p := t.sess.Progress(now)
 		iv := &wire.Interval{T: now.Sub(tm.Start).Seconds(), ReceivedPackets: p.RecvPkts, ReceivedBytes: p.RecvBytes,
 			SentPackets: p.SentPkts, SentBytes: p.SentBytes}

@@ -75,7 +75,8 @@ type Accept struct {
 
 // Interval is what the server saw in one second of a test.
 type Interval struct {
-	// T is seconds since the server's start.
+	// T is seconds since the server's start at which it read the counts
+	// below (not when its tick was due).
 	T float64 `json:"t"`
 	// Received and Sent are cumulative since the start, warmup included.
 	ReceivedPackets uint64 `json:"received_packets"`

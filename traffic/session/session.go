@@ -86,6 +86,8 @@ type Session struct {
 	haltAt   time.Time
 	haltSeen time.Time // when Halt was called
 	ending   bool      // the senders are being stopped: too late to halt
+
+	trail trail // the flows' progress at the start, the ticks and the senders' stop
 }
 
 // New is a session on clk, with no flow yet.
@@ -173,6 +175,7 @@ func (s *Session) Start(warmup, duration time.Duration) Timing {
 		defer s.mu.Unlock()
 		s.passed()
 	})
+	s.mark()
 	for _, e := range s.entries {
 		go s.runFlow(e)
 	}
@@ -226,6 +229,7 @@ func (s *Session) Run(ctx context.Context, until <-chan struct{}, tick func(now 
 		case <-s.halted:
 			return true
 		case now := <-c:
+			s.mark()
 			tick(now)
 			last = now
 		}
@@ -278,6 +282,7 @@ func (s *Session) stopSenders() {
 	s.stopRole(Sending, 0)
 	s.stoppedAt = s.clk.Now()
 	s.sendersAt = s.stoppedAt
+	s.mark()
 	if _, at, _ := s.HaltedBy(); !at.IsZero() && at.Before(s.stoppedAt) {
 		// A halt: the window ends where both ends' figures end.
 		s.stoppedAt = at
