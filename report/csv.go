@@ -21,7 +21,11 @@ var totalsHeader = []string{"seconds", "sent_packets", "received_packets", "lost
 func totalsRow(t *results.Totals) []string {
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	return []string{f(t.Seconds), u(t.SentPackets), u(t.ReceivedPackets), u(t.LostPackets), f(t.LossRatio),
+	lost, ratio := u(t.LostPackets), f(t.LossRatio)
+	if t.LossUnknown {
+		lost, ratio = "", "" // not counted: a far end stopped counting
+	}
+	return []string{f(t.Seconds), u(t.SentPackets), u(t.ReceivedPackets), lost, ratio,
 		u(t.Retransmits), f(t.SentPPS), f(t.ReceivedPPS), f(t.SentBPS), f(t.ReceivedBPS)}
 }
 

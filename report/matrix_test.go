@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/csv"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,6 +121,19 @@ func TestBenchCSV(t *testing.T) {
 	}
 	if last := len(rows[0]) - 1; err == nil && (rows[0][last] != "rx_queue_packets" || rows[1][last] != "3 0 2" || rows[2][last] != "") {
 		t.Errorf("receive queues: %q", rows)
+	}
+
+	// A direction whose far end died: its loss is not counted, and the
+	// CSV leaves it empty rather than write 0.
+	res.Targets[0].Forward.LossNotCounted()
+	b.Reset()
+	if err := BenchCSV(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = csv.NewReader(&b).ReadAll()
+	lost := slices.Index(rows[0], "lost_packets")
+	if err != nil || lost < 0 || rows[1][lost] != "" || rows[1][lost+1] != "" || rows[2][lost] != "0" {
+		t.Errorf("loss not counted: %v %q", err, rows)
 	}
 }
 

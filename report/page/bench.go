@@ -200,8 +200,12 @@ func (v *benchView) cards() {
 	}
 	v.Cards = append(v.Cards, recv, sent)
 	if r.Spec.Proto == wire.UDP {
-		v.Cards = append(v.Cards, card{Label: "loss", Value: pct(s.LossRatio),
-			Sub: fmt.Sprintf("%s of %s packets", count(s.LostPackets), count(s.SentPackets)), Bad: s.LostPackets > 0})
+		loss := card{Label: "loss", Value: pct(s.LossRatio),
+			Sub: fmt.Sprintf("%s of %s packets", count(s.LostPackets), count(s.SentPackets)), Bad: s.LostPackets > 0}
+		if s.LossUnknown {
+			loss.Value, loss.Sub, loss.Bad = "unknown", "a far end stopped counting mid-run: what it did not count is not called lost", true
+		}
+		v.Cards = append(v.Cards, loss)
 	} else {
 		v.Cards = append(v.Cards, card{Label: "retransmits", Value: count(s.Retransmits), Bad: s.Retransmits > 0})
 	}
@@ -312,10 +316,14 @@ func (v *benchView) targets() {
 			if d.t == nil {
 				continue
 			}
-			v.Targets = append(v.Targets, targetRow{Target: t.Target, Direction: string(d.name),
+			row := targetRow{Target: t.Target, Direction: string(d.name),
 				Sent: count(d.t.SentPackets), Received: count(d.t.ReceivedPackets), Lost: count(d.t.LostPackets),
 				Loss: pct(d.t.LossRatio), SentPPS: SI(d.t.SentPPS), ReceivedPPS: SI(d.t.ReceivedPPS),
-				ReceivedBPS: units.Bps(d.t.ReceivedBPS), RTT: tcpRTT(r, i, d.name), Bad: d.t.LostPackets > 0})
+				ReceivedBPS: units.Bps(d.t.ReceivedBPS), RTT: tcpRTT(r, i, d.name), Bad: d.t.LostPackets > 0}
+			if d.t.LossUnknown {
+				row.Lost, row.Loss, row.Bad = "unknown", "unknown", true
+			}
+			v.Targets = append(v.Targets, row)
 		}
 	}
 }

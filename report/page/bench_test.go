@@ -153,3 +153,27 @@ func TestLongRunDownsampled(t *testing.T) {
 		}
 	}
 }
+
+// TestLossUnknownShown: a result whose far end died mid-run, its loss not
+// counted, shows "unknown" on the loss card and in its target's row, never
+// a loss of 0 %.
+func TestLossUnknownShown(t *testing.T) {
+	fwd := results.Totals{Seconds: 3, SentPackets: 60000, ReceivedPackets: 60000}
+	fwd.LossNotCounted()
+	r := &results.Result{Spec: wire.Spec{Proto: wire.UDP, Direction: wire.Forward},
+		Targets: []results.TargetResult{{Target: "wan", Forward: &fwd, Totals: fwd}}}
+	r.Summary.Totals = fwd
+	v := newBenchView(r)
+	var loss *card
+	for i := range v.Cards {
+		if v.Cards[i].Label == "loss" {
+			loss = &v.Cards[i]
+		}
+	}
+	if loss == nil || loss.Value != "unknown" || !loss.Bad {
+		t.Errorf("loss card %+v, want unknown", loss)
+	}
+	if len(v.Targets) != 1 || v.Targets[0].Loss != "unknown" || v.Targets[0].Lost != "unknown" {
+		t.Errorf("target rows %+v, want the loss unknown", v.Targets)
+	}
+}
