@@ -45,9 +45,10 @@ func (r *Result) Problems() []string {
 // LossNotCounted marks a direction whose receiver died mid-run: its
 // figures end at the receiver's last report, and what was on the path or
 // in a socket buffer then cannot be told from what was lost, so no packet
-// of it counts as lost (and the drop ledger places none of it).
+// of it counts as lost (and the drop ledger places none of it), and a sum
+// it is added to takes its loss ratio over the other packets.
 func (t *Totals) LossNotCounted() {
-	t.LostPackets, t.LossRatio, t.LossUnknown = 0, 0, true
+	t.LostPackets, t.LossRatio, t.LossUnknown, t.uncounted = 0, 0, true, t.SentPackets
 }
 
 // farEndDied gives the verdict of a run whose far end died mid-run (some

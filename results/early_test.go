@@ -43,3 +43,18 @@ func TestFarEndDiedVerdict(t *testing.T) {
 		t.Errorf("a run whose loss was all counted was judged as a death: lost %d, %q", got.LostPackets, got.LimitedWhy)
 	}
 }
+
+// TestLossRatioLeavesUncountedOut: a sum of two targets, one whose
+// receiver died (its loss not counted), takes its loss ratio over the
+// packets whose loss was counted only.
+func TestLossRatioLeavesUncountedOut(t *testing.T) {
+	live := Totals{Seconds: 3, SentPackets: 1000, ReceivedPackets: 900, LostPackets: 100}
+	dead := Totals{Seconds: 3, SentPackets: 3000, ReceivedPackets: 2000}
+	dead.LossNotCounted()
+	var sum Totals
+	sum.Add(live)
+	sum.Add(dead)
+	if sum.LostPackets != 100 || sum.LossRatio != 0.1 || !sum.LossUnknown {
+		t.Errorf("sum: lost %d, ratio %v, unknown %v; want 100, 0.1 (of the counted 1000), unknown", sum.LostPackets, sum.LossRatio, sum.LossUnknown)
+	}
+}

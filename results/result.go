@@ -110,6 +110,9 @@ type Totals struct {
 	LossUnknown bool `json:"loss_unknown,omitempty"`
 	// frameBits are the bits counted for SentBPS/ReceivedBPS.
 	sentBits, recvBits float64
+	// uncounted are the packets of SentPackets whose loss is not counted
+	// (LossUnknown): LossRatio is over the others.
+	uncounted uint64
 }
 
 // Add sums o into t: counts of packets, bytes and retransmits and each
@@ -121,6 +124,7 @@ func (t *Totals) Add(o Totals) {
 	t.ReceivedPackets += o.ReceivedPackets
 	t.LostPackets += o.LostPackets
 	t.LossUnknown = t.LossUnknown || o.LossUnknown
+	t.uncounted += o.uncounted
 	t.Reordered += o.Reordered
 	t.Duplicates += o.Duplicates
 	t.SentBytes += o.SentBytes
@@ -139,8 +143,10 @@ func (t *Totals) rates() {
 		t.SentBPS = t.sentBits / t.Seconds
 		t.ReceivedBPS = t.recvBits / t.Seconds
 	}
-	if t.SentPackets > 0 {
-		t.LossRatio = float64(t.LostPackets) / float64(t.SentPackets)
+	if counted := t.SentPackets - min(t.uncounted, t.SentPackets); counted > 0 {
+		t.LossRatio = float64(t.LostPackets) / float64(counted)
+	} else if t.uncounted > 0 {
+		t.LossRatio = 0
 	}
 	t.sizeShares()
 }
