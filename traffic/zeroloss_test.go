@@ -222,3 +222,94 @@ func TestSearchFiguresAsUnitsWritesThem(t *testing.T) {
 		t.Errorf("notes %q", notes)
 	}
 }
+
+// TestSearchDeepQueueHidesNoLoss: through a veth shaped to 100 Mbit/s
+// whose tbf holds 272 KB (a 256 KB queue and a 16 KB bucket: 180 frames
+// of 1518 bytes), a final trial of 300 ms at up to 600 frames/s (7 %)
+// over the shaper's rate loses nothing: the queue takes the excess. The
+// search reads that buffering from the tbf and runs its final trials
+// over the ceiling long enough to overflow it (up to MaxTrial), so the
+// NDR is over the ceiling by no more than what the longest trial allowed
+// can hide, flagged when it is over at all, and the result shows the
+// buffering and the final trials' lengths.
+func TestSearchDeepQueueHidesNoLoss(t *testing.T) {
+	l, cfg := withDrops(t, &Server{})
+	shape(t, l.a, "lra", 256000)
+	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
+		Precision: 0.02, Trial: 300 * time.Millisecond, MaxTrial: 3 * time.Second, Progress: func(s string) { t.Log(s) }}
+	res, err := RunSearch(context.Background(), cfg, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Search) != 1 {
+		t.Fatalf("search %+v", res.Search)
+	}
+	r := res.Search[0]
+	t.Logf("NDR %.0f fps on a trial of %v (capped %v), ceiling %.0f fps, %d trials, %.1f s; buffering %+v; notes %q",
+		r.NDRPPS, r.NDRTrial, r.NDRCapped, r.CeilingPPS, len(r.Trials), search.Result{Trials: r.Trials}.TrialSeconds(), r.Buffering, r.Notes)
+	if math.Abs(r.CeilingPPS-shaperFPS) > 1 {
+		t.Fatalf("ceiling %.0f fps, want the tbf's %.0f", r.CeilingPPS, shaperFPS)
+	}
+	b := r.Buffering
+	if want := 272000.0 / 1514; b == nil || math.Abs(b.Frames-want) > 2 || !strings.Contains(b.What, "tbf 1: on lra") {
+		t.Fatalf("buffering %+v, want the tbf's %.0f frames on lra", b, want)
+	}
+	if r.FinalTrial != sc.Trial || r.LongestTrial != sc.MaxTrial {
+		t.Errorf("final trials %v up to %v, want %v up to %v", r.FinalTrial, r.LongestTrial, sc.Trial, sc.MaxTrial)
+	}
+	longer := false
+	for _, tr := range r.Trials {
+		longer = longer || tr.Spec.Duration > sc.Trial
+	}
+	if !longer {
+		t.Errorf("no final trial ran longer than %v", sc.Trial)
+	}
+	// The ends share one clock and the shaper's rate is exact: the NDR is
+	// over the ceiling only by what a trial of MaxTrial cannot overflow.
+	if hides := b.Hides(sc.MaxTrial); r.NDRPPS > hides*1.002 {
+		t.Fatalf("NDR %.0f fps, over the %.0f a %v trial can hide behind the shaper's %.0f: the queue hid the loss", r.NDRPPS, hides, sc.MaxTrial, r.CeilingPPS)
+	}
+	if r.NDRPPS > r.CeilingPPS && !hasNote(r.Notes, "NDR", "buffering") {
+		t.Errorf("NDR %.0f fps over the ceiling of %.0f, notes %q: nothing says why", r.NDRPPS, r.CeilingPPS, r.Notes)
+	}
+	if r.NDRTrial < sc.Trial {
+		t.Errorf("the NDR rests on a trial of %v", r.NDRTrial)
+	}
+}
+
+// TestOverCeilingSaysWhy: an NDR over the path's ceiling, by however
+// little, gets a note saying why its trials did not show the loss: the
+// longest trial allowed could not overflow the path's buffering, the
+// buffering is not known, or a trial that should have overflowed it
+// passed (the model is wrong). A PDR within the loss it allows over the
+// ceiling, and an NDR at the ceiling, get none.
+func TestOverCeilingSaysWhy(t *testing.T) {
+	lim := ceiling.PathLimit{FPS: 8256, What: "tbf 1: 100M", Host: "client", Iface: "lra", By: ceiling.LimitShaper}
+	buf := &search.Buffering{Frames: 180, CeilingFPS: 8256, What: "tbf 1: on lra in client: queue 256,000 B + bucket 16,000 B"}
+	for _, c := range []struct {
+		name string
+		s    search.SizeResult
+		want []string
+	}{
+		{"capped", search.SizeResult{NDRPPS: 8274, NDRTrial: 3 * time.Second, NDRCapped: true, Buffering: buf},
+			[]string{"the NDR of 8.3 kfps is 100.2 %", "its trial of 3s, the longest allowed (--max-trial), could not overflow the path's buffering of 180 frames (tbf 1: on lra in client", "rates up to 8.3 kfps"}},
+		{"unknown", search.SizeResult{NDRPPS: 8300, NDRTrial: time.Second},
+			[]string{"the NDR of 8.3 kfps is 100.5 %", "the path's buffering ahead of the ceiling is not known", "final trials of 1s"}},
+		{"model", search.SizeResult{NDRPPS: 8400, NDRTrial: 5 * time.Second, Buffering: buf},
+			[]string{"its trial of 5s should have overflowed the path's buffering of 180 frames", "not what linerate thinks", "a shaper the traffic did not pass through"}},
+		{"pdr over", search.SizeResult{NDRPPS: 8200, PDRPPS: 8400, PDRLoss: 0.005, PDRTrial: 20 * time.Second, PDRCapped: true, Buffering: buf},
+			[]string{"the PDR of 8.4 kfps", "the longest allowed"}},
+		{"at the ceiling", search.SizeResult{NDRPPS: 8256, PDRPPS: 8290, PDRLoss: 0.005, Buffering: buf}, nil},
+	} {
+		notes := overCeiling(&results.SizeSearch{SizeResult: c.s}, lim, wire.UDP)
+		if len(c.want) == 0 {
+			if len(notes) != 0 {
+				t.Errorf("%s: notes %q, want none", c.name, notes)
+			}
+			continue
+		}
+		if len(notes) != 1 || !hasNote(notes, c.want...) {
+			t.Errorf("%s: notes %q, want one saying %q", c.name, notes, c.want)
+		}
+	}
+}
