@@ -32,7 +32,7 @@ const BufferMargin = 2
 // ceiling, where no queue grows; over it, long enough that the excess
 // fills the buffering BufferMargin times, at least final and at most
 // longest. capped reports that longest cut it short: the trial may pass
-// at a rate over the ceiling (up to Hides(longest)).
+// at a rate over the ceiling (up to Hides(longest, 0)).
 func (b Buffering) Trial(rate float64, final, longest time.Duration) (d time.Duration, capped bool) {
 	excess := rate - b.CeilingFPS
 	if excess <= 0 || b.Frames <= 0 {
@@ -45,11 +45,14 @@ func (b Buffering) Trial(rate float64, final, longest time.Duration) (d time.Dur
 	return max(final, time.Duration(math.Ceil(need*float64(time.Second)))), false
 }
 
-// Hides is the fastest rate at which a trial of d loses nothing while
-// the buffering takes the excess: the ceiling plus Frames over d.
-func (b Buffering) Hides(d time.Duration) float64 {
-	if d <= 0 {
+// Hides is the fastest rate at which a trial of d loses at most loss
+// (0 for the NDR) of what it sends while the buffering takes the first
+// Frames of its excess: (ceiling + Frames/d) / (1 − loss). Over the
+// ceiling, the trial's loss ratio is ((rate − ceiling) × d − Frames) /
+// (rate × d), less than the path loses once its buffering is full.
+func (b Buffering) Hides(d time.Duration, loss float64) float64 {
+	if d <= 0 || loss >= 1 {
 		return math.Inf(1)
 	}
-	return b.CeilingFPS + b.Frames/d.Seconds()
+	return (b.CeilingFPS + b.Frames/d.Seconds()) / (1 - loss)
 }

@@ -166,7 +166,7 @@ type GoalResult struct {
 	// Trial is the longest final trial at Rate that met the goal: what the
 	// rate rests on. Capped says it was cut to the longest trial allowed
 	// while the buffering wanted more: a rate over the ceiling up to
-	// Buffering.Hides(Trial) could pass it.
+	// Buffering.Hides(Trial, the goal's loss) could pass it.
 	Trial  time.Duration `json:"trial_ns,omitempty"`
 	Capped bool          `json:"capped,omitempty"`
 }

@@ -155,14 +155,15 @@ func overCeiling(out *results.SizeSearch, lim ceiling.PathLimit, proto wire.Prot
 		}
 		notes = append(notes, fmt.Sprintf("the %s of %s is %s of the path's ceiling of %s (%s on %s %s): %s",
 			g.name, units.Rate(g.pps, "fps"), units.Percent(g.pps/lim.FPS, 1), units.Rate(lim.FPS, "fps"), lim.What, lim.Host, lim.Iface,
-			overCeilingWhy(out, lim, proto, g.pps, g.trial, g.capped)))
+			overCeilingWhy(out, lim, proto, g.pps, g.loss, g.trial, g.capped)))
 	}
 	return notes
 }
 
 // overCeilingWhy says why a rate of pps over the ceiling lim passed its
-// final trial of d (capped: cut to the longest allowed).
-func overCeilingWhy(out *results.SizeSearch, lim ceiling.PathLimit, proto wire.Proto, pps float64, d time.Duration, capped bool) string {
+// final trial of d losing at most loss (capped: d was cut to the longest
+// allowed).
+func overCeilingWhy(out *results.SizeSearch, lim ceiling.PathLimit, proto wire.Proto, pps, loss float64, d time.Duration, capped bool) string {
 	wrong := "more than the path can carry, so its model or the path is not what linerate thinks; " + results.OverCeilingSuspects(proto, lim)
 	b := out.Buffering
 	trial := d.Round(time.Millisecond).String()
@@ -171,12 +172,16 @@ func overCeilingWhy(out *results.SizeSearch, lim ceiling.PathLimit, proto wire.P
 		return wrong
 	case b == nil:
 		return fmt.Sprintf("the path's buffering ahead of the ceiling is not known (the queue of its root qdisc was not read), so its final trials of %s could not be made long enough to overflow it: a queue takes the excess of a short trial, and the path may carry less than this", trial)
-	case capped:
-		return fmt.Sprintf("its trial of %s, the longest allowed (--max-trial), could not overflow the path's buffering of %s frames (%s), which takes the excess of rates up to %s in that time; a longer --max-trial would tell",
-			trial, units.Count(b.Frames), b.What, units.Rate(b.Hides(d), "fps"))
+	case pps > b.Hides(d, loss):
+		return fmt.Sprintf("its trial of %s should have overflowed the path's buffering of %s frames (%s): %s",
+			trial, units.Count(b.Frames), b.What, wrong)
 	}
-	return fmt.Sprintf("its trial of %s should have overflowed the path's buffering of %s frames (%s): %s",
-		trial, units.Count(b.Frames), b.What, wrong)
+	held := fmt.Sprintf("the path's buffering of %s frames (%s) takes that much of the excess, so a trial of %s passes rates up to %s",
+		units.Count(b.Frames), b.What, trial, units.Rate(b.Hides(d, loss), "fps"))
+	if capped {
+		return fmt.Sprintf("its trial of %s, the longest allowed (--max-trial), could not show the loss: %s; a longer --max-trial would tell", trial, held)
+	}
+	return fmt.Sprintf("its trial of %s lost less than the path does once its queues are full: %s, losing at most %s of what it sends", trial, held, units.Percent(loss, -1))
 }
 
 // trial runs one test at spec's rate (0: as fast as possible) for its
