@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"linerate/internal/units"
 	"linerate/results"
@@ -25,6 +26,9 @@ func BenchSearch(w io.Writer, r *results.Result) error {
 		return err
 	}
 	for _, s := range r.Search {
+		if line := trialLengths(s.SizeResult); line != "" {
+			fmt.Fprintf(ew, "trials: %s B: %s\n", s.Size, line)
+		}
 		for _, n := range s.Notes {
 			fmt.Fprintf(ew, "note: %s B: %s\n", s.Size, n)
 		}
@@ -55,4 +59,37 @@ func BenchSearch(w io.Writer, r *results.Result) error {
 		fmt.Fprintln(ew, "error:", e)
 	}
 	return ew.err
+}
+
+// trialLengths says how long the final trials of s ran and why: over the
+// path's ceiling, long enough to overflow the path's buffering, and what
+// the NDR and PDR rest on. "" for a search of no final trial.
+func trialLengths(s search.SizeResult) string {
+	if s.FinalTrial <= 0 {
+		return ""
+	}
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	line := "final " + ms(s.FinalTrial)
+	switch b := s.Buffering; {
+	case b != nil:
+		line += fmt.Sprintf(", over the ceiling of %s up to %s, so that they fill the path's buffering of %s frames (%s) %s times over",
+			units.Count(b.CeilingFPS)+" fps", ms(s.LongestTrial), units.Count(b.Frames), b.What, units.Count(search.BufferMargin))
+	case s.CeilingPPS > 0:
+		line += fmt.Sprintf("; the path's buffering ahead of its ceiling of %s is not known: a rate over it may pass while a queue takes its excess",
+			units.Count(s.CeilingPPS)+" fps")
+	}
+	for _, g := range []struct {
+		name   string
+		d      time.Duration
+		capped bool
+	}{{"NDR", s.NDRTrial, s.NDRCapped}, {"PDR", s.PDRTrial, s.PDRCapped}} {
+		if g.d <= 0 {
+			continue
+		}
+		line += fmt.Sprintf("; the %s rests on %s", g.name, ms(g.d))
+		if g.capped {
+			line += " (capped: too short to overflow the buffering)"
+		}
+	}
+	return line
 }

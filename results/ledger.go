@@ -115,11 +115,23 @@ func sameNetns(hosts []ledger.Host, h ledger.Host) int {
 // the other direction). The client's shapers are left out when its
 // engine sends below them (BypassesQdisc).
 func PathCeiling(res *Result, frame int) (ceiling.PathLimit, bool) {
-	senderSide := SideClient
+	return pathCeiling(res, frame, sendingSide(res))
+}
+
+// sendingSide is the side that sends res's first direction.
+func sendingSide(res *Result) Side {
 	if !res.Spec.ClientSends() {
-		senderSide = SideServer
+		return SideServer
 	}
-	return pathCeiling(res, frame, senderSide)
+	return SideClient
+}
+
+// queuesHold reports whether the egress qdiscs of an end on side hold
+// what senderSide sends: the sending end's do, unless its engine sends
+// below them (BypassesQdisc); the receiving end's shape the other
+// direction.
+func queuesHold(res *Result, side, senderSide Side) bool {
+	return side == senderSide && !(side == SideClient && BypassesQdisc(res.Engine))
 }
 
 // pathCeiling is PathCeiling of the direction senderSide sends.
@@ -131,9 +143,6 @@ func pathCeiling(res *Result, frame int, senderSide Side) (ceiling.PathLimit, bo
 	if frame == 0 || len(res.Drops) == 0 {
 		return ceiling.PathLimit{}, false
 	}
-	// An engine below the qdiscs sends past the client's shapers: the
-	// client's links limit it, its qdiscs do not.
-	bypassed := senderSide == SideClient && BypassesQdisc(res.Engine)
 	type ifaceKey struct {
 		netns uint64
 		side  Side
@@ -147,7 +156,9 @@ func pathCeiling(res *Result, frame int, senderSide Side) (ceiling.PathLimit, bo
 			continue
 		}
 		for _, p := range d.Path {
-			if d.Side != senderSide || (bypassed && d.Side == SideClient) {
+			// An engine below the qdiscs sends past the client's
+			// shapers: the client's links limit it, its qdiscs do not.
+			if !queuesHold(res, d.Side, senderSide) {
 				p.Qdiscs, p.Classes = nil, nil
 			}
 			path = append(path, p)

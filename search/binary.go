@@ -14,7 +14,7 @@ func Binary(ctx context.Context, cfg Config, trial Trial) (Result, error) {
 	if err := cfg.check(); err != nil {
 		return Result{}, err
 	}
-	s := &searcher{cfg: cfg, trial: trial}
+	s := newSearcher(cfg, trial)
 	final := s.final()
 	for _, g := range cfg.Goals {
 		lo, hi := cfg.MinRate, 0.0
@@ -33,19 +33,17 @@ func Binary(ctx context.Context, cfg Config, trial Trial) (Result, error) {
 				break
 			}
 		}
-		res := GoalResult{Goal: g, Rate: lo, Upper: hi}
-		if !passed {
-			res.Rate, res.Failed = 0, true
-		} else {
+		failed := !passed
+		if passed {
 			r, err := s.run(ctx, final, PurposeConfirm, g.Name, lo)
 			if err != nil {
 				return s.res, err
 			}
 			if r.LossRatio() > g.LossRatio {
-				res.Upper, res.Rate, res.Failed = lo, 0, true // the plain search has no way back
+				hi, failed = lo, true // the plain search has no way back
 			}
 		}
-		s.res.Goals = append(s.res.Goals, res)
+		s.res.Goals = append(s.res.Goals, s.goalResult(g, lo, hi, failed))
 	}
 	return s.res, nil
 }

@@ -31,7 +31,7 @@ func Run(ctx context.Context, cfg Config, trial Trial) (Result, error) {
 	if err := cfg.check(); err != nil {
 		return Result{}, err
 	}
-	s := &searcher{cfg: cfg, trial: trial}
+	s := newSearcher(cfg, trial)
 	if err := s.initial(ctx); err != nil {
 		return s.res, err
 	}
@@ -45,6 +45,17 @@ func Run(ctx context.Context, cfg Config, trial Trial) (Result, error) {
 	}
 	s.results()
 	return s.res, nil
+}
+
+// newSearcher is a search of cfg (checked) by trial, its result saying
+// how long the final trials run.
+func newSearcher(cfg Config, trial Trial) *searcher {
+	s := &searcher{cfg: cfg, trial: trial}
+	s.res.FinalTrial, s.res.LongestTrial, s.res.Buffering = cfg.FinalTrial, cfg.LongestTrial, cfg.Buffering
+	if cfg.Buffering == nil {
+		s.res.LongestTrial = 0
+	}
+	return s
 }
 
 // final is the index of the final phase.
@@ -79,13 +90,35 @@ func (s *searcher) run(ctx context.Context, phase int, p Purpose, goal string, r
 		return TrialResult{}, err
 	}
 	spec := TrialSpec{Rate: rate, Duration: s.duration(phase)}
+	capped := false
+	if b := s.cfg.Buffering; b != nil && spec.Duration == s.cfg.FinalTrial {
+		spec.Duration, capped = b.Trial(rate, s.cfg.FinalTrial, s.cfg.LongestTrial)
+	}
 	r, err := s.trial(ctx, spec)
 	if err != nil {
 		return r, fmt.Errorf("trial at %.0f frames/s for %v: %w", rate, spec.Duration, err)
 	}
-	s.res.Trials = append(s.res.Trials, Record{Phase: phase, Purpose: p, Goal: goal, Spec: spec, Result: r, Loss: r.LossRatio()})
-	s.db = append(s.db, measurement{rate: rate, dur: spec.Duration, loss: r.LossRatio(), bound: true})
+	s.res.Trials = append(s.res.Trials, Record{Phase: phase, Purpose: p, Goal: goal, Spec: spec, Result: r, Loss: r.LossRatio(), Capped: capped})
+	// A final-duration trial made longer for the buffering still counts
+	// as one of the final duration: the phase's duration keys the bounds.
+	s.db = append(s.db, measurement{rate: rate, dur: s.duration(phase), loss: r.LossRatio(), bound: true})
 	return r, nil
+}
+
+// goalResult is goal g's result from its final-phase bounds, with the
+// longest final trial its rate passed.
+func (s *searcher) goalResult(g Goal, lo, hi float64, failed bool) GoalResult {
+	res := GoalResult{Goal: g, Rate: lo, Upper: hi, Failed: failed}
+	if failed {
+		res.Rate = 0
+		return res
+	}
+	for _, t := range s.res.Trials {
+		if t.Spec.Duration >= s.cfg.FinalTrial && t.Spec.Rate == lo && t.Loss <= g.LossRatio && t.Spec.Duration >= res.Trial {
+			res.Trial, res.Capped = t.Spec.Duration, t.Capped
+		}
+	}
+	return res
 }
 
 // initial measures at the maximum rate, then at the forwarding rate it
@@ -263,6 +296,6 @@ func (s *searcher) passes(g Goal, rate float64, d time.Duration) int {
 func (s *searcher) results() {
 	for _, g := range s.cfg.Goals {
 		lo, hi := s.bounds(g, s.cfg.FinalTrial)
-		s.res.Goals = append(s.res.Goals, GoalResult{Goal: g, Rate: lo, Upper: hi, Failed: lo == 0})
+		s.res.Goals = append(s.res.Goals, s.goalResult(g, lo, hi, lo == 0))
 	}
 }

@@ -115,6 +115,11 @@ type Config struct {
 	Expansion float64
 	// MaxTrials stops a search that has not converged (200 when 0).
 	MaxTrials int
+	// Buffering, when known, is what the path holds ahead of its
+	// ceiling: a final trial over the ceiling runs long enough to overflow
+	// it (Buffering.Trial), up to LongestTrial (10 × FinalTrial when 0).
+	Buffering    *Buffering
+	LongestTrial time.Duration
 }
 
 // Record is one trial the search ran.
@@ -127,6 +132,9 @@ type Record struct {
 	Spec    TrialSpec   `json:"spec"`
 	Result  TrialResult `json:"result"`
 	Loss    float64     `json:"loss_ratio"`
+	// Capped marks a final trial over the ceiling that the longest trial
+	// allowed cut short of what the path's buffering asked.
+	Capped bool `json:"capped,omitempty"`
 }
 
 // Purpose says why a trial was run.
@@ -155,12 +163,24 @@ type GoalResult struct {
 	// the loss begins. 0 when MaxRate passed.
 	Upper  float64 `json:"upper_pps,omitempty"`
 	Failed bool    `json:"failed,omitempty"`
+	// Trial is the longest final trial at Rate that met the goal: what the
+	// rate rests on. Capped says it was cut to the longest trial allowed
+	// while the buffering wanted more: a rate over the ceiling up to
+	// Buffering.Hides(Trial, the goal's loss) could pass it.
+	Trial  time.Duration `json:"trial_ns,omitempty"`
+	Capped bool          `json:"capped,omitempty"`
 }
 
 // Result is a finished search.
 type Result struct {
 	Goals  []GoalResult `json:"goals"`
 	Trials []Record     `json:"trials"`
+	// FinalTrial is the final trials' duration at or below the ceiling;
+	// LongestTrial the most a final trial over it may run; Buffering what
+	// set their length (nil: not known, every final trial ran FinalTrial).
+	FinalTrial   time.Duration `json:"final_trial_ns"`
+	LongestTrial time.Duration `json:"longest_trial_ns,omitempty"`
+	Buffering    *Buffering    `json:"buffering,omitempty"`
 }
 
 // Goal returns the result of the goal named name.
@@ -218,6 +238,10 @@ func (c *Config) check() error {
 	if c.MaxTrials <= 0 {
 		c.MaxTrials = 200
 	}
+	if c.LongestTrial <= 0 {
+		c.LongestTrial = 10 * c.FinalTrial
+	}
+	c.LongestTrial = max(c.LongestTrial, c.FinalTrial)
 	sort.SliceStable(c.Goals, func(i, j int) bool { return c.Goals[i].LossRatio < c.Goals[j].LossRatio })
 	return nil
 }

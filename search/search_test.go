@@ -16,8 +16,11 @@ import (
 // standard deviation) and loses each frame with probability stray besides.
 type device struct {
 	capacity, noise, stray float64
-	rng                    *rand.Rand
-	trials                 int
+	// buffer is how many frames the device queues before it drops: a
+	// trial loses nothing while its excess over capacity fits.
+	buffer float64
+	rng    *rand.Rand
+	trials int
 }
 
 func (d *device) trial(_ context.Context, spec TrialSpec) (TrialResult, error) {
@@ -28,7 +31,7 @@ func (d *device) trial(_ context.Context, spec TrialSpec) (TrialResult, error) {
 	if d.noise > 0 {
 		c *= 1 + d.noise*d.rng.NormFloat64()
 	}
-	recv := math.Min(float64(sent), c*secs)
+	recv := math.Min(float64(sent), c*secs+d.buffer)
 	if d.stray > 0 {
 		// Poisson-distributed stray losses (Knuth's method: the mean is small).
 		mean, k, p := recv*d.stray, 0.0, 1.0

@@ -29,8 +29,21 @@ type SizeResult struct {
 	LossBeginsPPS float64 `json:"loss_begins_pps,omitempty"`
 	// CeilingPPS is the path's ceiling for this size when known: NDR over
 	// it is the share of line rate.
-	CeilingPPS float64  `json:"ceiling_pps,omitempty"`
-	Trials     []Record `json:"trials"`
+	CeilingPPS float64 `json:"ceiling_pps,omitempty"`
+	// FinalTrial is the final trials' duration; a final trial over the
+	// ceiling ran up to LongestTrial, so that the path's Buffering (nil:
+	// not known) could not hide its loss. NDRTrial and PDRTrial are the
+	// longest final trials each rate passed; NDRCapped and PDRCapped say
+	// that trial was cut to LongestTrial short of what the buffering
+	// asked.
+	FinalTrial   time.Duration `json:"final_trial_ns"`
+	LongestTrial time.Duration `json:"longest_trial_ns,omitempty"`
+	Buffering    *Buffering    `json:"buffering,omitempty"`
+	NDRTrial     time.Duration `json:"ndr_trial_ns,omitempty"`
+	PDRTrial     time.Duration `json:"pdr_trial_ns,omitempty"`
+	NDRCapped    bool          `json:"ndr_capped,omitempty"`
+	PDRCapped    bool          `json:"pdr_capped,omitempty"`
+	Trials       []Record      `json:"trials"`
 	// Latency holds the latency steps at 10, 50 and 90 % of the PDR, when
 	// run.
 	Latency []Record `json:"latency,omitempty"`
@@ -38,13 +51,16 @@ type SizeResult struct {
 
 // Summarize turns a search of frames like mix into a SizeResult.
 func Summarize(mix ceiling.Mix, res Result) SizeResult {
-	s := SizeResult{Size: mix.Name, FrameBytes: mix.MeanBytes(), Trials: res.Trials}
+	s := SizeResult{Size: mix.Name, FrameBytes: mix.MeanBytes(), Trials: res.Trials,
+		FinalTrial: res.FinalTrial, LongestTrial: res.LongestTrial, Buffering: res.Buffering}
 	bits := mix.MeanBytes() * 8
 	if g, ok := res.Goal(NDR.Name); ok {
 		s.NDRPPS, s.NDRBps, s.LossBeginsPPS = g.Rate, g.Rate*bits, g.Upper
+		s.NDRTrial, s.NDRCapped = g.Trial, g.Capped
 	}
 	if g, ok := res.Goal("pdr"); ok {
 		s.PDRPPS, s.PDRBps, s.PDRLoss = g.Rate, g.Rate*bits, g.Goal.LossRatio
+		s.PDRTrial, s.PDRCapped = g.Trial, g.Capped
 		if s.LossBeginsPPS == 0 {
 			s.LossBeginsPPS = g.Upper
 		}

@@ -52,7 +52,7 @@ func (f *Flow) hold() time.Duration {
 // test's length, or a search trial's.
 func (f *Flow) wait() time.Duration {
 	if f.Search != nil {
-		return 2*f.Search.Trial + flowGrace
+		return 2*f.Search.longest() + flowGrace
 	}
 	return (f.Spec.Warmup + f.Spec.Duration + f.Idle).D() + f.hold() + flowGrace
 }

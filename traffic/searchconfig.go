@@ -22,6 +22,10 @@ type SearchConfig struct {
 	Precision float64 `json:"precision"`
 	// Trial is the duration of the final trials.
 	Trial time.Duration `json:"trial_ns"`
+	// MaxTrial is the longest a final trial over the path's ceiling runs
+	// so that the path's buffering cannot hide its loss
+	// (search.Buffering); 10 × Trial when 0.
+	MaxTrial time.Duration `json:"max_trial_ns,omitempty"`
 	// Latency runs the latency steps at 10, 50 and 90 % of the PDR (or the
 	// NDR when no PDR is searched), with latency probes.
 	Latency bool `json:"latency,omitempty"`
@@ -30,7 +34,7 @@ type SearchConfig struct {
 }
 
 // Check says what is wrong with the search's settings, naming the field
-// (a *usage.FieldError: Goals, Sizes, Precision, Trial or Loss). A
+// (a *usage.FieldError: Goals, Sizes, Precision, Trial, MaxTrial or Loss). A
 // percentage it echoes is written as its flag takes it ("0%").
 func (c *SearchConfig) Check() error {
 	switch {
@@ -42,6 +46,8 @@ func (c *SearchConfig) Check() error {
 		return usage.Field("Precision", "%s: want more than 0 and less than 50 %%", units.Percent(c.Precision, -1))
 	case c.Trial < 100*time.Millisecond:
 		return usage.Field("Trial", "%s: want at least 100ms", c.Trial)
+	case c.MaxTrial != 0 && c.MaxTrial < c.Trial:
+		return usage.Field("MaxTrial", "%s: want at least the final trial's %s", c.MaxTrial, c.Trial)
 	}
 	for _, g := range c.Goals {
 		if !(g.LossRatio >= 0 && g.LossRatio < 0.5) {
@@ -49,4 +55,13 @@ func (c *SearchConfig) Check() error {
 		}
 	}
 	return nil
+}
+
+// longest is the longest a final trial may run: MaxTrial, or 10 × Trial
+// when it is 0.
+func (c *SearchConfig) longest() time.Duration {
+	if c.MaxTrial > 0 {
+		return max(c.MaxTrial, c.Trial)
+	}
+	return 10 * c.Trial
 }

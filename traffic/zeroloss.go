@@ -97,17 +97,21 @@ func (s *sizeSearch) run(ctx context.Context, m ceiling.Mix) (*results.SizeSearc
 	sum := s.last.Summary
 	maxRate := sum.SentPPS
 	var ceil float64
+	var buf *search.Buffering
 	if lim := sum.PathCeiling; lim != nil {
 		// A little over the ceiling, so that the search sees it fail
 		// (the sender permitting).
 		ceil = lim.FPS
 		maxRate = min(maxRate, 1.1*ceil)
+		// What the path holds ahead of the ceiling sets how long a final
+		// trial over it runs.
+		buf = results.SearchBuffering(s.first, *lim, m)
 	}
 	if maxRate <= 0 {
 		return nil, fmt.Errorf("nothing was sent at full speed")
 	}
 	sr, err := search.Run(ctx, search.Config{Goals: s.sc.Goals, MinRate: maxRate / 1000, MaxRate: maxRate,
-		Precision: s.sc.Precision, FinalTrial: s.sc.Trial}, s.trial)
+		Precision: s.sc.Precision, FinalTrial: s.sc.Trial, Buffering: buf, LongestTrial: s.sc.longest()}, s.trial)
 	out := &results.SizeSearch{SizeResult: search.Summarize(m, sr)}
 	out.CeilingPPS = ceil
 	if lim := sum.PathCeiling; lim != nil {
@@ -133,20 +137,51 @@ func (s *sizeSearch) run(ctx context.Context, m ceiling.Mix) (*results.SizeSearc
 	return out, nil
 }
 
-// overCeiling flags an NDR or PDR over results.OverCeiling of the path's
-// ceiling lim: no rate the path cannot carry is reported as if it did.
+// overCeiling flags an NDR or PDR over what the path's ceiling lim
+// carries (a PDR: the ceiling plus the loss it allows) and says why the
+// trials did not show the loss: no rate the path cannot carry is
+// reported as if it did.
 func overCeiling(out *results.SizeSearch, lim ceiling.PathLimit, proto wire.Proto) []string {
 	var notes []string
 	for _, g := range []struct {
-		name string
-		pps  float64
-	}{{"NDR", out.NDRPPS}, {"PDR", out.PDRPPS}} {
-		if g.pps > results.OverCeiling*lim.FPS {
-			notes = append(notes, fmt.Sprintf("the %s of %s is %s of the path's ceiling of %s (%s on %s %s): more than the path can carry, so its model or the path is not what linerate thinks; %s",
-				g.name, units.Rate(g.pps, "fps"), units.Percent(g.pps/lim.FPS, 1), units.Rate(lim.FPS, "fps"), lim.What, lim.Host, lim.Iface, results.OverCeilingSuspects(proto, lim)))
+		name   string
+		pps    float64
+		loss   float64
+		trial  time.Duration
+		capped bool
+	}{{"NDR", out.NDRPPS, 0, out.NDRTrial, out.NDRCapped}, {"PDR", out.PDRPPS, out.PDRLoss, out.PDRTrial, out.PDRCapped}} {
+		if lim.FPS <= 0 || g.pps <= lim.FPS/(1-g.loss) {
+			continue
 		}
+		notes = append(notes, fmt.Sprintf("the %s of %s is %s of the path's ceiling of %s (%s on %s %s): %s",
+			g.name, units.Rate(g.pps, "fps"), units.Percent(g.pps/lim.FPS, 1), units.Rate(lim.FPS, "fps"), lim.What, lim.Host, lim.Iface,
+			overCeilingWhy(out, lim, proto, g.pps, g.loss, g.trial, g.capped)))
 	}
 	return notes
+}
+
+// overCeilingWhy says why a rate of pps over the ceiling lim passed its
+// final trial of d losing at most loss (capped: d was cut to the longest
+// allowed).
+func overCeilingWhy(out *results.SizeSearch, lim ceiling.PathLimit, proto wire.Proto, pps, loss float64, d time.Duration, capped bool) string {
+	wrong := "more than the path can carry, so its model or the path is not what linerate thinks; " + results.OverCeilingSuspects(proto, lim)
+	b := out.Buffering
+	trial := d.Round(time.Millisecond).String()
+	switch {
+	case pps > results.OverCeiling*lim.FPS:
+		return wrong
+	case b == nil:
+		return fmt.Sprintf("the path's buffering ahead of the ceiling is not known (the queue of its root qdisc was not read), so its final trials of %s could not be made long enough to overflow it: a queue takes the excess of a short trial, and the path may carry less than this", trial)
+	case pps > b.Hides(d, loss):
+		return fmt.Sprintf("its trial of %s should have overflowed the path's buffering of %s frames (%s): %s",
+			trial, units.Count(b.Frames), b.What, wrong)
+	}
+	held := fmt.Sprintf("the path's buffering of %s frames (%s) takes that much of the excess, so a trial of %s passes rates up to %s",
+		units.Count(b.Frames), b.What, trial, units.Rate(b.Hides(d, loss), "fps"))
+	if capped {
+		return fmt.Sprintf("its trial of %s, the longest allowed (--max-trial), could not show the loss: %s; a longer --max-trial would tell", trial, held)
+	}
+	return fmt.Sprintf("its trial of %s lost less than the path does once its queues are full: %s, losing at most %s of what it sends", trial, held, units.Percent(loss, -1))
 }
 
 // trial runs one test at spec's rate (0: as fast as possible) for its
@@ -202,7 +237,7 @@ func (s *sizeSearch) runTrial(ctx context.Context, spec search.TrialSpec, probe 
 	s.last = res
 	s.trials++
 	sum := res.Summary
-	if sum.LostPackets > 0 && spec.Duration == s.sc.Trial && res.Ledger != nil {
+	if sum.LostPackets > 0 && spec.Duration >= s.sc.Trial && res.Ledger != nil {
 		if s.lossy == nil {
 			s.lossy = map[float64]*ledger.Ledger{}
 		}

@@ -54,10 +54,12 @@ func TestSearchShapedVeth(t *testing.T) {
 	// A short queue (128 KB: 84 full frames, 10 ms at the rate), so that
 	// a trial a little over the shaper's rate loses frames instead of
 	// filling a deep queue (a 1 s trial passes at most 1 % over), while a
-	// paced sender's catch-up after a few ms off the CPU still fits.
+	// paced sender's catch-up after a few ms off the CPU still fits. Final
+	// trials over the shaper's rate run up to 3 s, long enough for the
+	// queue and bucket (95 frames) to overflow down to 0.4 % over.
 	shape(t, l.a, "lra", 128000)
 	sc := SearchConfig{Goals: []search.Goal{search.NDR, search.PDR(0.005)}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
-		Precision: 0.01, Trial: time.Second, Progress: func(s string) { t.Log(s) }}
+		Precision: 0.01, Trial: time.Second, MaxTrial: 3 * time.Second, Progress: func(s string) { t.Log(s) }}
 	var r results.SizeSearch
 	for attempt := 1; attempt <= 2; attempt++ {
 		res, err := RunSearch(context.Background(), cfg, sc)
@@ -220,5 +222,103 @@ func TestSearchFiguresAsUnitsWritesThem(t *testing.T) {
 	notes := overCeiling(out, ceiling.PathLimit{FPS: 1e6, What: "1G link", Host: "client", Iface: "lra"}, wire.UDP)
 	if len(notes) != 1 || !strings.Contains(notes[0], "the NDR of 1.20 Mfps is 120.0 % of the path's ceiling of 1.00 Mfps (1G link on client lra)") {
 		t.Errorf("notes %q", notes)
+	}
+}
+
+// TestSearchDeepQueueHidesNoLoss: through a veth shaped to 100 Mbit/s
+// whose tbf holds 272 KB (a 256 KB queue and a 16 KB bucket: 180 frames
+// of 1518 bytes), a final trial of 300 ms at up to 600 frames/s (7 %)
+// over the shaper's rate loses nothing: the queue takes the excess. The
+// search reads that buffering from the tbf and runs its final trials
+// over the ceiling long enough to overflow it (up to MaxTrial), so the
+// NDR is over the ceiling by no more than what the longest trial allowed
+// can hide, flagged when it is over at all, and the result shows the
+// buffering and the final trials' lengths.
+func TestSearchDeepQueueHidesNoLoss(t *testing.T) {
+	l, cfg := withDrops(t, &Server{})
+	shape(t, l.a, "lra", 256000)
+	sc := SearchConfig{Goals: []search.Goal{search.NDR}, Sizes: []ceiling.Mix{ceiling.SingleFrame(1518)},
+		Precision: 0.02, Trial: 300 * time.Millisecond, MaxTrial: 3 * time.Second, Progress: func(s string) { t.Log(s) }}
+	res, err := RunSearch(context.Background(), cfg, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Search) != 1 {
+		t.Fatalf("search %+v", res.Search)
+	}
+	r := res.Search[0]
+	t.Logf("NDR %.0f fps on a trial of %v (capped %v), ceiling %.0f fps, %d trials, %.1f s; buffering %+v; notes %q",
+		r.NDRPPS, r.NDRTrial, r.NDRCapped, r.CeilingPPS, len(r.Trials), search.Result{Trials: r.Trials}.TrialSeconds(), r.Buffering, r.Notes)
+	if math.Abs(r.CeilingPPS-shaperFPS) > 1 {
+		t.Fatalf("ceiling %.0f fps, want the tbf's %.0f", r.CeilingPPS, shaperFPS)
+	}
+	b := r.Buffering
+	if want := 272000.0 / 1514; b == nil || math.Abs(b.Frames-want) > 2 || !strings.Contains(b.What, "tbf 1: on lra") {
+		t.Fatalf("buffering %+v, want the tbf's %.0f frames on lra", b, want)
+	}
+	if r.FinalTrial != sc.Trial || r.LongestTrial != sc.MaxTrial {
+		t.Errorf("final trials %v up to %v, want %v up to %v", r.FinalTrial, r.LongestTrial, sc.Trial, sc.MaxTrial)
+	}
+	// Every final trial (the third phase's) over the ceiling ran as long
+	// as the buffering asks, up to MaxTrial.
+	for _, tr := range r.Trials {
+		if want, _ := b.Trial(tr.Spec.Rate, sc.Trial, sc.MaxTrial); tr.Phase == 3 && tr.Spec.Duration != want {
+			t.Errorf("final trial at %.0f fps ran %v, want %v", tr.Spec.Rate, tr.Spec.Duration, want)
+		}
+	}
+	// The ends share one clock and the shaper's rate is exact: the NDR is
+	// over the ceiling only by what a trial of MaxTrial cannot overflow.
+	if hides := b.Hides(sc.MaxTrial, 0); r.NDRPPS > hides*1.002 {
+		t.Fatalf("NDR %.0f fps, over the %.0f a %v trial can hide behind the shaper's %.0f: the queue hid the loss", r.NDRPPS, hides, sc.MaxTrial, r.CeilingPPS)
+	}
+	if r.NDRPPS > r.CeilingPPS && !hasNote(r.Notes, "NDR", "buffering") {
+		t.Errorf("NDR %.0f fps over the ceiling of %.0f, notes %q: nothing says why", r.NDRPPS, r.CeilingPPS, r.Notes)
+	}
+	if r.NDRTrial < sc.Trial {
+		t.Errorf("the NDR rests on a trial of %v", r.NDRTrial)
+	}
+}
+
+// TestOverCeilingSaysWhy: an NDR over the path's ceiling, by however
+// little, gets a note saying why its trials did not show the loss: the
+// longest trial allowed could not overflow the path's buffering, the
+// buffering is not known, or a trial that should have overflowed it
+// passed (the model is wrong). A PDR within the loss it allows over the
+// ceiling, and an NDR at the ceiling, get none.
+func TestOverCeilingSaysWhy(t *testing.T) {
+	lim := ceiling.PathLimit{FPS: 8256, What: "tbf 1: 100M", Host: "client", Iface: "lra", By: ceiling.LimitShaper}
+	buf := &search.Buffering{Frames: 180, CeilingFPS: 8256, What: "tbf 1: on lra in client: queue 256,000 B + bucket 16,000 B"}
+	for _, c := range []struct {
+		name string
+		s    search.SizeResult
+		want []string
+	}{
+		{"capped", search.SizeResult{NDRPPS: 8274, NDRTrial: 3 * time.Second, NDRCapped: true, Buffering: buf},
+			[]string{"the NDR of 8.3 kfps is 100.2 %", "its trial of 3s, the longest allowed (--max-trial), could not show the loss: the path's buffering of 180 frames (tbf 1: on lra in client", "passes rates up to 8.3 kfps"}},
+		{"unknown", search.SizeResult{NDRPPS: 8300, NDRTrial: time.Second},
+			[]string{"the NDR of 8.3 kfps is 100.5 %", "the path's buffering ahead of the ceiling is not known", "final trials of 1s"}},
+		{"model", search.SizeResult{NDRPPS: 8400, NDRTrial: 5 * time.Second, Buffering: buf},
+			[]string{"its trial of 5s should have overflowed the path's buffering of 180 frames", "not what linerate thinks", "a shaper the traffic did not pass through"}},
+		{"pdr over", search.SizeResult{NDRPPS: 8200, PDRPPS: 8300, PDRLoss: 0.005, PDRTrial: 20 * time.Second, PDRCapped: true, Buffering: buf},
+			[]string{"the PDR of 8.3 kfps", "the longest allowed"}},
+		// The lab's search: 8,308 fps lost 0.33 % in 9.8 s, 255.7 frames
+		// held of 503 over the ceiling.
+		{"pdr diluted", search.SizeResult{NDRPPS: 8256, PDRPPS: 8308, PDRLoss: 0.005, PDRTrial: 9804 * time.Millisecond,
+			Buffering: &search.Buffering{Frames: 255.7, CeilingFPS: 8256, What: "tbf"}},
+			[]string{"the PDR of 8.3 kfps is 100.6 %", "its trial of 9.804s lost less than the path does once its queues are full", "losing at most 0.5 %"}},
+		{"pdr model", search.SizeResult{NDRPPS: 8256, PDRPPS: 8400, PDRLoss: 0.005, PDRTrial: 9804 * time.Millisecond, Buffering: buf},
+			[]string{"the PDR of 8.4 kfps", "should have overflowed", "not what linerate thinks"}},
+		{"at the ceiling", search.SizeResult{NDRPPS: 8256, PDRPPS: 8290, PDRLoss: 0.005, Buffering: buf}, nil},
+	} {
+		notes := overCeiling(&results.SizeSearch{SizeResult: c.s}, lim, wire.UDP)
+		if len(c.want) == 0 {
+			if len(notes) != 0 {
+				t.Errorf("%s: notes %q, want none", c.name, notes)
+			}
+			continue
+		}
+		if len(notes) != 1 || !hasNote(notes, c.want...) {
+			t.Errorf("%s: notes %q, want one saying %q", c.name, notes, c.want)
+		}
 	}
 }

@@ -92,7 +92,7 @@ type benchOptions struct {
 // its errors (usage.FieldError).
 var benchFlags = map[string]string{
 	"Engine": "--engine", "Targets": "--to", "To": "--to", "From": "--from", "Sample": "--sample", "Bind": "--bind", "FrameSize": "--size", "Ports": "--ports",
-	"Goals": "--search", "Sizes": "--sizes", "Precision": "--precision", "Trial": "--trial", "Loss": "--loss",
+	"Goals": "--search", "Sizes": "--sizes", "Precision": "--precision", "Trial": "--trial", "MaxTrial": "--max-trial", "Loss": "--loss",
 	// wire.Spec's fields, by their JSON names.
 	"duration": "--duration", "warmup": "--warmup", "streams": "--streams", "ports": "--ports", "threads": "--threads",
 	"rcvbuf": "--rcvbuf", "probe_interval": "--probe-interval", "payload": "--payload", "write_size": "--write-size", "mss": "--mss",

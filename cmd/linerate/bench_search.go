@@ -27,6 +27,7 @@ type searchOptions struct {
 	loss      string
 	precision string
 	trial     time.Duration
+	maxTrial  time.Duration
 }
 
 const searchExample = `  linerate bench udp --to 10.0.0.2 --search ndr,pdr       # RFC 2544 throughput per frame size
@@ -38,6 +39,7 @@ func (o *searchOptions) flags(f *pflag.FlagSet) {
 	f.StringVar(&o.loss, "loss", "0.5%", "loss ratio the PDR allows")
 	f.StringVar(&o.precision, "precision", "1%", "the search's final precision: the rate found is within this below the slowest failing one")
 	secondsVarP(f, &o.trial, "trial", "", 2*time.Second, "duration of the search's final trials (the first ones are shorter)")
+	secondsVarP(f, &o.maxTrial, "max-trial", "", 0, "longest a final trial over the path's ceiling runs, so that the path's queues cannot hide its loss; 0: 10 × --trial (docs/bench.md)")
 }
 
 func (o *searchOptions) asked() bool { return o.goals != "" }
@@ -68,7 +70,7 @@ func (o *searchOptions) config() (traffic.SearchConfig, error) {
 	if sc.Precision, err = percent("--precision", o.precision); err != nil {
 		return sc, err
 	}
-	sc.Trial = o.trial
+	sc.Trial, sc.MaxTrial = o.trial, o.maxTrial
 	return sc, usage.Flags(sc.Check(), benchFlags)
 }
 

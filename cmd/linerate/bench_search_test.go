@@ -23,6 +23,7 @@ func TestBenchSearchBadInput(t *testing.T) {
 		{[]string{"--search", "pdr", "--loss", "60%"}, "--loss 60 %: want at least 0"},
 		{[]string{"--search", "ndr", "--precision", "0%"}, "--precision 0 %: want more than 0"},
 		{[]string{"--search", "ndr", "--trial", "10ms"}, "--trial 10ms"},
+		{[]string{"--search", "ndr", "--trial", "2s", "--max-trial", "1s"}, "--max-trial 1s: want at least the final trial's 2s"},
 		{[]string{"--search", "ndr", "--rate", "10kpps"}, "drop --rate"},
 		{[]string{"--search", "ndr", "-t", "5"}, "drop --duration"},
 		{[]string{"--search", "ndr", "--size", "128"}, "--sizes, not --size"},

@@ -85,9 +85,13 @@ type Qdisc struct {
 	Rate *Rate `json:"rate,omitempty"`
 	// Limit is the queue's length limit, in LimitUnit ("packets" or
 	// "bytes"); 0 when the qdisc kind's options are not read here.
-	Limit     uint32     `json:"limit,omitempty"`
-	LimitUnit string     `json:"limit_unit,omitempty"`
-	Stats     QdiscStats `json:"stats"`
+	Limit     uint32 `json:"limit,omitempty"`
+	LimitUnit string `json:"limit_unit,omitempty"`
+	// Burst is the bytes a token-bucket shaper (tbf) lets through at once
+	// when its bucket is full, on top of what its queue (Limit) holds; 0
+	// when the qdisc has no bucket or its options are not read here.
+	Burst uint32     `json:"burst,omitempty"`
+	Stats QdiscStats `json:"stats"`
 }
 
 // Root reports whether the qdisc is an interface's egress root: its

@@ -100,7 +100,8 @@ func TestDecodeTbf(t *testing.T) {
 	// tc qdisc add dev veth0 root tbf rate 100mbit burst 32kb limit 15000
 	parms := append(ratespecBytes(12500000, 0, uint8(rtnl.LinklayerEthernet)), ratespecBytes(0, 0, 0)...)
 	parms = append(parms, u32(15000)...)
-	parms = append(parms, u32(2621440)...)
+	// 32 KiB at 12.5 MB/s fill in 2.62 ms: 40960 ticks of 64 ns.
+	parms = append(parms, u32(40960)...)
 	parms = append(parms, u32(0)...)
 	msg := append(tcmsg(3, 0x80010000, rtnl.HandleRoot), attrs(t,
 		netlink.Attribute{Type: tcaKind, Data: []byte("tbf\x00")},
@@ -111,7 +112,7 @@ func TestDecodeTbf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !q.Root() || q.Kind != "tbf" || rtnl.Handle(q.Handle) != "8001:" || q.Limit != 15000 || q.LimitUnit != "bytes" {
+	if !q.Root() || q.Kind != "tbf" || rtnl.Handle(q.Handle) != "8001:" || q.Limit != 15000 || q.LimitUnit != "bytes" || q.Burst != 32768 {
 		t.Errorf("qdisc = %+v", q)
 	}
 	if q.Rate == nil || q.Rate.BytesPerSecond != 12500000 || q.Rate.BitsPerSecond() != 100e6 || q.Rate.Linklayer != rtnl.LinklayerEthernet {

@@ -78,6 +78,9 @@ func TestLiveTbfDrops(t *testing.T) {
 	if q0.Kind != "tbf" || q0.Rate == nil || q0.Rate.BitsPerSecond() != 8e6 || q0.Limit != 4000 || l0.Kind != "veth" {
 		t.Fatalf("tbf read back as %+v rate %+v on %+v", q0, q0.Rate, l0)
 	}
+	if q0.Burst < 2990 || q0.Burst > 3010 {
+		t.Errorf("tbf bucket read back as %d bytes, set to 3000", q0.Burst)
+	}
 	sink := b.ListenUDP(t, "10.77.0.2:6000", 4<<20)
 	flush := &testenv.Flush{Sink: b.ListenUDP(t, "10.77.0.2:6001", 0), Before: testenv.QdiscsDrained(t, a)}
 	a.SendUDP(t, netip.MustParseAddrPort("10.77.0.2:6001"), 1, 8, flush) // resolve ARP first

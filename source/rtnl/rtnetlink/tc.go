@@ -3,6 +3,7 @@ package rtnetlink
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
@@ -206,6 +207,7 @@ func qdiscOptions(q *rtnl.Qdisc, b []byte) error {
 		return decodeNested(b, func(ad *netlink.AttributeDecoder) {
 			var r rtnl.Rate
 			var have bool
+			var ticks uint32
 			for ad.Next() {
 				switch ad.Type() {
 				case tcaTbfParms:
@@ -215,12 +217,16 @@ func qdiscOptions(q *rtnl.Qdisc, b []byte) error {
 						r, have = ratespec(p[:sizeofRatespec], r.BytesPerSecond), true
 						q.Limit, q.LimitUnit = binary.NativeEndian.Uint32(p[2*sizeofRatespec:]), "bytes"
 					}
+					if len(p) >= 2*sizeofRatespec+8 {
+						ticks = binary.NativeEndian.Uint32(p[2*sizeofRatespec+4:])
+					}
 				case tcaTbfRate64:
 					r.BytesPerSecond = ad.Uint64()
 				}
 			}
 			if have {
 				q.Rate = &r
+				q.Burst = tbfBurst(ticks, r.BytesPerSecond)
 			}
 		})
 	case "cake":
@@ -247,6 +253,18 @@ func qdiscOptions(q *rtnl.Qdisc, b []byte) error {
 		})
 	}
 	return nil
+}
+
+// pschedTickNs is the length of a packet-scheduler tick: the kernel
+// dumps tbf's bucket as the time it takes to fill, in ticks of
+// PSCHED_TICKS2NS(1) = 1 << PSCHED_SHIFT nanoseconds (include/net/pkt_sched.h).
+const pschedTickNs = 1 << 6
+
+// tbfBurst is the bytes a tbf's bucket holds: its fill time (ticks) at
+// its rate (bytes per second), capped at what a u32 holds.
+func tbfBurst(ticks uint32, rate uint64) uint32 {
+	b := float64(ticks) * pschedTickNs * float64(rate) / 1e9
+	return uint32(min(math.Round(b), math.MaxUint32))
 }
 
 func decodeClass(b []byte) (rtnl.Class, error) {
