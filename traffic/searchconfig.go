@@ -35,7 +35,7 @@ type SearchConfig struct {
 
 // Check says what is wrong with the search's settings, naming the field
 // (a *usage.FieldError: Goals, Sizes, Precision, Trial, MaxTrial or Loss). A
-// percentage it echoes is written as its flag takes it ("0%").
+// percentage it echoes is written as units.Percent writes one ("0 %").
 func (c *SearchConfig) Check() error {
 	switch {
 	case len(c.Goals) == 0:
