@@ -11,7 +11,6 @@ import (
 
 	"linerate/box"
 	"linerate/internal/usage"
-	"linerate/lab"
 	"linerate/report"
 	"linerate/source"
 )
@@ -69,7 +68,7 @@ func (o *inspectOptions) run(cmd *cobra.Command, args []string) error {
 		if o.root != "" || o.netns != "" {
 			return usage.Errorf("--lab goes with neither --root nor --netns")
 		}
-		ns, err := lab.NodeNetns(o.lab, o.node)
+		ns, err := labNodeNetns(o.lab, o.node)
 		if err != nil {
 			return usage.Wrap(err)
 		}
