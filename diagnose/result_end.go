@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"linerate/internal/order"
 	"slices"
 
 	"linerate/box"
@@ -69,7 +70,7 @@ func SavedBox(r *results.Result, side results.Side, target int) *box.Box {
 			}
 		}
 	}
-	slices.SortFunc(b.CPUs, func(x, y box.CPU) int { return x.ID - y.ID })
+	order.Sort(b.CPUs, func(x, y box.CPU) int { return x.ID - y.ID })
 	for _, d := range r.Drops {
 		if d.Side != side || (side == results.SideServer && d.Target != target) {
 			continue

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"linerate/internal/order"
 	"net"
 	"net/netip"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -410,7 +410,7 @@ func (sr *serverRun) acceptStreams(ctx context.Context) error {
 	sr.done = true
 	sr.mu.Unlock()
 	// Stream i is the i-th connection the client opened.
-	slices.SortFunc(conns, func(a, b dataConn) int { return cmp.Compare(a.seq, b.seq) })
+	order.Sort(conns, func(a, b dataConn) int { return cmp.Compare(a.seq, b.seq) })
 	for i, nc := range conns {
 		st := t.newStream(i)
 		st.tcp, st.write = nc.Conn, nc.Write

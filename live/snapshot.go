@@ -1,7 +1,7 @@
 package live
 
 import (
-	"slices"
+	"linerate/internal/order"
 	"strconv"
 	"strings"
 	"time"
@@ -142,7 +142,7 @@ func Build(r box.Rates, ifaces []string, irqs map[string]IRQInfo) Snapshot {
 			s.IRQs = append(s.IRQs, q)
 		}
 	}
-	slices.SortFunc(s.IRQs, func(a, b IRQ) int {
+	order.Sort(s.IRQs, func(a, b IRQ) int {
 		if c := strings.Compare(a.Iface, b.Iface); c != 0 {
 			if a.Iface == "" || b.Iface == "" {
 				return -c // an interface's interrupts first

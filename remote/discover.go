@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"linerate/internal/order"
 	"net"
 	"net/netip"
 	"slices"
@@ -137,7 +138,7 @@ func Discover(ctx context.Context, r Resolver, h Host) ([]Found, error) {
 			return nil, &Error{Host: h.String(), Kind: ErrTooMany, ExitCode: -1,
 				Err: fmt.Errorf("%d SRV records: at most %d", len(srvs), MaxDiscovered)}
 		}
-		slices.SortFunc(srvs, func(a, b *net.SRV) int {
+		order.Sort(srvs, func(a, b *net.SRV) int {
 			return cmp.Or(strings.Compare(a.Target, b.Target), cmp.Compare(a.Port, b.Port))
 		})
 		srvs = slices.CompactFunc(srvs, func(a, b *net.SRV) bool { return a.Target == b.Target && a.Port == b.Port })
@@ -175,7 +176,7 @@ func lookupAddrs(ctx context.Context, r Resolver, h Host, name string) ([]netip.
 	for i, a := range addrs {
 		addrs[i] = a.Unmap()
 	}
-	slices.SortFunc(addrs, func(a, b netip.Addr) int {
+	order.Sort(addrs, func(a, b netip.Addr) int {
 		return cmp.Or(cmp.Compare(a.BitLen(), b.BitLen()), a.Compare(b))
 	})
 	return slices.Compact(addrs), nil

@@ -3,8 +3,8 @@ package results
 import (
 	"cmp"
 	"fmt"
+	"linerate/internal/order"
 	"math"
-	"slices"
 	"strings"
 
 	"linerate/ledger"
@@ -61,7 +61,7 @@ func linkDownSpans(evs []LinkEvent) [][2]float64 {
 	for _, e := range evs {
 		spans = append(spans, [2]float64{e.Down, e.Down + e.Seconds})
 	}
-	slices.SortFunc(spans, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
+	order.Sort(spans, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
 	var out [][2]float64
 	for _, s := range spans {
 		if n := len(out); n > 0 && s[0] <= out[n-1][1] {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"cmp"
+	"linerate/internal/order"
 	"math"
 	"slices"
 
@@ -106,11 +107,11 @@ func NewRRUL(res *Result, probes []ProbeSample) *RRUL {
 		}
 		r.Flows = append(r.Flows, f)
 	}
-	slices.SortStableFunc(r.Flows, func(a, b RRULFlow) int {
+	order.SortStable(r.Flows, func(a, b RRULFlow) int {
 		return cmp.Or(cmp.Compare(dirOrder(a.Direction), dirOrder(b.Direction)), cmp.Compare(a.Target, b.Target), cmp.Compare(a.Stream, b.Stream))
 	})
 	r.Probes = slices.Clone(probes)
-	slices.SortStableFunc(r.Probes, func(a, b ProbeSample) int { return cmp.Compare(a.T, b.T) })
+	order.SortStable(r.Probes, func(a, b ProbeSample) int { return cmp.Compare(a.T, b.T) })
 	return r
 }
 

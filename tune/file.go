@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"linerate/internal/order"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,7 +214,7 @@ func queueTargets(sys System, target, dir string) (targets, dirs []string, err e
 			have = append(have, n)
 		}
 	}
-	slices.SortFunc(have, func(a, b string) int { return queueIndex(a) - queueIndex(b) })
+	order.Sort(have, func(a, b string) int { return queueIndex(a) - queueIndex(b) })
 	if q == dir+"-*" {
 		for _, n := range have {
 			targets = append(targets, iface+"/"+n)

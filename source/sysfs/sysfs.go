@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"linerate/internal/order"
 	"path"
 	"regexp"
 	"slices"
@@ -446,8 +447,8 @@ func (fs FS) queues(rel string) ([]RXQueue, []TXQueue, error) {
 			tx = append(tx, t)
 		}
 	}
-	slices.SortFunc(rx, func(a, b RXQueue) int { return a.Index - b.Index })
-	slices.SortFunc(tx, func(a, b TXQueue) int { return a.Index - b.Index })
+	order.Sort(rx, func(a, b RXQueue) int { return a.Index - b.Index })
+	order.Sort(tx, func(a, b TXQueue) int { return a.Index - b.Index })
 	return rx, tx, nil
 }
 
@@ -577,7 +578,7 @@ func (fs FS) CPUs() ([]CPU, error) {
 		}
 		cpus = append(cpus, c)
 	}
-	slices.SortFunc(cpus, func(a, b CPU) int { return a.ID - b.ID })
+	order.Sort(cpus, func(a, b CPU) int { return a.ID - b.ID })
 	return cpus, nil
 }
 
@@ -647,7 +648,7 @@ func (fs FS) ThermalZones() ([]ThermalZone, error) {
 		}
 		zs = append(zs, numbered{n, z})
 	}
-	slices.SortFunc(zs, func(a, b numbered) int { return a.n - b.n })
+	order.Sort(zs, func(a, b numbered) int { return a.n - b.n })
 	out := make([]ThermalZone, len(zs))
 	for i := range zs {
 		out[i] = zs[i].z

@@ -38,10 +38,10 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"linerate/internal/order"
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -283,7 +283,7 @@ func (t Tree) ReadDir(rel string) ([]iofs.DirEntry, error) {
 		if len(ents) > t.lim.Entries {
 			return nil, &RefusedError{Path: t.Path(rel), Why: fmt.Sprintf("more than %d entries", t.lim.Entries)}
 		}
-		slices.SortFunc(ents, func(a, b iofs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+		order.Sort(ents, func(a, b iofs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 		return ents, nil
 	})
 }

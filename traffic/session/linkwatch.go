@@ -3,6 +3,7 @@ package session
 import (
 	"cmp"
 	"fmt"
+	"linerate/internal/order"
 	"net"
 	"net/netip"
 	"slices"
@@ -192,7 +193,7 @@ func (w *LinkWatch) result(start time.Time) ([]results.LinkEvent, error) {
 		e.Seconds = max(to.Sub(down).Seconds(), 0)
 		out = append(out, e)
 	}
-	slices.SortFunc(out, func(a, b results.LinkEvent) int { return cmp.Compare(a.Down, b.Down) })
+	order.Sort(out, func(a, b results.LinkEvent) int { return cmp.Compare(a.Down, b.Down) })
 	err := w.err
 	if w.dropped > 0 && err == nil {
 		err = fmt.Errorf("link events: %d more left out (at most %d are kept)", w.dropped, results.MaxLinkEvents)
