@@ -3,9 +3,10 @@ package remote
 import (
 	"cmp"
 	"context"
-	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -59,28 +60,69 @@ func selfArch() string {
 // libraries.
 var errDynamic = errors.New("not a static binary (it has a dynamic loader)")
 
+// The ELF header's fields elfArch reads (the System V ABI's "ELF Header"
+// and "Program Header" tables): the class, the byte order, the machine,
+// and where the program headers are.
+const (
+	elfClass32, elfClass64 = 1, 2
+	elfBigEndian           = 2
+	elfPTInterp            = 3 // a program header naming the dynamic loader
+	elfX86_64              = 62
+	elfAArch64             = 183
+	elfARM                 = 40
+)
+
 // elfArch reads which release architecture an executable is built for and
-// refuses one that is not static (it would need the host's libraries).
+// refuses one that is not static (it would need the host's libraries). It
+// reads the header itself: debug/elf would link its DWARF tables into
+// every build, the small one for routers included.
 func elfArch(path string) (string, error) {
-	f, err := elf.Open(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("%s: not a Linux executable: %w", path, err)
 	}
 	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
+	var h [64]byte // a 64-bit header's size; a 32-bit one has 52 bytes
+	got, _ := io.ReadFull(f, h[:])
+	if got < 52 || string(h[:4]) != "\x7fELF" || h[4] == elfClass64 && got < 64 {
+		return "", fmt.Errorf("%s: not a Linux executable (no ELF header)", path)
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	if h[5] == elfBigEndian {
+		bo = binary.BigEndian
+	}
+	class, machine := h[4], bo.Uint16(h[18:])
+	var off int64
+	var size, n int
+	switch class {
+	case elfClass64:
+		off, size, n = int64(bo.Uint64(h[32:])), int(bo.Uint16(h[54:])), int(bo.Uint16(h[56:]))
+	case elfClass32:
+		off, size, n = int64(bo.Uint32(h[28:])), int(bo.Uint16(h[42:])), int(bo.Uint16(h[44:]))
+	default:
+		return "", fmt.Errorf("%s: not a Linux executable (ELF class %d)", path, class)
+	}
+	if size < 4 && n > 0 {
+		return "", fmt.Errorf("%s: not a Linux executable (program headers of %d bytes)", path, size)
+	}
+	for i := range n {
+		var t [4]byte
+		if _, err := f.ReadAt(t[:], off+int64(i*size)); err != nil {
+			return "", fmt.Errorf("%s: not a Linux executable (program header %d: %w)", path, i, err)
+		}
+		if bo.Uint32(t[:]) == elfPTInterp {
 			return "", fmt.Errorf("%s: %w: build it with CGO_ENABLED=0, as make release does", path, errDynamic)
 		}
 	}
 	switch {
-	case f.Machine == elf.EM_X86_64 && f.Class == elf.ELFCLASS64:
+	case machine == elfX86_64 && class == elfClass64:
 		return AMD64, nil
-	case f.Machine == elf.EM_AARCH64 && f.Class == elf.ELFCLASS64:
+	case machine == elfAArch64 && class == elfClass64:
 		return ARM64, nil
-	case f.Machine == elf.EM_ARM && f.Class == elf.ELFCLASS32:
+	case machine == elfARM && class == elfClass32:
 		return ARMv7, nil
 	}
-	return "", fmt.Errorf("%s: built for %s (%s), not one of amd64, arm64, armv7", path, f.Machine, f.Class)
+	return "", fmt.Errorf("%s: built for ELF machine %d (%d-bit), not one of amd64, arm64, armv7", path, machine, 32*int(class))
 }
 
 // binaryFor chooses the file to copy to a host of arch; its errors are
