@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"linerate/history"
-	"linerate/plan"
 	"linerate/results"
 )
 
@@ -52,43 +51,6 @@ func BenchCSV(w io.Writer, r *results.Result) error {
 			}
 			cw.Write(append(append([]string{t.Target, t.Address, d.name}, totalsRow(d.t)...), strings.Join(queues, " ")))
 		}
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-// PlanCSV writes a plan's run as CSV: one row per cell, round and flow
-// (cell empty for a plan without a matrix); a flow that failed has its
-// error and no figures.
-func PlanCSV(w io.Writer, pl *plan.Plan, r *plan.Result) error {
-	cw := csv.NewWriter(w)
-	cw.Write(append([]string{"cell", "round", "flow", "from", "to", "error"}, totalsHeader...))
-	rows := func(cell string, cp *plan.Plan, sets []results.FlowSet) {
-		for n, set := range sets {
-			for i, f := range set.Flows {
-				name := strconv.Itoa(i + 1)
-				if i < len(cp.Flows) {
-					name = cp.Flows[i].Name
-				}
-				row := []string{cell, strconv.Itoa(n + 1), name, f.From, strings.Join(f.To, " "), f.Error}
-				if f.Result != nil {
-					row = append(row, totalsRow(&f.Result.Summary.Totals)...)
-				}
-				cw.Write(row)
-			}
-		}
-	}
-	if pl.Matrix == nil {
-		rows("", pl, r.Rounds)
-	}
-	cells := map[string]plan.Cell{}
-	if pl.Matrix != nil {
-		for _, c := range pl.Matrix.Cells() {
-			cells[c.Key] = c
-		}
-	}
-	for _, c := range r.Matrix {
-		rows(c.Key, pl.CellPlan(cells[c.Key]), c.Rounds)
 	}
 	cw.Flush()
 	return cw.Error()

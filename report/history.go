@@ -14,12 +14,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"linerate/autotune"
 	"linerate/history"
 	"linerate/internal/jsonbudget"
 	"linerate/internal/units"
 	"linerate/internal/version"
-	"linerate/plan"
 	"linerate/results"
 	"linerate/source"
 	"linerate/wire"
@@ -39,18 +37,13 @@ func Headline(kind string, result any) string {
 		return benchHeadline(r)
 	case *results.FlowSet:
 		return flowsHeadline(r)
-	case *plan.Result:
-		if len(r.Matrix) > 0 {
-			return matrixHeadline(r)
-		}
-		if len(r.Rounds) == 0 {
-			return r.Plan + ": no round ran"
-		}
-		return fmt.Sprintf("%s: %s", r.Plan, flowsHeadline(&r.Rounds[len(r.Rounds)-1]))
-	case *autotune.Report:
-		return tuneHeadline(r)
 	case *DiagnoseReport:
 		return diagnoseHeadline(r)
+	}
+	for _, k := range moreKinds {
+		if h, ok := k.headline(result); ok {
+			return h
+		}
 	}
 	return ""
 }
@@ -103,48 +96,12 @@ func benchHeadline(r *results.Result) string {
 	return b.String()
 }
 
-// matrixHeadline is a matrix run's line: its cells and their rounds, the
-// highest and lowest cell by mean received rate.
-func matrixHeadline(r *plan.Result) string {
-	var hi, lo *plan.CellResult
-	ran := 0
-	for i := range r.Matrix {
-		c := &r.Matrix[i]
-		if len(c.Rounds) == 0 {
-			continue
-		}
-		ran++
-		if hi == nil || c.Received.Mean > hi.Received.Mean {
-			hi = c
-		}
-		if lo == nil || c.Received.Mean < lo.Received.Mean {
-			lo = c
-		}
-	}
-	s := fmt.Sprintf("%s: matrix, %d of %d cells ran", r.Plan, ran, len(r.Matrix))
-	if hi == nil {
-		return s
-	}
-	s += fmt.Sprintf(": highest %s %s", hi.Key, units.Fixed.Unit(hi.Received.Mean, "b/s"))
-	if lo != hi {
-		s += fmt.Sprintf(", lowest %s %s", lo.Key, units.Fixed.Unit(lo.Received.Mean, "b/s"))
-	}
-	return s
-}
-
 func searchHeadline(r *results.Result) string {
 	var parts []string
 	for _, s := range r.Search {
 		parts = append(parts, fmt.Sprintf("%s B %s", s.Size, units.Fixed.Unit(s.NDRPPS, "pps")))
 	}
 	return "NDR " + strings.Join(parts, ", ")
-}
-
-func tuneHeadline(r *autotune.Report) string {
-	b, _ := r.Before.Value(r.Metric)
-	a, _ := r.After.Value(r.Metric)
-	return fmt.Sprintf("%s: %s → %s, %d of %d changes kept", r.Metric, r.Metric.Format(b),
-		r.Metric.Format(a), len(r.Kept()), len(r.Trials))
 }
 
 func diagnoseHeadline(r *DiagnoseReport) string {
@@ -189,12 +146,12 @@ func shortCommand(argv []string, n int) string {
 }
 
 // DecodeRun reads a run's result into its type: *results.Result for bench
-// and search, *autotune.Report for tune auto, *DiagnoseReport for
+// and search, *results.FlowSet for flows, *DiagnoseReport for
 // diagnose.
 func DecodeRun(r *history.Run) (any, error) {
 	v := resultOf(r.Kind)
 	if v == nil {
-		return nil, fmt.Errorf("run %s: kind %q is not one this linerate reads", runName(r), r.Kind)
+		return nil, fmt.Errorf("run %s: kind %q is not one this build of linerate reads (the small build for routers reads no plan or tune auto run: docs/openwrt.md)", runName(r), r.Kind)
 	}
 	if err := jsonbudget.Unmarshal(r.Result, v); err != nil {
 		return nil, fmt.Errorf("run %s: %s result: %w", runName(r), r.Kind, err)
@@ -225,12 +182,13 @@ func resultOf(kind string) any {
 		return new(results.Result)
 	case history.KindFlows:
 		return new(results.FlowSet)
-	case history.KindPlan:
-		return new(plan.Result)
-	case history.KindTuneAuto:
-		return new(autotune.Report)
 	case history.KindDiagnose:
 		return new(DiagnoseReport)
+	}
+	for _, k := range moreKinds {
+		if k.kind == kind {
+			return k.new()
+		}
 	}
 	return nil
 }
@@ -296,11 +254,6 @@ func Figures(result any) []Figure {
 				Figure{Name: "latency p99 loaded", Value: l.P99, format: ms})
 		}
 		return out
-	case *plan.Result:
-		if len(r.Rounds) == 0 {
-			return nil
-		}
-		return Figures(&r.Rounds[len(r.Rounds)-1])
 	case *results.FlowSet:
 		pps, bps := flowSeconds(r)
 		t := r.Total
@@ -319,18 +272,11 @@ func Figures(result any) []Figure {
 			out = append(out, tf)
 		}
 		return out
-	case *autotune.Report:
-		// The spread of the rounds the figure is the median of: the last
-		// kept change's, not the baseline's.
-		var rounds []float64
-		for _, rd := range r.AfterRounds() {
-			if v, ok := rd.Value(r.Metric); ok {
-				rounds = append(rounds, v)
-			}
+	}
+	for _, k := range moreKinds {
+		if f, ok := k.figures(result); ok {
+			return f
 		}
-		v, _ := r.After.Value(r.Metric)
-		return []Figure{{Name: r.Metric.String() + " after tuning", Value: v, Higher: r.Metric.HigherIsBetter(), PerSecond: rounds,
-			format: func(v float64) string { return r.Metric.Format(v) }}}
 	}
 	return nil
 }
@@ -346,12 +292,13 @@ func offeredOf(result any) (results.Offered, bool) {
 	switch r := result.(type) {
 	case *results.Result:
 		return r.Offered(), len(r.Search) == 0 && r.Spec.Proto == wire.UDP
-	case *plan.Result:
-		if len(r.Rounds) > 0 {
-			return offeredOf(&r.Rounds[len(r.Rounds)-1])
-		}
 	case *results.FlowSet:
 		return results.Offered{SentPPS: r.Total.SentPPS, Asked: r.Spec.Rate}, r.Spec.Proto == wire.UDP
+	}
+	for _, k := range moreKinds {
+		if o, has, ok := k.offered(result); ok {
+			return o, has
+		}
 	}
 	return results.Offered{}, false
 }
@@ -392,10 +339,12 @@ func Compare(w io.Writer, a, b *history.Run) error {
 	if err != nil {
 		return err
 	}
-	if ma, ok := ra.(*plan.Result); ok && ma.Matrix != nil {
-		if mb, ok := rb.(*plan.Result); ok && mb.Matrix != nil {
-			fmt.Fprintf(w, "A  %s  %s\nB  %s  %s\n\n", runName(a), ma.Plan, runName(b), mb.Plan)
-			return MatrixCompare(w, ma.Matrix, mb.Matrix)
+	for _, k := range moreKinds {
+		if k.compare == nil {
+			continue
+		}
+		if done, err := k.compare(w, a, b, ra, rb); done {
+			return err
 		}
 	}
 	fa, fb := Figures(ra), Figures(rb)
@@ -471,6 +420,26 @@ func uniq(a, b string) []string {
 	return []string{a, b}
 }
 
-// lossPct writes a loss ratio as autotune's tables do: 0.0001 is
+// lossPct writes a loss ratio as tune auto's tables do: 0.0001 is
 // "0.01 %".
-func lossPct(r float64) string { return autotune.MetricLoss.Format(r) }
+func lossPct(r float64) string { return units.Percent(r, 2) }
+
+// moreKinds are the kinds of run whose views only the full build has
+// (plans and tune auto: history_full.go): the small build for routers
+// leaves them out with the commands that make them (docs/openwrt.md), and
+// `runs` there lists such a run as a kind it does not read.
+var moreKinds []runKind
+
+// runKind is what the history's views know of one kind of run beyond
+// those history.go reads: each function answers ok=false for a result
+// not of its kind.
+type runKind struct {
+	kind     string
+	new      func() any
+	headline func(result any) (string, bool)
+	figures  func(result any) ([]Figure, bool)
+	offered  func(result any) (o results.Offered, has, ok bool)
+	// compare writes a comparison of its own of two runs, when it has
+	// one for them (done).
+	compare func(w io.Writer, a, b *history.Run, ra, rb any) (done bool, err error)
+}

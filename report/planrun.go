@@ -1,9 +1,13 @@
+//go:build !small
+
 package report
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -241,4 +245,70 @@ func measured(bps float64, want plan.Traffic) string {
 		return "-"
 	}
 	return units.Fixed.Unit(bps, "b/s")
+}
+
+// planRR writes a plan round's transaction flows: each one's
+// transactions, their rate and round trip, and what was lost, then their
+// total rate. It writes nothing for a plan without one.
+func planRR(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
+	if !pl.HasRR() {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "FLOW\tFROM\tTO\tTEST\tTRANSACTIONS\tTPS\tP50\tP99\tP99.9\tLOST\t")
+	for i := range set.Flows {
+		fr, f := &set.Flows[i], &pl.Flows[i]
+		if f.RR == nil {
+			continue
+		}
+		to := strings.Join(fr.To, ",")
+		if fr.Error != "" || fr.Result == nil || fr.Result.RR == nil {
+			fmt.Fprintf(tw, "%d\t%s\t%s\tfailed\t\t\t\t\t\t\t%s\n", f.Index, f.From, to, fr.Error)
+			continue
+		}
+		rr := fr.Result.RR
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", f.Index, f.From, to, RRKind(fr.Result.Spec), rr.Transactions,
+			units.Fixed.Unit(rr.TPS, "tps"), Micros(rr.Latency.P50), Micros(rr.Latency.P99), Micros(rr.Latency.P999), rr.Lost())
+	}
+	tw.Flush()
+	if total, _, ok := setTPS(set); ok {
+		fmt.Fprintf(w, "transactions: %s in all\n", units.Fixed.Unit(total, "tps"))
+	}
+}
+
+// PlanCSV writes a plan's run as CSV: one row per cell, round and flow
+// (cell empty for a plan without a matrix); a flow that failed has its
+// error and no figures.
+func PlanCSV(w io.Writer, pl *plan.Plan, r *plan.Result) error {
+	cw := csv.NewWriter(w)
+	cw.Write(append([]string{"cell", "round", "flow", "from", "to", "error"}, totalsHeader...))
+	rows := func(cell string, cp *plan.Plan, sets []results.FlowSet) {
+		for n, set := range sets {
+			for i, f := range set.Flows {
+				name := strconv.Itoa(i + 1)
+				if i < len(cp.Flows) {
+					name = cp.Flows[i].Name
+				}
+				row := []string{cell, strconv.Itoa(n + 1), name, f.From, strings.Join(f.To, " "), f.Error}
+				if f.Result != nil {
+					row = append(row, totalsRow(&f.Result.Summary.Totals)...)
+				}
+				cw.Write(row)
+			}
+		}
+	}
+	if pl.Matrix == nil {
+		rows("", pl, r.Rounds)
+	}
+	cells := map[string]plan.Cell{}
+	if pl.Matrix != nil {
+		for _, c := range pl.Matrix.Cells() {
+			cells[c.Key] = c
+		}
+	}
+	for _, c := range r.Matrix {
+		rows(c.Key, pl.CellPlan(cells[c.Key]), c.Rounds)
+	}
+	cw.Flush()
+	return cw.Error()
 }

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"linerate/internal/units"
-	"linerate/plan"
 	"linerate/results"
 	"linerate/wire"
 )
@@ -201,33 +200,4 @@ func setTPS(fs *results.FlowSet) (total float64, perSecond []float64, ok bool) {
 		}
 	}
 	return total, perSecond, ok
-}
-
-// planRR writes a plan round's transaction flows: each one's
-// transactions, their rate and round trip, and what was lost, then their
-// total rate. It writes nothing for a plan without one.
-func planRR(w io.Writer, pl *plan.Plan, set *results.FlowSet) {
-	if !pl.HasRR() {
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "FLOW\tFROM\tTO\tTEST\tTRANSACTIONS\tTPS\tP50\tP99\tP99.9\tLOST\t")
-	for i := range set.Flows {
-		fr, f := &set.Flows[i], &pl.Flows[i]
-		if f.RR == nil {
-			continue
-		}
-		to := strings.Join(fr.To, ",")
-		if fr.Error != "" || fr.Result == nil || fr.Result.RR == nil {
-			fmt.Fprintf(tw, "%d\t%s\t%s\tfailed\t\t\t\t\t\t\t%s\n", f.Index, f.From, to, fr.Error)
-			continue
-		}
-		rr := fr.Result.RR
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t\n", f.Index, f.From, to, RRKind(fr.Result.Spec), rr.Transactions,
-			units.Fixed.Unit(rr.TPS, "tps"), Micros(rr.Latency.P50), Micros(rr.Latency.P99), Micros(rr.Latency.P999), rr.Lost())
-	}
-	tw.Flush()
-	if total, _, ok := setTPS(set); ok {
-		fmt.Fprintf(w, "transactions: %s in all\n", units.Fixed.Unit(total, "tps"))
-	}
 }

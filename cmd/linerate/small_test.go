@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"linerate/history"
 	"linerate/internal/testenv"
 	"linerate/lab"
 )
@@ -18,9 +19,12 @@ import (
 // smallLeavesOut are packages the small build (-tags small) must not
 // link: net/http and the TLS it brings (--web), cilium/ebpf (--xdp, drop
 // reasons), html/template and the page (report), the man page writer,
-// the demo, tune auto's rigs and the fleet that drives other hosts.
+// the demo, tune auto's rigs and the fleet that drives other hosts, plans
+// and tune auto with what they link (yaml, gonum's t-distribution), and
+// debug/elf.
 var smallLeavesOut = []string{"net/http", "crypto/tls", "html/template", "github.com/cilium/ebpf",
-	"github.com/spf13/cobra/doc", "linerate/report/page", "linerate/demo", "linerate/autotune/drive", "linerate/fleet"}
+	"github.com/spf13/cobra/doc", "linerate/report/page", "linerate/demo", "linerate/autotune/drive", "linerate/fleet",
+	"linerate/plan", "linerate/autotune", "go.yaml.in/yaml/v3", "gonum.org/v1/gonum/stat/distuv", "debug/elf"}
 
 // The small build links none of what it leaves out, and each command or
 // flag it leaves out says so in one line and exits 2; the full build
@@ -61,11 +65,24 @@ func TestSmallBuild(t *testing.T) {
 			t.Errorf("the small build made labs %v (%v): it ran what it leaves out", done, err)
 		}
 	})
+	// Two plan runs in the history, as a full build on another host
+	// would have saved them: the small build lists them and says in one
+	// line that it does not read them.
+	hist := history.Open(t.TempDir())
+	var planRuns []string
+	for range 2 {
+		id, err := hist.Save(&history.Run{Entry: history.Entry{Kind: history.KindPlan, Host: "controller",
+			Headline: "cm4: udp 940.1 Mb/s"}, Result: []byte(`{"plan":"cm4"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		planRuns = append(planRuns, id)
+	}
 	run := func(args ...string) (string, int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns.Name, bin}, args...)...)
-		cmd.Env = append(os.Environ(), lab.EnvDir+"="+string(labs))
+		cmd.Env = append(os.Environ(), lab.EnvDir+"="+string(labs), "LINERATE_HISTORY_DIR="+hist.Dir)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		switch {
@@ -76,6 +93,13 @@ func TestSmallBuild(t *testing.T) {
 		}
 		t.Fatalf("%v: %v", args, err)
 		return "", 0
+	}
+	if out, code := run("runs"); code != 0 || strings.Count(out, "cm4: udp 940.1 Mb/s") != 2 {
+		t.Errorf("runs: exit %d, want 0 and both plan runs listed:\n%s", code, out)
+	}
+	if out, code := run("compare", planRuns[0], planRuns[1]); code == 0 || !strings.Contains(out, `kind "plan" is not one this build of linerate reads`) ||
+		strings.Count(strings.TrimSpace(out), "\n") > 0 {
+		t.Errorf("compare of two plan runs: exit %d, want non-zero and one line saying the build does not read plans:\n%s", code, out)
 	}
 	if out, code := run("version"); code != 0 || !strings.Contains(out, "small build, without: lab,") || !strings.Contains(out, "--web") {
 		t.Errorf("version: exit %d\n%s", code, out)
