@@ -22,13 +22,19 @@ import (
 // sending thread stays on one CPU with the receive path its writes run, the
 // receiving thread on the other; goroutines spread both over every CPU and
 // wake each other across them), and a loop per 4 streams keeps many
-// streams from waiting on one thread (docs/benchmarks.md, "TCP: why loops").
+// streams from waiting on one thread (docs/benchmarks.md, "TCP: why loops"),
+// as long as each loop has a CPU: past the CPUs this end may run on, more
+// loops only take turns on them, and the total fell (16 streams on 2
+// CPUs: 4 loops per end 0.88× the 4-stream figure, 2 loops 1.04×;
+// docs/benchmarks.md, "Loops past the CPUs").
 const tcpStreamsPerLoop = 4
 
-// loopCount is how many loops move streams streams: at least threads, one
-// per tcpStreamsPerLoop streams, never more than the streams.
-func loopCount(streams, threads int) int {
-	n := max(threads, (streams+tcpStreamsPerLoop-1)/tcpStreamsPerLoop)
+// loopCount is how many loops move streams streams on an end that may run
+// on cpus CPUs: one per tcpStreamsPerLoop streams but no more than the
+// CPUs, at least threads (--threads asks for them), never more than the
+// streams.
+func loopCount(streams, threads, cpus int) int {
+	n := max(threads, min((streams+tcpStreamsPerLoop-1)/tcpStreamsPerLoop, cpus))
 	return max(1, min(n, streams))
 }
 
@@ -234,7 +240,7 @@ type loopSet struct {
 
 // spread deals the connections to loopCount loops, round robin.
 func (s *loopSet) spread(conns []*tcpSock, threads int, events int16) error {
-	s.loops = make([]*tcpLoop, 0, loopCount(len(conns), threads))
+	s.loops = make([]*tcpLoop, 0, loopCount(len(conns), threads, runtime.NumCPU()))
 	for range cap(s.loops) {
 		l, err := newTCPLoop(events)
 		if err != nil {

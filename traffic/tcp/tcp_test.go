@@ -150,11 +150,13 @@ func TestTCPSenderWindowSegments(t *testing.T) {
 }
 
 func TestLoopCount(t *testing.T) {
-	for _, c := range []struct{ streams, threads, want int }{
-		{1, 1, 1}, {4, 1, 1}, {5, 1, 2}, {8, 1, 2}, {16, 1, 4}, {4, 2, 2}, {2, 8, 2}, {128, 1, 32},
+	for _, c := range []struct{ streams, threads, cpus, want int }{
+		{1, 1, 64, 1}, {4, 1, 64, 1}, {5, 1, 64, 2}, {8, 1, 64, 2}, {16, 1, 64, 4}, {4, 2, 64, 2}, {2, 8, 64, 2}, {128, 1, 64, 32},
+		// No more loops than CPUs, unless --threads asks for them.
+		{16, 1, 2, 2}, {8, 1, 2, 2}, {128, 1, 4, 4}, {16, 1, 1, 1}, {16, 3, 2, 3}, {4, 1, 2, 1},
 	} {
-		if got := loopCount(c.streams, c.threads); got != c.want {
-			t.Errorf("loopCount(%d streams, %d threads) = %d, want %d", c.streams, c.threads, got, c.want)
+		if got := loopCount(c.streams, c.threads, c.cpus); got != c.want {
+			t.Errorf("loopCount(%d streams, %d threads, %d CPUs) = %d, want %d", c.streams, c.threads, c.cpus, got, c.want)
 		}
 	}
 }
@@ -169,19 +171,19 @@ func tcpPairs(t *testing.T, n int) (dialled, accepted []*net.TCPConn) {
 }
 
 // TestTCPLoopsCount sends 9 streams through 3 loops on each end (one per 4
-// streams) and checks that every byte each stream's sender wrote is the
+// streams; asked for as threads, as the machine may have fewer CPUs) and checks that every byte each stream's sender wrote is the
 // byte its receiver read, stream by stream.
 func TestTCPLoopsCount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends traffic on loopback")
 	}
 	ws, rs := tcpPairs(t, 9)
-	s, err := NewSender(ws, SendConfig{rate: wire.Rate{BPS: 200e6}})
+	s, err := NewSender(ws, SendConfig{rate: wire.Rate{BPS: 200e6}, threads: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r, err := NewReceiver(rs, 1)
+	r, err := NewReceiver(rs, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
