@@ -2,10 +2,10 @@ package diagnose
 
 import (
 	"fmt"
-	"linerate/internal/order"
 	"slices"
 
 	"linerate/box"
+	"linerate/internal/order"
 	"linerate/results"
 )
 

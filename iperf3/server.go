@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"linerate/internal/order"
 	"net"
 	"net/netip"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"linerate/box"
 	"linerate/internal/admit"
+	"linerate/internal/order"
 	"linerate/results"
 	"linerate/wire"
 )

@@ -1,12 +1,12 @@
 package live
 
 import (
-	"linerate/internal/order"
 	"strconv"
 	"strings"
 	"time"
 
 	"linerate/box"
+	"linerate/internal/order"
 	"linerate/results"
 )
 

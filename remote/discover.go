@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"linerate/internal/order"
 	"net"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"linerate/internal/order"
 )
 
 // ErrNoRecords: a dns:// or dns+srv:// name gave no agent (no such name,

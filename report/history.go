@@ -151,7 +151,12 @@ func shortCommand(argv []string, n int) string {
 func DecodeRun(r *history.Run) (any, error) {
 	v := resultOf(r.Kind)
 	if v == nil {
-		return nil, fmt.Errorf("run %s: kind %q is not one this build of linerate reads (the small build for routers reads no plan or tune auto run: docs/openwrt.md)", runName(r), r.Kind)
+		why := ""
+		if r.Kind == history.KindPlan || r.Kind == history.KindTuneAuto {
+			// Read by the full build (history_full.go), not this one.
+			why = " (the small build for routers reads no plan or tune auto run: docs/openwrt.md)"
+		}
+		return nil, fmt.Errorf("run %s: kind %q is not one this build of linerate reads%s", runName(r), r.Kind, why)
 	}
 	if err := jsonbudget.Unmarshal(r.Result, v); err != nil {
 		return nil, fmt.Errorf("run %s: %s result: %w", runName(r), r.Kind, err)
@@ -296,6 +301,9 @@ func offeredOf(result any) (results.Offered, bool) {
 		return results.Offered{SentPPS: r.Total.SentPPS, Asked: r.Spec.Rate}, r.Spec.Proto == wire.UDP
 	}
 	for _, k := range moreKinds {
+		if k.offered == nil {
+			continue
+		}
 		if o, has, ok := k.offered(result); ok {
 			return o, has
 		}
@@ -438,7 +446,9 @@ type runKind struct {
 	new      func() any
 	headline func(result any) (string, bool)
 	figures  func(result any) ([]Figure, bool)
-	offered  func(result any) (o results.Offered, has, ok bool)
+	// offered is the load a run of the kind offered (has) when it has
+	// one; nil for a kind that offers none.
+	offered func(result any) (o results.Offered, has, ok bool)
 	// compare writes a comparison of its own of two runs, when it has
 	// one for them (done).
 	compare func(w io.Writer, a, b *history.Run, ra, rb any) (done bool, err error)

@@ -82,10 +82,6 @@ func init() {
 				return []Figure{{Name: r.Metric.String() + " after tuning", Value: v, Higher: r.Metric.HigherIsBetter(), PerSecond: rounds,
 					format: func(v float64) string { return r.Metric.Format(v) }}}, true
 			},
-			offered: func(result any) (results.Offered, bool, bool) {
-				_, ok := result.(*autotune.Report)
-				return results.Offered{}, false, ok
-			},
 		})
 }
 

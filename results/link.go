@@ -3,10 +3,10 @@ package results
 import (
 	"cmp"
 	"fmt"
-	"linerate/internal/order"
 	"math"
 	"strings"
 
+	"linerate/internal/order"
 	"linerate/ledger"
 	"linerate/wire"
 )

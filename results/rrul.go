@@ -2,10 +2,10 @@ package results
 
 import (
 	"cmp"
-	"linerate/internal/order"
 	"math"
 	"slices"
 
+	"linerate/internal/order"
 	"linerate/wire"
 )
 

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
-	"linerate/internal/order"
 	"path"
 	"regexp"
 	"slices"
@@ -25,6 +24,7 @@ import (
 	"strings"
 	"syscall"
 
+	"linerate/internal/order"
 	"linerate/source/cpuset"
 	"linerate/source/tree"
 )

@@ -38,13 +38,14 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"linerate/internal/order"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"linerate/internal/order"
 )
 
 // ErrRefused is wrapped by the error for every file or directory a Tree

@@ -3,7 +3,6 @@ package session
 import (
 	"cmp"
 	"fmt"
-	"linerate/internal/order"
 	"net"
 	"net/netip"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"linerate/internal/order"
 	"linerate/results"
 	"linerate/traffic/sock"
 )

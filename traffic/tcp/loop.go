@@ -24,9 +24,8 @@ import (
 // wake each other across them), and a loop per 4 streams keeps many
 // streams from waiting on one thread (docs/benchmarks.md, "TCP: why loops"),
 // as long as each loop has a CPU: past the CPUs this end may run on, more
-// loops only take turns on them, and the total fell (16 streams on 2
-// CPUs: 4 loops per end 0.88× the 4-stream figure, 2 loops 1.04×;
-// docs/benchmarks.md, "Loops past the CPUs").
+// loops only take turns on them, and the total fell (docs/benchmarks.md,
+// "Loops past the CPUs").
 const tcpStreamsPerLoop = 4
 
 // loopCount is how many loops move streams streams on an end that may run

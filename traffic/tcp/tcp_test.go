@@ -171,8 +171,9 @@ func tcpPairs(t *testing.T, n int) (dialled, accepted []*net.TCPConn) {
 }
 
 // TestTCPLoopsCount sends 9 streams through 3 loops on each end (one per 4
-// streams; asked for as threads, as the machine may have fewer CPUs) and checks that every byte each stream's sender wrote is the
-// byte its receiver read, stream by stream.
+// streams; asked for as threads, as the machine may have fewer CPUs) and
+// checks that every byte each stream's sender wrote is the byte its
+// receiver read, stream by stream.
 func TestTCPLoopsCount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends traffic on loopback")
