@@ -75,6 +75,9 @@ func (l *Lab) Describe(w io.Writer) error {
 		}
 		for _, g := range l.Guests {
 			fmt.Fprintf(w, "  %s: kernel %s, up in %s; console %s\n", g.Node, g.Kernel, g.Boot.Round(100*time.Millisecond), filepath.Join(g.Dir, "console.log"))
+			if g.Stall != "" {
+				fmt.Fprintf(w, "    reset once while booting: %s\n", g.Stall)
+			}
 		}
 	}
 	if s := l.Spec.Serve; s != nil {

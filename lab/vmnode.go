@@ -70,6 +70,15 @@ const (
 	MaxVMMemoryMB     = 16384
 )
 
+// A guest's boot, from QEMU's start or the guest's reset until its agent
+// answers, is bounded by BootTimeout: these by default (docs/lab.md has
+// the boot times measured under TCG), at least MinBootTimeout when asked.
+const (
+	DefaultBootTimeout       = 2 * time.Minute
+	DefaultDebianBootTimeout = 5 * time.Minute
+	MinBootTimeout           = 10 * time.Second
+)
+
 // DefaultCacheDir keeps guests' images unless LINERATE_CACHE_DIR says
 // otherwise.
 const DefaultCacheDir = "/var/cache/linerate/vm"
@@ -98,6 +107,9 @@ type Guest struct {
 	Kernel string `json:"kernel"`
 	// Boot is how long the guest took from its start to being set up.
 	Boot time.Duration `json:"boot"`
+	// Stall says why its supervisor reset its first boot, when it did
+	// (vm.Status.Stall).
+	Stall string `json:"stall,omitempty"`
 }
 
 // validateVM checks s.VM against the planned nodes and links, and fills
@@ -146,11 +158,13 @@ func (s *Spec) validateVM(l *Lab) error {
 	if v.CacheDir == "" {
 		v.CacheDir = CacheDir()
 	}
-	if v.BootTimeout == 0 {
-		v.BootTimeout = 2 * time.Minute
-		if v.Image == ImageDebian {
-			v.BootTimeout = 5 * time.Minute
-		}
+	switch {
+	case v.BootTimeout == 0 && v.Image == ImageDebian:
+		v.BootTimeout = DefaultDebianBootTimeout
+	case v.BootTimeout == 0:
+		v.BootTimeout = DefaultBootTimeout
+	case v.BootTimeout < MinBootTimeout:
+		return usage.Field("BootTimeout", "%s: want at least %s (a guest under TCG takes seconds to boot)", v.BootTimeout, MinBootTimeout)
 	}
 	for _, k := range l.Links {
 		if slices.Contains(v.Nodes, k.A.Node) && slices.Contains(v.Nodes, k.B.Node) {
@@ -301,6 +315,7 @@ func (b *builder) guests() error {
 		}
 		b.lab.Guests[i].Kernel = st.Hello.Kernel
 		b.lab.Guests[i].Boot = time.Since(started[g.Node]).Round(time.Millisecond)
+		b.lab.Guests[i].Stall = st.Stall
 		if err := b.lab.save(); err != nil {
 			return err
 		}

@@ -72,7 +72,7 @@ host is. See docs/lab.md.`,
 
 // labSpecFlags are the flags of lab up that set each field of a lab.Spec.
 var labSpecFlags = map[string]string{"Ports": "--ports", "MTU": "--mtu", "Queues": "--queues", "Rate": "--rate", "Subnet": "--subnet",
-	"VM": "--vm", "NIC": "--nic", "Image": "--vm-image", "CPUs": "--vm-cpus", "MemoryMB": "--vm-memory"}
+	"VM": "--vm", "NIC": "--nic", "Image": "--vm-image", "CPUs": "--vm-cpus", "MemoryMB": "--vm-memory", "BootTimeout": "--vm-boot-timeout"}
 
 func newLabUpCmd(common *labOptions) *cobra.Command {
 	o := &labUpOptions{labOptions: common}

@@ -26,6 +26,7 @@ type labVMOptions struct {
 	image  string
 	cpus   int
 	memory int
+	boot   time.Duration
 }
 
 func (o *labVMOptions) flags(f *pflag.FlagSet) {
@@ -34,12 +35,13 @@ func (o *labVMOptions) flags(f *pflag.FlagSet) {
 	f.StringVar(&o.image, "vm-image", lab.ImageInitramfs, "with --vm: initramfs (busybox, boots in seconds) or debian (systemd on a disk of its own, survives lab reboot; built once with mmdebstrap)")
 	f.IntVar(&o.cpus, "vm-cpus", lab.DefaultVMCPUs, fmt.Sprintf("with --vm: CPUs of each guest, 1 to %d", lab.MaxVMCPUs))
 	f.IntVar(&o.memory, "vm-memory", lab.DefaultVMMemoryMB, fmt.Sprintf("with --vm: memory of each guest in MiB, %d to %d", lab.MinVMMemoryMB, lab.MaxVMMemoryMB))
+	f.DurationVar(&o.boot, "vm-boot-timeout", 0, fmt.Sprintf("with --vm: how long each boot may take until the guest's agent answers (default %s, %s for debian); a boot silent for half of it is reset once", lab.DefaultBootTimeout, lab.DefaultDebianBootTimeout))
 }
 
 // spec turns the flags into a lab.VM, nil without --vm.
 func (o *labVMOptions) spec(cmd *cobra.Command) (*lab.VM, error) {
 	if o.nodes == "" {
-		for _, f := range []string{"nic", "vm-image", "vm-cpus", "vm-memory"} {
+		for _, f := range []string{"nic", "vm-image", "vm-cpus", "vm-memory", "vm-boot-timeout"} {
 			if cmd.Flags().Changed(f) {
 				return nil, usage.Errorf("--%s sets up virtual machine nodes: it goes with --vm NODE", f)
 			}
@@ -63,7 +65,7 @@ func (o *labVMOptions) spec(cmd *cobra.Command) (*lab.VM, error) {
 	if len(nodes) == 0 {
 		return nil, usage.Errorf("--vm %q names no node", o.nodes)
 	}
-	return &lab.VM{Nodes: nodes, NIC: model, Image: o.image, CPUs: o.cpus, MemoryMB: o.memory, Binary: self}, nil
+	return &lab.VM{Nodes: nodes, NIC: model, Image: o.image, CPUs: o.cpus, MemoryMB: o.memory, BootTimeout: o.boot, Binary: self}, nil
 }
 
 func newLabRebootCmd(o *labOptions) *cobra.Command {

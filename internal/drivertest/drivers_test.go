@@ -331,6 +331,62 @@ func TestLabUpKilled(t *testing.T) {
 	}
 }
 
+// TestBootStall: a guest that says nothing for half its boot timeout is
+// reset once, and lab up says so. The stall is QEMU stopped (SIGSTOP)
+// from the moment its sockets are up until past that half; once it runs
+// again the supervisor's reset boots the guest afresh, which answers
+// within the other half. Without the reset the guest would still come up
+// (its boot resumes), but lab up would not say it was reset.
+func TestBootStall(t *testing.T) {
+	l := newLab(t, "dts")
+	const timeout = 40 * time.Second
+	cmd := exec.Command(l.bin, "lab", "--state-dir", l.dir, "up", "pair", "--name", l.name, "--vm", "b", "--vm-cpus", "1",
+		"--vm-boot-timeout", timeout.String())
+	cmd.Env = append(os.Environ(), lab.EnvCacheDir+"="+cacheDir(t))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	guest := filepath.Join(l.dir, l.name+".vm", "b")
+	var qemu int
+	deadline := time.Now().Add(time.Minute)
+	for qemu == 0 {
+		pid, _ := exec.Command("pgrep", "-f", "qemu.*"+l.dir).Output()
+		_, errS := os.Stat(filepath.Join(guest, "serial.sock"))
+		_, errQ := os.Stat(filepath.Join(guest, "qmp.sock"))
+		if len(pid) > 0 && errS == nil && errQ == nil {
+			fmt.Sscan(string(pid), &qemu)
+		} else if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no QEMU with its sockets within a minute:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopped := time.Now()
+	if err := syscall.Kill(qemu, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(timeout/2 + 2*time.Second)
+	syscall.Kill(qemu, syscall.SIGCONT)
+	if err := <-done; err != nil {
+		t.Fatalf("lab up with a stalled boot: %v\n%s", err, out.String())
+	}
+	t.Logf("lab up, QEMU stopped for %s:\n%s", time.Since(stopped).Round(time.Second), out.String())
+	if !strings.Contains(out.String(), "reset once while booting: no answer from the agent 20s after the boot began") {
+		t.Errorf("lab up does not say the guest was reset:\n%s", out.String())
+	}
+	if r := l.exec("b", "hostname"); strings.TrimSpace(r.stdout) != "b" {
+		t.Errorf("hostname %q in node b after the reset", r.stdout)
+	}
+	log, _ := os.ReadFile(filepath.Join(guest, "supervisor.log"))
+	if n := strings.Count(string(log), "resetting the guest (once)"); n != 1 {
+		t.Errorf("%d resets in the supervisor's log, want 1:\n%s", n, log)
+	}
+}
+
 // TestDemoVM: `linerate demo --vm`, the seeds' story with the router a
 // guest whose NICs are e1000e: the experiments through it, the diagnosis
 // and tune auto run in it, every change rolled back, the lab gone, and

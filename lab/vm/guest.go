@@ -50,6 +50,9 @@ func Guest(ctx context.Context, log io.Writer) error {
 		return fmt.Errorf("open %s: %w", port, err)
 	}
 	defer f.Close()
+	// One line on the console a boot: where a guest that never answers
+	// got to (the supervisor shows the console's end).
+	fmt.Fprintf(log, "linerate guest: waiting for the host on %s\n", port)
 	br := bufio.NewReaderSize(&portReader{f: f, ctx: ctx}, 64<<10)
 	if err := guestHandshake(br, f); err != nil {
 		return err

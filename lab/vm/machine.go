@@ -182,7 +182,7 @@ type Machine struct {
 // cmdline is the guest kernel's command line.
 func (m Machine) cmdline() string {
 	parts := []string{
-		"console=ttyS0", "panic=-1", "loglevel=4",
+		"console=ttyS0", "panic=-1",
 		// The guest is a lab's throwaway: speculation mitigations only
 		// slow an emulated CPU down.
 		"mitigations=off",
