@@ -115,17 +115,21 @@ func DialUDP(local netip.AddrPort, remote netip.AddrPort, sndbuf int) (int, erro
 	return fd, nil
 }
 
-// ListenUDP makes a UDP socket bound to addr with SO_REUSEPORT, so that
-// several receiver threads can share one port (the kernel spreads flows
-// over them by a hash of the addresses and ports).
-func ListenUDP(addr netip.AddrPort, rcvbuf int) (int, error) {
+// ListenUDP makes a UDP socket bound to addr; with shared, it has
+// SO_REUSEPORT, so that several receiver threads can share one port (the
+// kernel spreads flows over them by a hash of the addresses and ports).
+// A shared socket should be bound to a port FreeUDPPort found, not to
+// port 0: see there.
+func ListenUDP(addr netip.AddrPort, rcvbuf int, shared bool) (int, error) {
 	fd, err := unix.Socket(family(addr.Addr()), unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("udp socket: %w", err)
 	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("udp socket: SO_REUSEPORT: %w", err)
+	if shared {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("udp socket: SO_REUSEPORT: %w", err)
+		}
 	}
 	SetBuf(fd, unix.SO_RCVBUF, unix.SO_RCVBUFFORCE, rcvbuf)
 	if err := SetTimeout(fd, unix.SO_RCVTIMEO, 100*time.Millisecond); err != nil {
@@ -137,6 +141,24 @@ func ListenUDP(addr netip.AddrPort, rcvbuf int) (int, error) {
 		return -1, bindError(addr, err)
 	}
 	return fd, nil
+}
+
+// FreeUDPPort is a UDP port on addr that no socket holds, for sockets
+// that will share it (ListenUDP with shared). Binding port 0 with
+// SO_REUSEPORT may be handed a port that SO_REUSEPORT sockets of the
+// same user hold already (net/ipv4/udp.c, udp_lib_lport_inuse, leaves
+// those out of the ports in use), and the new socket joins their group:
+// two unrelated receivers, say a test's two ends on one host, then split
+// each other's flows. A socket without SO_REUSEPORT is never given a
+// held port; it finds one and gives it back. Another program's bind of
+// port 0 between the two could still take it.
+func FreeUDPPort(addr netip.Addr) (uint16, error) {
+	fd, err := ListenUDP(netip.AddrPortFrom(addr, 0), 0, false)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	return LocalPort(fd)
 }
 
 // LocalPort returns the port fd is bound to.

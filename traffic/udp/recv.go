@@ -26,9 +26,10 @@ const (
 	recvSlot = 64
 )
 
-// Receiver counts test datagrams on SO_REUSEPORT sockets with
-// recvmmsg, one OS thread per receiver thread, and keeps per stream the
-// packets, duplicates and reordering (loss is sent minus unique). It is a
+// Receiver counts test datagrams on its own sockets (SO_REUSEPORT where
+// threads share a port) with recvmmsg, one OS thread per receiver
+// thread, and keeps per stream the packets, duplicates and reordering
+// (loss is sent minus unique). It is a
 // receiving flow that counts from the moment it is made (the warmup is
 // told apart by the datagrams' flags, not by a clock): the peer may send
 // before this end's clock starts.
@@ -108,8 +109,19 @@ func NewReceiver(c ReceiverConfig) (*Receiver, error) {
 		if c.Ports >= c.Threads {
 			owners = []*recvThread{r.threads[p%c.Threads]}
 		}
+		// A port of one socket is its alone (no SO_REUSEPORT: no other
+		// socket can join it); one shared by threads is a free one
+		// (sock.FreeUDPPort).
+		shared := len(owners) > 1
+		if shared && port == 0 {
+			var err error
+			if port, err = sock.FreeUDPPort(c.Local); err != nil {
+				r.closeFDs()
+				return nil, fmt.Errorf("udp receiver port: %w", err)
+			}
+		}
 		for _, t := range owners {
-			fd, err := sock.ListenUDP(netip.AddrPortFrom(c.Local, port), rcvbuf)
+			fd, err := sock.ListenUDP(netip.AddrPortFrom(c.Local, port), rcvbuf, shared)
 			if err != nil {
 				r.closeFDs()
 				return nil, err
