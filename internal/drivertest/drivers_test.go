@@ -375,7 +375,7 @@ func TestBootStall(t *testing.T) {
 		t.Fatalf("lab up with a stalled boot: %v\n%s", err, out.String())
 	}
 	t.Logf("lab up, QEMU stopped for %s:\n%s", time.Since(stopped).Round(time.Second), out.String())
-	if !strings.Contains(out.String(), "reset once while booting: no answer from the agent 20s after the boot began") {
+	if !strings.Contains(out.String(), "reset once while booting: no answer from the agent "+(timeout/2).String()+" after the boot began") {
 		t.Errorf("lab up does not say the guest was reset:\n%s", out.String())
 	}
 	if r := l.exec("b", "hostname"); strings.TrimSpace(r.stdout) != "b" {

@@ -59,11 +59,9 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Since is when State began.
 	Since time.Time `json:"since"`
-	// StallResets counts the boots the supervisor reset because their
-	// agent had not answered by half of the boot timeout; Stall says
-	// why the last one was.
-	StallResets int    `json:"stall_resets,omitempty"`
-	Stall       string `json:"stall,omitempty"`
+	// Stall says why the supervisor last reset a boot whose agent had
+	// not answered by half of the boot timeout (stallReset), if it did.
+	Stall string `json:"stall,omitempty"`
 }
 
 // clientRequest is the first line a command sends on the socket.
@@ -354,8 +352,8 @@ var errNoAnswer = errors.New("the guest's agent did not answer")
 // silent for 2 minutes, its console empty), and a second boot is worth
 // more than the second half of the wait. A guest that was ready and
 // stopped answering comes here too, after its session ends. It is done
-// once per boot, said
-// in the log with the console's last line, and counted in the status.
+// once per boot, said in the log with the console's last line, and kept
+// in the status.
 func (s *supervisor) stallReset(waited time.Duration) {
 	why := fmt.Sprintf("no answer from the agent %s after the boot began", waited)
 	if last := lastLine(s.cfg.Machine.Console); last != "" {
@@ -364,7 +362,6 @@ func (s *supervisor) stallReset(waited time.Duration) {
 	s.logf("%s: resetting the guest (once)", why)
 	s.mu.Lock()
 	s.stalled = true
-	s.st.StallResets++
 	s.st.Stall = why
 	s.mu.Unlock()
 	// cont: a guest QEMU paused (a disk error, a monitor's stop) runs
@@ -388,21 +385,11 @@ func (s *supervisor) command(name string) error {
 	return err
 }
 
-// lastLine is the last non-empty line of a file, at most 200 bytes of
-// it, read from its last 4 KiB.
+// lastLine is the last line of a file's last 4 KiB (tail), at most its
+// last 200 bytes.
 func lastLine(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	if fi, err := f.Stat(); err == nil && fi.Size() > int64(len(buf)) {
-		f.Seek(fi.Size()-int64(len(buf)), io.SeekStart)
-	}
-	n, _ := io.ReadFull(f, buf)
-	lines := strings.Split(strings.TrimSpace(strings.ToValidUTF8(string(buf[:n]), "?")), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
+	t := tail(path, 4096)
+	last := strings.TrimSpace(strings.ToValidUTF8(t[strings.LastIndexByte(t, '\n')+1:], "?"))
 	if len(last) > 200 {
 		last = last[len(last)-200:]
 	}

@@ -23,17 +23,11 @@ func TestReceiverPortsOwn(t *testing.T) {
 	lo := netip.MustParseAddr("127.0.0.1")
 	held := map[uint16]bool{}
 	for range 2000 {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		fd, err := sock.ListenUDP(netip.AddrPortFrom(lo, 0), 0, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { unix.Close(fd) })
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
-			t.Fatal(err)
-		}
-		if err := unix.Bind(fd, sock.Sockaddr(netip.AddrPortFrom(lo, 0))); err != nil {
-			t.Fatal(err)
-		}
 		p, err := sock.LocalPort(fd)
 		if err != nil {
 			t.Fatal(err)

@@ -29,10 +29,10 @@ const (
 // Receiver counts test datagrams on its own sockets (SO_REUSEPORT where
 // threads share a port) with recvmmsg, one OS thread per receiver
 // thread, and keeps per stream the packets, duplicates and reordering
-// (loss is sent minus unique). It is a
-// receiving flow that counts from the moment it is made (the warmup is
-// told apart by the datagrams' flags, not by a clock): the peer may send
-// before this end's clock starts.
+// (loss is sent minus unique). It is a receiving flow that counts from
+// the moment it is made (the warmup is told apart by the datagrams'
+// flags, not by a clock): the peer may send before this end's clock
+// starts.
 type Receiver struct {
 	threads []*recvThread
 	halt    atomic.Bool
