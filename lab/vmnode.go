@@ -403,6 +403,10 @@ func guestLogs(dir string) string {
 	for _, f := range []string{"supervisor.log", "console.log"} {
 		p := filepath.Join(dir, f)
 		data, err := os.ReadFile(p)
+		if err == nil && len(data) == 0 && f == "console.log" {
+			fmt.Fprintf(&b, "\n  %s is empty: the guest printed nothing, not even its kernel's first line", p)
+			continue
+		}
 		if err != nil || len(data) == 0 {
 			continue
 		}

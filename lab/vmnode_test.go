@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,28 @@ func TestGuestConfig(t *testing.T) {
 	}
 	if mac("x", 1) == mac("y", 1) {
 		t.Errorf("labs x and y give link 1 the same MAC %s", mac("x", 1))
+	}
+}
+
+// TestGuestLogs: a failed guest's message ends with the last lines of
+// its supervisor's log and console, and says when the console is empty.
+func TestGuestLogs(t *testing.T) {
+	dir := t.TempDir()
+	var sup strings.Builder
+	for i := 1; i <= 10; i++ {
+		sup.WriteString("line " + string(rune('0'+i%10)) + "\n")
+	}
+	os.WriteFile(filepath.Join(dir, "supervisor.log"), []byte(sup.String()), 0o644)
+	os.WriteFile(filepath.Join(dir, "console.log"), nil, 0o644)
+	got := guestLogs(dir)
+	if strings.Contains(got, "line 2") || !strings.Contains(got, "line 3") || !strings.Contains(got, "line 0") {
+		t.Errorf("not the last 8 lines of the supervisor's log:\n%s", got)
+	}
+	if !strings.Contains(got, "console.log is empty: the guest printed nothing") {
+		t.Errorf("an empty console is not said:\n%s", got)
+	}
+	os.WriteFile(filepath.Join(dir, "console.log"), []byte("[    0.000000] Linux version 6.1.0\n"), 0o644)
+	if got := guestLogs(dir); !strings.Contains(got, "Linux version") || strings.Contains(got, "is empty") {
+		t.Errorf("console's lines:\n%s", got)
 	}
 }

@@ -83,7 +83,9 @@ type supervisor struct {
 	reset   chan struct{}
 	// stalled is set once this boot has been reset for not answering,
 	// and cleared when a boot answers: one reset per boot at most.
+	// resetAt is when the last such reset was.
 	stalled bool
+	resetAt time.Time
 
 	qmpMu sync.Mutex // serialises commands on qmp
 	qmp   net.Conn
@@ -186,6 +188,11 @@ func (s *supervisor) set(state string, _ string, err error) {
 	if err != nil {
 		s.st.Error = err.Error()
 	}
+	s.notifyLocked()
+}
+
+// notifyLocked wakes whoever waits for a change; s.mu is held.
+func (s *supervisor) notifyLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
@@ -362,7 +369,9 @@ func (s *supervisor) stallReset(waited time.Duration) {
 	s.logf("%s: resetting the guest (once)", why)
 	s.mu.Lock()
 	s.stalled = true
+	s.resetAt = time.Now()
 	s.st.Stall = why
+	s.notifyLocked()
 	s.mu.Unlock()
 	// cont: a guest QEMU paused (a disk error, a monitor's stop) runs
 	// again; to a running one it is nothing.
@@ -549,7 +558,10 @@ func (s *supervisor) client(c net.Conn) {
 // wait returns once the guest is ready after more than afterBoots boots,
 // has failed or stopped, or timeout has passed.
 func (s *supervisor) wait(afterBoots int, timeout time.Duration) Status {
-	deadline := time.After(timeout)
+	begun := time.Now()
+	end := begun.Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	for {
 		st, changed := s.status()
 		switch {
@@ -558,12 +570,22 @@ func (s *supervisor) wait(afterBoots int, timeout time.Duration) Status {
 			st.State == StateStopped:
 			return st
 		}
+		// A boot reset for stalling has the other half of the boot
+		// timeout from its reset (stallReset), even where that runs past
+		// this wait's own end.
+		s.mu.Lock()
+		resetAt := s.resetAt
+		s.mu.Unlock()
+		if second := resetAt.Add(s.cfg.BootTimeout / 2); resetAt.After(begun) && second.After(end) {
+			end = second
+			deadline.Reset(time.Until(end))
+		}
 		select {
 		case <-changed:
-		case <-deadline:
+		case <-deadline.C:
 			st, _ := s.status()
 			if st.Error == "" {
-				st.Error = fmt.Sprintf("not ready after %s (state %s)", timeout, st.State)
+				st.Error = fmt.Sprintf("not ready after %s (state %s)", time.Since(begun).Round(time.Second), st.State)
 			}
 			return st
 		}

@@ -363,3 +363,37 @@ func TestExecFrames(t *testing.T) {
 		t.Errorf("missing command: %+v", e)
 	}
 }
+
+// TestWaitAfterStallReset: a boot reset for stalling has half of the
+// boot timeout from its reset, even where that runs past the end of a
+// wait begun before it.
+func TestWaitAfterStallReset(t *testing.T) {
+	const boot = time.Second
+	s := &supervisor{cfg: Supervisor{BootTimeout: boot}, log: io.Discard, changed: make(chan struct{}), reset: make(chan struct{}, 1)}
+	s.st.State = StateBooting
+	got := make(chan Status, 1)
+	begun := time.Now()
+	go func() { got <- s.wait(0, boot) }()
+	time.Sleep(boot * 8 / 10)
+	s.stallReset(boot / 2) // no monitor here: the reset itself is only logged
+	time.Sleep(boot * 3 / 10)
+	s.mu.Lock()
+	s.st.Boots = 1
+	s.mu.Unlock()
+	s.set(StateReady, "", nil)
+	st := <-got
+	if st.State != StateReady {
+		t.Fatalf("wait gave %s (%s) %s after it began, want ready: the second boot had less than half the timeout",
+			st.State, st.Error, time.Since(begun).Round(time.Millisecond))
+	}
+	if st.Stall == "" {
+		t.Error("the status does not say the boot was reset")
+	}
+
+	// Without a reset the wait ends at its own end.
+	s2 := &supervisor{cfg: Supervisor{BootTimeout: boot}, log: io.Discard, changed: make(chan struct{}), reset: make(chan struct{}, 1)}
+	s2.st.State = StateBooting
+	if st := s2.wait(0, boot/5); st.State != StateBooting || !strings.Contains(st.Error, "not ready after") {
+		t.Errorf("wait without a reset: %+v", st)
+	}
+}
