@@ -180,7 +180,7 @@ func (o *benchOptions) addFlags(p *pflag.FlagSet) {
 	secondsVarP(p, &o.warmup, "warmup", "", time.Second, "time sent before the measured window, excluded from the results")
 	secondsVarP(p, &o.interval, "interval", "i", time.Second, "seconds between interval lines (1 or more; 0: none); the result keeps every second")
 	p.StringVarP(&o.rate, "rate", "b", "0", "rate per target and direction: \"100kpps\", \"940Mbps\", \"1G\" (bits/s); 0 is as fast as possible")
-	p.IntVar(&o.threads, "threads", 1, "sender threads, and receiver threads on each end (TCP: at least one per 4 streams)")
+	p.IntVar(&o.threads, "threads", 1, "sender threads, and receiver threads on each end (TCP: at least one per stream, up to the CPUs)")
 	p.IntVarP(&o.streams, "streams", "P", 1, "flows per port (UDP) or connections (TCP), per target and direction")
 	p.BoolVarP(&o.reverse, "reverse", "R", false, "the server sends, this end receives")
 	p.BoolVar(&o.bidir, "bidir", false, "both directions at once")

@@ -17,23 +17,25 @@ import (
 // TCP streams are moved by loops, as iperf3 (up to 3.15) moves all of its
 // streams in one: a locked OS thread per loop, each serving its share of
 // the streams with non-blocking reads or writes in turn and waiting in
-// poll(2) only when every one of them would block. One loop per end is
-// faster than a goroutine per stream when both ends share the CPUs (the
-// sending thread stays on one CPU with the receive path its writes run, the
-// receiving thread on the other; goroutines spread both over every CPU and
-// wake each other across them), and a loop per 4 streams keeps many
-// streams from waiting on one thread (docs/benchmarks.md, "TCP: why loops"),
-// as long as each loop has a CPU: past the CPUs this end may run on, more
-// loops only take turns on them, and the total fell (docs/benchmarks.md,
-// "Loops past the CPUs").
+// poll(2) only when every one of them would block. Loops are faster than
+// a goroutine per stream when both ends share the CPUs (goroutines spread
+// over every CPU and wake each other across them: docs/benchmarks.md,
+// "TCP: why loops"). An end runs a loop per stream up to the CPUs it may
+// run on: with the senders' unsent bytes bounded (tcpNotSentLowat) two
+// loops an end on a 2-CPU machine moved 4 streams a third faster than one
+// (docs/benchmarks.md, "Unsent bytes bounded, a loop per CPU"); past the
+// CPUs, more loops only take turns on them, and the total fell
+// (docs/benchmarks.md, "Loops past the CPUs").
+//
+// tcpStreamsPerLoop bounds the streams whose reads size a loop's read
+// buffer (readSize).
 const tcpStreamsPerLoop = 4
 
 // loopCount is how many loops move streams streams on an end that may run
-// on cpus CPUs: one per tcpStreamsPerLoop streams but no more than the
-// CPUs, at least threads (--threads asks for them), never more than the
-// streams.
+// on cpus CPUs: one per stream but no more than the CPUs, at least
+// threads (--threads asks for them), never more than the streams.
 func loopCount(streams, threads, cpus int) int {
-	n := max(threads, min((streams+tcpStreamsPerLoop-1)/tcpStreamsPerLoop, cpus))
+	n := max(threads, min(streams, cpus))
 	return max(1, min(n, streams))
 }
 

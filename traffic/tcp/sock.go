@@ -85,6 +85,15 @@ func (s *tcpSock) info() (*unix.TCPInfo, error) {
 	return info, ierr
 }
 
+// setNotSentLowat sets TCP_NOTSENT_LOWAT (tcpNotSentLowat).
+func (s *tcpSock) setNotSentLowat(n int) error {
+	var serr error
+	if err := s.do(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, n) }); err != nil {
+		return err
+	}
+	return serr
+}
+
 // closeWrite sends the FIN: the stream's end.
 func (s *tcpSock) closeWrite() {
 	_ = s.do(func(fd uintptr) { _ = unix.Shutdown(int(fd), unix.SHUT_WR) })

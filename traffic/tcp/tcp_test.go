@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"linerate/traffic/session"
 	"linerate/wire"
 )
@@ -151,9 +153,10 @@ func TestTCPSenderWindowSegments(t *testing.T) {
 
 func TestLoopCount(t *testing.T) {
 	for _, c := range []struct{ streams, threads, cpus, want int }{
-		{1, 1, 64, 1}, {4, 1, 64, 1}, {5, 1, 64, 2}, {8, 1, 64, 2}, {16, 1, 64, 4}, {4, 2, 64, 2}, {2, 8, 64, 2}, {128, 1, 64, 32},
-		// No more loops than CPUs, unless --threads asks for them.
-		{16, 1, 2, 2}, {8, 1, 2, 2}, {128, 1, 4, 4}, {16, 1, 1, 1}, {16, 3, 2, 3}, {4, 1, 2, 1},
+		// A loop per stream,
+		{1, 1, 64, 1}, {4, 1, 64, 4}, {5, 1, 64, 5}, {16, 1, 64, 16}, {4, 2, 64, 4}, {2, 8, 64, 2}, {128, 1, 64, 64},
+		// no more loops than CPUs, unless --threads asks for them.
+		{16, 1, 2, 2}, {8, 1, 2, 2}, {128, 1, 4, 4}, {16, 1, 1, 1}, {16, 3, 2, 3}, {4, 1, 2, 2}, {2, 1, 2, 2}, {1, 1, 2, 1},
 	} {
 		if got := loopCount(c.streams, c.threads, c.cpus); got != c.want {
 			t.Errorf("loopCount(%d streams, %d threads, %d CPUs) = %d, want %d", c.streams, c.threads, c.cpus, got, c.want)
@@ -170,8 +173,28 @@ func tcpPairs(t *testing.T, n int) (dialled, accepted []*net.TCPConn) {
 	return dialled, accepted
 }
 
-// TestTCPLoopsCount sends 9 streams through 3 loops on each end (one per 4
-// streams; asked for as threads, as the machine may have fewer CPUs) and
+// TestSenderBoundsUnsent: every sending socket holds at most
+// tcpNotSentLowat unsent bytes before a write would block (the kernel's
+// default is no bound: net.ipv4.tcp_notsent_lowat, 4294967295).
+func TestSenderBoundsUnsent(t *testing.T) {
+	ws, _ := tcpPairs(t, 3)
+	s, err := NewSender(ws, SendConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, c := range s.conns {
+		var got int
+		var gerr error
+		c.do(func(fd uintptr) { got, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT) })
+		if gerr != nil || got != tcpNotSentLowat {
+			t.Errorf("stream %d: TCP_NOTSENT_LOWAT %d (%v), want %d", i, got, gerr, tcpNotSentLowat)
+		}
+	}
+}
+
+// TestTCPLoopsCount sends 9 streams through 3 loops on each end (asked
+// for as threads, as the machine may have fewer CPUs) and
 // checks that every byte each stream's sender wrote is the byte its
 // receiver read, stream by stream.
 func TestTCPLoopsCount(t *testing.T) {
