@@ -353,8 +353,8 @@ func TestBootStall(t *testing.T) {
 	guest := filepath.Join(l.dir, l.name+".vm", "b")
 	// QEMU is stopped once its guest's kernel has printed: a kernel
 	// that stops mid-boot. (Stopped before its first instruction, the
-	// reset lands as QEMU starts, and SeaBIOS spins in real mode at
-	// f000:6e39 about one time in three with this QEMU: docs/lab.md.)
+	// reset lands as QEMU starts, where it can leave SeaBIOS spinning:
+	// docs/lab.md, "A boot that hangs".)
 	var qemu int
 	deadline := time.Now().Add(time.Minute)
 	for qemu == 0 {

@@ -368,15 +368,18 @@ func TestExecFrames(t *testing.T) {
 // boot timeout from its reset, even where that runs past the end of a
 // wait begun before it.
 func TestWaitAfterStallReset(t *testing.T) {
-	const boot = time.Second
+	// The wait's own end (400ms) comes long before the boot timeout's
+	// half from the reset (300ms + 1s), and the guest is ready between
+	// the two, with room on either side for a slow scheduler.
+	const boot, waitFor = 2 * time.Second, 400 * time.Millisecond
 	s := &supervisor{cfg: Supervisor{BootTimeout: boot}, log: io.Discard, changed: make(chan struct{}), reset: make(chan struct{}, 1)}
 	s.st.State = StateBooting
 	got := make(chan Status, 1)
 	begun := time.Now()
-	go func() { got <- s.wait(0, boot) }()
-	time.Sleep(boot * 8 / 10)
+	go func() { got <- s.wait(0, waitFor) }()
+	time.Sleep(300 * time.Millisecond)
 	s.stallReset(boot / 2) // no monitor here: the reset itself is only logged
-	time.Sleep(boot * 3 / 10)
+	time.Sleep(400 * time.Millisecond)
 	s.mu.Lock()
 	s.st.Boots = 1
 	s.mu.Unlock()
@@ -393,7 +396,7 @@ func TestWaitAfterStallReset(t *testing.T) {
 	// Without a reset the wait ends at its own end.
 	s2 := &supervisor{cfg: Supervisor{BootTimeout: boot}, log: io.Discard, changed: make(chan struct{}), reset: make(chan struct{}, 1)}
 	s2.st.State = StateBooting
-	if st := s2.wait(0, boot/5); st.State != StateBooting || !strings.Contains(st.Error, "not ready after") {
+	if st := s2.wait(0, waitFor/2); st.State != StateBooting || !strings.Contains(st.Error, "not ready after") {
 		t.Errorf("wait without a reset: %+v", st)
 	}
 }

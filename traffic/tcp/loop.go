@@ -21,8 +21,8 @@ import (
 // a goroutine per stream when both ends share the CPUs (goroutines spread
 // over every CPU and wake each other across them: docs/benchmarks.md,
 // "TCP: why loops"). An end runs a loop per stream up to the CPUs it may
-// run on: with the senders' unsent bytes bounded (tcpNotSentLowat) two
-// loops an end on a 2-CPU machine moved 4 streams a third faster than one
+// run on: with the senders' unsent bytes bounded (tcpNotSentLowat) a loop
+// per CPU moved more than one loop for several streams
 // (docs/benchmarks.md, "Unsent bytes bounded, a loop per CPU"); past the
 // CPUs, more loops only take turns on them, and the total fell
 // (docs/benchmarks.md, "Loops past the CPUs").

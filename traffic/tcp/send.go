@@ -68,9 +68,9 @@ func wholePackets(mss, room int) int {
 // bytes it holds that TCP has not sent yet before a write would block.
 // What is in flight is not bounded by it (the congestion window is), only
 // the queue behind it; left to the send buffer's autotuning (up to 4 MiB a
-// socket) that queue made every write land in memory no cache held, and
-// on this 2-CPU VM 8 copying streams went from 33-39 Gb/s to 50-64 with
-// 128 KiB (docs/benchmarks.md, "Unsent bytes bounded, a loop per CPU").
+// socket) that queue made every write land in memory no cache held
+// (docs/benchmarks.md, "Unsent bytes bounded, a loop per CPU", has the
+// figures and the bounds tried).
 const tcpNotSentLowat = 128 << 10
 
 // SendConfig says how a Sender writes.
